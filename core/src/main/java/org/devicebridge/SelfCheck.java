@@ -1,0 +1,64 @@
+package org.devicebridge;
+
+import java.io.PrintStream;
+import java.util.Locale;
+import org.devicebridge.cuda.Cuda;
+import org.devicebridge.cuda.CudaDevice;
+
+/**
+ * The self-check main job: prints what this JVM can do with devicebridge (JDK, native access, the CUDA
+ * driver and devices) and runs the round trips of each interface, reporting each as PASS or FAIL.
+ * Exit status 0 when every check that can run here passed.
+ *
+ * <p>{@code mvn -B -q -DskipTests -Pself-check verify}, or
+ * {@code java --enable-native-access=ALL-UNNAMED -cp ... org.devicebridge.SelfCheck}.
+ */
+public final class SelfCheck {
+    private final PrintStream out;
+    private int failures;
+
+    private SelfCheck(PrintStream out) {
+        this.out = out;
+    }
+
+    public static void main(String[] args) {
+        SelfCheck check = new SelfCheck(System.out);
+        check.run();
+        System.exit(check.failures == 0 ? 0 : 1);
+    }
+
+    private void run() {
+        out.println("devicebridge self-check");
+        line("JDK", Runtime.version() + " (" + System.getProperty("java.vendor") + ", " + System.getProperty("java.home") + ")");
+        Module module = SelfCheck.class.getModule();
+        line("native access", module.isNativeAccessEnabled()
+                ? "enabled for " + (module.isNamed() ? module.getName() : "the class path")
+                : "NOT enabled: add --enable-native-access="
+                        + (module.isNamed() ? module.getName() + ",org.devicebridge.generated" : "ALL-UNNAMED"));
+        section("CUDA", this::cuda);
+    }
+
+    private void cuda() {
+        if (!Cuda.isAvailable()) {
+            line("CUDA driver", "not available: " + Cuda.unavailableReason());
+            return;
+        }
+        line("CUDA driver", Cuda.driverVersionString() + " (" + Cuda.unavailableReason() + ")");
+        for (CudaDevice d : Cuda.devices()) {
+            line("device " + d.ordinal(), d.toString());
+        }
+    }
+
+    private void section(String name, Runnable body) {
+        try {
+            body.run();
+        } catch (RuntimeException | Error e) {
+            failures++;
+            line(name, "FAIL: " + e);
+        }
+    }
+
+    private void line(String key, String value) {
+        out.println(String.format(Locale.ROOT, "  %-16s %s", key + ":", value));
+    }
+}

@@ -1,0 +1,21 @@
+package org.devicebridge;
+
+/**
+ * The input is well formed but asks for something this library (or the library it bridges to, such as
+ * Arrow Java) cannot represent exactly. The message names the field or type; nothing is silently
+ * ignored or approximated.
+ */
+public final class UnsupportedFeatureException extends DeviceBridgeException {
+    private static final long serialVersionUID = 1L;
+    private final String path;
+
+    public UnsupportedFeatureException(String path, String message) {
+        super(path == null || path.isEmpty() ? message : path + ": " + message);
+        this.path = path == null ? "" : path;
+    }
+
+    /** Where in the structure the unsupported feature sits, e.g. {@code children[1].format}; may be empty. */
+    public String path() {
+        return path;
+    }
+}

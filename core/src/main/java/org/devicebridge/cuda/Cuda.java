@@ -1,0 +1,67 @@
+package org.devicebridge.cuda;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import org.devicebridge.generated.cuda.cuda_driver_h;
+
+/**
+ * Entry point to the CUDA driver. The driver is loaded lazily, at the first call of any method here;
+ * on a machine without one, {@link #isAvailable()} is {@code false}, {@link #unavailableReason()} says
+ * why, and every other CUDA entry point throws {@link CudaUnavailableException}. Nothing else in the
+ * library needs CUDA.
+ */
+public final class Cuda {
+    private Cuda() {}
+
+    /** {@code true} if {@code libcuda.so.1} loaded, {@code cuInit} succeeded and at least one device exists. */
+    public static boolean isAvailable() {
+        return CudaDriver.status().available();
+    }
+
+    /** Why CUDA is unavailable, or a line saying where the driver was loaded from. */
+    public static String unavailableReason() {
+        return CudaDriver.status().reason();
+    }
+
+    /** The driver's CUDA version, e.g. 13000 for 13.0. */
+    public static int driverVersion() {
+        CudaDriver.require();
+        return CudaDriver.status().driverVersion();
+    }
+
+    /** Number of CUDA devices. */
+    public static int deviceCount() {
+        CudaDriver.require();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment n = arena.allocate(JAVA_INT);
+            CudaDriver.check("cuDeviceGetCount", cuda_driver_h.cuDeviceGetCount(n));
+            return n.get(JAVA_INT, 0);
+        }
+    }
+
+    /** The device with this ordinal. */
+    public static CudaDevice device(int ordinal) {
+        CudaDriver.require();
+        return CudaDevice.get(ordinal);
+    }
+
+    /** Every device, in ordinal order. */
+    public static List<CudaDevice> devices() {
+        int n = deviceCount();
+        List<CudaDevice> all = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            all.add(CudaDevice.get(i));
+        }
+        return List.copyOf(all);
+    }
+
+    /** The driver version formatted as major.minor. */
+    public static String driverVersionString() {
+        int v = driverVersion();
+        return (v / 1000) + "." + (v % 1000) / 10;
+    }
+}

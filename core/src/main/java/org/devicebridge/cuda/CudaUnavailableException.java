@@ -1,0 +1,13 @@
+package org.devicebridge.cuda;
+
+/**
+ * No usable CUDA driver: {@code libcuda.so.1} is missing, is only a stub, or found no device. Thrown by
+ * every CUDA entry point on such a machine; nothing else in the library depends on CUDA.
+ */
+public final class CudaUnavailableException extends CudaException {
+    private static final long serialVersionUID = 1L;
+
+    public CudaUnavailableException(String reason, Throwable cause) {
+        super("CUDA driver not available: " + reason, cause);
+    }
+}

@@ -1,0 +1,26 @@
+package org.devicebridge.internal;
+
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+
+/**
+ * Calls C function pointers found in foreign structs. Hand-linked because the pointer is only known at
+ * run time; the one shape every release/deleter callback has is {@code void (*)(T*)}.
+ */
+public final class Callbacks {
+    private static final MethodHandle VOID_POINTER = Native.LINKER.downcallHandle(
+            FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
+
+    private Callbacks() {}
+
+    /** Calls {@code fn(arg)} where {@code fn} is {@code void (*)(void*)}. */
+    public static void invokeVoidPointer(MemorySegment fn, MemorySegment arg) {
+        try {
+            VOID_POINTER.invokeExact(fn, arg);
+        } catch (Throwable t) {
+            throw Native.rethrow("release callback", t);
+        }
+    }
+}

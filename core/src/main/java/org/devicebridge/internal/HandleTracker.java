@@ -1,0 +1,52 @@
+package org.devicebridge.internal;
+
+import java.lang.ref.Cleaner;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Process-wide bookkeeping for owning handles: the one Cleaner, counts of live and leaked handles (tests
+ * assert on them), and the log lines for leaks and failed releases.
+ */
+public final class HandleTracker {
+    public static final Cleaner CLEANER = Cleaner.create();
+    private static final System.Logger LOG = System.getLogger("org.devicebridge");
+    private static final AtomicLong LIVE = new AtomicLong();
+    private static final AtomicLong LEAKED = new AtomicLong();
+    private static final AtomicLong FAILED_RELEASES = new AtomicLong();
+
+    private HandleTracker() {}
+
+    public static void opened() {
+        LIVE.incrementAndGet();
+    }
+
+    public static void closed() {
+        LIVE.decrementAndGet();
+    }
+
+    public static void leaked(String description) {
+        LEAKED.incrementAndGet();
+        LOG.log(System.Logger.Level.WARNING, "devicebridge: a {0} was never closed; the Cleaner released it."
+                + " Close every handle (try-with-resources) to release native memory promptly.", description);
+    }
+
+    public static void releaseFailed(String description, Throwable t) {
+        FAILED_RELEASES.incrementAndGet();
+        LOG.log(System.Logger.Level.ERROR, "devicebridge: releasing a " + description + " failed", t);
+    }
+
+    /** Handles created and neither closed, consumed nor cleaned yet. */
+    public static long liveHandles() {
+        return LIVE.get();
+    }
+
+    /** Handles the Cleaner had to release since the JVM started. */
+    public static long leakedHandles() {
+        return LEAKED.get();
+    }
+
+    /** Release steps that threw (and were logged) since the JVM started. */
+    public static long failedReleases() {
+        return FAILED_RELEASES.get();
+    }
+}

@@ -1,0 +1,158 @@
+package org.devicebridge.internal;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.NativeAccessException;
+
+/**
+ * FFM plumbing shared by every package: the libc functions the library calls itself (malloc/free,
+ * dlopen/dlsym/dladdr, strlen), upcall stub creation, and the one helper that turns the {@code Throwable}
+ * of {@code invokeExact} into this library's exceptions. Kept out of the public API.
+ */
+public final class Native {
+    public static final Linker LINKER = Linker.nativeLinker();
+    private static final SymbolLookup LIBC = LINKER.defaultLookup();
+
+    /** A pointer of unbounded size, for reading C strings and arrays whose size is checked separately. */
+    public static final ValueLayout.OfLong C_LONG = ValueLayout.JAVA_LONG;
+    public static final MemorySegment NULL = MemorySegment.NULL;
+
+    private static final MethodHandle MALLOC = libc("malloc", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
+    private static final MethodHandle CALLOC = libc("calloc", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
+    private static final MethodHandle FREE = libc("free", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
+    private static final MethodHandle STRLEN = libc("strlen", FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
+
+    private Native() {}
+
+    /** A downcall handle for a libc function; fails with a typed error if native access is denied. */
+    public static MethodHandle libc(String name, FunctionDescriptor descriptor) {
+        MemorySegment address = LIBC.find(name)
+                .orElseThrow(() -> new DeviceBridgeException("libc symbol not found: " + name));
+        return downcall(address, descriptor);
+    }
+
+    /** {@link Linker#downcallHandle}, with a missing native-access grant reported as {@link NativeAccessException}. */
+    public static MethodHandle downcall(MemorySegment address, FunctionDescriptor descriptor, Linker.Option... options) {
+        try {
+            return LINKER.downcallHandle(address, descriptor, options);
+        } catch (IllegalCallerException e) {
+            throw nativeAccessDenied(e);
+        }
+    }
+
+    /**
+     * An upcall stub for a static method, allocated in the global arena: one stub per callback kind, made
+     * once, alive as long as the JVM (native code may call it at any time).
+     */
+    public static MemorySegment upcallStub(Class<?> owner, String method, FunctionDescriptor descriptor) {
+        try {
+            MethodHandle target = MethodHandles.lookup().findStatic(owner, method, descriptor.toMethodType());
+            return LINKER.upcallStub(target, descriptor, Arena.global());
+        } catch (ReflectiveOperationException e) {
+            throw new DeviceBridgeException("cannot bind upcall " + owner.getName() + "." + method, e);
+        } catch (IllegalCallerException e) {
+            throw nativeAccessDenied(e);
+        }
+    }
+
+    /** Like {@link #upcallStub(Class, String, FunctionDescriptor)} for a private method, given its lookup. */
+    public static MemorySegment upcallStub(MethodHandles.Lookup lookup, Class<?> owner, String method,
+                                           FunctionDescriptor descriptor) {
+        try {
+            MethodType type = descriptor.toMethodType();
+            MethodHandle target = lookup.findStatic(owner, method, type);
+            return LINKER.upcallStub(target, descriptor, Arena.global());
+        } catch (ReflectiveOperationException e) {
+            throw new DeviceBridgeException("cannot bind upcall " + owner.getName() + "." + method, e);
+        } catch (IllegalCallerException e) {
+            throw nativeAccessDenied(e);
+        }
+    }
+
+    public static NativeAccessException nativeAccessDenied(Throwable cause) {
+        String module = Native.class.getModule().isNamed() ? Native.class.getModule().getName() : "ALL-UNNAMED";
+        return new NativeAccessException("native access is not enabled for devicebridge: start the JVM with "
+                + "--enable-native-access=" + module
+                + (module.equals("ALL-UNNAMED") ? "" : ",org.devicebridge.generated"), cause);
+    }
+
+    /** Turns whatever {@code invokeExact} threw into a library exception (errors pass through unchanged). */
+    public static RuntimeException rethrow(String function, Throwable t) {
+        if (t instanceof Error e) {
+            throw e;
+        }
+        if (t instanceof DeviceBridgeException d) {
+            return d;
+        }
+        if (t instanceof IllegalCallerException) {
+            return nativeAccessDenied(t);
+        }
+        return new DeviceBridgeException("native call " + function + " failed: " + t, t);
+    }
+
+    /** malloc; throws {@link OutOfMemoryError} when it returns NULL for a non-zero size. */
+    public static MemorySegment malloc(long bytes) {
+        try {
+            MemorySegment p = (MemorySegment) MALLOC.invokeExact(Math.max(1L, bytes));
+            if (p.equals(MemorySegment.NULL)) {
+                throw new OutOfMemoryError("malloc(" + bytes + ") returned NULL");
+            }
+            return p.reinterpret(bytes);
+        } catch (Throwable t) {
+            throw rethrow("malloc", t);
+        }
+    }
+
+    /** calloc (zeroed); throws {@link OutOfMemoryError} when it returns NULL. */
+    public static MemorySegment calloc(long bytes) {
+        try {
+            MemorySegment p = (MemorySegment) CALLOC.invokeExact(1L, Math.max(1L, bytes));
+            if (p.equals(MemorySegment.NULL)) {
+                throw new OutOfMemoryError("calloc(" + bytes + ") returned NULL");
+            }
+            return p.reinterpret(bytes);
+        } catch (Throwable t) {
+            throw rethrow("calloc", t);
+        }
+    }
+
+    /** free; NULL is ignored, as in C. */
+    public static void free(MemorySegment p) {
+        try {
+            FREE.invokeExact(p);
+        } catch (Throwable t) {
+            throw rethrow("free", t);
+        }
+    }
+
+    /** The address of libc's {@code free}, for native code (and benchmarks) that needs a real C function. */
+    public static MemorySegment freeAddress() {
+        return LIBC.find("free").orElseThrow();
+    }
+
+    /** Length of the NUL-terminated string at {@code p}, which must not be NULL. */
+    public static long strlen(MemorySegment p) {
+        try {
+            return (long) STRLEN.invokeExact(p);
+        } catch (Throwable t) {
+            throw rethrow("strlen", t);
+        }
+    }
+
+    /** Reads a NUL-terminated UTF-8 string at {@code p}, or {@code null} for NULL. */
+    public static String string(MemorySegment p) {
+        if (p.equals(MemorySegment.NULL)) {
+            return null;
+        }
+        long n = strlen(p);
+        return p.reinterpret(n + 1).getString(0);
+    }
+}
