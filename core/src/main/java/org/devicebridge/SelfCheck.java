@@ -1,9 +1,11 @@
 package org.devicebridge;
 
 import java.io.PrintStream;
+import java.util.List;
 import java.util.Locale;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaDevice;
+import org.devicebridge.internal.SelfCheckSection;
 
 /**
  * The self-check main job: prints what this JVM can do with devicebridge (JDK, native access, the CUDA
@@ -36,7 +38,40 @@ public final class SelfCheck {
                 : "NOT enabled: add --enable-native-access="
                         + (module.isNamed() ? module.getName() + ",org.devicebridge.generated" : "ALL-UNNAMED"));
         section("CUDA", this::cuda);
+        for (SelfCheckSection s : sections()) {
+            out.println(s.name());
+            section(s.name(), () -> {
+                try {
+                    s.run(report);
+                } catch (RuntimeException | Error e) {
+                    throw e;
+                } catch (Exception e) {
+                    throw new DeviceBridgeException(e.toString(), e);
+                }
+            });
+        }
+        out.println(failures == 0 ? "self-check: all checks passed" : "self-check: " + failures + " check(s) FAILED");
     }
+
+    /** The feature areas' sections, in the order they print. */
+    private static List<SelfCheckSection> sections() {
+        return List.of();
+    }
+
+    private final SelfCheckSection.Report report = new SelfCheckSection.Report() {
+        @Override
+        public void line(String key, String value) {
+            SelfCheck.this.line(key, value);
+        }
+
+        @Override
+        public void check(String name, boolean passed, String detail) {
+            if (!passed) {
+                failures++;
+            }
+            SelfCheck.this.line(name, (passed ? "PASS " : "FAIL ") + detail);
+        }
+    };
 
     private void cuda() {
         if (!Cuda.isAvailable()) {
