@@ -10,8 +10,10 @@ import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.devicebridge.internal.HandleTracker;
+import org.devicebridge.testing.AllowsLeaks;
 import org.junit.jupiter.api.Test;
 
+@AllowsLeaks("the Cleaner test abandons a handle on purpose")
 class NativeHandleTest {
 
     static final class CountingHandle extends NativeHandle {

@@ -1,0 +1,54 @@
+package org.devicebridge.testing;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.devicebridge.internal.ExportRegistry;
+import org.devicebridge.internal.HandleTracker;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+/**
+ * Registered for every test class (service file + junit-platform.properties autodetection): fails the
+ * class when it leaves owning handles open or exports unreleased (compared with the counts before the
+ * class ran), or when the Cleaner had to release a handle that was never closed. Device memory is checked
+ * by the CUDA tests themselves (driver counters). Tests that leak on purpose restore the counts (e.g. by
+ * waiting for the Cleaner) or are annotated {@link AllowsLeaks}.
+ */
+public final class NoLeaksExtension implements BeforeAllCallback, AfterAllCallback {
+    private static final ExtensionContext.Namespace NS = ExtensionContext.Namespace.create(NoLeaksExtension.class);
+
+    private record Baseline(long liveHandles, long exports, long leaked) {}
+
+    @Override
+    public void beforeAll(ExtensionContext context) {
+        context.getStore(NS).put("baseline", new Baseline(HandleTracker.liveHandles(),
+                ExportRegistry.outstandingExports(), HandleTracker.leakedHandles()));
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) throws InterruptedException {
+        if (context.getRequiredTestClass().isAnnotationPresent(AllowsLeaks.class)) {
+            return;
+        }
+        Baseline before = context.getStore(NS).get("baseline", Baseline.class);
+        List<String> problems = new ArrayList<>();
+        // a release racing the end of the class (another thread, a native consumer) gets a moment
+        for (int i = 0; i < 50 && (HandleTracker.liveHandles() > before.liveHandles()
+                || ExportRegistry.outstandingExports() > before.exports()); i++) {
+            Thread.sleep(20);
+        }
+        if (HandleTracker.liveHandles() > before.liveHandles()) {
+            problems.add((HandleTracker.liveHandles() - before.liveHandles()) + " handle(s) left open");
+        }
+        if (ExportRegistry.outstandingExports() > before.exports()) {
+            problems.add((ExportRegistry.outstandingExports() - before.exports()) + " export(s) never released");
+        }
+        if (HandleTracker.leakedHandles() > before.leaked()) {
+            problems.add((HandleTracker.leakedHandles() - before.leaked()) + " handle(s) released by the Cleaner, never closed");
+        }
+        if (!problems.isEmpty()) {
+            throw new AssertionError(context.getRequiredTestClass().getSimpleName() + " leaked: " + String.join("; ", problems));
+        }
+    }
+}

@@ -1,0 +1,79 @@
+package org.devicebridge.testing;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
+
+import java.util.List;
+import org.devicebridge.NativeHandle;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ConditionEvaluationResult;
+import org.junit.jupiter.api.extension.ExecutionCondition;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.platform.testkit.engine.EngineTestKit;
+import org.junit.platform.testkit.engine.Event;
+
+/** The leak check itself: a class that leaves a handle open fails; one that closes it passes. */
+class NoLeaksExtensionTest {
+    static NativeHandle left;
+
+    /** Runs only inside EngineTestKit below, never as a test of its own. */
+    static final class OnlyInTestKit implements ExecutionCondition {
+        @Override
+        public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
+            return context.getConfigurationParameter(TESTKIT).isPresent()
+                    ? ConditionEvaluationResult.enabled("inside the test kit")
+                    : ConditionEvaluationResult.disabled("a fixture of NoLeaksExtensionTest");
+        }
+    }
+
+    private static final String TESTKIT = "devicebridge.testkit";
+
+    @ExtendWith(OnlyInTestKit.class)
+    static class LeavesAHandleOpen {
+        @Test
+        void opensAndForgets() {
+            left = new NativeHandle("deliberately unclosed handle", () -> { }) { };
+        }
+    }
+
+    @ExtendWith(OnlyInTestKit.class)
+    static class ClosesItsHandle {
+        @Test
+        void opensAndCloses() {
+            try (NativeHandle h = new NativeHandle("closed handle", () -> { }) { }) {
+                assertTrue(h.isLive());
+            }
+        }
+    }
+
+    @AfterAll
+    static void closeTheLeftHandle() {
+        if (left != null) {
+            left.close();
+        }
+    }
+
+    @Test
+    void aClassThatLeavesAHandleOpenFails() {
+        List<Event> failures = EngineTestKit.engine("junit-jupiter")
+                .configurationParameter("junit.jupiter.extensions.autodetection.enabled", "true")
+                .configurationParameter(TESTKIT, "true")
+                .selectors(selectClass(LeavesAHandleOpen.class)).execute()
+                .containerEvents().failed().list();
+        assertTrue(failures.stream().anyMatch(e -> e.getPayload(org.junit.platform.engine.TestExecutionResult.class)
+                .flatMap(org.junit.platform.engine.TestExecutionResult::getThrowable)
+                .map(t -> t.getMessage().contains("1 handle(s) left open")).orElse(false)), failures.toString());
+        left.close();
+    }
+
+    @Test
+    void aClassThatClosesItsHandlesPasses() {
+        EngineTestKit.engine("junit-jupiter")
+                .configurationParameter("junit.jupiter.extensions.autodetection.enabled", "true")
+                .configurationParameter(TESTKIT, "true")
+                .selectors(selectClass(ClosesItsHandle.class)).execute()
+                .containerEvents().assertStatistics(stats -> stats.failed(0));
+    }
+}
