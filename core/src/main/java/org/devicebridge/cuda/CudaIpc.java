@@ -50,8 +50,9 @@ public final class CudaIpc {
 
     /**
      * Opens device memory another process shared ({@code cuIpcOpenMemHandle} with
-     * {@code CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS}) on {@code device}; its size is the whole allocation's
-     * ({@code cuMemGetAddressRange}).
+     * {@code CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS}) on {@code device}. Its size is the mapped range as
+     * {@code cuMemGetAddressRange} reports it: at least the exported allocation's size (the driver may round
+     * it up), so the exporter should send the meaningful size along with the handle.
      *
      * @param handle the 64 bytes from {@link #getMemHandle} in the other process
      * @return a buffer the caller owns; its last close unmaps the memory ({@code cuIpcCloseMemHandle}); the

@@ -150,6 +150,11 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
         OWN.remove(address);
     }
 
+    /** The cached attributes of memory this library allocated that contains {@code address}, or null. */
+    static PointerAttributes cachedOwn(long address) {
+        return lookup(OWN, address);
+    }
+
     /** Drops foreign ranges overlapping {@code [start, start + bytes)}: that memory was freed and reused. */
     private static void removeForeign(long start, long bytes) {
         invalidate(start);
