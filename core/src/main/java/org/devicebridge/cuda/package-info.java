@@ -5,7 +5,10 @@
  *
  * <ul>
  *   <li>{@link org.devicebridge.cuda.Cuda}: driver loading, devices, memory info. Each device's primary
- *       context is retained once and made current on the calling thread whenever a call needs it.</li>
+ *       context is retained once (for the life of the process) and made current on the calling thread
+ *       whenever a call needs it ({@code cuCtxGetCurrent}, then {@code cuCtxSetCurrent} if it differs); it
+ *       stays current afterwards, as with the CUDA runtime. Code that manages its own contexts on the same
+ *       thread should make its context current again after calling into this package.</li>
  *   <li>{@link org.devicebridge.cuda.CudaStream} (owned or borrowed) and
  *       {@link org.devicebridge.cuda.CudaEvent} (pooled, timing disabled).</li>
  *   <li>{@link org.devicebridge.cuda.DeviceBuffer} (cuMemAlloc, stream-ordered pool memory, or wrapped
