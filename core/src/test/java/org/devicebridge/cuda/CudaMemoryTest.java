@@ -156,7 +156,7 @@ class CudaMemoryTest {
             MemorySegment.copy(data, 0, src, ValueLayout.JAVA_BYTE, 0, size);
             try (HostRegistration rs = HostRegistration.register(src);
                  HostRegistration rd = HostRegistration.register(dst)) {
-                assertTrue(rs.isRegistered());
+                assertTrue(rs.isRegistered() && rd.isRegistered());
                 assertEquals(PointerAttributes.MemoryType.HOST, PointerAttributes.query(src.address()).memoryType());
                 // registering the same memory twice is a typed driver error
                 CudaException twice = assertThrows(CudaException.class, () -> HostRegistration.register(src));

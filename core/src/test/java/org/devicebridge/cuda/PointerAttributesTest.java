@@ -72,6 +72,7 @@ class PointerAttributesTest {
             assertEquals(MemoryType.UNREGISTERED_HOST, before.memoryType());
             assertEquals(-1, before.deviceOrdinal());
             try (HostRegistration r = HostRegistration.register(seg)) {
+                assertEquals(seg, r.segment());
                 PointerAttributes during = PointerAttributes.of(seg.address() + 100);
                 assertEquals(MemoryType.HOST, during.memoryType());
                 // the range of registered memory is the driver's to report; where it reports one, it holds the address
