@@ -227,7 +227,11 @@ public final class DLPack {
             throw new ValidationException(Category.DEVICE, "dl_tensor.device.device_type",
                     "unknown DLDeviceType " + typeCode);
         }
-        Device device = new Device(type, id); // rejects negative ids and CPU ids other than 0 (Category.DEVICE)
+        if (id < 0 || (type == DeviceType.CPU && id != 0)) {
+            throw new ValidationException(Category.DEVICE, "dl_tensor.device.device_id", "expected "
+                    + (type == DeviceType.CPU ? "device id 0 for kDLCPU" : "a device id >= 0") + " but found " + id);
+        }
+        Device device = new Device(type, id);
         if (options.expectedDevice() != null && !options.expectedDevice().equals(device)) {
             throw new ValidationException(Category.DEVICE, "dl_tensor.device", "expected " + describe(options.expectedDevice())
                     + " but found " + describe(device));
