@@ -90,6 +90,11 @@ public final class DLPack {
             throw new UnsupportedFeatureException("data", "a heap segment cannot be exported; DLPack needs native memory");
         }
         dtype.check("dtype");
+        if (!versioned && dtype.isSubByte()) {
+            // a legacy consumer cannot be told that sub-byte elements are padded
+            throw new UnsupportedFeatureException("dtype", "sub-byte type " + dtype
+                    + " cannot be exported as a legacy DLManagedTensor (no padding flag); use exportVersioned");
+        }
         if (shape.length > Geometry.MAX_NDIM) {
             throw new ValidationException(Category.SIZE, "ndim", "expected at most " + Geometry.MAX_NDIM
                     + " dimensions but found " + shape.length);
@@ -142,12 +147,6 @@ public final class DLPack {
             DLManagedTensorVersioned.flags(m, (readOnly ? FLAG_READ_ONLY : 0)
                     | (dtype.isSubByte() ? FLAG_IS_SUBBYTE_TYPE_PADDED : 0));
         } else {
-            if (dtype.isSubByte()) {
-                // a legacy consumer cannot be told that sub-byte elements are padded
-                Exports.release(key);
-                throw new UnsupportedFeatureException("dtype", "sub-byte type " + dtype
-                        + " cannot be exported as a legacy DLManagedTensor (no padding flag); use exportVersioned");
-            }
             DLManagedTensor.manager_ctx(m, MemorySegment.ofAddress(key));
             DLManagedTensor.deleter(m, Exports.DELETE_LEGACY);
         }
