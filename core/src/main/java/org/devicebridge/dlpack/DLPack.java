@@ -70,6 +70,30 @@ public final class DLPack {
     }
 
     /**
+     * Like {@link #exportVersioned(MemorySegment, DType, long[], long[], long, Device, boolean, AutoCloseable)},
+     * for data produced asynchronously: first {@code producer} makes the data ready on the consumer's stream
+     * (as the Python protocol's {@code stream} argument requires; nothing happens for
+     * {@link ConsumerStream.Kind#NO_SYNC}), then the tensor is exported. Ownership as in the other overload;
+     * a throw from the synchronisation leaves nothing exported.
+     *
+     * @param consumer the consumer's stream, parsed with {@link ConsumerStream#of} for {@code device}
+     * @throws ValidationException {@code DEVICE} if {@code consumer} was parsed for another device
+     */
+    public static ExportedTensor exportVersioned(MemorySegment data, DType dtype, long[] shape, long[] strides,
+                                                 long byteOffset, Device device, boolean readOnly, AutoCloseable owner,
+                                                 StreamSynchronizer producer, ConsumerStream consumer) {
+        Objects.requireNonNull(producer, "producer");
+        Objects.requireNonNull(consumer, "consumer");
+        Objects.requireNonNull(device, "device");
+        if (!consumer.device().equals(device)) {
+            throw new ValidationException(Category.DEVICE, "stream", "the consumer stream belongs to "
+                    + describe(consumer.device()) + " but the data lives on " + describe(device));
+        }
+        producer.makeReady(consumer);
+        return export(true, data, dtype, shape, strides, byteOffset, device, readOnly, owner);
+    }
+
+    /**
      * Exports {@code data} as a legacy {@code DLManagedTensor} (no version, no flags: a legacy consumer
      * assumes it may write) for consumers that do not speak DLPack 1.x. Parameters and ownership as in
      * {@link #exportVersioned}; strides are always written (never NULL).
