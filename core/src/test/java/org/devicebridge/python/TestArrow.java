@@ -77,21 +77,16 @@ final class TestArrow {
     /** Moves a struct as the Arrow specification allows: copy the bytes, mark the source released. */
     static void move(MemorySegment source, MemorySegment destination, CapsuleKind kind) {
         long size = kind.struct().byteSize();
-        MemorySegment.copy(source.reinterpret(size), 0, destination.reinterpret(size), 0, size);
         MemorySegment src = source.reinterpret(size);
-        // set release = NULL at the kind's release offset
-        for (long off = 0; off < size; off += 8) {
-            if (src.get(ADDRESS, off).equals(kind.struct().releaseCallback(src)) && isReleaseOffset(kind, off)) {
-                src.set(ADDRESS, off, MemorySegment.NULL);
-            }
-        }
+        MemorySegment.copy(src, 0, destination.reinterpret(size), 0, size);
+        src.set(ADDRESS, releaseOffset(kind), MemorySegment.NULL);
     }
 
-    private static boolean isReleaseOffset(CapsuleKind kind, long off) {
+    private static long releaseOffset(CapsuleKind kind) {
         return switch (kind) {
-            case ARROW_SCHEMA -> off == ArrowSchema.release$offset();
-            case ARROW_ARRAY -> off == ArrowArray.release$offset();
-            case ARROW_ARRAY_STREAM -> off == org.devicebridge.generated.arrow.ArrowArrayStream.release$offset();
+            case ARROW_SCHEMA -> ArrowSchema.release$offset();
+            case ARROW_ARRAY -> ArrowArray.release$offset();
+            case ARROW_ARRAY_STREAM -> org.devicebridge.generated.arrow.ArrowArrayStream.release$offset();
             default -> throw new IllegalArgumentException(kind.toString());
         };
     }
