@@ -278,7 +278,6 @@ public final class PythonExport {
                     return o
                 """;
         private static final MemorySegment METHOD_DEF;
-        private static volatile boolean installed;
 
         static {
             // struct PyMethodDef { const char *ml_name; PyCFunction ml_meth; int ml_flags; const char *ml_doc; }
@@ -292,25 +291,26 @@ public final class PythonExport {
             METHOD_DEF.set(ADDRESS, 24, MemorySegment.NULL);
         }
 
-        /** New reference to {@code _make}, installing the Python code on first use. Requires the GIL. */
+        /**
+         * Defines {@code _call} and the exporter classes in the runtime's private namespace. Called once,
+         * by {@link PythonRuntime} while it initialises (one thread, GIL held): running Python code may
+         * hand the GIL to another thread, so this must not happen lazily under a Java lock.
+         */
+        static void install(MemorySegment ns) {
+            MemorySegment fn;
+            try {
+                fn = Py.check((MemorySegment) PyC.PyCFunction_NewEx.invokeExact(METHOD_DEF,
+                        MemorySegment.NULL, MemorySegment.NULL), "PyCFunction_New");
+            } catch (Throwable t) {
+                throw Native.rethrow("PyCFunction_NewEx", t);
+            }
+            Py.setItem(ns, "_call", fn);
+            Py.decRef(Py.run(CODE, PyC.Py_file_input, ns));
+        }
+
+        /** New reference to {@code _make}. Requires the GIL. */
         static MemorySegment make(PythonRuntime runtime) {
             MemorySegment ns = runtime.internalNamespace().borrowAddress();
-            if (!installed) {
-                synchronized (Bridge.class) { // the GIL is held too; this only orders the Java flag
-                    if (!installed) {
-                        MemorySegment fn;
-                        try {
-                            fn = Py.check((MemorySegment) PyC.PyCFunction_NewEx.invokeExact(METHOD_DEF,
-                                    MemorySegment.NULL, MemorySegment.NULL), "PyCFunction_New");
-                        } catch (Throwable t) {
-                            throw Native.rethrow("PyCFunction_NewEx", t);
-                        }
-                        Py.setItem(ns, "_call", fn);
-                        Py.decRef(Py.run(CODE, PyC.Py_file_input, ns));
-                        installed = true;
-                    }
-                }
-            }
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment make = Py.check((MemorySegment) PyC.PyDict_GetItemString.invokeExact(ns,
                         arena.allocateFrom("_make")), "_make");
@@ -320,6 +320,11 @@ public final class PythonExport {
                 throw Native.rethrow("_make", t);
             }
         }
+    }
+
+    /** Installs the Python side of the exporter objects into the runtime's private namespace (GIL held). */
+    static void install(MemorySegment namespace) {
+        Bridge.install(namespace);
     }
 
     /**
