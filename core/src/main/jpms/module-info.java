@@ -14,4 +14,5 @@ module org.devicebridge.core {
     // exports org.devicebridge.arrow;  (added with the Arrow API)
     exports org.devicebridge.dlpack;
     exports org.devicebridge.cuda;
+    exports org.devicebridge.python;
 }

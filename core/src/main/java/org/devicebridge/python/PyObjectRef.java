@@ -1,0 +1,174 @@
+package org.devicebridge.python;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import org.devicebridge.NativeHandle;
+import org.devicebridge.internal.Native;
+
+/**
+ * One strong reference to a Python object, owned by Java. {@link #close()} drops it ({@code Py_DecRef},
+ * taking the GIL itself, from any thread); a forgotten reference is dropped by the Cleaner and logged as
+ * a leak. Every method takes the GIL itself.
+ *
+ * <p>Arguments given to {@link #call}, {@link #callMethod} and {@link PythonRuntime#set} are converted:
+ * {@code null} to None, a {@code PyObjectRef} to the object itself (borrowed: the caller keeps its
+ * reference), Boolean, Integer/Long to int, Float/Double to float, String to str, {@code int[]},
+ * {@code long[]} and {@code List} to tuples.
+ */
+public final class PyObjectRef extends NativeHandle {
+    private final MemorySegment address;
+
+    private PyObjectRef(MemorySegment address) {
+        super("Python object reference", new DecRef(address));
+        this.address = address;
+    }
+
+    /** Wraps a new (owned) reference; NULL is refused. Requires nothing: the GIL is not needed to wrap. */
+    static PyObjectRef own(MemorySegment newReference) {
+        if (newReference.equals(MemorySegment.NULL)) {
+            throw new IllegalArgumentException("NULL PyObject*");
+        }
+        return new PyObjectRef(newReference);
+    }
+
+    /** Takes a new reference to a borrowed object. Requires the GIL. */
+    static PyObjectRef borrowed(MemorySegment borrowedReference) {
+        Py.incRef(borrowedReference);
+        return own(borrowedReference);
+    }
+
+    /** The {@code PyObject*}, for handing to native code that borrows it; valid while this handle is live. */
+    public MemorySegment address() {
+        ensureLive();
+        return address;
+    }
+
+    MemorySegment borrowAddress() {
+        ensureLive();
+        return address;
+    }
+
+    /** A new reference to {@code getattr(this, name)}. @throws PythonException (AttributeError) if absent */
+    public PyObjectRef getAttr(String name) {
+        Objects.requireNonNull(name, "name");
+        try (Gil ignored = Gil.acquire()) {
+            return own(Py.getAttr(borrowAddress(), name));
+        }
+    }
+
+    /** {@code hasattr(this, name)}. */
+    public boolean hasAttr(String name) {
+        Objects.requireNonNull(name, "name");
+        try (Gil ignored = Gil.acquire()) {
+            return Py.hasAttr(borrowAddress(), name);
+        }
+    }
+
+    /** {@code this(*args)}: a new reference to the result. @throws PythonException if Python raised */
+    public PyObjectRef call(Object... args) {
+        return call(Arrays.asList(args), Map.of());
+    }
+
+    /** {@code this(*args, **kwargs)}: a new reference to the result. @throws PythonException if Python raised */
+    public PyObjectRef call(List<?> args, Map<String, ?> kwargs) {
+        Objects.requireNonNull(args, "args");
+        try (Gil ignored = Gil.acquire()) {
+            return own(Py.call(borrowAddress(), args, kwargs, "call " + shortRepr()));
+        }
+    }
+
+    /** {@code this.name(*args)}. @throws PythonException if Python raised */
+    public PyObjectRef callMethod(String name, Object... args) {
+        return callMethod(name, Arrays.asList(args), Map.of());
+    }
+
+    /** {@code this.name(*args, **kwargs)}. @throws PythonException if Python raised */
+    public PyObjectRef callMethod(String name, List<?> args, Map<String, ?> kwargs) {
+        Objects.requireNonNull(name, "name");
+        try (Gil ignored = Gil.acquire()) {
+            MemorySegment m = Py.getAttr(borrowAddress(), name);
+            try {
+                return own(Py.call(m, args, kwargs, name));
+            } finally {
+                Py.decRef(m);
+            }
+        }
+    }
+
+    /** {@code int(this)} as a Java long. @throws PythonException if it is not an int or overflows */
+    public long toLong() {
+        try (Gil ignored = Gil.acquire()) {
+            return Py.asLong(borrowAddress(), "int");
+        }
+    }
+
+    /** {@code float(this)}. @throws PythonException if it is not a number */
+    public double toDouble() {
+        try (Gil ignored = Gil.acquire()) {
+            return Py.asDouble(borrowAddress(), "float");
+        }
+    }
+
+    /** {@code this is None}. */
+    public boolean isNone() {
+        return borrowAddress().equals(PyC.NONE);
+    }
+
+    /** {@code str(this)}. */
+    public String str() {
+        try (Gil ignored = Gil.acquire()) {
+            return Py.str(borrowAddress());
+        }
+    }
+
+    /** {@code type(this).__name__}. */
+    public String typeName() {
+        try (Gil ignored = Gil.acquire()) {
+            MemorySegment t = Py.getAttr(borrowAddress(), "__class__");
+            try {
+                return Py.attrString(t, "__name__");
+            } finally {
+                Py.decRef(t);
+            }
+        }
+    }
+
+    /** A second, independent reference to the same object (closed separately). */
+    public PyObjectRef newReference() {
+        try (Gil ignored = Gil.acquire()) {
+            return borrowed(borrowAddress());
+        }
+    }
+
+    private String shortRepr() {
+        String r = Py.repr(address);
+        return r.length() > 60 ? r.substring(0, 57) + "..." : r;
+    }
+
+    @Override
+    public String toString() {
+        if (!isLive()) {
+            return super.toString();
+        }
+        try (Gil ignored = Gil.acquire()) {
+            return "PyObjectRef[" + shortRepr() + "]";
+        }
+    }
+
+    /** Drops the reference under the GIL; keeps only the address (never the handle). */
+    private record DecRef(MemorySegment address) implements ReleaseAction {
+        @Override
+        public void release() {
+            try (Gil ignored = Gil.ensure()) {
+                Py.decRef(address);
+            } catch (RuntimeException e) {
+                throw e;
+            } catch (Throwable t) {
+                throw Native.rethrow("Py_DecRef", t);
+            }
+        }
+    }
+}

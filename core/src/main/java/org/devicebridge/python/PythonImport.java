@@ -1,0 +1,107 @@
+package org.devicebridge.python;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.OptionalLong;
+import org.devicebridge.DeviceBridgeException;
+
+/**
+ * Asks a Python producer (a NumPy array, a PyTorch or CuPy tensor, a pyarrow array, table or reader) for
+ * its data through the capsule protocols; the capsules are then taken with
+ * {@link Capsules#take(PyObjectRef, CapsuleKind, java.util.function.Function)}.
+ *
+ * <p>Each method returns new capsules the caller owns (close them once taken; a capsule closed without
+ * being taken releases its data through its destructor).
+ */
+public final class PythonImport {
+    private PythonImport() {}
+
+    /**
+     * The highest DLPack version this library asks for in {@code max_version}; producers answer with a
+     * versioned capsule for any 1.x they support.
+     */
+    public static final int[] MAX_DLPACK_VERSION = {1, 3};
+
+    /**
+     * {@code producer.__dlpack__(stream=stream, max_version=(1, 3))}: a capsule named
+     * {@code dltensor_versioned}, or {@code dltensor} from a producer that predates DLPack 1.0 (one that
+     * rejects {@code max_version} with a {@code TypeError} is asked again without it, as DLPack's Python
+     * specification prescribes). Use {@link Capsules#kindOf} to tell which.
+     *
+     * @param stream the consumer's stream, which the producer makes wait for its work (for CUDA: the
+     *        {@code CUstream} as an integer, 1 for the legacy default stream, 2 for the per-thread default
+     *        stream, -1 for no synchronisation); empty for None (the CPU, or "use the default")
+     * @throws PythonException if the producer raised (BufferError for a read-only array, ...)
+     */
+    public static PyObjectRef dlpack(PyObjectRef producer, OptionalLong stream) {
+        Objects.requireNonNull(producer, "producer");
+        Objects.requireNonNull(stream, "stream");
+        Map<String, Object> kwargs = new LinkedHashMap<>();
+        kwargs.put("stream", stream.isPresent() ? stream.getAsLong() : null);
+        kwargs.put("max_version", MAX_DLPACK_VERSION);
+        try {
+            return producer.callMethod("__dlpack__", List.of(), kwargs);
+        } catch (PythonException e) {
+            if (!"TypeError".equals(e.pythonType())) {
+                throw e;
+            }
+            kwargs.remove("max_version");
+            return producer.callMethod("__dlpack__", List.of(), kwargs);
+        }
+    }
+
+    /** {@code producer.__dlpack_device__()} as a device id. @throws PythonException if the producer raised */
+    public static PythonExport.DLDeviceId dlpackDevice(PyObjectRef producer) {
+        Objects.requireNonNull(producer, "producer");
+        try (PyObjectRef t = producer.callMethod("__dlpack_device__");
+             Gil ignored = Gil.acquire()) {
+            var tuple = t.borrowAddress();
+            return new PythonExport.DLDeviceId((int) Py.asLong(Py.tupleItem(tuple, 0), "device type"),
+                    (int) Py.asLong(Py.tupleItem(tuple, 1), "device id"));
+        }
+    }
+
+    /** {@code producer.__arrow_c_schema__()}: an {@code arrow_schema} capsule. */
+    public static PyObjectRef arrowSchema(PyObjectRef producer) {
+        Objects.requireNonNull(producer, "producer");
+        return producer.callMethod("__arrow_c_schema__");
+    }
+
+    /**
+     * {@code producer.__arrow_c_array__(requested_schema)} (or {@code __arrow_c_device_array__} when
+     * {@code device}): the {@code (arrow_schema, arrow_array | arrow_device_array)} capsules, as a list of
+     * two references the caller owns.
+     *
+     * @param requestedSchema an {@code arrow_schema} capsule to cast to, or null
+     * @throws PythonException if the producer raised
+     */
+    public static List<PyObjectRef> arrowArray(PyObjectRef producer, PyObjectRef requestedSchema, boolean device) {
+        Objects.requireNonNull(producer, "producer");
+        try (PyObjectRef pair = producer.callMethod(device ? "__arrow_c_device_array__" : "__arrow_c_array__",
+                List.of(), requestedSchema == null ? Map.of() : Map.of("requested_schema", requestedSchema));
+             Gil ignored = Gil.acquire()) {
+            var tuple = pair.borrowAddress();
+            if (Py.tupleSize(tuple) != 2) {
+                throw new DeviceBridgeException("expected a (schema, array) pair from __arrow_c_array__ but found "
+                        + Py.repr(tuple));
+            }
+            List<PyObjectRef> out = new ArrayList<>(2);
+            out.add(PyObjectRef.borrowed(Py.tupleItem(tuple, 0)));
+            out.add(PyObjectRef.borrowed(Py.tupleItem(tuple, 1)));
+            return out;
+        }
+    }
+
+    /**
+     * {@code producer.__arrow_c_stream__(requested_schema)} (or {@code __arrow_c_device_stream__} when
+     * {@code device}): an {@code arrow_array_stream} / {@code arrow_device_array_stream} capsule.
+     */
+    public static PyObjectRef arrowStream(PyObjectRef producer, PyObjectRef requestedSchema, boolean device) {
+        Objects.requireNonNull(producer, "producer");
+        return producer.callMethod(device ? "__arrow_c_device_stream__" : "__arrow_c_stream__",
+                List.of(), requestedSchema == null ? Map.of() : Map.of("requested_schema", requestedSchema));
+    }
+}

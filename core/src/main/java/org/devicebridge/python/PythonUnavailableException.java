@@ -1,0 +1,16 @@
+package org.devicebridge.python;
+
+import org.devicebridge.DeviceBridgeException;
+
+/**
+ * No usable CPython library: thrown by every entry point of {@code org.devicebridge.python} where
+ * libpython3 could not be found, loaded or initialised. The message says why and what to set
+ * ({@code DEVICEBRIDGE_PYTHON_LIBRARY}, {@code DEVICEBRIDGE_PYTHON}).
+ */
+public class PythonUnavailableException extends DeviceBridgeException {
+    private static final long serialVersionUID = 1L;
+
+    public PythonUnavailableException(String message, Throwable cause) {
+        super("Python not available: " + message, cause);
+    }
+}
