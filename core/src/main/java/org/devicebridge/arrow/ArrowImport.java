@@ -113,6 +113,34 @@ public final class ArrowImport {
         return importDeviceArray(Objects.requireNonNull(schema, "schema").root(), arrowDeviceArrayPtr, level);
     }
 
+    /**
+     * Imports the {@code ArrowArrayStream} at {@code arrowArrayStreamPtr}: moves it, then fetches and
+     * validates its schema.
+     *
+     * <p>Ownership: after a return the caller owns the returned stream (close it); after a throw the stream
+     * has already been released.
+     *
+     * @throws ArrowStreamException if {@code get_schema} returned an errno
+     * @throws ValidationException if the stream or its schema is malformed
+     */
+    public static ImportedArrayStream importStream(MemorySegment arrowArrayStreamPtr) {
+        return ImportedArrayStream.take(arrowArrayStreamPtr, false);
+    }
+
+    /**
+     * Imports the {@code ArrowDeviceArrayStream} at {@code arrowDeviceArrayStreamPtr}, as
+     * {@link #importStream}; batches come as {@link #importDeviceArray device arrays}.
+     *
+     * <p>Ownership: after a return the caller owns the returned stream (close it); after a throw the stream
+     * has already been released.
+     *
+     * @throws ArrowStreamException if {@code get_schema} returned an errno
+     * @throws ValidationException if the stream or its schema is malformed, or its device type is unknown
+     */
+    public static ImportedArrayStream importDeviceStream(MemorySegment arrowDeviceArrayStreamPtr) {
+        return ImportedArrayStream.take(arrowDeviceArrayStreamPtr, true);
+    }
+
     static void checkDevice(int deviceType, long deviceId, long sync, ValidationLevel level) {
         if (!isKnownDevice(deviceType)) {
             throw new ValidationException(Category.DEVICE, "device_type",
