@@ -1,6 +1,7 @@
 package org.devicebridge.cuda;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -45,7 +46,7 @@ public final class Cuda {
 
     /** The device with this ordinal. */
     public static CudaDevice device(int ordinal) {
-        CudaDriver.require();
+        CudaContext.checkDevice(ordinal);
         return CudaDevice.get(ordinal);
     }
 
@@ -57,6 +58,39 @@ public final class Cuda {
             all.add(CudaDevice.get(i));
         }
         return List.copyOf(all);
+    }
+
+    /**
+     * Free and total memory of a device, as {@code cuMemGetInfo} reports them (the free figure counts every
+     * process's allocations and the driver's own reservations).
+     *
+     * @param freeBytes memory not allocated
+     * @param totalBytes all memory the driver manages on the device
+     */
+    public record MemoryInfo(long freeBytes, long totalBytes) {}
+
+    /**
+     * Free and total memory of {@code device} ({@code cuMemGetInfo}).
+     *
+     * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
+     */
+    public static MemoryInfo memoryInfo(int device) {
+        CudaContext.makeCurrent(device);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment free = arena.allocate(JAVA_LONG);
+            MemorySegment total = arena.allocate(JAVA_LONG);
+            CudaDriver.check("cuMemGetInfo_v2", cuda_driver_h.cuMemGetInfo_v2(free, total));
+            return new MemoryInfo(free.get(JAVA_LONG, 0), total.get(JAVA_LONG, 0));
+        }
+    }
+
+    /**
+     * Blocks until all work on {@code device} (in its primary context, every stream) finished
+     * ({@code cuCtxSynchronize}).
+     */
+    public static void synchronize(int device) {
+        CudaContext.makeCurrent(device);
+        CudaDriver.check("cuCtxSynchronize", cuda_driver_h.cuCtxSynchronize());
     }
 
     /** The driver version formatted as major.minor. */

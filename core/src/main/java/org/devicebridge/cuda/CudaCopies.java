@@ -1,0 +1,150 @@
+package org.devicebridge.cuda;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+import org.devicebridge.HandleClosedException;
+import org.devicebridge.generated.cuda.cuda_driver_h;
+
+/**
+ * Copies between host memory and device memory, and device fills. Each copy comes as a synchronous call
+ * (the driver's blocking {@code cuMemcpy*}: it returns when the data arrived) and as {@code ...Async(...,
+ * stream)}, which only queues the copy on {@code stream}.
+ *
+ * <p>For an async copy the caller keeps owning every argument and must keep the host segment's memory
+ * and the device buffers alive, and must not touch the destination, until the stream reached the copy
+ * (synchronize the stream, or record an event and wait for it). Asynchronous copies overlap with other
+ * work only when the host memory is pinned ({@link PinnedHostBuffer}, {@link HostRegistration}); from
+ * pageable memory the driver stages them and may return only after the copy. Host segments must be
+ * native (off-heap) memory. Copies of zero bytes do nothing.
+ */
+public final class CudaCopies {
+    private CudaCopies() {}
+
+    /** Copies all of {@code src} into {@code dst} at {@code dstOffset}; returns when the copy is done. */
+    public static void hostToDevice(MemorySegment src, DeviceBuffer dst, long dstOffset) {
+        checkHost(src, "src");
+        Objects.requireNonNull(dst, "dst");
+        long bytes = src.byteSize();
+        long d = dst.addressOf(dstOffset, bytes);
+        if (bytes == 0) {
+            return;
+        }
+        CudaContext.makeCurrent(dst.device());
+        CudaDriver.check("cuMemcpyHtoD_v2", cuda_driver_h.cuMemcpyHtoD_v2(d, src, bytes));
+    }
+
+    /** Queues a copy of all of {@code src} into {@code dst} at {@code dstOffset} on {@code stream}. */
+    public static void hostToDeviceAsync(MemorySegment src, DeviceBuffer dst, long dstOffset, CudaStream stream) {
+        checkHost(src, "src");
+        Objects.requireNonNull(dst, "dst");
+        Objects.requireNonNull(stream, "stream");
+        long bytes = src.byteSize();
+        long d = dst.addressOf(dstOffset, bytes);
+        MemorySegment s = stream.raw();
+        if (bytes == 0) {
+            return;
+        }
+        CudaContext.makeCurrent(stream.device());
+        CudaDriver.check("cuMemcpyHtoDAsync_v2", cuda_driver_h.cuMemcpyHtoDAsync_v2(d, src, bytes, s));
+    }
+
+    /** Copies {@code dst.byteSize()} bytes of {@code src} from {@code srcOffset} into {@code dst}; blocks. */
+    public static void deviceToHost(DeviceBuffer src, long srcOffset, MemorySegment dst) {
+        Objects.requireNonNull(src, "src");
+        checkHost(dst, "dst");
+        long bytes = dst.byteSize();
+        long s = src.addressOf(srcOffset, bytes);
+        if (bytes == 0) {
+            return;
+        }
+        checkWritable(dst);
+        CudaContext.makeCurrent(src.device());
+        CudaDriver.check("cuMemcpyDtoH_v2", cuda_driver_h.cuMemcpyDtoH_v2(dst, s, bytes));
+    }
+
+    /** Queues a copy of {@code dst.byteSize()} bytes of {@code src} from {@code srcOffset} into {@code dst}. */
+    public static void deviceToHostAsync(DeviceBuffer src, long srcOffset, MemorySegment dst, CudaStream stream) {
+        Objects.requireNonNull(src, "src");
+        checkHost(dst, "dst");
+        Objects.requireNonNull(stream, "stream");
+        long bytes = dst.byteSize();
+        long s = src.addressOf(srcOffset, bytes);
+        MemorySegment st = stream.raw();
+        if (bytes == 0) {
+            return;
+        }
+        checkWritable(dst);
+        CudaContext.makeCurrent(stream.device());
+        CudaDriver.check("cuMemcpyDtoHAsync_v2", cuda_driver_h.cuMemcpyDtoHAsync_v2(dst, s, bytes, st));
+    }
+
+    /** Copies {@code bytes} bytes between device buffers (possibly the same one, not overlapping); blocks. */
+    public static void deviceToDevice(DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset, long bytes) {
+        Objects.requireNonNull(src, "src");
+        Objects.requireNonNull(dst, "dst");
+        long s = src.addressOf(srcOffset, bytes);
+        long d = dst.addressOf(dstOffset, bytes);
+        if (bytes == 0) {
+            return;
+        }
+        CudaContext.makeCurrent(dst.device());
+        CudaDriver.check("cuMemcpyDtoD_v2", cuda_driver_h.cuMemcpyDtoD_v2(d, s, bytes));
+    }
+
+    /** Queues a copy of {@code bytes} bytes between device buffers on {@code stream}. */
+    public static void deviceToDeviceAsync(DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset,
+                                           long bytes, CudaStream stream) {
+        Objects.requireNonNull(src, "src");
+        Objects.requireNonNull(dst, "dst");
+        Objects.requireNonNull(stream, "stream");
+        long s = src.addressOf(srcOffset, bytes);
+        long d = dst.addressOf(dstOffset, bytes);
+        MemorySegment st = stream.raw();
+        if (bytes == 0) {
+            return;
+        }
+        CudaContext.makeCurrent(stream.device());
+        CudaDriver.check("cuMemcpyDtoDAsync_v2", cuda_driver_h.cuMemcpyDtoDAsync_v2(d, s, bytes, st));
+    }
+
+    /** Sets {@code bytes} bytes of {@code dst} from {@code offset} to {@code value}; blocks. */
+    public static void fill(DeviceBuffer dst, long offset, long bytes, byte value) {
+        Objects.requireNonNull(dst, "dst");
+        long d = dst.addressOf(offset, bytes);
+        if (bytes == 0) {
+            return;
+        }
+        CudaContext.makeCurrent(dst.device());
+        CudaDriver.check("cuMemsetD8_v2", cuda_driver_h.cuMemsetD8_v2(d, value, bytes));
+    }
+
+    /** Queues setting {@code bytes} bytes of {@code dst} from {@code offset} to {@code value} on {@code stream}. */
+    public static void fillAsync(DeviceBuffer dst, long offset, long bytes, byte value, CudaStream stream) {
+        Objects.requireNonNull(dst, "dst");
+        Objects.requireNonNull(stream, "stream");
+        long d = dst.addressOf(offset, bytes);
+        MemorySegment st = stream.raw();
+        if (bytes == 0) {
+            return;
+        }
+        CudaContext.makeCurrent(stream.device());
+        CudaDriver.check("cuMemsetD8Async", cuda_driver_h.cuMemsetD8Async(d, value, bytes, st));
+    }
+
+    /** A host segment the driver may read or write: native, and its arena still open. */
+    static void checkHost(MemorySegment segment, String name) {
+        Objects.requireNonNull(segment, name);
+        if (!segment.isNative()) {
+            throw new IllegalArgumentException(name + " must be native (off-heap) memory, not a heap segment");
+        }
+        if (!segment.scope().isAlive()) {
+            throw new HandleClosedException(name + ": the segment's arena is closed");
+        }
+    }
+
+    private static void checkWritable(MemorySegment dst) {
+        if (dst.isReadOnly()) {
+            throw new IllegalArgumentException("dst is a read-only segment");
+        }
+    }
+}

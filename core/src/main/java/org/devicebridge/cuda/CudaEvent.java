@@ -1,0 +1,113 @@
+package org.devicebridge.cuda;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Locale;
+import java.util.Objects;
+import org.devicebridge.NativeHandle;
+import org.devicebridge.generated.cuda.cuda_driver_h;
+
+/**
+ * A CUDA event: a marker recorded on a stream that other streams (or the host) can wait for. Events from
+ * {@link #acquire} come from a per-device pool and have timing disabled ({@code CU_EVENT_DISABLE_TIMING},
+ * the cheap kind); {@link #close()} returns the event to its pool, so acquiring one per batch creates no
+ * driver object on the steady-state path. Methods may be called from any thread.
+ */
+public final class CudaEvent extends NativeHandle {
+    private final MemorySegment raw;
+    private final int device;
+
+    private CudaEvent(MemorySegment raw, int device, String description, ReleaseAction release) {
+        super(description, release);
+        this.raw = raw;
+        this.device = device;
+    }
+
+    /**
+     * An event of {@code device} from its pool.
+     *
+     * @return an event the caller owns; closing it returns it to the pool
+     * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
+     * @throws CudaUnavailableException without a CUDA driver
+     */
+    public static CudaEvent acquire(int device) {
+        CudaEventPool pool = CudaEventPool.of(device);
+        MemorySegment e = pool.take();
+        return new CudaEvent(e, device, describe("pooled CUDA event", e, device), () -> pool.give(e));
+    }
+
+    /**
+     * Creates an event that another process can open ({@code CU_EVENT_INTERPROCESS |
+     * CU_EVENT_DISABLE_TIMING}, as the driver requires); see {@link CudaIpc#getEventHandle}. Not pooled:
+     * close destroys it.
+     *
+     * @return an event the caller owns
+     */
+    public static CudaEvent createInterprocess(int device) {
+        MemorySegment e = CudaEventPool.create(device,
+                cuda_driver_h.CU_EVENT_INTERPROCESS() | cuda_driver_h.CU_EVENT_DISABLE_TIMING());
+        return new CudaEvent(e, device, describe("interprocess CUDA event", e, device),
+                () -> CudaEventPool.destroy(e, device));
+    }
+
+    /** An event opened from another process's handle; close destroys this process's reference. */
+    static CudaEvent ofOpened(MemorySegment e, int device) {
+        return new CudaEvent(e, device, describe("CUDA event opened from an IPC handle", e, device),
+                () -> CudaEventPool.destroy(e, device));
+    }
+
+    private static String describe(String what, MemorySegment e, int device) {
+        return String.format(Locale.ROOT, "%s 0x%x on device %d", what, e.address(), device);
+    }
+
+    /** The device ordinal. */
+    public int device() {
+        return device;
+    }
+
+    /** The {@code CUevent} value, for handing to native code (e.g. an Arrow device array's sync event). */
+    public long address() {
+        ensureLive();
+        return raw.address();
+    }
+
+    /**
+     * Records the work queued on {@code stream} so far ({@code cuEventRecord}); a later record replaces it.
+     * The stream must be on this event's device.
+     */
+    public void record(CudaStream stream) {
+        Objects.requireNonNull(stream, "stream");
+        if (stream.device() != device) {
+            throw new IllegalArgumentException(String.format(Locale.ROOT,
+                    "cannot record an event of device %d on a stream of device %d", device, stream.device()));
+        }
+        ensureLive();
+        MemorySegment s = stream.raw();
+        CudaContext.makeCurrent(device);
+        CudaDriver.check("cuEventRecord", cuda_driver_h.cuEventRecord(raw, s));
+    }
+
+    /** Blocks the calling thread until the recorded work finished (at once if never recorded). */
+    public void synchronize() {
+        ensureLive();
+        CudaContext.makeCurrent(device);
+        CudaDriver.check("cuEventSynchronize", cuda_driver_h.cuEventSynchronize(raw));
+    }
+
+    /** {@code true} if the recorded work finished (or nothing was recorded); never blocks. */
+    public boolean query() {
+        ensureLive();
+        CudaContext.makeCurrent(device);
+        int r = cuda_driver_h.cuEventQuery(raw);
+        if (r == cuda_driver_h.CUDA_ERROR_NOT_READY()) {
+            return false;
+        }
+        CudaDriver.check("cuEventQuery", r);
+        return true;
+    }
+
+    /** The {@code CUevent}, checked live. */
+    MemorySegment raw() {
+        ensureLive();
+        return raw;
+    }
+}

@@ -1,0 +1,129 @@
+package org.devicebridge.cuda;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.generated.cuda.cuda_driver_h;
+
+/**
+ * CUDA inter-process sharing: a 64-byte handle ({@code CUipcMemHandle}, {@code CUipcEventHandle}) made in
+ * one process opens the same device memory or event in another process on the same machine. The handle
+ * is plain bytes (send it over any channel); it carries no ownership: the exporting process must keep
+ * the buffer (or event) alive until every other process has closed what it opened. A process cannot open
+ * its own handles (the driver refuses).
+ */
+public final class CudaIpc {
+    /** Size of an IPC handle in bytes ({@code CU_IPC_HANDLE_SIZE}). */
+    public static final int HANDLE_SIZE = 64;
+
+    private CudaIpc() {}
+
+    /**
+     * The IPC handle of a device buffer ({@code cuIpcGetMemHandle}). Only memory from
+     * {@link DeviceBuffer#allocate} ({@code cuMemAlloc}) can be shared this way; the handle names the
+     * whole allocation, so a buffer must not be a view into a larger one.
+     *
+     * @return 64 bytes; the caller keeps owning {@code buffer} and must keep it open while others use it
+     * @throws UnsupportedFeatureException for stream-ordered, wrapped, opened or empty buffers
+     * @throws CudaException if the driver refuses
+     */
+    public static byte[] getMemHandle(DeviceBuffer buffer) {
+        Objects.requireNonNull(buffer, "buffer");
+        if (buffer.kind() != DeviceBuffer.Kind.MEM_ALLOC) {
+            throw new UnsupportedFeatureException("buffer", "only memory from DeviceBuffer.allocate (cuMemAlloc)"
+                    + " can be shared through CUDA IPC, not a " + buffer.kind().name().toLowerCase(java.util.Locale.ROOT)
+                    + " buffer");
+        }
+        long address = buffer.address();
+        CudaContext.makeCurrent(buffer.device());
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment handle = arena.allocate(HANDLE_SIZE);
+            CudaDriver.check("cuIpcGetMemHandle", cuda_driver_h.cuIpcGetMemHandle(handle, address));
+            return handle.toArray(JAVA_BYTE);
+        }
+    }
+
+    /**
+     * Opens device memory another process shared ({@code cuIpcOpenMemHandle} with
+     * {@code CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS}) on {@code device}. Its size is the mapped range as
+     * {@code cuMemGetAddressRange} reports it: at least the exported allocation's size (the driver may round
+     * it up), so the exporter should send the meaningful size along with the handle.
+     *
+     * @param handle the 64 bytes from {@link #getMemHandle} in the other process
+     * @return a buffer the caller owns; its last close unmaps the memory ({@code cuIpcCloseMemHandle}); the
+     *     memory itself stays the other process's
+     * @throws IllegalArgumentException if {@code handle} is not 64 bytes
+     * @throws CudaException if the driver refuses (e.g. a handle of this same process)
+     */
+    public static DeviceBuffer openMemHandle(int device, byte[] handle) {
+        checkHandle(handle);
+        CudaContext.makeCurrent(device);
+        long address;
+        long bytes;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment h = arena.allocate(HANDLE_SIZE);
+            MemorySegment.copy(handle, 0, h, JAVA_BYTE, 0, HANDLE_SIZE);
+            MemorySegment out = arena.allocate(JAVA_LONG);
+            CudaDriver.check("cuIpcOpenMemHandle_v2", cuda_driver_h.cuIpcOpenMemHandle_v2(out, h,
+                    cuda_driver_h.CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS()));
+            address = out.get(JAVA_LONG, 0);
+            try {
+                MemorySegment base = arena.allocate(JAVA_LONG);
+                MemorySegment size = arena.allocate(JAVA_LONG);
+                CudaDriver.check("cuMemGetAddressRange_v2", cuda_driver_h.cuMemGetAddressRange_v2(base, size, address));
+                bytes = size.get(JAVA_LONG, 0) - (address - base.get(JAVA_LONG, 0));
+            } catch (RuntimeException e) {
+                cuda_driver_h.cuIpcCloseMemHandle(address);
+                throw e;
+            }
+        }
+        return DeviceBuffer.ofIpc(address, bytes, device);
+    }
+
+    /**
+     * The IPC handle of an event made by {@link CudaEvent#createInterprocess} ({@code cuIpcGetEventHandle}).
+     *
+     * @return 64 bytes; the caller keeps owning {@code event}
+     * @throws CudaException if the driver refuses (e.g. a pooled event, which is not interprocess)
+     */
+    public static byte[] getEventHandle(CudaEvent event) {
+        Objects.requireNonNull(event, "event");
+        MemorySegment e = event.raw();
+        CudaContext.makeCurrent(event.device());
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment handle = arena.allocate(HANDLE_SIZE);
+            CudaDriver.check("cuIpcGetEventHandle", cuda_driver_h.cuIpcGetEventHandle(handle, e));
+            return handle.toArray(JAVA_BYTE);
+        }
+    }
+
+    /**
+     * Opens an event another process shared ({@code cuIpcOpenEventHandle}); wait on it with
+     * {@link CudaStream#waitEvent} or {@link CudaEvent#synchronize}. Recording it here is allowed too.
+     *
+     * @return an event the caller owns; close releases this process's reference
+     */
+    public static CudaEvent openEventHandle(int device, byte[] handle) {
+        checkHandle(handle);
+        CudaContext.makeCurrent(device);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment h = arena.allocate(HANDLE_SIZE);
+            MemorySegment.copy(handle, 0, h, JAVA_BYTE, 0, HANDLE_SIZE);
+            MemorySegment out = arena.allocate(ADDRESS);
+            CudaDriver.check("cuIpcOpenEventHandle", cuda_driver_h.cuIpcOpenEventHandle(out, h));
+            return CudaEvent.ofOpened(out.get(ADDRESS, 0), device);
+        }
+    }
+
+    private static void checkHandle(byte[] handle) {
+        Objects.requireNonNull(handle, "handle");
+        if (handle.length != HANDLE_SIZE) {
+            throw new IllegalArgumentException("a CUDA IPC handle has " + HANDLE_SIZE + " bytes, not " + handle.length);
+        }
+    }
+}

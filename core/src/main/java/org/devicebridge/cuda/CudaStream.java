@@ -1,0 +1,150 @@
+package org.devicebridge.cuda;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Locale;
+import java.util.Objects;
+import org.devicebridge.HandleClosedException;
+import org.devicebridge.NativeHandle;
+import org.devicebridge.generated.cuda.cuda_driver_h;
+import org.devicebridge.internal.CudaCounters;
+import org.devicebridge.internal.RefCount;
+
+/**
+ * A CUDA stream on one device: work submitted to it runs in order. A stream made by {@link #create} is
+ * owned: {@link #close()} destroys it (after the work already queued on it finishes, as
+ * {@code cuStreamDestroy} does). A stream from {@link #borrow} belongs to someone else and close does
+ * nothing to it.
+ *
+ * <p>Memory allocated on a stream ({@link DeviceBuffer#allocateAsync}) is freed on that stream, so the
+ * stream's destruction waits until every such buffer is closed: the {@code CUstream} is reference counted.
+ * Methods may be called from any thread; the device's primary context is made current as needed.
+ */
+public final class CudaStream extends NativeHandle {
+    private final Ref ref;
+
+    /** The {@code CUstream} and its device; destroyed when the handle and every buffer freed on it let go. */
+    static final class Ref {
+        final MemorySegment raw;
+        final int device;
+        final RefCount refs;
+
+        Ref(MemorySegment raw, int device, boolean owned) {
+            this.raw = raw;
+            this.device = device;
+            this.refs = new RefCount(owned ? () -> destroy(raw, device) : () -> { });
+        }
+
+        private static void destroy(MemorySegment raw, int device) {
+            CudaContext.makeCurrent(device);
+            CudaDriver.check("cuStreamDestroy_v2", cuda_driver_h.cuStreamDestroy_v2(raw));
+        }
+    }
+
+    private CudaStream(Ref ref, String description) {
+        super(description, ref.refs::release);
+        this.ref = ref;
+    }
+
+    /**
+     * Creates a stream on a device.
+     *
+     * @param device the device ordinal
+     * @param nonBlocking {@code true} for {@code CU_STREAM_NON_BLOCKING}: no implicit synchronisation with
+     *     the legacy default stream (what libraries that share a device usually want)
+     * @return a new stream; the caller owns it and closes it
+     * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
+     * @throws CudaUnavailableException without a CUDA driver
+     */
+    public static CudaStream create(int device, boolean nonBlocking) {
+        CudaContext.makeCurrent(device);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            CudaDriver.check("cuStreamCreate", cuda_driver_h.cuStreamCreate(out,
+                    nonBlocking ? cuda_driver_h.CU_STREAM_NON_BLOCKING() : cuda_driver_h.CU_STREAM_DEFAULT()));
+            CudaCounters.streamCreate();
+            MemorySegment raw = out.get(ADDRESS, 0);
+            return new CudaStream(new Ref(raw, device, true), String.format(Locale.ROOT,
+                    "CUDA stream 0x%x on device %d", raw.address(), device));
+        }
+    }
+
+    /**
+     * Views a stream someone else owns, e.g. a {@code CUstream} handed over by a native library or by a
+     * DLPack/Arrow consumer. {@code 0} is the legacy default stream, {@code 2} the per-thread default stream.
+     * Closing the view does not destroy the stream; the owner must keep it alive while the view is used.
+     *
+     * @param device the device the stream belongs to
+     * @param streamAddress the {@code CUstream} value
+     * @return a non-owning view; the caller still owns nothing but the view
+     */
+    public static CudaStream borrow(int device, long streamAddress) {
+        CudaContext.checkDevice(device);
+        MemorySegment raw = MemorySegment.ofAddress(streamAddress);
+        return new CudaStream(new Ref(raw, device, false), String.format(Locale.ROOT,
+                "borrowed CUDA stream 0x%x on device %d", streamAddress, device));
+    }
+
+    /** The device ordinal. */
+    public int device() {
+        return ref.device;
+    }
+
+    /** The {@code CUstream} value, for handing to native code (e.g. an Arrow or DLPack consumer). */
+    public long address() {
+        ensureLive();
+        return ref.raw.address();
+    }
+
+    /** Blocks the calling thread until all work queued on this stream finished. */
+    public void synchronize() {
+        ensureLive();
+        CudaContext.makeCurrent(ref.device);
+        CudaDriver.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(ref.raw));
+    }
+
+    /** {@code true} if all work queued on this stream finished; never blocks. */
+    public boolean query() {
+        ensureLive();
+        CudaContext.makeCurrent(ref.device);
+        int r = cuda_driver_h.cuStreamQuery(ref.raw);
+        if (r == cuda_driver_h.CUDA_ERROR_NOT_READY()) {
+            return false;
+        }
+        CudaDriver.check("cuStreamQuery", r);
+        return true;
+    }
+
+    /**
+     * Makes work queued on this stream from now on wait until {@code event}'s last recorded work finished,
+     * without blocking the host ({@code cuStreamWaitEvent}). The event may belong to another device. The
+     * caller keeps ownership of both; the event may be closed (returned to its pool) right after this call.
+     */
+    public void waitEvent(CudaEvent event) {
+        Objects.requireNonNull(event, "event");
+        ensureLive();
+        MemorySegment e = event.raw();
+        CudaContext.makeCurrent(ref.device);
+        CudaDriver.check("cuStreamWaitEvent", cuda_driver_h.cuStreamWaitEvent(ref.raw, e, 0));
+    }
+
+    /** The {@code CUstream}, checked live. */
+    MemorySegment raw() {
+        ensureLive();
+        return ref.raw;
+    }
+
+    /**
+     * Takes a reference to the {@code CUstream} for memory that will be freed on it; the caller releases it
+     * through {@link Ref#refs} after that free was queued.
+     */
+    Ref retainRef() {
+        ensureLive();
+        if (!ref.refs.retain()) {
+            throw new HandleClosedException(description() + " is closed");
+        }
+        return ref;
+    }
+}

@@ -1,0 +1,263 @@
+package org.devicebridge.cuda;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.HandleClosedException;
+import org.devicebridge.NativeHandle;
+import org.devicebridge.generated.cuda.cuda_driver_h;
+import org.devicebridge.internal.CudaCounters;
+import org.devicebridge.internal.RefCount;
+
+/**
+ * Device memory on one CUDA device. One allocation may be shared by several owners (for instance several
+ * Arrow or DLPack exports of the same data): {@link #retain()} hands out another handle to the same
+ * memory, and the memory is freed when the last handle is closed. Each handle's {@link #close()} is
+ * idempotent and thread-safe and drops exactly its own reference.
+ *
+ * <p>Memory from {@link #allocate} is freed with {@code cuMemFree}; memory from {@link #allocateAsync} is
+ * stream-ordered (the device's default memory pool) and is freed with {@code cuMemFreeAsync} on the stream
+ * it was allocated on, so work queued on that stream before the last close finishes first; work on other
+ * streams must be ordered before the close by the caller (an event). Device memory is never mapped into
+ * the JVM: read and write it with {@link CudaCopies}.
+ */
+public final class DeviceBuffer extends NativeHandle {
+    private final Allocation allocation;
+
+    /** How an allocation is given back. */
+    enum Kind { MEM_ALLOC, POOL, WRAPPED, IPC, EMPTY }
+
+    /** The memory shared by every handle of one allocation; never refers to a handle. */
+    static final class Allocation {
+        final long address;
+        final long bytes;
+        final int device;
+        final Kind kind;
+        final RefCount refs;
+
+        Allocation(long address, long bytes, int device, Kind kind, Runnable free) {
+            this.address = address;
+            this.bytes = bytes;
+            this.device = device;
+            this.kind = kind;
+            this.refs = new RefCount(free);
+        }
+    }
+
+    private static volatile AtomicReferenceArray<MemorySegment> defaultPools;
+
+    private DeviceBuffer(Allocation allocation) {
+        super(String.format(Locale.ROOT, "CUDA device buffer (%s, 0x%x, %d bytes, device %d)",
+                allocation.kind.name().toLowerCase(Locale.ROOT), allocation.address, allocation.bytes,
+                allocation.device), allocation.refs::release);
+        this.allocation = allocation;
+    }
+
+    /**
+     * Allocates device memory with {@code cuMemAlloc}. Zero bytes allocate nothing (address 0).
+     *
+     * @return a buffer the caller owns and closes
+     * @throws IllegalArgumentException if {@code bytes} is negative
+     * @throws CudaException if the driver fails (e.g. {@code CUDA_ERROR_OUT_OF_MEMORY})
+     */
+    public static DeviceBuffer allocate(int device, long bytes) {
+        checkBytes(bytes);
+        CudaContext.makeCurrent(device);
+        if (bytes == 0) {
+            return empty(device);
+        }
+        long address;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(JAVA_LONG);
+            CudaDriver.check("cuMemAlloc_v2", cuda_driver_h.cuMemAlloc_v2(out, bytes));
+            address = out.get(JAVA_LONG, 0);
+        }
+        CudaCounters.memAlloc(bytes);
+        PointerAttributes.registerOwn(address, bytes, device);
+        return new DeviceBuffer(new Allocation(address, bytes, device, Kind.MEM_ALLOC, () -> {
+            PointerAttributes.unregisterOwn(address);
+            CudaContext.makeCurrent(device);
+            try {
+                CudaDriver.check("cuMemFree_v2", cuda_driver_h.cuMemFree_v2(address));
+            } finally {
+                CudaCounters.deviceFreed(bytes);
+            }
+        }));
+    }
+
+    /**
+     * Allocates stream-ordered device memory from the device's default memory pool
+     * ({@code cuMemAllocFromPoolAsync}): the memory may be used by work queued on {@code stream} after
+     * this call. The last close frees it with {@code cuMemFreeAsync} on the same stream (which therefore
+     * stays alive, even if its handle is closed, until then). Zero bytes allocate nothing.
+     *
+     * @param stream a stream of {@code device}; the caller keeps owning it
+     * @return a buffer the caller owns and closes
+     * @throws IllegalArgumentException if {@code bytes} is negative or the stream is on another device
+     * @throws CudaException if the driver fails (e.g. memory pools unsupported on this device)
+     */
+    public static DeviceBuffer allocateAsync(int device, long bytes, CudaStream stream) {
+        checkBytes(bytes);
+        Objects.requireNonNull(stream, "stream");
+        if (stream.device() != device) {
+            throw new IllegalArgumentException(String.format(Locale.ROOT,
+                    "stream of device %d cannot allocate on device %d", stream.device(), device));
+        }
+        CudaContext.makeCurrent(device);
+        if (bytes == 0) {
+            return empty(device);
+        }
+        MemorySegment pool = defaultPool(device);
+        CudaStream.Ref streamRef = stream.retainRef();
+        long address;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(JAVA_LONG);
+            CudaDriver.check("cuMemAllocFromPoolAsync",
+                    cuda_driver_h.cuMemAllocFromPoolAsync(out, bytes, pool, streamRef.raw));
+            address = out.get(JAVA_LONG, 0);
+        } catch (RuntimeException e) {
+            streamRef.refs.release();
+            throw e;
+        }
+        CudaCounters.memAllocAsync(bytes);
+        PointerAttributes.registerOwn(address, bytes, device);
+        return new DeviceBuffer(new Allocation(address, bytes, device, Kind.POOL, () -> {
+            PointerAttributes.unregisterOwn(address);
+            try {
+                CudaContext.makeCurrent(device);
+                CudaDriver.check("cuMemFreeAsync", cuda_driver_h.cuMemFreeAsync(address, streamRef.raw));
+            } finally {
+                CudaCounters.deviceFreed(bytes);
+                streamRef.refs.release();
+            }
+        }));
+    }
+
+    /**
+     * Views device memory someone else allocated, e.g. a pointer imported from a native library. The
+     * memory is not freed by this library; when the last handle is closed, {@code owner} (if not null) is
+     * closed, which lets the caller give the memory back to whoever owns it.
+     *
+     * @param devicePointer the device address ({@code CUdeviceptr}); 0 only with {@code bytes == 0}
+     * @param owner closed once when the last handle is closed; may be null
+     * @return a buffer the caller owns. After a return {@code owner} belongs to the buffer; after a throw
+     *     it still belongs to the caller (it is not closed)
+     */
+    public static DeviceBuffer wrap(long devicePointer, long bytes, int device, AutoCloseable owner) {
+        checkBytes(bytes);
+        if (devicePointer == 0 && bytes != 0) {
+            throw new IllegalArgumentException("device pointer is NULL but " + bytes + " bytes were given");
+        }
+        CudaContext.checkDevice(device);
+        return new DeviceBuffer(new Allocation(devicePointer, bytes, device, Kind.WRAPPED, () -> {
+            if (owner != null) {
+                try {
+                    owner.close();
+                } catch (RuntimeException e) {
+                    throw e;
+                } catch (Exception e) {
+                    throw new DeviceBridgeException("closing the owner of a wrapped device buffer failed", e);
+                }
+            }
+        }));
+    }
+
+    /** A buffer over memory mapped by {@code cuIpcOpenMemHandle}; the last close unmaps it. */
+    static DeviceBuffer ofIpc(long address, long bytes, int device) {
+        return new DeviceBuffer(new Allocation(address, bytes, device, Kind.IPC, () -> {
+            CudaContext.makeCurrent(device);
+            CudaDriver.check("cuIpcCloseMemHandle", cuda_driver_h.cuIpcCloseMemHandle(address));
+        }));
+    }
+
+    private static DeviceBuffer empty(int device) {
+        return new DeviceBuffer(new Allocation(0, 0, device, Kind.EMPTY, () -> { }));
+    }
+
+    private static void checkBytes(long bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("byte size must not be negative: " + bytes);
+        }
+    }
+
+    private static MemorySegment defaultPool(int device) {
+        AtomicReferenceArray<MemorySegment> all = defaultPools;
+        if (all == null) {
+            synchronized (DeviceBuffer.class) {
+                all = defaultPools;
+                if (all == null) {
+                    all = new AtomicReferenceArray<>(CudaContext.deviceCount());
+                    defaultPools = all;
+                }
+            }
+        }
+        MemorySegment pool = all.get(device);
+        if (pool == null) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment out = arena.allocate(ADDRESS);
+                CudaDriver.check("cuDeviceGetDefaultMemPool",
+                        cuda_driver_h.cuDeviceGetDefaultMemPool(out, CudaContext.cuDevice(device)));
+                pool = out.get(ADDRESS, 0);
+            }
+            all.set(device, pool); // the same value for every thread that races here
+        }
+        return pool;
+    }
+
+    /**
+     * Another handle to the same memory: the memory is freed when this and every other handle are closed.
+     *
+     * @return a handle the caller owns and closes
+     * @throws HandleClosedException if this handle is closed
+     */
+    public DeviceBuffer retain() {
+        ensureLive();
+        if (!allocation.refs.retain()) {
+            throw new HandleClosedException(description() + " is freed");
+        }
+        return new DeviceBuffer(allocation);
+    }
+
+    /** The device address ({@code CUdeviceptr}); 0 for an empty buffer. */
+    public long address() {
+        ensureLive();
+        return allocation.address;
+    }
+
+    /** The size in bytes. */
+    public long byteSize() {
+        return allocation.bytes;
+    }
+
+    /** The device ordinal. */
+    public int device() {
+        return allocation.device;
+    }
+
+    /** How many live handles share this allocation (0 once freed). */
+    public int referenceCount() {
+        return allocation.refs.count();
+    }
+
+    /** {@code true} for stream-ordered memory from {@link #allocateAsync}. */
+    public boolean isStreamOrdered() {
+        return allocation.kind == Kind.POOL;
+    }
+
+    Kind kind() {
+        return allocation.kind;
+    }
+
+    /** Checks that {@code [offset, offset + bytes)} lies inside this buffer and returns its device address. */
+    long addressOf(long offset, long bytes) {
+        ensureLive();
+        Objects.checkFromIndexSize(offset, bytes, allocation.bytes);
+        return allocation.address + offset;
+    }
+}

@@ -1,0 +1,487 @@
+package org.devicebridge.cuda;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.function.IntConsumer;
+import org.devicebridge.HandleClosedException;
+import org.devicebridge.generated.cuda.cuda_driver_h;
+
+/**
+ * Moves batches of host buffers to one device and back through reused pinned staging memory.
+ *
+ * <p>{@link #upload} packs a batch of host buffers into <em>one</em> stream-ordered device allocation,
+ * each buffer at a {@value #ALIGNMENT}-byte aligned offset, copying them into pinned staging memory and
+ * from there with asynchronous copies; {@link #download} copies ranges of a device buffer back. The
+ * staging memory is split in two halves used in turn, each guarded by its own event, so that packing
+ * the next chunk (or batch) overlaps the copy of the previous one; the host waits only before reusing a
+ * half. A batch that fits in one half costs one {@code cuMemAllocFromPoolAsync} from the device's
+ * memory pool, one copy and one event record, and no {@code cuMemAlloc}, {@code cuMemHostAlloc} or event
+ * creation: the staging memory and the two events are made once, in {@link #create}.
+ *
+ * <p>One transfer object serves one device and one batch at a time (its methods are
+ * {@code synchronized}); it owns its staging memory and events and frees them on {@link #close()}.
+ */
+public final class HostDeviceTransfer implements AutoCloseable {
+    /** Alignment of every buffer in an uploaded allocation, as Arrow recommends for its buffers. */
+    public static final int ALIGNMENT = 64;
+
+    private final int device;
+    private final PinnedHostBuffer staging;
+    private final Stager stager;
+    private final CudaEvent[] halfDone;
+    private boolean closed;
+
+    /**
+     * A batch packed into one device allocation.
+     *
+     * @param buffer the device allocation holding every buffer; the caller owns it (close this record or
+     *     the buffer to free it)
+     * @param offsets where buffer {@code i} starts in {@code buffer}, a multiple of {@value #ALIGNMENT}
+     * @param sizes the size of buffer {@code i} in bytes
+     */
+    public record Upload(DeviceBuffer buffer, long[] offsets, long[] sizes) implements AutoCloseable {
+        public Upload {
+            Objects.requireNonNull(buffer, "buffer");
+            offsets = offsets.clone();
+            sizes = sizes.clone();
+        }
+
+        @Override
+        public long[] offsets() {
+            return offsets.clone();
+        }
+
+        @Override
+        public long[] sizes() {
+            return sizes.clone();
+        }
+
+        /** Number of buffers in the batch. */
+        public int count() {
+            return offsets.length;
+        }
+
+        /** Frees the device allocation (stream-ordered, on the upload's stream). */
+        @Override
+        public void close() {
+            buffer.close();
+        }
+    }
+
+    private HostDeviceTransfer(int device, PinnedHostBuffer staging, CudaEvent[] halfDone) {
+        this.device = device;
+        this.staging = staging;
+        long half = staging.byteSize() / 2 / ALIGNMENT * ALIGNMENT;
+        MemorySegment s = staging.segment();
+        this.stager = new Stager(s.asSlice(0, half), s.asSlice(half, half));
+        this.halfDone = halfDone;
+    }
+
+    /**
+     * Creates a transfer object for {@code device} with {@code stagingBytes} of pinned staging memory (two
+     * halves; a batch up to half of it moves in one copy and one synchronisation).
+     *
+     * @param stagingBytes at least {@code 2 * ALIGNMENT}
+     * @return a transfer object the caller owns and closes
+     * @throws IllegalArgumentException if {@code stagingBytes} is too small
+     * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
+     */
+    public static HostDeviceTransfer create(int device, long stagingBytes) {
+        if (stagingBytes < 2L * ALIGNMENT) {
+            throw new IllegalArgumentException("staging memory must be at least " + 2 * ALIGNMENT
+                    + " bytes, not " + stagingBytes);
+        }
+        CudaContext.checkDevice(device);
+        PinnedHostBuffer staging = PinnedHostBuffer.allocate(stagingBytes);
+        CudaEvent[] events = new CudaEvent[2];
+        try {
+            events[0] = CudaEvent.acquire(device);
+            events[1] = CudaEvent.acquire(device);
+            return new HostDeviceTransfer(device, staging, events);
+        } catch (RuntimeException e) {
+            for (CudaEvent ev : events) {
+                if (ev != null) {
+                    ev.close();
+                }
+            }
+            staging.close();
+            throw e;
+        }
+    }
+
+    /** The device ordinal. */
+    public int device() {
+        return device;
+    }
+
+    /** Bytes one copy can move: half the staging memory. */
+    public long chunkBytes() {
+        return stager.chunkBytes();
+    }
+
+    /** Where each buffer of a batch lands: {@value #ALIGNMENT}-byte aligned, in order; the last is the total. */
+    static long[] packedOffsets(long[] sizes) {
+        long[] offsets = new long[sizes.length + 1];
+        long end = 0;
+        for (int i = 0; i < sizes.length; i++) {
+            long start = alignUp(end);
+            offsets[i] = start;
+            end = Math.addExact(start, sizes[i]);
+        }
+        offsets[sizes.length] = end;
+        return offsets;
+    }
+
+    private static long alignUp(long v) {
+        return Math.addExact(v, ALIGNMENT - 1) & -ALIGNMENT;
+    }
+
+    /**
+     * Packs {@code buffers} into one new device allocation and queues the copies on {@code stream}. The
+     * host buffers are read before this returns (they are copied into staging memory), so the caller may
+     * reuse them at once; the device data is ready for work queued on {@code stream} after this call (other
+     * streams must wait on an event recorded on {@code stream}). Padding bytes between buffers are zero.
+     *
+     * @param buffers native host segments, in order; empty segments get an offset and no bytes
+     * @param stream a stream of this transfer's device; the caller keeps owning it, and it must stay open
+     *     until the returned allocation is freed (which is queued on it)
+     * @return the allocation and the offsets; the caller owns the allocation. After a throw the caller owns
+     *     nothing new (an allocation made before the failure is freed)
+     * @throws IllegalArgumentException for heap segments or a stream of another device
+     * @throws CudaException if a driver call fails
+     */
+    public synchronized Upload upload(List<MemorySegment> buffers, CudaStream stream) {
+        ensureOpen();
+        Objects.requireNonNull(buffers, "buffers");
+        Objects.requireNonNull(stream, "stream");
+        checkStream(stream);
+        MemorySegment[] src = buffers.toArray(new MemorySegment[0]);
+        long[] sizes = new long[src.length];
+        for (int i = 0; i < src.length; i++) {
+            CudaCopies.checkHost(src[i], "buffers[" + i + "]");
+            sizes[i] = src[i].byteSize();
+        }
+        long[] placed = packedOffsets(sizes);
+        long total = placed[src.length];
+        long[] offsets = Arrays.copyOf(placed, src.length);
+        DeviceBuffer dst = DeviceBuffer.allocateAsync(device, total, stream);
+        try {
+            stager.upload(src, offsets, sizes, total, dst.address(), new StreamOps(stream));
+        } catch (RuntimeException e) {
+            dst.close();
+            throw e;
+        }
+        return new Upload(dst, offsets, sizes);
+    }
+
+    /**
+     * Copies ranges of a device buffer into new host segments allocated from {@code arena}
+     * ({@value #ALIGNMENT}-byte aligned). Returns when the data arrived. Work that produced the data must
+     * be ordered before this call on {@code stream}, or finished.
+     *
+     * @param src the device buffer; the caller keeps owning it
+     * @param offsets where each range starts in {@code src}
+     * @param sizes each range's size
+     * @param arena allocates the results; the caller owns it
+     * @return one segment per range, filled
+     * @throws IndexOutOfBoundsException if a range lies outside {@code src}
+     * @throws IllegalArgumentException if the arrays differ in length or the stream is of another device
+     */
+    public synchronized List<MemorySegment> download(DeviceBuffer src, long[] offsets, long[] sizes, Arena arena,
+                                                     CudaStream stream) {
+        Objects.requireNonNull(arena, "arena");
+        checkRanges(src, offsets, sizes);
+        List<MemorySegment> out = new ArrayList<>(sizes.length);
+        for (long size : sizes) {
+            out.add(arena.allocate(size, ALIGNMENT));
+        }
+        download(src, offsets, out, stream);
+        return out;
+    }
+
+    /**
+     * Copies ranges of a device buffer into caller-provided host segments: range {@code i} starts at
+     * {@code offsets[i]} and fills all of {@code destinations.get(i)}. Returns when the data arrived. Work
+     * that produced the data must be ordered before this call on {@code stream}, or finished.
+     *
+     * @param src the device buffer; the caller keeps owning it and the destinations
+     * @throws IndexOutOfBoundsException if a range lies outside {@code src}
+     * @throws IllegalArgumentException for heap or read-only destinations, or a stream or buffer of another
+     *     device
+     */
+    public synchronized void download(DeviceBuffer src, long[] offsets, List<MemorySegment> destinations,
+                                      CudaStream stream) {
+        ensureOpen();
+        Objects.requireNonNull(destinations, "destinations");
+        Objects.requireNonNull(stream, "stream");
+        MemorySegment[] dst = destinations.toArray(new MemorySegment[0]);
+        long[] sizes = new long[dst.length];
+        for (int i = 0; i < dst.length; i++) {
+            CudaCopies.checkHost(dst[i], "destinations[" + i + "]");
+            if (dst[i].isReadOnly()) {
+                throw new IllegalArgumentException("destinations[" + i + "] is read-only");
+            }
+            sizes[i] = dst[i].byteSize();
+        }
+        checkRanges(src, offsets, sizes);
+        checkStream(stream);
+        if (src.device() != device) {
+            throw new IllegalArgumentException(String.format(Locale.ROOT,
+                    "buffer of device %d cannot be downloaded by a transfer for device %d", src.device(), device));
+        }
+        stager.download(src.address(), offsets, dst, sizes, new StreamOps(stream));
+    }
+
+    /** The driver calls the stager makes for one batch, on one stream. */
+    interface Ops {
+        /** Queues a copy of {@code bytes} bytes of staging memory to a device address. */
+        void toDevice(long deviceAddress, MemorySegment from, long bytes);
+
+        /** Queues a copy of {@code bytes} bytes from a device address into staging memory. */
+        void toHost(MemorySegment to, long deviceAddress, long bytes);
+
+        /** Marks the copies queued so far as the ones that use staging half {@code half}. */
+        void record(int half);
+
+        /** Blocks until the copies last marked for {@code half} finished. */
+        void await(int half);
+    }
+
+    private final class StreamOps implements Ops {
+        private final CudaStream stream;
+
+        StreamOps(CudaStream stream) {
+            this.stream = stream;
+        }
+
+        @Override
+        public void toDevice(long deviceAddress, MemorySegment from, long bytes) {
+            MemorySegment s = stream.raw();
+            CudaContext.makeCurrent(device);
+            CudaDriver.check("cuMemcpyHtoDAsync_v2", cuda_driver_h.cuMemcpyHtoDAsync_v2(deviceAddress, from, bytes, s));
+        }
+
+        @Override
+        public void toHost(MemorySegment to, long deviceAddress, long bytes) {
+            MemorySegment s = stream.raw();
+            CudaContext.makeCurrent(device);
+            CudaDriver.check("cuMemcpyDtoHAsync_v2", cuda_driver_h.cuMemcpyDtoHAsync_v2(to, deviceAddress, bytes, s));
+        }
+
+        @Override
+        public void record(int half) {
+            halfDone[half].record(stream);
+        }
+
+        @Override
+        public void await(int half) {
+            halfDone[half].synchronize();
+        }
+    }
+
+    /**
+     * The staging logic, apart from the driver so that it can be tested without a GPU: two halves used in
+     * turn; a half is written only after the copies last queued from or into it finished.
+     */
+    static final class Stager {
+        private final MemorySegment[] halves;
+        private final boolean[] used = new boolean[2];
+        private int next;
+
+        Stager(MemorySegment first, MemorySegment second) {
+            this.halves = new MemorySegment[] {first, second};
+        }
+
+        long chunkBytes() {
+            return halves[0].byteSize();
+        }
+
+        /** Packs {@code src} at {@code offsets} into {@code [base, base + total)} on the device, chunk by chunk. */
+        void upload(MemorySegment[] src, long[] offsets, long[] sizes, long total, long base, Ops ops) {
+            long chunk = chunkBytes();
+            int first = 0; // first buffer that may overlap the current chunk
+            for (long pos = 0; pos < total; pos += chunk) {
+                long len = Math.min(chunk, total - pos);
+                MemorySegment half = acquire(ops);
+                // pack the bytes of [pos, pos + len): the buffers, and zeros in the padding between them
+                while (first < src.length && offsets[first] + sizes[first] <= pos) {
+                    first++;
+                }
+                long cursor = pos;
+                for (int i = first; i < src.length && offsets[i] < pos + len; i++) {
+                    long from = Math.max(pos, offsets[i]);
+                    long to = Math.min(pos + len, offsets[i] + sizes[i]);
+                    if (to > from) {
+                        if (from > cursor) {
+                            half.asSlice(cursor - pos, from - cursor).fill((byte) 0);
+                        }
+                        MemorySegment.copy(src[i], from - offsets[i], half, from - pos, to - from);
+                        cursor = to;
+                    }
+                }
+                if (cursor < pos + len) {
+                    half.asSlice(cursor - pos, pos + len - cursor).fill((byte) 0);
+                }
+                ops.toDevice(base + pos, half.asSlice(0, len), len);
+                release(ops);
+            }
+        }
+
+        /**
+         * Copies device ranges {@code [base + offsets[i], + sizes[i])} into {@code dst[i]}. Ranges are split
+         * into parts that fit a half; parts whose device ranges follow each other with gaps under
+         * {@link #ALIGNMENT} (a packed batch) are placed at the same distances in staging and copied with one
+         * call. While one half's copies run, the other half is filled.
+         */
+        void download(long base, long[] offsets, MemorySegment[] dst, long[] sizes, Ops ops) {
+            long chunk = chunkBytes();
+            List<long[]> pending = new ArrayList<>(); // parts {range, offsetInRange, length, stagingOffset}
+            int pendingHalf = -1;
+            List<long[]> current = new ArrayList<>();
+            int currentHalf = -1;
+            MemorySegment half = null;
+            long used = 0;
+            long copyDev = 0; // the copy being assembled: device offset, staging offset, length (0: none)
+            long copyStage = 0;
+            long copyLen = 0;
+            for (int i = 0; i < dst.length; i++) {
+                long done = 0;
+                while (done < sizes[i]) {
+                    if (half == null) {
+                        currentHalf = next;
+                        half = acquire(ops);
+                        used = 0;
+                    }
+                    long dev = offsets[i] + done;
+                    long place = alignUp(used);
+                    if (copyLen > 0 && dev >= copyDev + copyLen && dev - (copyDev + copyLen) < ALIGNMENT) {
+                        place = copyStage + (dev - copyDev); // keep the packed distance: one copy for both
+                    }
+                    if (place >= chunk) { // this half is full: queue its copy, unpack the previous half
+                        flush(ops, base, copyDev, half, copyStage, copyLen);
+                        copyLen = 0;
+                        release(ops);
+                        if (pendingHalf >= 0) {
+                            unpack(ops, pending, pendingHalf, dst);
+                        }
+                        pending = current;
+                        pendingHalf = currentHalf;
+                        current = new ArrayList<>();
+                        half = null;
+                        continue;
+                    }
+                    long len = Math.min(sizes[i] - done, chunk - place);
+                    if (copyLen > 0 && place >= copyStage + copyLen && dev - copyDev == place - copyStage) {
+                        copyLen = place + len - copyStage; // extends the copy over the gap (inside src)
+                    } else {
+                        flush(ops, base, copyDev, half, copyStage, copyLen);
+                        copyDev = dev;
+                        copyStage = place;
+                        copyLen = len;
+                    }
+                    current.add(new long[] {i, done, len, place});
+                    used = place + len;
+                    done += len;
+                }
+            }
+            if (half != null) {
+                flush(ops, base, copyDev, half, copyStage, copyLen);
+                release(ops);
+            }
+            if (pendingHalf >= 0) {
+                unpack(ops, pending, pendingHalf, dst);
+            }
+            if (half != null) {
+                unpack(ops, current, currentHalf, dst);
+            }
+        }
+
+        private static void flush(Ops ops, long base, long dev, MemorySegment half, long stage, long len) {
+            if (len > 0) {
+                ops.toHost(half.asSlice(stage, len), base + dev, len);
+            }
+        }
+
+        /** Waits for a half's copies and copies its parts out to their destinations. */
+        private void unpack(Ops ops, List<long[]> parts, int h, MemorySegment[] dst) {
+            ops.await(h);
+            MemorySegment half = halves[h];
+            for (long[] p : parts) {
+                MemorySegment.copy(half, p[3], dst[(int) p[0]], p[1], p[2]);
+            }
+        }
+
+        /** The next half, once the copies last queued from or into it finished. */
+        private MemorySegment acquire(Ops ops) {
+            if (used[next]) {
+                ops.await(next);
+            }
+            return halves[next];
+        }
+
+        /** Marks the copies queued from or into the current half, and turns to the other half. */
+        private void release(Ops ops) {
+            ops.record(next);
+            used[next] = true;
+            next = 1 - next;
+        }
+
+        /** Waits (through {@code await}) for every copy still using the staging memory. */
+        void drain(IntConsumer await) {
+            for (int h = 0; h < 2; h++) {
+                if (used[h]) {
+                    await.accept(h);
+                }
+            }
+        }
+    }
+
+    private void checkStream(CudaStream stream) {
+        if (stream.device() != device) {
+            throw new IllegalArgumentException(String.format(Locale.ROOT,
+                    "stream of device %d cannot be used by a transfer for device %d", stream.device(), device));
+        }
+    }
+
+    private static void checkRanges(DeviceBuffer src, long[] offsets, long[] sizes) {
+        Objects.requireNonNull(src, "src");
+        Objects.requireNonNull(offsets, "offsets");
+        Objects.requireNonNull(sizes, "sizes");
+        if (offsets.length != sizes.length) {
+            throw new IllegalArgumentException(offsets.length + " offsets but " + sizes.length + " sizes");
+        }
+        for (int i = 0; i < offsets.length; i++) {
+            Objects.checkFromIndexSize(offsets[i], sizes[i], src.byteSize());
+        }
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new HandleClosedException("host-device transfer for device " + device + " is closed");
+        }
+    }
+
+    /**
+     * Waits for the copies still using the staging memory, then frees it and returns the events to their
+     * pool. Idempotent.
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            stager.drain(h -> halfDone[h].synchronize());
+        } finally {
+            halfDone[0].close();
+            halfDone[1].close();
+            staging.close();
+        }
+    }
+}

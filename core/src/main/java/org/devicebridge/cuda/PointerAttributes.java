@@ -1,0 +1,168 @@
+package org.devicebridge.cuda;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentSkipListMap;
+import org.devicebridge.generated.cuda.cuda_driver_h;
+
+/**
+ * What the CUDA driver knows about an address ({@code cuPointerGetAttributes}): the kind of memory, the
+ * device, and the allocation range it belongs to.
+ *
+ * <p>{@link #of(long)} answers from a per-allocation cache: memory this library allocates registers
+ * itself and leaves when freed; other addresses are queried once and cached by their allocation range.
+ * Memory freed by someone else can leave a cached range behind; call {@link #invalidate(long)} when a
+ * foreign allocation is freed (an importer does this in its release), or {@link #query(long)} to bypass
+ * the cache.
+ *
+ * @param memoryType the kind of memory
+ * @param deviceOrdinal the device the memory belongs to; -1 for plain (unregistered) host memory
+ * @param rangeStart the start of the allocation containing the address (0 when unknown)
+ * @param rangeSize the size of that allocation (0 when unknown)
+ * @param managed whether the memory is managed (unified) memory
+ */
+public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long rangeStart, long rangeSize,
+                                boolean managed) {
+
+    /** Kinds of memory ({@code CUmemorytype}, plus plain host memory the driver does not know). */
+    public enum MemoryType {
+        /** Host memory the driver does not know: neither pinned nor registered. */
+        UNREGISTERED_HOST,
+        /** Pinned or registered host memory ({@code CU_MEMORYTYPE_HOST}). */
+        HOST,
+        /** Device memory ({@code CU_MEMORYTYPE_DEVICE}). */
+        DEVICE,
+        /** A CUDA array ({@code CU_MEMORYTYPE_ARRAY}). */
+        ARRAY,
+        /** Unified memory ({@code CU_MEMORYTYPE_UNIFIED}). */
+        UNIFIED
+    }
+
+    /** Foreign ranges kept at most; the cache is emptied when it grows past this. */
+    static final int MAX_FOREIGN = 4096;
+
+    private static final ConcurrentSkipListMap<Long, PointerAttributes> OWN = new ConcurrentSkipListMap<>();
+    private static final ConcurrentSkipListMap<Long, PointerAttributes> FOREIGN = new ConcurrentSkipListMap<>();
+
+    /** {@code true} if {@code address} lies in {@code [rangeStart, rangeStart + rangeSize)}. */
+    public boolean contains(long address) {
+        return rangeSize > 0 && address - rangeStart >= 0 && address - rangeStart < rangeSize;
+    }
+
+    /**
+     * The attributes of {@code address}, from the cache where possible (see the class comment).
+     *
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws CudaException if the driver fails
+     */
+    public static PointerAttributes of(long address) {
+        CudaDriver.require();
+        PointerAttributes a = lookup(OWN, address);
+        if (a != null) {
+            return a;
+        }
+        a = lookup(FOREIGN, address);
+        if (a != null) {
+            return a;
+        }
+        a = query(address);
+        if (a.rangeSize > 0) {
+            if (FOREIGN.size() >= MAX_FOREIGN) {
+                FOREIGN.clear();
+            }
+            FOREIGN.put(a.rangeStart, a);
+        }
+        return a;
+    }
+
+    /**
+     * Asks the driver, bypassing and not filling the cache.
+     *
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws CudaException if the driver fails
+     */
+    public static PointerAttributes query(long address) {
+        CudaContext.ensureAnyCurrent();
+        int[] kinds = {
+            cuda_driver_h.CU_POINTER_ATTRIBUTE_MEMORY_TYPE(),
+            cuda_driver_h.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL(),
+            cuda_driver_h.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR(),
+            cuda_driver_h.CU_POINTER_ATTRIBUTE_RANGE_SIZE(),
+            cuda_driver_h.CU_POINTER_ATTRIBUTE_IS_MANAGED(),
+        };
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment attributes = arena.allocateFrom(JAVA_INT, kinds);
+            // One zeroed 8-byte slot per attribute: the widest value (CUdeviceptr, size_t) fits, and the
+            // narrower ones (unsigned int, int, bool) are read from the slot's start.
+            MemorySegment values = arena.allocate(JAVA_LONG, kinds.length);
+            MemorySegment pointers = arena.allocate(ADDRESS, kinds.length);
+            for (int i = 0; i < kinds.length; i++) {
+                pointers.setAtIndex(ADDRESS, i, values.asSlice(i * 8L, 8));
+            }
+            CudaDriver.check("cuPointerGetAttributes",
+                    cuda_driver_h.cuPointerGetAttributes(kinds.length, attributes, pointers, address));
+            int type = values.get(JAVA_INT, 0);
+            MemoryType memoryType = switch (type) {
+                case 0 -> MemoryType.UNREGISTERED_HOST;
+                case 1 -> MemoryType.HOST;
+                case 2 -> MemoryType.DEVICE;
+                case 3 -> MemoryType.ARRAY;
+                case 4 -> MemoryType.UNIFIED;
+                default -> throw new CudaException("cuPointerGetAttributes", 0, "CUDA_SUCCESS",
+                        String.format(Locale.ROOT, "unknown memory type %d", type));
+            };
+            int ordinal = memoryType == MemoryType.UNREGISTERED_HOST ? -1 : values.get(JAVA_INT, 8);
+            return new PointerAttributes(memoryType, ordinal, values.get(JAVA_LONG, 16), values.get(JAVA_LONG, 24),
+                    values.get(JAVA_BYTE, 32) != 0);
+        }
+    }
+
+    /** Forgets any cached range containing {@code address} (the memory there was freed). */
+    public static void invalidate(long address) {
+        Map.Entry<Long, PointerAttributes> e = FOREIGN.floorEntry(address);
+        if (e != null && e.getValue().contains(address)) {
+            FOREIGN.remove(e.getKey(), e.getValue());
+        }
+    }
+
+    /** Records device memory this library just allocated. */
+    static void registerOwn(long address, long bytes, int device) {
+        removeForeign(address, bytes);
+        OWN.put(address, new PointerAttributes(MemoryType.DEVICE, device, address, bytes, false));
+    }
+
+    /** Records pinned host memory this library just allocated, with the driver's own answer. */
+    static void registerOwnQueried(long address, long bytes) {
+        removeForeign(address, bytes);
+        PointerAttributes a = query(address);
+        OWN.put(address, new PointerAttributes(a.memoryType, a.deviceOrdinal, address, bytes, a.managed));
+    }
+
+    /** Called before memory this library allocated is freed. */
+    static void unregisterOwn(long address) {
+        OWN.remove(address);
+    }
+
+    /** The cached attributes of memory this library allocated that contains {@code address}, or null. */
+    static PointerAttributes cachedOwn(long address) {
+        return lookup(OWN, address);
+    }
+
+    /** Drops foreign ranges overlapping {@code [start, start + bytes)}: that memory was freed and reused. */
+    private static void removeForeign(long start, long bytes) {
+        invalidate(start);
+        FOREIGN.subMap(start, true, start + bytes, false).clear();
+    }
+
+    private static PointerAttributes lookup(ConcurrentSkipListMap<Long, PointerAttributes> map, long address) {
+        Map.Entry<Long, PointerAttributes> e = map.floorEntry(address);
+        return e != null && e.getValue().contains(address) ? e.getValue() : null;
+    }
+}

@@ -1,0 +1,90 @@
+package org.devicebridge.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.internal.HandleTracker;
+import org.devicebridge.testing.RequiresCuda;
+import org.junit.jupiter.api.Test;
+
+/** CUDA IPC across two JVM processes: the child opens the parent's memory and event from their handles. */
+@RequiresCuda
+class CudaIpcTest {
+    private static final int DEVICE = 0;
+
+    @Test
+    void childProcessReadsAndWritesTheParentsDeviceMemory() throws Exception {
+        long liveBefore = HandleTracker.liveHandles();
+        int size = (4 << 20) + 13;
+        long parentSeed = 11;
+        long childSeed = 12;
+        byte[] parentBytes = CudaMemoryTest.pattern(size, parentSeed);
+        try (CudaStream stream = CudaStream.create(DEVICE, true);
+             DeviceBuffer buffer = DeviceBuffer.allocate(DEVICE, size);
+             PinnedHostBuffer staging = PinnedHostBuffer.allocate(size);
+             CudaEvent ready = CudaEvent.createInterprocess(DEVICE)) {
+            MemorySegment.copy(parentBytes, 0, staging.segment(), ValueLayout.JAVA_BYTE, 0, size);
+            CudaCopies.hostToDeviceAsync(staging.segment(), buffer, 0, stream);
+            ready.record(stream); // no host synchronisation: the child waits on the event itself
+            byte[] memHandle = CudaIpc.getMemHandle(buffer);
+            byte[] eventHandle = CudaIpc.getEventHandle(ready);
+            assertEquals(CudaIpc.HANDLE_SIZE, memHandle.length);
+
+            // a process cannot open its own handle: the driver's refusal is a typed error
+            CudaException own = assertThrows(CudaException.class, () -> CudaIpc.openMemHandle(DEVICE, memHandle));
+            assertEquals("cuIpcOpenMemHandle_v2", own.function());
+
+            List<String> command = new ArrayList<>();
+            command.add(ProcessHandle.current().info().command().orElseThrow());
+            command.add("--enable-native-access=ALL-UNNAMED");
+            command.add("-cp");
+            command.add(System.getProperty("java.class.path"));
+            command.add(IpcChild.class.getName());
+            command.add(Integer.toString(DEVICE));
+            command.add(HexFormat.of().formatHex(memHandle));
+            command.add(HexFormat.of().formatHex(eventHandle));
+            command.add(Integer.toString(size));
+            command.add(Long.toString(parentSeed));
+            command.add(Long.toString(childSeed));
+            Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
+            String output = readAll(child);
+            assertTrue(child.waitFor(120, TimeUnit.SECONDS), "child did not finish: " + output);
+            assertEquals(0, child.exitValue(), "child output:\n" + output);
+
+            // the parent sees what the child wrote through its mapping
+            CudaCopies.deviceToHost(buffer, 0, staging.segment());
+            assertArrayEquals(CudaMemoryTest.pattern(size, childSeed), staging.segment().toArray(ValueLayout.JAVA_BYTE));
+        }
+        assertEquals(liveBefore, HandleTracker.liveHandles());
+    }
+
+    @Test
+    void onlyCuMemAllocMemoryAndInterprocessEventsCanBeShared() {
+        try (CudaStream stream = CudaStream.create(DEVICE, true);
+             DeviceBuffer pooled = DeviceBuffer.allocateAsync(DEVICE, 1024, stream);
+             DeviceBuffer empty = DeviceBuffer.allocate(DEVICE, 0);
+             CudaEvent pooledEvent = CudaEvent.acquire(DEVICE)) {
+            assertThrows(UnsupportedFeatureException.class, () -> CudaIpc.getMemHandle(pooled));
+            assertThrows(UnsupportedFeatureException.class, () -> CudaIpc.getMemHandle(empty));
+            CudaException e = assertThrows(CudaException.class, () -> CudaIpc.getEventHandle(pooledEvent));
+            assertEquals("cuIpcGetEventHandle", e.function());
+            stream.synchronize();
+        }
+    }
+
+    private static String readAll(Process p) throws IOException {
+        // the child prints little; reading to EOF also waits for it to close its output
+        return new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    }
+}

@@ -1,0 +1,73 @@
+package org.devicebridge.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+
+/**
+ * The CUDA layer on a machine without a driver: every entry point fails with CudaUnavailableException,
+ * and arguments are checked (with the usual Java exceptions) before the driver is even needed, so these
+ * checks behave the same with and without a GPU.
+ */
+class CudaLayerWithoutDriverTest {
+
+    @Test
+    void everyEntryPointThrowsCudaUnavailable() {
+        assumeFalse(Cuda.isAvailable(), "a CUDA driver is present");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment host = arena.allocate(64);
+            List<Executable> calls = List.of(
+                    () -> Cuda.memoryInfo(0),
+                    () -> Cuda.synchronize(0),
+                    () -> CudaStream.create(0, true),
+                    () -> CudaStream.borrow(0, 0),
+                    () -> CudaEvent.acquire(0),
+                    () -> CudaEvent.createInterprocess(0),
+                    () -> DeviceBuffer.allocate(0, 16),
+                    () -> DeviceBuffer.allocate(0, 0),
+                    () -> DeviceBuffer.wrap(0x1000, 16, 0, null),
+                    () -> PinnedHostBuffer.allocate(16),
+                    () -> PinnedHostBuffer.allocate(0),
+                    () -> HostRegistration.register(host),
+                    () -> PointerAttributes.of(host.address()),
+                    () -> PointerAttributes.query(host.address()),
+                    () -> CudaIpc.openMemHandle(0, new byte[CudaIpc.HANDLE_SIZE]),
+                    () -> CudaIpc.openEventHandle(0, new byte[CudaIpc.HANDLE_SIZE]));
+            for (Executable call : calls) {
+                assertThrows(CudaUnavailableException.class, call);
+            }
+        }
+    }
+
+    @Test
+    void badArgumentsAreRejectedBeforeTheDriverIsNeeded() {
+        assertThrows(IllegalArgumentException.class, () -> DeviceBuffer.allocate(0, -1));
+        assertThrows(IllegalArgumentException.class, () -> DeviceBuffer.wrap(0, -1, 0, null));
+        assertThrows(IllegalArgumentException.class, () -> DeviceBuffer.wrap(0, 16, 0, null));
+        assertThrows(NullPointerException.class, () -> DeviceBuffer.allocateAsync(0, 16, null));
+        assertThrows(IllegalArgumentException.class, () -> PinnedHostBuffer.allocate(-5));
+        assertThrows(NullPointerException.class, () -> HostRegistration.register(null));
+        assertThrows(IllegalArgumentException.class, () -> HostRegistration.register(MemorySegment.ofArray(new byte[8])));
+        try (Arena arena = Arena.ofConfined()) {
+            assertThrows(IllegalArgumentException.class, () -> HostRegistration.register(arena.allocate(0)));
+        }
+        MemorySegment closed;
+        try (Arena arena = Arena.ofConfined()) {
+            closed = arena.allocate(8);
+        }
+        MemorySegment closedSegment = closed;
+        assertThrows(org.devicebridge.HandleClosedException.class, () -> HostRegistration.register(closedSegment));
+        assertThrows(IllegalArgumentException.class, () -> CudaIpc.openMemHandle(0, new byte[63]));
+        assertThrows(NullPointerException.class, () -> CudaIpc.openEventHandle(0, null));
+        assertThrows(NullPointerException.class, () -> CudaIpc.getMemHandle(null));
+        assertThrows(NullPointerException.class, () -> CudaIpc.getEventHandle(null));
+        assertThrows(NullPointerException.class, () -> CudaCopies.hostToDevice(null, null, 0));
+        assertThrows(IllegalArgumentException.class,
+                () -> CudaCopies.hostToDevice(MemorySegment.ofArray(new byte[4]), null, 0));
+    }
+}

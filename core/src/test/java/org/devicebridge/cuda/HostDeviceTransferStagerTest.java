@@ -1,0 +1,194 @@
+package org.devicebridge.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The staging logic of HostDeviceTransfer without a GPU: a fake device whose copies run only when the
+ * stager waits for them, in queue order, as a CUDA stream would run them at the latest. A stager that
+ * reused a half before waiting for its copies, or unpacked before waiting, would read or send the wrong
+ * bytes here.
+ */
+class HostDeviceTransferStagerTest {
+    private static final long BASE = 1 << 20; // fake device addresses start here
+
+    /** A stream of copies against a host segment standing in for device memory. */
+    static final class FakeStream implements HostDeviceTransfer.Ops {
+        MemorySegment device; // the fake device memory copies queued from now on use
+        final List<Runnable> queue = new ArrayList<>();
+        int executed;
+        final int[] mark = {-1, -1};
+        int toDevice;
+        int toHost;
+        int realWaits;
+
+        /** Sets the fake device memory and zeroes the per-batch counters. */
+        FakeStream on(MemorySegment memory) {
+            this.device = memory;
+            toDevice = 0;
+            toHost = 0;
+            realWaits = 0;
+            return this;
+        }
+
+        @Override
+        public void toDevice(long deviceAddress, MemorySegment from, long bytes) {
+            assertEquals(bytes, from.byteSize());
+            toDevice++;
+            MemorySegment d = device;
+            queue.add(() -> MemorySegment.copy(from, 0, d, deviceAddress - BASE, bytes));
+        }
+
+        @Override
+        public void toHost(MemorySegment to, long deviceAddress, long bytes) {
+            assertEquals(bytes, to.byteSize());
+            toHost++;
+            MemorySegment d = device;
+            queue.add(() -> MemorySegment.copy(d, deviceAddress - BASE, to, 0, bytes));
+        }
+
+        @Override
+        public void record(int half) {
+            mark[half] = queue.size();
+        }
+
+        @Override
+        public void await(int half) {
+            assertTrue(mark[half] >= 0, "waited for a half never recorded");
+            if (executed < mark[half]) {
+                realWaits++;
+            }
+            runUpTo(mark[half]);
+        }
+
+        void runUpTo(int end) {
+            while (executed < end) {
+                queue.get(executed++).run();
+            }
+        }
+
+        void finish() {
+            runUpTo(queue.size());
+        }
+    }
+
+    private static MemorySegment random(Arena arena, Random r, long size) {
+        MemorySegment s = arena.allocate(Math.max(1, size)).asSlice(0, size);
+        byte[] b = new byte[(int) size];
+        r.nextBytes(b);
+        MemorySegment.copy(b, 0, s, ValueLayout.JAVA_BYTE, 0, b.length);
+        return s;
+    }
+
+    private static long randomSize(Random r) {
+        int[] special = {0, 1, 63, 64, 65, 127, 128, 129};
+        return r.nextInt(3) == 0 ? special[r.nextInt(special.length)] : r.nextInt(3000);
+    }
+
+    @ParameterizedTest(name = "half of {0} bytes")
+    @ValueSource(ints = {64, 192, 1024, 1 << 16})
+    void packedUploadAndDownloadRoundTripEveryByteThroughReusedHalves(int half) {
+        Random r = new Random(half);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment staging = arena.allocate(2L * half, 64);
+            HostDeviceTransfer.Stager stager = new HostDeviceTransfer.Stager(staging.asSlice(0, half),
+                    staging.asSlice(half, half));
+            FakeStream stream = new FakeStream(); // the stager's halves and their marks persist across batches
+            for (int batch = 0; batch < 30; batch++) {
+                int n = r.nextInt(12);
+                MemorySegment[] src = new MemorySegment[n];
+                long[] sizes = new long[n];
+                for (int i = 0; i < n; i++) {
+                    src[i] = random(arena, r, randomSize(r));
+                    sizes[i] = src[i].byteSize();
+                }
+                long[] placed = HostDeviceTransfer.packedOffsets(sizes);
+                long total = placed[n];
+                long[] offsets = java.util.Arrays.copyOf(placed, n);
+                long prevEnd = 0;
+                for (int i = 0; i < n; i++) {
+                    assertEquals(0, offsets[i] % HostDeviceTransfer.ALIGNMENT, "aligned offset");
+                    assertTrue(offsets[i] >= prevEnd && offsets[i] - prevEnd < HostDeviceTransfer.ALIGNMENT,
+                            "packed tightly");
+                    prevEnd = offsets[i] + sizes[i];
+                }
+                assertEquals(prevEnd, total);
+
+                MemorySegment device = arena.allocate(Math.max(1, total)).asSlice(0, total);
+                device.fill((byte) 0x5A); // padding must come out zero, not this
+                stream.on(device);
+                stager.upload(src, offsets, sizes, total, BASE, stream);
+                assertEquals((total + half - 1) / half, stream.toDevice, "one copy per chunk");
+                stream.finish();
+                long cursor = 0;
+                for (int i = 0; i < n; i++) {
+                    for (long p = cursor; p < offsets[i]; p++) {
+                        assertEquals(0, device.get(ValueLayout.JAVA_BYTE, p), "padding byte " + p);
+                    }
+                    assertArrayEquals(src[i].toArray(ValueLayout.JAVA_BYTE),
+                            device.asSlice(offsets[i], sizes[i]).toArray(ValueLayout.JAVA_BYTE), "buffer " + i);
+                    cursor = offsets[i] + sizes[i];
+                }
+
+                MemorySegment[] back = new MemorySegment[n];
+                for (int i = 0; i < n; i++) {
+                    back[i] = arena.allocate(Math.max(1, sizes[i])).asSlice(0, sizes[i]);
+                }
+                FakeStream down = stream.on(device);
+                stager.download(BASE, offsets, back, sizes, down);
+                for (int i = 0; i < n; i++) {
+                    assertArrayEquals(src[i].toArray(ValueLayout.JAVA_BYTE), back[i].toArray(ValueLayout.JAVA_BYTE),
+                            "downloaded buffer " + i);
+                }
+                if (total > 0 && total <= half) {
+                    assertEquals(1, down.toHost, "a packed batch that fits a half is one copy");
+                    assertEquals(1, down.realWaits, "and one synchronisation");
+                }
+                stream.finish();
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "half of {0} bytes")
+    @ValueSource(ints = {64, 320, 4096})
+    void downloadOfArbitraryRangesFillsEachDestination(int half) {
+        Random r = new Random(7L * half);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment staging = arena.allocate(2L * half, 64);
+            HostDeviceTransfer.Stager stager = new HostDeviceTransfer.Stager(staging.asSlice(0, half),
+                    staging.asSlice(half, half));
+            MemorySegment device = random(arena, r, 20_000);
+            FakeStream stream = new FakeStream().on(device);
+            for (int batch = 0; batch < 40; batch++) {
+                int n = r.nextInt(10);
+                long[] offsets = new long[n];
+                long[] sizes = new long[n];
+                MemorySegment[] dst = new MemorySegment[n];
+                for (int i = 0; i < n; i++) {
+                    sizes[i] = Math.min(randomSize(r), 20_000);
+                    // unsorted, overlapping, adjacent or nearly adjacent ranges
+                    offsets[i] = i > 0 && r.nextBoolean()
+                            ? Math.min(offsets[i - 1] + sizes[i - 1] + r.nextInt(70), 20_000 - sizes[i])
+                            : r.nextLong(20_000 - sizes[i] + 1);
+                    dst[i] = arena.allocate(Math.max(1, sizes[i])).asSlice(0, sizes[i]);
+                }
+                stager.download(BASE, offsets, dst, sizes, stream);
+                for (int i = 0; i < n; i++) {
+                    assertArrayEquals(device.asSlice(offsets[i], sizes[i]).toArray(ValueLayout.JAVA_BYTE),
+                            dst[i].toArray(ValueLayout.JAVA_BYTE), "range " + i + " of batch " + batch);
+                }
+                stream.finish();
+            }
+        }
+    }
+}

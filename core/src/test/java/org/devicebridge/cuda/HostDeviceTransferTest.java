@@ -1,0 +1,124 @@
+package org.devicebridge.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.devicebridge.HandleClosedException;
+import org.devicebridge.internal.CudaCounters;
+import org.devicebridge.internal.HandleTracker;
+import org.devicebridge.testing.RequiresCuda;
+import org.junit.jupiter.api.Test;
+
+/** The transfer engine on a GPU: packed, aligned uploads and downloads, and a steady state that allocates nothing. */
+@RequiresCuda
+class HostDeviceTransferTest {
+    private static final int DEVICE = 0;
+
+    private static List<MemorySegment> batch(Arena arena, Random r, long[] sizes) {
+        List<MemorySegment> out = new ArrayList<>();
+        for (long size : sizes) {
+            MemorySegment s = arena.allocate(Math.max(1, size)).asSlice(0, size);
+            byte[] b = new byte[(int) size];
+            r.nextBytes(b);
+            MemorySegment.copy(b, 0, s, ValueLayout.JAVA_BYTE, 0, b.length);
+            out.add(s);
+        }
+        return out;
+    }
+
+    @Test
+    void uploadPacksAlignedBuffersIntoOneAllocationAndDownloadRestoresThem() {
+        long liveBefore = HandleTracker.liveHandles();
+        long deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
+        Random r = new Random(42);
+        // sizes 0, 1, odd, a buffer larger than one staging half (forces several chunks), 64 MiB
+        long[] sizes = {0, 1, 7, 4093, 1 << 20, (3 << 20) + 5, 0, 64 << 20, 65};
+        try (Arena arena = Arena.ofConfined();
+             CudaStream stream = CudaStream.create(DEVICE, true);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20)) {
+            List<MemorySegment> host = batch(arena, r, sizes);
+            long allocationsBefore = CudaCounters.snapshot().memAllocAsyncCalls();
+            try (HostDeviceTransfer.Upload up = transfer.upload(host, stream)) {
+                assertEquals(allocationsBefore + 1, CudaCounters.snapshot().memAllocAsyncCalls(), "one allocation");
+                long[] offsets = up.offsets();
+                assertEquals(sizes.length, up.count());
+                assertArrayEquals(sizes, up.sizes());
+                for (int i = 0; i < sizes.length; i++) {
+                    assertEquals(0, (up.buffer().address() + offsets[i]) % HostDeviceTransfer.ALIGNMENT,
+                            "buffer " + i + " is 64-byte aligned on the device");
+                }
+                // each buffer is where the offsets say, checked with plain copies
+                for (int i = 0; i < sizes.length; i++) {
+                    MemorySegment check = arena.allocate(Math.max(1, sizes[i])).asSlice(0, sizes[i]);
+                    stream.synchronize();
+                    CudaCopies.deviceToHost(up.buffer(), offsets[i], check);
+                    assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE), check.toArray(ValueLayout.JAVA_BYTE));
+                }
+                List<MemorySegment> back = transfer.download(up.buffer(), offsets, sizes, arena, stream);
+                for (int i = 0; i < sizes.length; i++) {
+                    assertEquals(0, back.get(i).address() % HostDeviceTransfer.ALIGNMENT);
+                    assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE), back.get(i).toArray(ValueLayout.JAVA_BYTE),
+                            "downloaded buffer " + i);
+                }
+            }
+            stream.synchronize();
+        }
+        assertEquals(liveBefore, HandleTracker.liveHandles());
+        assertEquals(deviceBytesBefore, CudaCounters.snapshot().deviceBytesOutstanding());
+    }
+
+    @Test
+    void steadyStateBatchesCreateNoEventAndNoAllocationBesidesThePool() {
+        Random r = new Random(9);
+        long[] sizes = {4096, 123, 0, 100_000, 64, 65, 8 << 10};
+        try (Arena arena = Arena.ofConfined();
+             CudaStream stream = CudaStream.create(DEVICE, true);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 20)) {
+            List<MemorySegment> host = batch(arena, r, sizes);
+            List<MemorySegment> back = batch(arena, r, sizes);
+            transfer.upload(host, stream).close(); // warm-up
+            CudaCounters.Snapshot before = CudaCounters.snapshot();
+            int batches = 50;
+            for (int b = 0; b < batches; b++) {
+                try (HostDeviceTransfer.Upload up = transfer.upload(host, stream)) {
+                    transfer.download(up.buffer(), up.offsets(), back, stream);
+                }
+            }
+            CudaCounters.Snapshot after = CudaCounters.snapshot();
+            assertEquals(before.eventCreateCalls(), after.eventCreateCalls(), "cuEventCreate");
+            assertEquals(before.memAllocCalls(), after.memAllocCalls(), "cuMemAlloc");
+            assertEquals(before.memHostAllocCalls(), after.memHostAllocCalls(), "cuMemHostAlloc");
+            assertEquals(before.streamCreateCalls(), after.streamCreateCalls(), "cuStreamCreate");
+            assertEquals(before.memAllocAsyncCalls() + batches, after.memAllocAsyncCalls(), "one pool allocation per batch");
+            for (int i = 0; i < sizes.length; i++) {
+                assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE), back.get(i).toArray(ValueLayout.JAVA_BYTE));
+            }
+            stream.synchronize();
+        }
+    }
+
+    @Test
+    void closedTransferAndBadRangesAreRejected() {
+        try (Arena arena = Arena.ofConfined();
+             CudaStream stream = CudaStream.create(DEVICE, true);
+             DeviceBuffer d = DeviceBuffer.allocate(DEVICE, 100)) {
+            HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 16);
+            assertThrows(IndexOutOfBoundsException.class,
+                    () -> transfer.download(d, new long[] {90}, new long[] {11}, arena, stream));
+            assertThrows(IllegalArgumentException.class,
+                    () -> transfer.download(d, new long[] {0, 1}, new long[] {1}, arena, stream));
+            assertThrows(IllegalArgumentException.class,
+                    () -> transfer.upload(List.of(MemorySegment.ofArray(new byte[3])), stream));
+            transfer.close();
+            transfer.close();
+            assertThrows(HandleClosedException.class, () -> transfer.upload(List.of(), stream));
+        }
+    }
+}

@@ -1,0 +1,105 @@
+package org.devicebridge.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import org.devicebridge.cuda.PointerAttributes.MemoryType;
+import org.devicebridge.internal.HandleTracker;
+import org.devicebridge.testing.RequiresCuda;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** Pointer attributes of device, pinned, registered and plain host memory, and their cache. */
+@RequiresCuda
+class PointerAttributesTest {
+    private static final int DEVICE = 0;
+    private long liveBefore;
+
+    @BeforeEach
+    void baseline() {
+        liveBefore = HandleTracker.liveHandles();
+    }
+
+    @AfterEach
+    void nothingLeaked() {
+        assertEquals(liveBefore, HandleTracker.liveHandles());
+    }
+
+    @Test
+    void deviceMemoryIsDeviceOfItsOrdinalWithItsRange() {
+        long bytes = 3 << 20;
+        try (CudaStream s = CudaStream.create(DEVICE, true);
+             DeviceBuffer plain = DeviceBuffer.allocate(DEVICE, bytes);
+             DeviceBuffer pooled = DeviceBuffer.allocateAsync(DEVICE, bytes, s)) {
+            for (DeviceBuffer b : new DeviceBuffer[] {plain, pooled}) {
+                long inside = b.address() + 12345;
+                PointerAttributes cached = PointerAttributes.of(inside);
+                assertEquals(new PointerAttributes(MemoryType.DEVICE, DEVICE, b.address(), bytes, false), cached);
+                assertSame(cached, PointerAttributes.of(b.address()), "answered from the per-allocation cache");
+                PointerAttributes driver = PointerAttributes.query(inside);
+                assertEquals(MemoryType.DEVICE, driver.memoryType());
+                assertEquals(DEVICE, driver.deviceOrdinal());
+                assertFalse(driver.managed());
+                // the driver reports the mappable range, which contains the allocation
+                assertTrue(driver.contains(b.address()) && driver.contains(b.address() + bytes - 1), driver.toString());
+            }
+            s.synchronize();
+        }
+    }
+
+    @Test
+    void pinnedMemoryIsHostWithItsRange() {
+        try (PinnedHostBuffer p = PinnedHostBuffer.allocate(10_000)) {
+            long address = p.segment().address();
+            PointerAttributes a = PointerAttributes.of(address + 9_999);
+            assertEquals(MemoryType.HOST, a.memoryType());
+            assertEquals(address, a.rangeStart());
+            assertEquals(10_000, a.rangeSize());
+            assertEquals(MemoryType.HOST, PointerAttributes.query(address).memoryType());
+        }
+    }
+
+    @Test
+    void registeredMemoryIsHostUntilUnregistered() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment seg = arena.allocate(1 << 16, 4096);
+            PointerAttributes before = PointerAttributes.of(seg.address());
+            assertEquals(MemoryType.UNREGISTERED_HOST, before.memoryType());
+            assertEquals(-1, before.deviceOrdinal());
+            try (HostRegistration r = HostRegistration.register(seg)) {
+                PointerAttributes during = PointerAttributes.of(seg.address() + 100);
+                assertEquals(MemoryType.HOST, during.memoryType());
+                assertTrue(during.contains(seg.address()), during.toString());
+            }
+            // closing the registration dropped its cached range
+            assertEquals(MemoryType.UNREGISTERED_HOST, PointerAttributes.of(seg.address() + 100).memoryType());
+        }
+    }
+
+    @Test
+    void plainHostMemoryIsUnregistered() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment seg = arena.allocate(64);
+            PointerAttributes a = PointerAttributes.query(seg.address());
+            assertEquals(new PointerAttributes(MemoryType.UNREGISTERED_HOST, -1, 0, 0, false), a);
+        }
+    }
+
+    @Test
+    void freedDeviceMemoryLeavesTheCache() {
+        long address;
+        try (DeviceBuffer b = DeviceBuffer.allocate(DEVICE, 1 << 20)) {
+            address = b.address();
+            assertEquals(MemoryType.DEVICE, PointerAttributes.of(address).memoryType());
+            assertEquals(address, PointerAttributes.cachedOwn(address).rangeStart());
+        }
+        // freed: no longer answered from the per-allocation cache (the driver may still map the address:
+        // it sub-allocates small allocations from larger pages, so the driver's answer is not asserted)
+        assertEquals(null, PointerAttributes.cachedOwn(address));
+    }
+}
