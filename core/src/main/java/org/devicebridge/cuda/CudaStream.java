@@ -130,6 +130,25 @@ public final class CudaStream extends NativeHandle {
         CudaDriver.check("cuStreamWaitEvent", cuda_driver_h.cuStreamWaitEvent(ref.raw, e, 0));
     }
 
+    /**
+     * Makes work queued on this stream from now on wait for a {@code CUevent} someone else owns (for
+     * instance the {@code sync_event} of an imported Arrow device array), without blocking the host
+     * ({@code cuStreamWaitEvent}). The owner must keep the event alive during this call only.
+     *
+     * @param cuEvent the {@code CUevent} value; must not be 0
+     * @throws IllegalArgumentException if {@code cuEvent} is 0
+     * @throws CudaException if the driver rejects the event
+     */
+    public void waitEvent(long cuEvent) {
+        if (cuEvent == 0) {
+            throw new IllegalArgumentException("CUevent is NULL");
+        }
+        ensureLive();
+        CudaContext.makeCurrent(ref.device);
+        CudaDriver.check("cuStreamWaitEvent",
+                cuda_driver_h.cuStreamWaitEvent(ref.raw, MemorySegment.ofAddress(cuEvent), 0));
+    }
+
     /** The {@code CUstream}, checked live. */
     MemorySegment raw() {
         ensureLive();
