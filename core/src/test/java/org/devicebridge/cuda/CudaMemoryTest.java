@@ -271,25 +271,6 @@ class CudaMemoryTest {
     }
 
     @Test
-    void forgottenBufferIsFreedByTheCleanerAndReportedAsALeak() throws InterruptedException {
-        long leakedBefore = HandleTracker.leakedHandles();
-        allocateAndForget();
-        long deadline = System.nanoTime() + 20_000_000_000L;
-        while (CudaCounters.snapshot().deviceBytesOutstanding() != countersBefore.deviceBytesOutstanding()
-                && System.nanoTime() < deadline) {
-            System.gc();
-            Thread.sleep(20);
-        }
-        assertEquals(countersBefore.deviceBytesOutstanding(), CudaCounters.snapshot().deviceBytesOutstanding(),
-                "the Cleaner freed the forgotten allocation");
-        assertEquals(leakedBefore + 1, HandleTracker.leakedHandles());
-    }
-
-    private static void allocateAndForget() {
-        DeviceBuffer.allocate(DEVICE, 1 << 20).address();
-    }
-
-    @Test
     void asyncAllocationOnAStreamOfAnotherDeviceIsRejected() {
         try (CudaStream s = CudaStream.borrow(DEVICE, 0)) {
             assertThrows(IllegalArgumentException.class, () -> DeviceBuffer.allocateAsync(DEVICE + 1, 16, s));
