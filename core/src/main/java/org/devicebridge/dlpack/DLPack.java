@@ -56,7 +56,7 @@ public final class DLPack {
      * @param strides    strides in elements, or {@code null} for compact row-major; negative and zero allowed
      * @param byteOffset bytes from {@code data} to element {@code [0, ..., 0]}
      * @param device     where {@code data} lives
-     * @param readOnly   whether the consumer must not write
+     * @param readOnly   whether the consumer must not write (forced on when {@code data} is a read-only segment)
      * @param owner      closed by the deleter (keeps {@code data} alive until the consumer is done); may be null
      * @return a live handle; after a return the handle owns the struct and {@code owner} (closing it, or the
      *         consumer's deleter call after {@link ExportedTensor#transferOwnership()}, closes {@code owner}).
@@ -114,6 +114,11 @@ public final class DLPack {
             throw new UnsupportedFeatureException("data", "a heap segment cannot be exported; DLPack needs native memory");
         }
         dtype.check("dtype");
+        if (!versioned && data.isReadOnly()) {
+            throw new UnsupportedFeatureException("data", "a read-only segment cannot be exported as a legacy "
+                    + "DLManagedTensor (no READ_ONLY flag); use exportVersioned");
+        }
+        readOnly |= data.isReadOnly(); // the flag must tell the truth
         if (!versioned && dtype.isSubByte()) {
             // a legacy consumer cannot be told that sub-byte elements are padded
             throw new UnsupportedFeatureException("dtype", "sub-byte type " + dtype

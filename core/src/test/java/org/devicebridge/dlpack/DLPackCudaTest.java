@@ -62,7 +62,7 @@ class DLPackCudaTest {
 
     @Test
     void deviceMemoryRoundTripsAsDevicePointersAndIsFreedOnceByTheDeleter() {
-        long bytes = 4096;
+        long bytes = 8192; // the tensor spans bytes [256, 256 + 3968)
         long dptr = deviceAlloc(bytes);
         MemorySegment host = arena.allocate(bytes);
         for (int i = 0; i < bytes; i++) {
