@@ -180,8 +180,9 @@ public final class PythonExport {
         }
 
         /**
-         * Creates the Python object. The caller owns the returned reference; the exporters are called
-         * whenever a consumer asks, until the object is collected by Python.
+         * Creates the Python object. The exporters are called whenever a consumer asks, until the object
+         * is collected by Python. After a return the caller owns the returned reference (no data is
+         * exported yet: each protocol call exports afresh); after a throw it owns nothing new.
          *
          * @throws PythonUnavailableException where there is no Python
          * @throws DeviceBridgeException if no protocol was chosen

@@ -34,6 +34,9 @@ public final class PythonImport {
      * @param stream the consumer's stream, which the producer makes wait for its work (for CUDA: the
      *        {@code CUstream} as an integer, 1 for the legacy default stream, 2 for the per-thread default
      *        stream, -1 for no synchronisation); empty for None (the CPU, or "use the default")
+     * <p>After a return the caller owns the capsule (and, through it, the tensor until a consumer takes
+     * it); after a throw the caller owns nothing new.
+     *
      * @throws PythonException if the producer raised (BufferError for a read-only array, ...)
      */
     public static PyObjectRef dlpack(PyObjectRef producer, OptionalLong stream) {
@@ -64,7 +67,7 @@ public final class PythonImport {
         }
     }
 
-    /** {@code producer.__arrow_c_schema__()}: an {@code arrow_schema} capsule. */
+    /** {@code producer.__arrow_c_schema__()}: an {@code arrow_schema} capsule, owned by the caller after a return. */
     public static PyObjectRef arrowSchema(PyObjectRef producer) {
         Objects.requireNonNull(producer, "producer");
         return producer.callMethod("__arrow_c_schema__");
@@ -75,7 +78,10 @@ public final class PythonImport {
      * {@code device}): the {@code (arrow_schema, arrow_array | arrow_device_array)} capsules, as a list of
      * two references the caller owns.
      *
-     * @param requestedSchema an {@code arrow_schema} capsule to cast to, or null
+     * <p>After a return the caller owns both capsules (each releases its struct unless taken); after a
+     * throw the caller owns nothing new.
+     *
+     * @param requestedSchema an {@code arrow_schema} capsule to cast to (borrowed), or null
      * @throws PythonException if the producer raised
      */
     public static List<PyObjectRef> arrowArray(PyObjectRef producer, PyObjectRef requestedSchema, boolean device) {
@@ -97,7 +103,8 @@ public final class PythonImport {
 
     /**
      * {@code producer.__arrow_c_stream__(requested_schema)} (or {@code __arrow_c_device_stream__} when
-     * {@code device}): an {@code arrow_array_stream} / {@code arrow_device_array_stream} capsule.
+     * {@code device}): an {@code arrow_array_stream} / {@code arrow_device_array_stream} capsule. After a
+     * return the caller owns the capsule; after a throw nothing new.
      */
     public static PyObjectRef arrowStream(PyObjectRef producer, PyObjectRef requestedSchema, boolean device) {
         Objects.requireNonNull(producer, "producer");

@@ -159,7 +159,7 @@ final class PythonLibrary {
                 + "for p in sys.path:\n"
                 + "    if p: print(p)\n";
         try {
-            Process p = new ProcessBuilder(exe, "-c", script).redirectErrorStream(false).start();
+            Process p = new ProcessBuilder(exe, "-c", script).redirectError(ProcessBuilder.Redirect.DISCARD).start();
             p.getOutputStream().close();
             byte[] out;
             try (InputStream in = p.getInputStream()) {

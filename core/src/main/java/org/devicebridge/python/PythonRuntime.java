@@ -3,7 +3,6 @@ package org.devicebridge.python;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.function.Supplier;
 import org.devicebridge.internal.Native;
@@ -263,14 +262,5 @@ public final class PythonRuntime {
     @Override
     public String toString() {
         return "CPython " + version + " (" + libraryPath + ")";
-    }
-
-    /** Convenience for callers with keyword arguments. */
-    static Map<String, Object> kwargs(Object... keyValues) {
-        java.util.LinkedHashMap<String, Object> m = new java.util.LinkedHashMap<>();
-        for (int i = 0; i < keyValues.length; i += 2) {
-            m.put((String) keyValues[i], keyValues[i + 1]);
-        }
-        return m;
     }
 }

@@ -68,9 +68,15 @@ public final class PythonSelfCheck implements SelfCheckSection {
                             report.check("torch -> Java", consumerToJava(python, ns,
                                     "torch.tensor([1.5, -2, 3.25], dtype=torch.float32)", 1), "Java imports a torch CPU tensor");
                         }
-                        case "cupy" -> report.check("cupy -> Java", consumerToJava(python, ns,
-                                "cupy.array([1.5, -2, 3.25], dtype=cupy.float32)", 2),
-                                "Java imports a CuPy CUDA tensor (device and pointer checked)");
+                        case "cupy" -> {
+                            if (!hasCudaDevice(python, ns)) {
+                                report.line("cupy -> Java", "not run: CuPy sees no CUDA device");
+                            } else {
+                                report.check("cupy -> Java", consumerToJava(python, ns,
+                                        "cupy.array([1.5, -2, 3.25], dtype=cupy.float32)", 2),
+                                        "Java imports a CuPy CUDA tensor (device and pointer checked)");
+                            }
+                        }
                         case "pyarrow" -> report.check("pyarrow <-> Java", pyarrow(python, ns),
                                 "Java imports a sliced pyarrow array and hands it back through __arrow_c_array__");
                         default -> throw new IllegalStateException(module);
@@ -79,6 +85,14 @@ public final class PythonSelfCheck implements SelfCheckSection {
                     report.check(module, false, e.toString());
                 }
             }
+        }
+    }
+
+    private static boolean hasCudaDevice(PythonRuntime python, PyObjectRef ns) {
+        try (PyObjectRef n = python.eval("cupy.cuda.runtime.getDeviceCount()", ns)) {
+            return n.toLong() > 0;
+        } catch (PythonException e) {
+            return false;
         }
     }
 
