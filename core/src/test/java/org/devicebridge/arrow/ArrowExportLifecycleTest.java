@@ -604,4 +604,41 @@ class ArrowExportLifecycleTest {
                 () -> ArrowExport.exportField(f, new DictionaryProvider.MapDictionaryProvider(), newSchema()));
         assertEquals(ValidationException.Category.SCHEMA, e.category());
     }
+
+    @Test
+    void streamOfAnIpcReaderCarriesDictionaryEncodedColumns() throws Exception {
+        DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        List<List<Object>> written = new ArrayList<>();
+        try (FieldVector encoded = ExportTestSupport.dictionaryEncoded(allocator, 6, true, dictionaries);
+             VectorSchemaRoot root = new VectorSchemaRoot(List.of(encoded))) {
+            root.setRowCount(6);
+            try (org.apache.arrow.vector.ipc.ArrowStreamWriter w = new org.apache.arrow.vector.ipc.ArrowStreamWriter(
+                    root, dictionaries, bytes)) {
+                w.start();
+                w.writeBatch();
+                written.add(rowsOf(root));
+                w.writeBatch();
+                written.add(rowsOf(root));
+                w.end();
+            }
+        } finally {
+            ArrowExportRoundTripTest.closeDictionaries(dictionaries);
+        }
+        MemorySegment stream = arena.allocate(ArrowArrayStream.layout());
+        ArrowExport.exportStream(new org.apache.arrow.vector.ipc.ArrowStreamReader(
+                new java.io.ByteArrayInputStream(bytes.toByteArray()), allocator), stream);
+        try (ArrowReader back = Data.importArrayStream(allocator,
+                org.apache.arrow.c.ArrowArrayStream.wrap(stream.address()))) {
+            Field f = back.getVectorSchemaRoot().getSchema().getFields().get(0);
+            assertTrue(f.getDictionary() != null && f.getDictionary().isOrdered(), "dictionary encoding travelled");
+            for (List<Object> expected : written) {
+                assertTrue(back.loadNextBatch());
+                assertEquals(expected, rowsOf(back.getVectorSchemaRoot()));
+                FieldVector dict = back.lookup(f.getDictionary().getId()).getVector();
+                assertEquals("word2", dict.getObject(2).toString());
+            }
+            assertFalse(back.loadNextBatch());
+        }
+    }
 }
