@@ -55,7 +55,24 @@ public final class SelfCheck {
 
     /** The feature areas' sections, in the order they print. */
     private static List<SelfCheckSection> sections() {
-        return List.of();
+        List<SelfCheckSection> sections = new java.util.ArrayList<>();
+        if (arrowJavaPresent()) {
+            sections.add(new org.devicebridge.internal.ArrowSelfCheck());
+        }
+        sections.add(new org.devicebridge.internal.DLPackSelfCheck());
+        sections.add(new org.devicebridge.internal.CudaSelfCheckSection());
+        sections.add(new org.devicebridge.python.PythonSelfCheck());
+        return sections;
+    }
+
+    /** Arrow Java is an optional dependency: its sections run only where it is on the class path. */
+    private static boolean arrowJavaPresent() {
+        try {
+            Class.forName("org.apache.arrow.vector.VectorSchemaRoot", false, SelfCheck.class.getClassLoader());
+            return true;
+        } catch (ClassNotFoundException e) {
+            return false;
+        }
     }
 
     private final SelfCheckSection.Report report = new SelfCheckSection.Report() {

@@ -311,7 +311,7 @@ public final class PythonExport {
 
         /** New reference to {@code _make}. Requires the GIL. */
         static MemorySegment make(PythonRuntime runtime) {
-            MemorySegment ns = runtime.internalNamespace().borrowAddress();
+            MemorySegment ns = runtime.internalNamespace();
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment make = Py.check((MemorySegment) PyC.PyDict_GetItemString.invokeExact(ns,
                         arena.allocateFrom("_make")), "_make");

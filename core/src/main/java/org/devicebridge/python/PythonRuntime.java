@@ -28,9 +28,14 @@ public final class PythonRuntime {
     private final String version;
     private final String libraryPath;
     private final boolean initialisedHere;
-    private final PyObjectRef namespace;
+    /**
+     * The package's private namespace. The runtime holds this one reference for the life of the process
+     * (the interpreter is never finalised), so it is a plain address, not a handle: a handle would stay
+     * open forever and hide real leaks from the leak checks.
+     */
+    private final MemorySegment namespace;
 
-    private PythonRuntime(String version, String libraryPath, boolean initialisedHere, PyObjectRef namespace) {
+    private PythonRuntime(String version, String libraryPath, boolean initialisedHere, MemorySegment namespace) {
         this.version = version;
         this.libraryPath = libraryPath;
         this.initialisedHere = initialisedHere;
@@ -129,14 +134,13 @@ public final class PythonRuntime {
                 }
             }
             MemorySegment globals = Py.check((MemorySegment) PyC.PyDict_New.invokeExact(), "dict");
-            PyObjectRef namespace = PyObjectRef.own(globals);
             MemorySegment builtins = (MemorySegment) PyC.PyEval_GetBuiltins.invokeExact();
             Py.incRef(builtins);
             Py.setItem(globals, "__builtins__", builtins);
             PythonExport.install(globals);
             LOG.log(System.Logger.Level.DEBUG, "CPython {0} from {1}", version, lib.path());
             return new PythonRuntime(version == null ? "?" : version.lines().findFirst().orElse(version),
-                    lib.path(), initialisedHere, namespace);
+                    lib.path(), initialisedHere, globals);
         } finally {
             PyC.PyGILState_Release.invokeExact(state);
         }
@@ -254,8 +258,8 @@ public final class PythonRuntime {
         }
     }
 
-    /** The package's private namespace, where the exporter class lives. */
-    PyObjectRef internalNamespace() {
+    /** The package's private namespace (a borrowed reference), where the exporter class lives. */
+    MemorySegment internalNamespace() {
         return namespace;
     }
 
