@@ -83,8 +83,9 @@ public final class ArrowJavaImport {
         Objects.requireNonNull(allocator, "allocator");
         Objects.requireNonNull(array, "array");
         ArrayNode root = array.root();
-        Field field = prepare(root, array, dictionaries);
-        Loader loader = new Loader(allocator, array.transfer(), dictionaries);
+        FieldMapper mapper = prepare(root, array, dictionaries);
+        Field field = mapper.rootField;
+        Loader loader = new Loader(allocator, array.transfer(), dictionaries, mapper);
         return loader.run(() -> loader.loadRoot(field, root));
     }
 
@@ -107,8 +108,9 @@ public final class ArrowJavaImport {
             throw new UnsupportedFeatureException("null_count",
                     "expected a record batch without top-level nulls but found " + topNulls);
         }
-        Field field = prepare(root, array, dictionaries);
-        Loader loader = new Loader(allocator, array.transfer(), dictionaries);
+        FieldMapper mapper = prepare(root, array, dictionaries);
+        Field field = mapper.rootField;
+        Loader loader = new Loader(allocator, array.transfer(), dictionaries, mapper);
         return loader.run(() -> {
             List<FieldVector> vectors = new ArrayList<>();
             try {
@@ -123,7 +125,8 @@ public final class ArrowJavaImport {
         });
     }
 
-    private static Field prepare(ArrayNode root, ImportedArray array, DictionaryProvider.MapDictionaryProvider dictionaries) {
+    private static FieldMapper prepare(ArrayNode root, ImportedArray array,
+                                       DictionaryProvider.MapDictionaryProvider dictionaries) {
         if (!root.isHostAccessible()) {
             throw new UnsupportedFeatureException("", "expected host memory for Arrow Java but found device type "
                     + array.deviceType() + ": copy it to the host first");
@@ -142,13 +145,14 @@ public final class ArrowJavaImport {
                 firstId = Math.max(firstId, id + 1);
             }
         }
-        Field field = new FieldMapper(firstId).field(root.schema());
+        FieldMapper mapper = new FieldMapper(firstId);
+        mapper.rootField = mapper.field(root.schema());
         if (hasDictionary(root.schema()) && dictionaries == null) {
             throw new UnsupportedFeatureException("dictionary",
                     "expected a DictionaryProvider for a dictionary-encoded field but found null");
         }
         checkLoadable(root, 0, root.length());
-        return field;
+        return mapper;
     }
 
     private static boolean hasDictionary(SchemaNode s) {
@@ -210,6 +214,9 @@ public final class ArrowJavaImport {
     /** Maps parsed types to Arrow Java fields. */
     private static final class FieldMapper {
         private long nextDictionaryId;
+        /** The value field of each dictionary, as mapped with the ids of the whole tree. */
+        final java.util.IdentityHashMap<SchemaNode, Field> dictionaryValueFields = new java.util.IdentityHashMap<>();
+        Field rootField;
 
         FieldMapper(long firstDictionaryId) {
             this.nextDictionaryId = firstDictionaryId;
@@ -224,7 +231,7 @@ public final class ArrowJavaImport {
                 // dictionary's value field is mapped (and checked) here and again when it is loaded.
                 encoding = new DictionaryEncoding(nextDictionaryId++,
                         (s.flags() & SchemaNode.FLAG_DICTIONARY_ORDERED) != 0, (ArrowType.Int) type);
-                field(s.dictionary());
+                dictionaryValueFields.put(s.dictionary(), field(s.dictionary()));
             }
             for (SchemaNode c : s.children()) {
                 children.add(field(c));
@@ -335,8 +342,12 @@ public final class ArrowJavaImport {
         private final DictionaryProvider.MapDictionaryProvider dictionaries;
         private final List<FieldVector> addedDictionaries = new ArrayList<>();
 
-        Loader(BufferAllocator allocator, ImportedArray.Owner owner, DictionaryProvider.MapDictionaryProvider dictionaries) {
+        private final FieldMapper mapper;
+
+        Loader(BufferAllocator allocator, ImportedArray.Owner owner, DictionaryProvider.MapDictionaryProvider dictionaries,
+               FieldMapper mapper) {
             this.allocator = allocator;
+            this.mapper = mapper;
             this.refs = new RefCount(owner::release);
             this.dictionaries = dictionaries;
         }
@@ -445,7 +456,7 @@ public final class ArrowJavaImport {
                     }
                 }
                 if (n.dictionary() != null) {
-                    loadDictionary(v.getField().getDictionary(), v.getField(), n.dictionary());
+                    loadDictionary(v.getField().getDictionary(), n.dictionary());
                 }
                 v.loadFieldBuffers(new ArrowFieldNode(Math.toIntExact(count), Math.toIntExact(nulls)), buffers);
             } finally {
@@ -455,9 +466,9 @@ public final class ArrowJavaImport {
             }
         }
 
-        private void loadDictionary(DictionaryEncoding encoding, Field indexField, ArrayNode dictionaryNode) {
-            Field valueField = new FieldMapper(encoding.getId() + 1).field(dictionaryNode.schema());
-            // Arrow Java keeps a dictionary's value vector separately; its id is the one toField assigned.
+        private void loadDictionary(DictionaryEncoding encoding, ArrayNode dictionaryNode) {
+            // Arrow Java keeps a dictionary's value vector separately, under the id the mapping assigned.
+            Field valueField = mapper.dictionaryValueFields.get(dictionaryNode.schema());
             FieldVector values = load(valueField, dictionaryNode, 0, dictionaryNode.length());
             addedDictionaries.add(values);
             dictionaries.put(new Dictionary(values, encoding));

@@ -176,4 +176,26 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
             assertEquals(1, HandMade.ROOT_RELEASES.get(), "released exactly once, by the last buffer");
         }
     }
+
+    @Test
+    void unalignedBuffersAreReadCorrectlyByBothPaths() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment raw = arena.allocate(8 * 5 + 1, 8);
+            MemorySegment values = raw.asSlice(1, 8 * 5); // deliberately misaligned by one byte
+            for (int i = 0; i < 5; i++) {
+                values.setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i, 1L << (10 * i));
+            }
+            SchemaNode int64 = new SchemaNode("", "x", ArrowFormat.parse("l", ""), 0, java.util.Map.of(),
+                    java.util.List.of(), null);
+            MemorySegment a1 = HandMade.rootArray(HandMade.array(arena, 5, new MemorySegment[] {MemorySegment.NULL, values}));
+            try (ImportedArray view = ArrowImport.importArray(int64, a1, ValidationLevel.FULL)) {
+                assertEquals(1L << 40, view.root().buffer(1).getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, 4));
+            }
+            MemorySegment a2 = HandMade.rootArray(HandMade.array(arena, 5, new MemorySegment[] {MemorySegment.NULL, values}));
+            try (FieldVector v = ArrowJavaImport.importFieldVector(allocator,
+                    ArrowImport.importArray(int64, a2, ValidationLevel.FULL), null)) {
+                assertEquals(1L << 30, v.getObject(3));
+            }
+        }
+    }
 }
