@@ -49,7 +49,11 @@ import org.devicebridge.internal.RefCount;
  * <p>Types Arrow Java 19 cannot hold exactly raise {@link UnsupportedFeatureException} naming the field:
  * decimal32 and decimal64, sparse unions whose type ids are not Arrow Java's own minor-type numbers,
  * run-end encoded arrays with a non-zero offset. The Arrow Java path needs host memory validated at
- * {@link ValidationLevel#DEFAULT} or {@link ValidationLevel#FULL} (Arrow Java trusts offsets).
+ * {@link ValidationLevel#DEFAULT} or {@link ValidationLevel#FULL} (Arrow Java trusts offsets). Use FULL for
+ * producers you do not trust: at DEFAULT an inner offset, union offset or list view can still point outside
+ * its child, which Arrow Java's bounds-checked buffers report as an {@code IndexOutOfBoundsException} on
+ * access (never a wrong value read from outside the buffer, unless bounds checking was disabled with
+ * {@code arrow.enable_unsafe_memory_access}).
  */
 public final class ArrowJavaImport {
     private ArrowJavaImport() {}
