@@ -293,4 +293,13 @@ class ArrowValidationTest extends ArrowTestSupport {
         }
     }
 
+
+    @Test
+    void invalidUtf8IsCaughtOnlyAtFull() {
+        // Byte 0 of value 0 ("v0-") becomes 0xFF, which never starts a UTF-8 sequence.
+        Consumer<Exported> c = e -> buffer(e, -1, 2).reinterpret(1).set(ValueLayout.JAVA_BYTE, 0, (byte) 0xFF);
+        assertEquals(null, importCorrupted("utf8", c, ValidationLevel.DEFAULT));
+        ValidationException ex = importCorrupted("utf8", c, ValidationLevel.FULL);
+        assertEquals("buffers[2]: value 0: expected valid UTF-8 but found an invalid byte sequence", ex.getMessage());
+    }
 }
