@@ -61,9 +61,12 @@ public final class ForeignImport {
             return size;
         }
 
-        /** The release (or deleter) callback stored in {@code s}, possibly NULL. */
+        /**
+         * The release (or deleter) callback stored in {@code s}, possibly NULL. Read unaligned: the
+         * producer's struct may sit at any address, and a misaligned one must not throw here.
+         */
         public MemorySegment releaseCallback(MemorySegment s) {
-            return s.get(ValueLayout.ADDRESS, releaseOffset);
+            return s.get(ValueLayout.ADDRESS_UNALIGNED, releaseOffset);
         }
 
         /**
@@ -79,7 +82,7 @@ public final class ForeignImport {
                 }
             } finally {
                 if (movable) {
-                    owned.set(ValueLayout.ADDRESS, releaseOffset, MemorySegment.NULL);
+                    owned.set(ValueLayout.ADDRESS_UNALIGNED, releaseOffset, MemorySegment.NULL);
                     Native.free(owned);
                 }
             }
@@ -114,7 +117,7 @@ public final class ForeignImport {
             }
             owned = Native.malloc(kind.size);
             MemorySegment.copy(s, 0, owned, 0, kind.size);
-            s.set(ValueLayout.ADDRESS, kind.releaseOffset, MemorySegment.NULL);
+            s.set(ValueLayout.ADDRESS_UNALIGNED, kind.releaseOffset, MemorySegment.NULL);
         } else {
             owned = s;
         }
