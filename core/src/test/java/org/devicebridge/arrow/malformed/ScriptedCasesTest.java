@@ -116,6 +116,56 @@ class ScriptedCasesTest {
             assertEquals(2, fx.producedReleases.get(), "schema + batch");
         }));
 
+        t.add(row(g, "stream closed while get_next runs on another thread: never released during get_next, once after", fx -> {
+            java.util.concurrent.CountDownLatch inNext = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.CountDownLatch proceed = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.atomic.AtomicInteger releasesDuringNext = new java.util.concurrent.atomic.AtomicInteger(-1);
+            fx.onGetSchema = (f, out) -> f.handOutSchema(f.schema("i"), out);
+            fx.onGetNext = (f, out) -> {
+                inNext.countDown();
+                try {
+                    proceed.await(10, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                releasesDuringNext.set(f.releases.get());
+                return f.handOutArray(i32(f, 1), out);
+            };
+            ImportedArrayStream s = ArrowImport.importStream(fx.stream());
+            ExecutorService pool = Executors.newFixedThreadPool(2);
+            try {
+                Future<Long> next = pool.submit(() -> {
+                    try (ImportedArray a = s.next(ValidationLevel.FULL)) {
+                        return a.root().length();
+                    }
+                });
+                assertTrue(inNext.await(10, java.util.concurrent.TimeUnit.SECONDS));
+                Future<?> close = pool.submit(s::close);
+                Thread.sleep(200); // a close that does not wait for get_next has released the stream by now
+                proceed.countDown();
+                assertEquals(1L, next.get());
+                close.get();
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            } finally {
+                pool.shutdownNow();
+            }
+            assertEquals(0, releasesDuringNext.get(), "stream released while its get_next was running");
+            assertEquals(1, fx.releases.get());
+            assertEquals(2, fx.producedReleases.get(), "schema + batch");
+        }));
+        t.add(row(g, "buffer segment taken before close is unusable after close; buffer() after close is HandleClosedException",
+                fx -> {
+                    ImportedArray a = ArrowImport.importArray(fx.type("i"), fx.root(i32(fx, 3)), ValidationLevel.FULL);
+                    MemorySegment values = a.root().buffer(1);
+                    assertEquals(2, values.getAtIndex(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED, 1));
+                    a.close();
+                    assertEquals(1, fx.releases.get());
+                    assertThrows(IllegalStateException.class,
+                            () -> values.getAtIndex(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED, 1));
+                    assertThrows(HandleClosedException.class, () -> a.root().buffer(1));
+                }));
+
         g = "release on failed import";
         t.add(row(g, "struct imported again after a failed import is RELEASED, not released twice", fx -> {
             MemorySegment p = fx.rootSchema(fx.schema("q"));
