@@ -166,6 +166,42 @@ class ScriptedCasesTest {
                     assertThrows(HandleClosedException.class, () -> a.root().buffer(1));
                 }));
 
+        t.add(row(g, "same struct imported from two threads at once, x10000: one import owns it, the other is RELEASED", fx -> {
+            ExecutorService pool = Executors.newFixedThreadPool(2);
+            try {
+                for (int i = 0; i < CONCURRENT_ROUNDS; i++) {
+                    MemorySegment p = fx.rootSchema(fx.schema("i"));
+                    CyclicBarrier barrier = new CyclicBarrier(2);
+                    List<Future<ImportedSchema>> imports = new ArrayList<>(2);
+                    for (int k = 0; k < 2; k++) {
+                        imports.add(pool.submit(() -> {
+                            barrier.await();
+                            try {
+                                return ArrowImport.importSchema(p);
+                            } catch (ValidationException e) {
+                                assertEquals(Category.RELEASED, e.category(), e.getMessage());
+                                return null;
+                            }
+                        }));
+                    }
+                    int owners = 0;
+                    for (Future<ImportedSchema> f : imports) {
+                        ImportedSchema s = f.get();
+                        if (s != null) {
+                            owners++;
+                            s.close();
+                        }
+                    }
+                    assertEquals(1, owners, "round " + i + ": imports that took ownership");
+                    assertEquals(i + 1, fx.releases.get(), "round " + i);
+                }
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            } finally {
+                pool.shutdownNow();
+            }
+        }));
+
         g = "release on failed import";
         t.add(row(g, "struct imported again after a failed import is RELEASED, not released twice", fx -> {
             MemorySegment p = fx.rootSchema(fx.schema("q"));
