@@ -838,6 +838,11 @@ class MalformedInputMatrixTest {
         Map<String, Long> lowest = all.stream().filter(c -> c.expected() != null && c.lowest() != null)
                 .collect(Collectors.groupingBy(c -> c.lowest().name(), TreeMap::new, Collectors.counting()));
         b.append("  rejected rows by lowest detecting level: ").append(lowest).append(System.lineSeparator());
+        for (ValidationLevel level : List.of(MINIMAL, DEFAULT, FULL)) {
+            b.append("  first detected at ").append(level).append(" (accepted below):").append(System.lineSeparator());
+            all.stream().filter(c -> c.expected() != null && c.lowest() == level).forEach(c -> b.append(String.format(
+                    Locale.ROOT, "    %-11s %s%n", c.expected(), c.name())));
+        }
         System.out.print(b);
         assertTrue(all.size() >= 150, b.toString());
         for (String g : List.of("released/NULL struct", "release exactly once", "release on failed import",
