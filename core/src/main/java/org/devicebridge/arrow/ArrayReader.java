@@ -61,6 +61,12 @@ final class ArrayReader {
             throw new ValidationException(Category.DEPTH, path, "expected nesting of at most " + SchemaReader.MAX_DEPTH
                     + " levels but found more");
         }
+        if ((a.address() & (ValueLayout.ADDRESS.byteAlignment() - 1)) != 0) {
+            // Children and dictionaries are read in place through aligned accessors (only the root is moved).
+            throw new ValidationException(Category.ALIGNMENT, path, String.format(Locale.ROOT,
+                    "expected an ArrowArray aligned to %d bytes but found address 0x%x",
+                    ValueLayout.ADDRESS.byteAlignment(), a.address()));
+        }
         if (!ancestors.add(a.address())) {
             throw new ValidationException(Category.DEPTH, path,
                     "expected a tree but found a cycle (this ArrowArray is its own ancestor)");

@@ -19,8 +19,9 @@ import org.devicebridge.internal.Native;
  * struct and calls its {@code release} exactly once, on {@link #close()}; arrays already returned by
  * {@link #next} are independent of the stream and stay valid after it is closed.
  *
- * <p>Not thread-safe: call {@link #next} from one thread at a time (it is synchronized to keep a misuse
- * from corrupting the producer, not to make interleaved batches meaningful).
+ * <p>Not thread-safe: call {@link #next} from one thread at a time (it is serialized to keep a misuse
+ * from corrupting the producer, not to make interleaved batches meaningful). {@link #close()} from another
+ * thread waits for a running {@link #next} before it releases the stream.
  */
 public final class ImportedArrayStream extends NativeHandle {
     private final MemorySegment stream;
@@ -29,9 +30,22 @@ public final class ImportedArrayStream extends NativeHandle {
     private final int deviceType;
     private boolean ended;
 
+    /**
+     * Held by {@link #next} around the producer's callbacks and by the release action, so that a close from
+     * another thread waits for a running {@code get_next} instead of releasing the stream under it (the
+     * C stream interface forbids calling its callbacks concurrently). Not the handle itself: the release
+     * action must not capture the handle.
+     */
+    private final Object callbackLock;
+
     private ImportedArrayStream(ForeignImport.Kind kind, MemorySegment owned, boolean device, SchemaNode schema,
-                                int deviceType) {
-        super(device ? "imported ArrowDeviceArrayStream" : "imported ArrowArrayStream", () -> kind.release(owned));
+                                int deviceType, Object callbackLock) {
+        super(device ? "imported ArrowDeviceArrayStream" : "imported ArrowArrayStream", () -> {
+            synchronized (callbackLock) {
+                kind.release(owned);
+            }
+        });
+        this.callbackLock = callbackLock;
         this.stream = owned;
         this.device = device;
         this.schema = schema;
@@ -65,7 +79,7 @@ public final class ImportedArrayStream extends NativeHandle {
                     throw new ArrowStreamException("get_schema", errno, lastError(owned, device));
                 }
                 try (ImportedSchema s = ArrowImport.importSchema(out)) {
-                    return new ImportedArrayStream(kind, owned, device, s.root(), deviceType);
+                    return new ImportedArrayStream(kind, owned, device, s.root(), deviceType, new Object());
                 }
             } finally {
                 Native.free(out);
@@ -109,8 +123,15 @@ public final class ImportedArrayStream extends NativeHandle {
      *         from the stream's
      * @throws org.devicebridge.HandleClosedException if the stream was closed
      */
-    public synchronized ImportedArray next(ValidationLevel level) {
+    public ImportedArray next(ValidationLevel level) {
         Objects.requireNonNull(level, "level");
+        synchronized (callbackLock) {
+            return nextLocked(level);
+        }
+    }
+
+    private ImportedArray nextLocked(ValidationLevel level) {
+        // Checked under the lock: a close that ran first has released the stream, one that comes later waits.
         ensureLive();
         if (ended) {
             return null;

@@ -45,6 +45,12 @@ final class SchemaReader {
             throw new ValidationException(Category.DEPTH, path, "expected nesting of at most " + MAX_DEPTH
                     + " levels but found more");
         }
+        if ((s.address() & (ValueLayout.ADDRESS.byteAlignment() - 1)) != 0) {
+            // Children and dictionaries are read in place through aligned accessors (only the root is moved).
+            throw new ValidationException(Category.ALIGNMENT, path, String.format(java.util.Locale.ROOT,
+                    "expected an ArrowSchema aligned to %d bytes but found address 0x%x",
+                    ValueLayout.ADDRESS.byteAlignment(), s.address()));
+        }
         if (!ancestors.add(s.address())) {
             throw new ValidationException(Category.DEPTH, path,
                     "expected a tree but found a cycle (this ArrowSchema is its own ancestor)");

@@ -2,6 +2,7 @@ package org.devicebridge.internal;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
 import java.util.Objects;
 import java.util.function.Function;
 import org.devicebridge.DeviceBridgeException;
@@ -61,9 +62,12 @@ public final class ForeignImport {
             return size;
         }
 
-        /** The release (or deleter) callback stored in {@code s}, possibly NULL. */
+        /**
+         * The release (or deleter) callback stored in {@code s}, possibly NULL. Read unaligned: the
+         * producer's struct may sit at any address, and a misaligned one must not throw here.
+         */
         public MemorySegment releaseCallback(MemorySegment s) {
-            return s.get(ValueLayout.ADDRESS, releaseOffset);
+            return s.get(ValueLayout.ADDRESS_UNALIGNED, releaseOffset);
         }
 
         /**
@@ -79,7 +83,7 @@ public final class ForeignImport {
                 }
             } finally {
                 if (movable) {
-                    owned.set(ValueLayout.ADDRESS, releaseOffset, MemorySegment.NULL);
+                    owned.set(ValueLayout.ADDRESS_UNALIGNED, releaseOffset, MemorySegment.NULL);
                     Native.free(owned);
                 }
             }
@@ -114,7 +118,11 @@ public final class ForeignImport {
             }
             owned = Native.malloc(kind.size);
             MemorySegment.copy(s, 0, owned, 0, kind.size);
-            s.set(ValueLayout.ADDRESS, kind.releaseOffset, MemorySegment.NULL);
+            if (!clearRelease(s, kind.releaseOffset, owned.get(ValueLayout.ADDRESS_UNALIGNED, kind.releaseOffset))) {
+                Native.free(owned);
+                throw new ValidationException(ValidationException.Category.RELEASED, "", "expected a live "
+                        + kind.cName + " but found one that another import took at the same time");
+            }
         } else {
             owned = s;
         }
@@ -132,6 +140,21 @@ public final class ForeignImport {
             throw new DeviceBridgeException("internal error while importing a " + kind.cName
                     + " (it was released): " + t, t);
         }
+    }
+
+    private static final VarHandle ADDRESS_FIELD = ValueLayout.ADDRESS.varHandle();
+
+    /**
+     * Marks the producer's struct released, atomically where the field is aligned, so that two imports of
+     * one struct racing on two threads cannot both take it: only the one that saw {@code release} equal to
+     * the callback it copied wins. A misaligned field cannot be updated atomically; it is cleared plainly.
+     */
+    private static boolean clearRelease(MemorySegment s, long offset, MemorySegment copied) {
+        if (((s.address() + offset) & (ValueLayout.ADDRESS.byteAlignment() - 1)) != 0) {
+            s.set(ValueLayout.ADDRESS_UNALIGNED, offset, MemorySegment.NULL);
+            return !copied.equals(MemorySegment.NULL);
+        }
+        return ADDRESS_FIELD.compareAndSet(s, offset, copied, MemorySegment.NULL) && !copied.equals(MemorySegment.NULL);
     }
 
     @SuppressWarnings("unchecked")
