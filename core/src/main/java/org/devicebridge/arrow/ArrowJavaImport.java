@@ -102,9 +102,10 @@ public final class ArrowJavaImport {
             throw new UnsupportedFeatureException("format", "expected a struct array (a record batch) for a"
                     + " VectorSchemaRoot but found " + root.type());
         }
-        if (root.nullCount() > 0) {
+        long topNulls = Loader.nullCount(root, root.offset(), root.length());
+        if (topNulls > 0) {
             throw new UnsupportedFeatureException("null_count",
-                    "expected a record batch without top-level nulls but found " + root.nullCount());
+                    "expected a record batch without top-level nulls but found " + topNulls);
         }
         Field field = prepare(root, array, dictionaries);
         Loader loader = new Loader(allocator, array.transfer(), dictionaries);
@@ -463,7 +464,7 @@ public final class ArrowJavaImport {
         }
 
         /** Null count over [phys, phys + count): the producer's count where it covers exactly that range. */
-        private static long nullCount(ArrayNode n, long phys, long count) {
+        static long nullCount(ArrayNode n, long phys, long count) {
             if (n.isBufferNull(0)) {
                 return 0;
             }
