@@ -253,6 +253,11 @@ public final class ArrowExport {
         return new ExportedDeviceArray(s);
     }
 
+    /** {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider)} without dictionaries. */
+    public static ExportedDeviceArray exportDeviceArray(VectorSchemaRoot root) {
+        return exportDeviceArray(root, (DictionaryProvider) null);
+    }
+
     static void exportDeviceArrayInto(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment out) {
         ExportArrayWriter.exportRoot(root, provider, out); // the ArrowArray is the first member
         ArrowDeviceArray.device_id(out, -1L);
