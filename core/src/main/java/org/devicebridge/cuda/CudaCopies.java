@@ -6,9 +6,12 @@ import org.devicebridge.HandleClosedException;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 
 /**
- * Copies between host memory and device memory, and device fills. Each copy comes as a synchronous call
- * (the driver's blocking {@code cuMemcpy*}: it returns when the data arrived) and as {@code ...Async(...,
- * stream)}, which only queues the copy on {@code stream}.
+ * Copies between host memory and device memory, and device fills. Each copy comes as a synchronous call,
+ * which returns when the data arrived, and as {@code ...Async(..., stream)}, which only queues the copy on
+ * {@code stream}. The synchronous forms use the driver's {@code cuMemcpy*} and {@code cuMemsetD8} on the
+ * legacy default stream and then wait for that stream ({@code cuStreamSynchronize}): the driver alone
+ * returns early for device-to-device copies, fills and copies from pageable memory. Like every
+ * legacy-stream operation they are ordered after work on blocking streams, not on non-blocking ones.
  *
  * <p>For an async copy the caller keeps owning every argument and must keep the host segment's memory
  * and the device buffers alive, and must not touch the destination, until the stream reached the copy
@@ -31,6 +34,7 @@ public final class CudaCopies {
         }
         CudaContext.makeCurrent(dst.device());
         CudaDriver.check("cuMemcpyHtoD_v2", cuda_driver_h.cuMemcpyHtoD_v2(d, src, bytes));
+        syncLegacyStream();
     }
 
     /** Queues a copy of all of {@code src} into {@code dst} at {@code dstOffset} on {@code stream}. */
@@ -89,6 +93,7 @@ public final class CudaCopies {
         }
         CudaContext.makeCurrent(dst.device());
         CudaDriver.check("cuMemcpyDtoD_v2", cuda_driver_h.cuMemcpyDtoD_v2(d, s, bytes));
+        syncLegacyStream();
     }
 
     /** Queues a copy of {@code bytes} bytes between device buffers on {@code stream}. */
@@ -116,6 +121,7 @@ public final class CudaCopies {
         }
         CudaContext.makeCurrent(dst.device());
         CudaDriver.check("cuMemsetD8_v2", cuda_driver_h.cuMemsetD8_v2(d, value, bytes));
+        syncLegacyStream();
     }
 
     /** Queues setting {@code bytes} bytes of {@code dst} from {@code offset} to {@code value} on {@code stream}. */
@@ -129,6 +135,11 @@ public final class CudaCopies {
         }
         CudaContext.makeCurrent(stream.device());
         CudaDriver.check("cuMemsetD8Async", cuda_driver_h.cuMemsetD8Async(d, value, bytes, st));
+    }
+
+    /** Waits for the legacy default stream, where the synchronous driver calls queue their work. */
+    private static void syncLegacyStream() {
+        CudaDriver.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(MemorySegment.NULL));
     }
 
     /** A host segment the driver may read or write: native, and its arena still open. */

@@ -14,8 +14,8 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * CUDA inter-process sharing: a 64-byte handle ({@code CUipcMemHandle}, {@code CUipcEventHandle}) made in
  * one process opens the same device memory or event in another process on the same machine. The handle
  * is plain bytes (send it over any channel); it carries no ownership: the exporting process must keep
- * the buffer (or event) alive until every other process has closed what it opened. A process cannot open
- * its own handles (the driver refuses).
+ * the buffer (or event) alive until every other process has closed what it opened. Handles are meant
+ * for other processes: the driver does not promise to open a process's own handles.
  */
 public final class CudaIpc {
     /** Size of an IPC handle in bytes ({@code CU_IPC_HANDLE_SIZE}). */
@@ -58,7 +58,7 @@ public final class CudaIpc {
      * @return a buffer the caller owns; its last close unmaps the memory ({@code cuIpcCloseMemHandle}); the
      *     memory itself stays the other process's
      * @throws IllegalArgumentException if {@code handle} is not 64 bytes
-     * @throws CudaException if the driver refuses (e.g. a handle of this same process)
+     * @throws CudaException if the driver refuses (e.g. {@code CUDA_ERROR_INVALID_HANDLE} for a stale handle)
      */
     public static DeviceBuffer openMemHandle(int device, byte[] handle) {
         checkHandle(handle);

@@ -1,5 +1,29 @@
 /**
- * The safe CUDA driver layer: lazy driver loading, devices, and (as they are added) contexts, streams,
- * events, memory and copies. Every failure is a {@link org.devicebridge.cuda.CudaException}.
+ * The safe CUDA driver layer. Every failure is a {@link org.devicebridge.cuda.CudaException} naming the
+ * driver function and its {@code CUresult}; without a driver, every entry point throws
+ * {@link org.devicebridge.cuda.CudaUnavailableException}.
+ *
+ * <ul>
+ *   <li>{@link org.devicebridge.cuda.Cuda}: driver loading, devices, memory info. Each device's primary
+ *       context is retained once (for the life of the process) and made current on the calling thread
+ *       whenever a call needs it ({@code cuCtxGetCurrent}, then {@code cuCtxSetCurrent} if it differs); it
+ *       stays current afterwards, as with the CUDA runtime. Code that manages its own contexts on the same
+ *       thread should make its context current again after calling into this package.</li>
+ *   <li>{@link org.devicebridge.cuda.CudaStream} (owned or borrowed) and
+ *       {@link org.devicebridge.cuda.CudaEvent} (pooled, timing disabled).</li>
+ *   <li>{@link org.devicebridge.cuda.DeviceBuffer} (cuMemAlloc, stream-ordered pool memory, or wrapped
+ *       foreign memory; reference counted), {@link org.devicebridge.cuda.PinnedHostBuffer},
+ *       {@link org.devicebridge.cuda.HostRegistration}.</li>
+ *   <li>{@link org.devicebridge.cuda.CudaCopies}: host/device copies, each as a blocking call and as
+ *       {@code ...Async(..., stream)}.</li>
+ *   <li>{@link org.devicebridge.cuda.PointerAttributes}: memory kind, device and range of an address,
+ *       cached per allocation.</li>
+ *   <li>{@link org.devicebridge.cuda.CudaIpc}: sharing device memory and events with other processes.</li>
+ *   <li>{@link org.devicebridge.cuda.HostDeviceTransfer}: batches of host buffers to one packed device
+ *       allocation and back through reused pinned staging memory.</li>
+ * </ul>
+ *
+ * <p>Every owning type is a {@link org.devicebridge.NativeHandle}: close it (try-with-resources); close
+ * is idempotent and thread-safe, and a forgotten handle is released by a Cleaner with a leak warning.
  */
 package org.devicebridge.cuda;

@@ -37,7 +37,8 @@ class CudaLayerWithoutDriverTest {
                     () -> PointerAttributes.of(host.address()),
                     () -> PointerAttributes.query(host.address()),
                     () -> CudaIpc.openMemHandle(0, new byte[CudaIpc.HANDLE_SIZE]),
-                    () -> CudaIpc.openEventHandle(0, new byte[CudaIpc.HANDLE_SIZE]));
+                    () -> CudaIpc.openEventHandle(0, new byte[CudaIpc.HANDLE_SIZE]),
+                    () -> HostDeviceTransfer.create(0, 1 << 20));
             for (Executable call : calls) {
                 assertThrows(CudaUnavailableException.class, call);
             }
@@ -69,5 +70,6 @@ class CudaLayerWithoutDriverTest {
         assertThrows(NullPointerException.class, () -> CudaCopies.hostToDevice(null, null, 0));
         assertThrows(IllegalArgumentException.class,
                 () -> CudaCopies.hostToDevice(MemorySegment.ofArray(new byte[4]), null, 0));
+        assertThrows(IllegalArgumentException.class, () -> HostDeviceTransfer.create(0, 2 * HostDeviceTransfer.ALIGNMENT - 1));
     }
 }

