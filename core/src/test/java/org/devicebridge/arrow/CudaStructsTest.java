@@ -89,6 +89,66 @@ class CudaStructsTest {
         }
     }
 
+    static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> families() {
+        java.util.List<org.junit.jupiter.params.provider.Arguments> out = new java.util.ArrayList<>();
+        for (String family : ExportTestSupport.FAMILIES) {
+            for (boolean nulls : new boolean[] {false, true}) {
+                for (int rows : new int[] {0, 37}) {
+                    out.add(org.junit.jupiter.params.provider.Arguments.of(family, nulls, rows));
+                }
+            }
+        }
+        return out.stream();
+    }
+
+    /**
+     * The host half of the CUDA round trip, on the CPU: the tree a CUDA export or a download writes (here
+     * over the host buffers themselves) validates at FULL and reads back through Arrow Java with the same
+     * values, for every family the GPU test uses.
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0} nulls={1} rows={2}: a written tree reads back the same values")
+    @org.junit.jupiter.params.provider.MethodSource("families")
+    void everyFamilyReadsBackFromAWrittenTree(String family, boolean nulls, int rows) {
+        org.apache.arrow.vector.types.pojo.ExtensionTypeRegistry.register(org.apache.arrow.vector.extension.UuidType.INSTANCE);
+        DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
+        DictionaryProvider.MapDictionaryProvider back = new DictionaryProvider.MapDictionaryProvider();
+        List<FieldVector> vectors = ExportTestSupport.family(family, allocator, rows, nulls, dictionaries);
+        AtomicInteger freed = new AtomicInteger();
+        try (VectorSchemaRoot root = new VectorSchemaRoot(vectors); Arena arena = Arena.ofConfined()) {
+            root.setRowCount(rows);
+            SchemaNode schema;
+            try (ExportedSchema es = ArrowExport.exportSchema(root.getSchema(), dictionaries);
+                 ImportedSchema is = ArrowImport.importSchema(es.segment())) {
+                schema = is.root();
+            }
+            try (ExportedArray ea = ArrowExport.exportRoot(root, dictionaries);
+                 ImportedArray host = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
+                MemorySegment out = arena.allocate(ArrowArray.layout());
+                CudaStructs.write(host.root(), ArrayNode::address, out, freed::incrementAndGet);
+                ImportedArray again = ArrowImport.importArray(schema, out, ValidationLevel.FULL);
+                try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, again, back)) {
+                    assertEquals(rows, down.getRowCount());
+                    for (int i = 0; i < vectors.size(); i++) {
+                        FieldVector o = vectors.get(i);
+                        FieldVector c = down.getVector(i);
+                        CudaArrowRoundTripTest.assertSameFieldOrStorage(o.getField(), c.getField());
+                        for (int r = 0; r < rows; r++) {
+                            final int row = r;
+                            assertTrue(java.util.Objects.deepEquals(CudaArrowRoundTripTest.valueOf(o, r),
+                                    CudaArrowRoundTripTest.valueOf(c, r)),
+                                    () -> o.getName() + "[" + row + "]");
+                        }
+                    }
+                }
+            }
+            ArrowExportRoundTripTest.closeDictionaries(back); // imported dictionaries share the tree too
+            assertEquals(1, freed.get(), "freed exactly once, when the last vector and dictionary were closed");
+        } finally {
+            ArrowExportRoundTripTest.closeDictionaries(dictionaries);
+            ArrowExportRoundTripTest.closeDictionaries(back);
+        }
+    }
+
     @Test
     void childMovedOutKeepsTheTreeAliveUntilItIsReleasedToo() {
         AtomicInteger freed = new AtomicInteger();
