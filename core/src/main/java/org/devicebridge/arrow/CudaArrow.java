@@ -127,7 +127,13 @@ public final class CudaArrow {
                 long[] offsets = up.offsets();
                 Map<ArrayNode, long[]> placed = new IdentityHashMap<>();
                 for (ArrayNode node : nodes) {
-                    placed.put(node, new long[node.bufferCount()]); // zero: NULL for empty or absent buffers
+                    long[] a = new long[node.bufferCount()];
+                    for (int i = 0; i < a.length; i++) {
+                        // An empty but non-NULL buffer stays non-NULL (some consumers require it): it points at
+                        // the allocation's start, and no byte is read through it.
+                        a[i] = node.address(i) == 0 ? 0 : base;
+                    }
+                    placed.put(node, a);
                 }
                 for (int k = 0; k < slots.size(); k++) {
                     long[] s = slots.get(k);
