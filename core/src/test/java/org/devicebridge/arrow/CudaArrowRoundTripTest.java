@@ -386,6 +386,45 @@ class CudaArrowRoundTripTest {
     }
 
     @Test
+    void corruptOffsetsOnTheDeviceAreCaughtByHostValidationButNotReadAtMinimal() {
+        try (org.apache.arrow.vector.VarCharVector v = new org.apache.arrow.vector.VarCharVector("s", allocator)) {
+            for (int i = 0; i < 10; i++) {
+                v.setSafe(i, ("value" + i).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            }
+            v.setValueCount(10);
+            try (VectorSchemaRoot root = VectorSchemaRoot.of(v);
+                 CudaArrowBatch batch = CudaArrow.upload(root, transfer, stream);
+                 Arena arena = Arena.ofConfined()) {
+                stream.synchronize(); // the synchronous copy below runs on the legacy stream
+                ArrayNode col = batch.root().children().get(0);
+                org.devicebridge.cuda.DeviceBuffer mem = batch.memory().get(0);
+                MemorySegment bad = arena.allocate(ValueLayout.JAVA_INT);
+                bad.set(ValueLayout.JAVA_INT, 0, 1000); // offsets[0] above the last offset: caught at DEFAULT and FULL
+                org.devicebridge.cuda.CudaCopies.hostToDevice(bad, mem, col.bufferPointer(1).address() - mem.address());
+                int trees = CudaStructs.TREES.size();
+
+                MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
+                CudaArrow.exportDeviceArray(batch, stream, out);
+                ValidationException e = assertThrows(ValidationException.class,
+                        () -> CudaArrow.importDeviceArray(batch.schema(), out, ValidationLevel.DEFAULT, stream, transfer));
+                assertEquals(ValidationException.Category.CONTENT, e.category(), e.getMessage());
+                assertTrue(e.path().startsWith("children[0].buffers[1]"), e.getMessage());
+                assertEquals(trees, CudaStructs.TREES.size(), "released exactly once");
+
+                MemorySegment out2 = arena.allocate(ArrowDeviceArray.layout());
+                CudaArrow.exportDeviceArray(batch, stream, out2);
+                try (CudaArrowBatch minimal = CudaArrow.importDeviceArray(batch.schema(), out2, stream)) {
+                    assertEquals(10, minimal.length(), "MINIMAL does not read device memory");
+                    assertThrows(ValidationException.class,
+                            () -> CudaArrow.download(minimal, allocator, transfer, stream).close(),
+                            "the host copy is validated before Arrow Java sees it");
+                }
+                assertEquals(trees, CudaStructs.TREES.size(), "released exactly once");
+            }
+        }
+    }
+
+    @Test
     void uploadUsesOneDeviceAllocationPerBatch() {
         try (VectorSchemaRoot root = strings(100)) {
             long before = CudaCounters.snapshot().memAllocAsyncCalls();
