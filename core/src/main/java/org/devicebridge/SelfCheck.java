@@ -61,6 +61,9 @@ public final class SelfCheck {
         }
         sections.add(new org.devicebridge.internal.DLPackSelfCheck());
         sections.add(new org.devicebridge.internal.CudaSelfCheckSection());
+        if (arrowJavaPresent()) {
+            sections.add(new org.devicebridge.arrow.CudaArrowSelfCheck());
+        }
         sections.add(new org.devicebridge.python.PythonSelfCheck());
         return sections;
     }

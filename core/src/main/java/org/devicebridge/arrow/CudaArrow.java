@@ -127,7 +127,13 @@ public final class CudaArrow {
                 long[] offsets = up.offsets();
                 Map<ArrayNode, long[]> placed = new IdentityHashMap<>();
                 for (ArrayNode node : nodes) {
-                    placed.put(node, new long[node.bufferCount()]); // zero: NULL for empty or absent buffers
+                    long[] a = new long[node.bufferCount()];
+                    for (int i = 0; i < a.length; i++) {
+                        // An empty but non-NULL buffer stays non-NULL (some consumers require it): it points at
+                        // the allocation's start, and no byte is read through it.
+                        a[i] = node.address(i) == 0 ? 0 : base;
+                    }
+                    placed.put(node, a);
                 }
                 for (int k = 0; k < slots.size(); k++) {
                     long[] s = slots.get(k);
@@ -208,6 +214,30 @@ public final class CudaArrow {
         }
     }
 
+    /**
+     * Exports device batches as a CUDA {@code ArrowDeviceArrayStream} ({@code device_type}
+     * {@code ARROW_DEVICE_CUDA}) into {@code outStream}: {@code get_schema} exports {@code schema};
+     * {@code get_next} takes the next batch from {@code batches}, exports it as
+     * {@link #exportDeviceArray} does (a sync event recorded on {@code stream}) and closes it (the export
+     * keeps its memory); an exception becomes an errno with its message from {@code get_last_error}.
+     *
+     * <p>Ownership: after a return the consumer owns the stream; the stream owns {@code batches} (closed on
+     * release if it is {@link AutoCloseable}) and every batch it yields. The caller keeps {@code stream},
+     * which must stay open until the consumer released the stream. After a throw {@code outStream} is
+     * untouched and nothing is held.
+     *
+     * @throws CudaUnavailableException without a CUDA driver
+     */
+    public static void exportDeviceStream(Schema schema, java.util.Iterator<? extends CudaArrowBatch> batches,
+                                          CudaStream stream, MemorySegment outStream) {
+        requireCuda();
+        Objects.requireNonNull(schema, "schema");
+        Objects.requireNonNull(batches, "batches");
+        Objects.requireNonNull(stream, "stream");
+        MemorySegment out = sized(outStream, org.devicebridge.generated.arrow.ArrowDeviceArrayStream.sizeof(), "outStream");
+        CudaStreamExport.export(new CudaStreamExport.State(schema, batches, stream, ARROW_DEVICE_CUDA), out);
+    }
+
     /** Runs inside the release upcall (or on a failed export): every step runs even if one fails. */
     private static void freeExport(List<DeviceBuffer> refs, CudaEvent event, MemorySegment slot) {
         RuntimeException failure = null;
@@ -265,8 +295,40 @@ public final class CudaArrow {
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(arrowDeviceArrayPtr, "arrowDeviceArrayPtr");
         Objects.requireNonNull(level, "level");
-        ImportedArray imported = ArrowImport.importDeviceArray(schema, arrowDeviceArrayPtr,
-                level == ValidationLevel.NONE ? ValidationLevel.NONE : ValidationLevel.MINIMAL);
+        ImportedArray imported = ArrowImport.importDeviceArray(schema, arrowDeviceArrayPtr, structLevel(level));
+        return toCuda(schema, imported, level, stream, transfer);
+    }
+
+    /**
+     * Pulls the next batch of an imported CUDA {@code ArrowDeviceArrayStream} (see
+     * {@link ArrowImport#importDeviceStream}) and imports it as
+     * {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel, CudaStream, HostDeviceTransfer)}
+     * does: {@code stream} waits on the batch's sync event, pointers are checked, and DEFAULT/FULL copy to
+     * the host for validation. Returns {@code null} at the end of the stream.
+     *
+     * <p>Ownership: the caller owns a returned batch and still owns {@code deviceStream}; after a throw the
+     * batch the producer handed over (if any) has been released.
+     *
+     * @throws ArrowStreamException if the producer's {@code get_next} returned an errno
+     * @throws ValidationException as for a single import
+     * @throws CudaUnavailableException without a CUDA driver (nothing is pulled then)
+     */
+    public static CudaArrowBatch importNext(ImportedArrayStream deviceStream, ValidationLevel level, CudaStream stream,
+                                            HostDeviceTransfer transfer) {
+        requireCuda();
+        Objects.requireNonNull(deviceStream, "deviceStream");
+        Objects.requireNonNull(level, "level");
+        ImportedArray imported = deviceStream.next(structLevel(level));
+        return imported == null ? null : toCuda(deviceStream.schema(), imported, level, stream, transfer);
+    }
+
+    private static ValidationLevel structLevel(ValidationLevel level) {
+        return level == ValidationLevel.NONE ? ValidationLevel.NONE : ValidationLevel.MINIMAL;
+    }
+
+    /** The CUDA part of an import: takes {@code imported} and releases it on every failure. */
+    private static CudaArrowBatch toCuda(SchemaNode schema, ImportedArray imported, ValidationLevel level,
+                                         CudaStream stream, HostDeviceTransfer transfer) {
         Shared shared = null;
         try {
             requireCuda();

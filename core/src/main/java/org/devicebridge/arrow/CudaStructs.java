@@ -60,7 +60,7 @@ final class CudaStructs {
         Tree tree = new Tree(counts[0] + 1, block, onFree);
         long key = TREES.register(tree);
         long[] cursor = {0, Math.multiplyExact((long) counts[0], SIZE)}; // next node, next pointer slot
-        MemorySegment staged = MemorySegment.ofArray(new byte[(int) SIZE]);
+        MemorySegment staged = MemorySegment.ofArray(new long[(int) (SIZE / 8)]); // 8-byte aligned, as the layout needs
         try {
             fill(root, addresses, staged, block, cursor, key);
         } catch (RuntimeException | Error e) {
