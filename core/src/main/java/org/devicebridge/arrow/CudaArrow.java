@@ -790,12 +790,15 @@ public final class CudaArrow {
         }
         // 64 spare bytes for alignment and 64 zero bytes that zero-length buffers point at.
         long blockBytes = Math.addExact(total, 2L * HostDeviceTransfer.ALIGNMENT);
-        MemorySegment block = Native.calloc(blockBytes);
+        // malloc, not calloc: every byte a buffer exposes is overwritten by the copy below, so zeroing the
+        // whole block first would only add a pass over memory; just the shared zero block is cleared.
+        MemorySegment block = Native.malloc(blockBytes);
         MemorySegment rootStruct = MemorySegment.NULL;
         boolean handedOver = false;
         try {
             long skew = (-block.address()) & (HostDeviceTransfer.ALIGNMENT - 1);
             MemorySegment data = block.asSlice(skew, total + HostDeviceTransfer.ALIGNMENT);
+            data.asSlice(total, HostDeviceTransfer.ALIGNMENT).fill((byte) 0);
             Map<ArrayNode, long[]> hostAddrs = new IdentityHashMap<>();
             for (ArrayNode node : nodes) {
                 hostAddrs.put(node, new long[node.bufferCount()]);
