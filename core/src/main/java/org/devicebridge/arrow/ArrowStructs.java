@@ -1,0 +1,47 @@
+package org.devicebridge.arrow;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.generated.arrow.ArrowArrayStream;
+import org.devicebridge.generated.arrow.ArrowDeviceArray;
+import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
+import org.devicebridge.generated.arrow.ArrowSchema;
+
+/**
+ * Allocates empty Arrow C structs for the caller-allocated forms of {@link ArrowExport} and for native
+ * producers that fill a struct the consumer owns. Each segment is zeroed, sized and aligned as the C ABI
+ * requires, and starts in the released state ({@code release == NULL}).
+ *
+ * <p>Ownership: the arena owns the struct's memory, never what a producer puts into it; whoever holds a
+ * filled struct still calls its {@code release} (the import methods do that for you).
+ */
+public final class ArrowStructs {
+    private ArrowStructs() {}
+
+    /** {@code struct ArrowSchema}. */
+    public static MemorySegment allocateSchema(Arena arena) {
+        return Objects.requireNonNull(arena, "arena").allocate(ArrowSchema.layout());
+    }
+
+    /** {@code struct ArrowArray}. */
+    public static MemorySegment allocateArray(Arena arena) {
+        return Objects.requireNonNull(arena, "arena").allocate(ArrowArray.layout());
+    }
+
+    /** {@code struct ArrowDeviceArray}. */
+    public static MemorySegment allocateDeviceArray(Arena arena) {
+        return Objects.requireNonNull(arena, "arena").allocate(ArrowDeviceArray.layout());
+    }
+
+    /** {@code struct ArrowArrayStream}. */
+    public static MemorySegment allocateArrayStream(Arena arena) {
+        return Objects.requireNonNull(arena, "arena").allocate(ArrowArrayStream.layout());
+    }
+
+    /** {@code struct ArrowDeviceArrayStream}. */
+    public static MemorySegment allocateDeviceArrayStream(Arena arena) {
+        return Objects.requireNonNull(arena, "arena").allocate(ArrowDeviceArrayStream.layout());
+    }
+}
