@@ -4,7 +4,11 @@ run, the ratio with a bootstrap 95% confidence interval, and whether the target 
 
 Usage: bench/results.py --spec bench/ratios.tsv --title "CPU suite" --command "..." OUT.md results.json...
 The spec has one line per ratio: id, measured (Class.method[param=value,...]), baseline (same form),
-target (e.g. "<= 1.10", ">= 10", "-" for none), and a description; tab separated, '#' comments.
+target (e.g. "<= 1.10", ">= 10", "-" for none), a description, and optionally a metric; tab separated,
+'#' comments. The ratio is measured / baseline, except for a target written "speedup >= X", where it is
+baseline / measured (how many times faster the measured code is). The optional sixth column names a
+secondary JMH metric to compare instead of the primary score, e.g. "gc.alloc.rate.norm" (bytes allocated
+per operation, from -prof gc; JMH's leading middle dot may be left out).
 Rows whose benchmarks are absent from the JSON are listed as 'not run'. Standard library only.
 """
 import argparse, datetime, json, os, platform, random, re, subprocess, sys
@@ -17,10 +21,29 @@ def key(b):
         cls_method += "[" + ",".join(f"{k}={params[k]}" for k in sorted(params)) + "]"
     return cls_method
 
-def samples(b):
-    raw = b["primaryMetric"].get("rawData") or []
+def metric(b, name):
+    """The primary metric, or the secondary metric called name (with or without JMH's leading middle dot)."""
+    if not name:
+        return b["primaryMetric"]
+    for k, v in (b.get("secondaryMetrics") or {}).items():
+        if k.lstrip("\u00b7") == name.lstrip("\u00b7"):
+            return v
+    return None
+
+def samples(m):
+    raw = m.get("rawData") or []
     flat = [x for fork in raw for x in fork]
-    return flat or [b["primaryMetric"]["score"]]
+    return flat or [m["score"]]
+
+UNIT_SECONDS = {"ns/op": 1e-9, "us/op": 1e-6, "\u00b5s/op": 1e-6, "ms/op": 1e-3, "s/op": 1.0}
+
+def throughput(b, score, unit):
+    """' (X GB/s)' for a copy benchmark (class name ending in CopyBenchmark) with a 'bytes' parameter: one
+    operation moves that many bytes."""
+    size = (b.get("params") or {}).get("bytes") if b["benchmark"].rsplit(".", 2)[-2].endswith("CopyBenchmark") else None
+    if not size or unit not in UNIT_SECONDS or not score:
+        return ""
+    return f" ({int(size) / (score * UNIT_SECONDS[unit]) / 1e9:.1f} GB/s)"
 
 def bootstrap_ratio(a, b, n=4000, seed=7):
     rnd = random.Random(seed)
@@ -33,7 +56,7 @@ def bootstrap_ratio(a, b, n=4000, seed=7):
     return ratios[int(0.025 * n)], ratios[int(0.975 * n) - 1]
 
 def meets(ratio, target):
-    m = re.match(r"\s*(<=|>=)\s*([0-9.]+)", target or "")
+    m = re.match(r"\s*(?:speedup\s*)?(<=|>=)\s*([0-9.]+)", target or "")
     if not m:
         return "-"
     op, v = m.group(1), float(m.group(2))
@@ -63,6 +86,8 @@ def main():
     ap.add_argument("--spec", required=True)
     ap.add_argument("--title", required=True)
     ap.add_argument("--command", required=True)
+    ap.add_argument("--machine", help="machine description to record instead of this machine's (e.g. the GPU machine's, "
+                    "written there by bench/run-gpu.sh)")
     ap.add_argument("out")
     ap.add_argument("json", nargs="+")
     args = ap.parse_args()
@@ -76,20 +101,29 @@ def main():
     for line in open(args.spec):
         if not line.strip() or line.startswith("#"):
             continue
-        rid, measured, baseline, target, desc = (line.rstrip("\n").split("\t") + [""] * 5)[:5]
-        m, b = results.get(measured), results.get(baseline)
+        rid, measured, baseline, target, desc, mname = (line.rstrip("\n").split("\t") + [""] * 6)[:6]
+        mname = mname.strip()
+        mb, bb = results.get(measured), results.get(baseline)
+        m, b = (mb and metric(mb, mname)), (bb and metric(bb, mname))
+        label = f" ({mname})" if mname else ""
         if not m or not b:
-            rows.append(f"| {rid} | {desc} | `{measured}` | `{baseline}` | not run | | {target} | not run |")
+            rows.append(f"| {rid} | {desc} | `{measured}`{label} | `{baseline}` | not run | | {target} | not run |")
             continue
-        unit = m["primaryMetric"]["scoreUnit"]
-        ms, bs = m["primaryMetric"]["score"], b["primaryMetric"]["score"]
-        ratio = ms / bs if bs else float("inf")
-        lo, hi = bootstrap_ratio(samples(m), samples(b))
-        rows.append(f"| {rid} | {desc} | `{measured}` {ms:.4g} {unit} | `{baseline}` {bs:.4g} {unit} | "
+        unit = m["scoreUnit"]
+        ms, bs = m["score"], b["score"]
+        speedup = (target or "").strip().startswith("speedup")
+        if speedup:
+            ratio = bs / ms if ms else float("inf")
+            lo, hi = bootstrap_ratio(samples(b), samples(m))
+        else:
+            ratio = ms / bs if bs else float("inf")
+            lo, hi = bootstrap_ratio(samples(m), samples(b))
+        rows.append(f"| {rid} | {desc} | `{measured}`{label} {ms:.4g} {unit}{'' if mname else throughput(mb, ms, unit)} | "
+                    f"`{baseline}` {bs:.4g} {unit}{'' if mname else throughput(bb, bs, unit)} | "
                     f"**{ratio:.3g}** | [{lo:.3g}, {hi:.3g}] | {target} | {meets(ratio, target)} |")
     with open(args.out, "a") as f:
         f.write(f"\n## {args.title}\n\n")
-        f.write(f"- machine: {machine()}\n- JVM: {jvm}\n- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC\n")
+        f.write(f"- machine: {args.machine or machine()}\n- JVM: {jvm}\n- tabulated: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC\n")
         f.write(f"- command: `{args.command}`\n\n")
         f.write("| id | what | measured | baseline | ratio | 95% CI (bootstrap) | target | result |\n")
         f.write("| --- | --- | --- | --- | --- | --- | --- | --- |\n")

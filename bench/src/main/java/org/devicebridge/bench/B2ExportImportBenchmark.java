@@ -1,0 +1,170 @@
+package org.devicebridge.bench;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.TimeUnit;
+import org.apache.arrow.c.Data;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.arrow.ArrowExport;
+import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowJavaImport;
+import org.devicebridge.arrow.ImportedArray;
+import org.devicebridge.arrow.ImportedSchema;
+import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.generated.arrow.ArrowSchema;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * B2: CPU export + import + release of a record batch of int64 columns, three ways, beside arrow-c-data's
+ * {@code Data.exportVectorSchemaRoot} + {@code Data.importVectorSchemaRoot} of the same batch, and beside a
+ * bare downcall (B1's) so that every ratio comes from one run.
+ *
+ * <ul>
+ *   <li>{@link #view}: {@code ArrowExport.exportRoot} into caller-allocated structs, then
+ *       {@code ArrowImport.importArray} at {@link ValidationLevel#DEFAULT} (the low-level view: sized
+ *       segments per buffer), then close.</li>
+ *   <li>{@link #intoRoot}: the same export, import at DEFAULT, then {@code ArrowJavaImport.importVectorSchemaRoot}
+ *       (no copy), then close the root (which releases the struct).</li>
+ *   <li>{@link #arrowCData}: arrow-c-data's JNI-free Java implementation: export into
+ *       {@code org.apache.arrow.c.ArrowArray}/{@code ArrowSchema}, import into a new root, close it. With the
+ *       schema reused it exports the array alone and imports into a root kept across batches
+ *       ({@code Data.importIntoVectorSchemaRoot}), the cheapest path arrow-c-data offers.</li>
+ * </ul>
+ * {@code schema=included}: the schema is exported and imported with every batch; {@code schema=reused}: it is
+ * exported and imported once in setup and every batch is imported against it.
+ * Targets: arrowCData / view >= 10, arrowCData / intoRoot >= 2, view / bareDowncall <= 400 (16 columns),
+ * and bytes allocated per operation (-prof gc) of intoRoot <= 0.25 of arrowCData's.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = {JvmFlags.NATIVE, JvmFlags.OPENS, JvmFlags.UNSAFE, JvmFlags.NETTY})
+public class B2ExportImportBenchmark {
+
+    /** One seeded batch and the structs it travels through (allocated once, reused every operation). */
+    @State(Scope.Benchmark)
+    public static class Batch {
+        @Param({"1", "16", "256"})
+        public int columns;
+        @Param({"1024", "1048576"})
+        public int rows;
+        @Param({"included", "reused"})
+        public String schema;
+
+        BufferAllocator allocator;
+        VectorSchemaRoot root;
+        Arena arena;
+        MemorySegment array;
+        MemorySegment schemaStruct;
+        ImportedSchema importedSchema;
+        boolean includeSchema;
+        org.apache.arrow.c.ArrowArray cArray;
+        org.apache.arrow.c.ArrowSchema cSchema;
+        VectorSchemaRoot cTarget;
+
+        @Setup(Level.Trial)
+        public void setUp() {
+            includeSchema = switch (schema) {
+                case "included" -> true;
+                case "reused" -> false;
+                default -> throw new IllegalArgumentException("schema must be included or reused, not " + schema);
+            };
+            allocator = new RootAllocator();
+            root = Batches.int64Root(allocator, columns, rows);
+            arena = Arena.ofShared();
+            array = ArrowArray.allocate(arena);
+            schemaStruct = ArrowSchema.allocate(arena);
+            if (!includeSchema) {
+                ArrowExport.exportSchema(root.getSchema(), schemaStruct);
+                importedSchema = ArrowImport.importSchema(schemaStruct);
+            }
+            cArray = org.apache.arrow.c.ArrowArray.allocateNew(allocator);
+            cSchema = org.apache.arrow.c.ArrowSchema.allocateNew(allocator);
+            if (!includeSchema) {
+                cTarget = VectorSchemaRoot.create(root.getSchema(), allocator);
+            }
+        }
+
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            if (importedSchema != null) {
+                importedSchema.close();
+            }
+            if (cTarget != null) {
+                cTarget.close();
+            }
+            cArray.close();
+            cSchema.close();
+            root.close();
+            arena.close();
+            long leaked = allocator.getAllocatedMemory();
+            allocator.close();
+            if (leaked != 0) {
+                throw new IllegalStateException("benchmark leaked " + leaked + " bytes of Arrow memory");
+            }
+        }
+
+        ImportedArray exportAndImport() {
+            if (includeSchema) {
+                ArrowExport.exportRoot(root, array, schemaStruct);
+                try (ImportedSchema s = ArrowImport.importSchema(schemaStruct)) {
+                    return ArrowImport.importArray(s.root(), array, ValidationLevel.DEFAULT);
+                }
+            }
+            ArrowExport.exportRoot(root, array, null);
+            return ArrowImport.importArray(importedSchema.root(), array, ValidationLevel.DEFAULT);
+        }
+    }
+
+    @Benchmark
+    public void bareDowncall() throws Throwable {
+        Batches.BARE.invokeExact(Batches.FREE, MemorySegment.NULL);
+    }
+
+    @Benchmark
+    public long view(Batch b) {
+        try (ImportedArray imported = b.exportAndImport()) {
+            return imported.root().length();
+        }
+    }
+
+    @Benchmark
+    public int intoRoot(Batch b) {
+        ImportedArray imported = b.exportAndImport();
+        try (VectorSchemaRoot r = ArrowJavaImport.importVectorSchemaRoot(b.allocator, imported, null)) {
+            return r.getRowCount();
+        }
+    }
+
+    @Benchmark
+    public int arrowCData(Batch b) {
+        if (b.includeSchema) {
+            Data.exportVectorSchemaRoot(b.allocator, b.root, null, b.cArray, b.cSchema);
+            try (VectorSchemaRoot r = Data.importVectorSchemaRoot(b.allocator, b.cArray, b.cSchema, null)) {
+                return r.getRowCount();
+            }
+        }
+        Data.exportVectorSchemaRoot(b.allocator, b.root, null, b.cArray);
+        Data.importIntoVectorSchemaRoot(b.allocator, b.cArray, b.cTarget, null);
+        int n = b.cTarget.getRowCount();
+        b.cTarget.clear();
+        return n;
+    }
+}
