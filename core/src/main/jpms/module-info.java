@@ -11,7 +11,7 @@ module org.devicebridge.core {
     requires static org.apache.arrow.memory.core;
 
     exports org.devicebridge;
-    // exports org.devicebridge.arrow;  (added with the Arrow API)
+    exports org.devicebridge.arrow;
     // exports org.devicebridge.dlpack;  (added with the DLPack API)
     exports org.devicebridge.cuda;
 }

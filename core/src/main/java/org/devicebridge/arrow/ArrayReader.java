@@ -1,0 +1,521 @@
+package org.devicebridge.arrow;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
+import org.devicebridge.arrow.ArrowDataType.Layout;
+import org.devicebridge.arrow.ArrowDataType.TypeId;
+import org.devicebridge.generated.arrow.ArrowArray;
+
+/**
+ * The single validation entry point for {@code ArrowArray} trees: checks a struct against its schema at a
+ * {@link ValidationLevel} and builds the {@link ArrayNode} tree with every buffer sized (the one place
+ * where buffer pointers read from the struct get a size). Reads buffer contents only at DEFAULT and FULL
+ * and only for host memory, always through unaligned layouts.
+ */
+final class ArrayReader {
+    private final ValidationLevel level;
+    private final boolean host;
+    private final BufferScope scope;
+    private final Set<Long> ancestors = new HashSet<>();
+
+    private ArrayReader(ValidationLevel level, boolean host, BufferScope scope) {
+        this.level = level;
+        this.host = host;
+        this.scope = scope;
+    }
+
+    /**
+     * @param array the (moved) root struct
+     * @param originalAddress the producer's address of the root, so a child pointing back at it is a cycle
+     * @param host whether buffers are host memory (contents are read only then, and only at DEFAULT/FULL)
+     * @throws ValidationException with the category and field path of the first problem found
+     */
+    static ArrayNode read(MemorySegment array, long originalAddress, SchemaNode schema, ValidationLevel level,
+                          boolean host, BufferScope scope) {
+        ArrayReader r = new ArrayReader(level, host, scope);
+        r.ancestors.add(originalAddress);
+        return r.node(array, schema, "", 0);
+    }
+
+    private boolean reads() {
+        return host && (level == ValidationLevel.DEFAULT || level == ValidationLevel.FULL);
+    }
+
+    private boolean full() {
+        return host && level == ValidationLevel.FULL;
+    }
+
+    private boolean minimal() {
+        return level != ValidationLevel.NONE;
+    }
+
+    private ArrayNode node(MemorySegment a, SchemaNode schema, String path, int depth) {
+        if (depth > SchemaReader.MAX_DEPTH) {
+            throw new ValidationException(Category.DEPTH, path, "expected nesting of at most " + SchemaReader.MAX_DEPTH
+                    + " levels but found more");
+        }
+        if (!ancestors.add(a.address())) {
+            throw new ValidationException(Category.DEPTH, path,
+                    "expected a tree but found a cycle (this ArrowArray is its own ancestor)");
+        }
+        try {
+            return check(a, schema, path, depth);
+        } finally {
+            ancestors.remove(a.address());
+        }
+    }
+
+    private ArrayNode check(MemorySegment a, SchemaNode schema, String path, int depth) {
+        if (ArrowArray.release(a).equals(MemorySegment.NULL)) {
+            throw new ValidationException(Category.RELEASED, path, "expected a live ArrowArray but found a released one");
+        }
+        ArrowDataType type = schema.type();
+        long length = ArrowArray.length(a);
+        long offset = ArrowArray.offset(a);
+        long nullCount = ArrowArray.null_count(a);
+        if (length < 0) {
+            throw new ValidationException(Category.SIZE, at(path, "length"), "expected a non-negative length but found " + length);
+        }
+        if (offset < 0) {
+            throw new ValidationException(Category.SIZE, at(path, "offset"), "expected a non-negative offset but found " + offset);
+        }
+        long end = add(offset, length, at(path, "offset"));
+        if (minimal() && (nullCount < -1 || nullCount > length)) {
+            throw new ValidationException(Category.SIZE, at(path, "null_count"),
+                    "expected a null count in [-1, " + length + "] but found " + nullCount);
+        }
+        // Buffers and children: counts first, so every later index is in range.
+        Layout layout = type.layout();
+        long nBuffers = ArrowArray.n_buffers(a);
+        int expectedBuffers = expectedBuffers(layout);
+        if (layout == Layout.VIEW ? nBuffers < 3 || nBuffers > Integer.MAX_VALUE / 8 : nBuffers != expectedBuffers) {
+            throw new ValidationException(Category.STRUCTURE, at(path, "n_buffers"), "expected "
+                    + (layout == Layout.VIEW ? "at least 3" : String.valueOf(expectedBuffers)) + " buffers for format '"
+                    + type.format() + "' but found " + nBuffers);
+        }
+        long nChildren = ArrowArray.n_children(a);
+        if (nChildren != schema.children().size()) {
+            throw new ValidationException(Category.STRUCTURE, at(path, "n_children"), "expected "
+                    + schema.children().size() + " children as in the schema but found " + nChildren);
+        }
+        long[] addr = new long[(int) nBuffers];
+        long[] len = new long[(int) nBuffers];
+        if (nBuffers > 0) {
+            MemorySegment ptrs = ArrowArray.buffers(a);
+            if (ptrs.equals(MemorySegment.NULL)) {
+                throw new ValidationException(Category.NULL_POINTER, at(path, "buffers"),
+                        "expected " + nBuffers + " buffer pointers but found NULL");
+            }
+            ptrs = ptrs.reinterpret(Math.multiplyExact(nBuffers, ValueLayout.ADDRESS.byteSize()));
+            for (int i = 0; i < nBuffers; i++) {
+                addr[i] = ptrs.getAtIndex(ValueLayout.ADDRESS_UNALIGNED, i).address();
+            }
+        }
+        // Children are checked first: several rules compare against child lengths.
+        List<ArrayNode> children = new ArrayList<>((int) nChildren);
+        if (nChildren > 0) {
+            MemorySegment ptrs = ArrowArray.children(a);
+            if (ptrs.equals(MemorySegment.NULL)) {
+                throw new ValidationException(Category.NULL_POINTER, at(path, "children"),
+                        "expected " + nChildren + " child pointers but found NULL");
+            }
+            ptrs = ptrs.reinterpret(Math.multiplyExact(nChildren, ValueLayout.ADDRESS.byteSize()));
+            for (int i = 0; i < nChildren; i++) {
+                String cp = at(path, "children[" + i + "]");
+                MemorySegment c = ptrs.getAtIndex(ValueLayout.ADDRESS_UNALIGNED, i);
+                if (c.equals(MemorySegment.NULL)) {
+                    throw new ValidationException(Category.NULL_POINTER, cp, "expected an ArrowArray but found NULL");
+                }
+                children.add(node(c.reinterpret(ArrowArray.sizeof()), schema.children().get(i), cp, depth + 1));
+            }
+        }
+        MemorySegment d = ArrowArray.dictionary(a);
+        ArrayNode dictionary = null;
+        if (schema.dictionary() == null) {
+            if (!d.equals(MemorySegment.NULL)) {
+                throw new ValidationException(Category.STRUCTURE, at(path, "dictionary"),
+                        "expected NULL (the schema has no dictionary) but found a dictionary");
+            }
+        } else {
+            if (d.equals(MemorySegment.NULL)) {
+                throw new ValidationException(Category.NULL_POINTER, at(path, "dictionary"),
+                        "expected a dictionary ArrowArray but found NULL");
+            }
+            dictionary = node(d.reinterpret(ArrowArray.sizeof()), schema.dictionary(), at(path, "dictionary"), depth + 1);
+        }
+
+        boolean hasValidity = switch (layout) {
+            case NULL, SPARSE_UNION, DENSE_UNION, RUN_END_ENCODED -> false;
+            default -> true;
+        };
+        if (hasValidity) {
+            if (addr[0] == 0) {
+                if (minimal() && nullCount > 0) {
+                    throw new ValidationException(Category.NULL_POINTER, at(path, "buffers[0]"),
+                            "expected a validity buffer for null count " + nullCount + " but found NULL");
+                }
+                len[0] = 0;
+            } else {
+                len[0] = bitmapBytes(end);
+            }
+        } else if (minimal() && layout != Layout.NULL && nullCount > 0) {
+            throw new ValidationException(Category.STRUCTURE, at(path, "null_count"),
+                    "expected a null count of 0 for format '" + type.format() + "' (it has no validity buffer) but found "
+                            + nullCount);
+        }
+        switch (layout) {
+            case NULL -> { }
+            case BOOL -> len[1] = bitmapBytes(end);
+            case FIXED_WIDTH, FIXED_SIZE_BINARY -> len[1] = mul(end, type.elementByteWidth(), at(path, "length"));
+            case VARIABLE, LARGE_VARIABLE -> {
+                int w = layout == Layout.VARIABLE ? 4 : 8;
+                len[1] = offsetsBytes(addr[1], length, end, w, path);
+                long data = -1;
+                if (len[1] == 0) {
+                    data = 0;
+                } else if (reads()) {
+                    long[] range = checkOffsets(addr[1], offset, length, w, at(path, "buffers[1]"));
+                    data = range[1];
+                }
+                len[2] = data;
+            }
+            case VIEW -> {
+                int variadic = (int) nBuffers - 3;
+                len[1] = mul(end, 16, at(path, "length"));
+                len[(int) nBuffers - 1] = mul(variadic, 8, at(path, "n_buffers"));
+                for (int i = 2; i < nBuffers - 1; i++) {
+                    len[i] = -1;
+                }
+                if (reads() && variadic > 0) {
+                    MemorySegment sizes = host(addr[(int) nBuffers - 1], len[(int) nBuffers - 1],
+                            at(path, "buffers[" + (nBuffers - 1) + "]"));
+                    for (int i = 0; i < variadic; i++) {
+                        long size = sizes.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
+                        if (size < 0) {
+                            throw new ValidationException(Category.SIZE, at(path, "buffers[" + (nBuffers - 1) + "]"),
+                                    "expected a non-negative size of variadic buffer " + i + " but found " + size);
+                        }
+                        len[2 + i] = size;
+                    }
+                }
+                if (full()) {
+                    checkViews(addr, len, offset, length, variadic, path);
+                }
+            }
+            case LIST, LARGE_LIST -> {
+                int w = layout == Layout.LIST ? 4 : 8;
+                len[1] = offsetsBytes(addr[1], length, end, w, path);
+                if (len[1] != 0 && reads()) {
+                    long[] range = checkOffsets(addr[1], offset, length, w, at(path, "buffers[1]"));
+                    ArrayNode child = children.get(0);
+                    if (range[1] > child.length()) {
+                        throw new ValidationException(Category.LENGTH, at(path, "children[0].length"),
+                                "expected at least " + range[1] + " (the last offset) but found " + child.length());
+                    }
+                }
+            }
+            case LIST_VIEW, LARGE_LIST_VIEW -> {
+                int w = layout == Layout.LIST_VIEW ? 4 : 8;
+                len[1] = mul(end, w, at(path, "length"));
+                len[2] = len[1];
+                if (full()) {
+                    checkListViews(addr, offset, length, w, children.get(0).length(), path);
+                }
+            }
+            case FIXED_SIZE_LIST -> {
+                long need = mul(end, type.fixedSize(), at(path, "length"));
+                if (minimal() && children.get(0).length() < need) {
+                    throw new ValidationException(Category.LENGTH, at(path, "children[0].length"),
+                            "expected at least " + need + " (list size " + type.fixedSize() + " x " + end
+                                    + " elements) but found " + children.get(0).length());
+                }
+            }
+            case STRUCT -> {
+                for (int i = 0; minimal() && i < children.size(); i++) {
+                    if (children.get(i).length() < end) {
+                        throw new ValidationException(Category.LENGTH, at(path, "children[" + i + "].length"),
+                                "expected at least " + end + " (parent offset + length) but found " + children.get(i).length());
+                    }
+                }
+            }
+            case SPARSE_UNION, DENSE_UNION -> {
+                len[0] = end;
+                if (layout == Layout.SPARSE_UNION) {
+                    for (int i = 0; minimal() && i < children.size(); i++) {
+                        if (children.get(i).length() < end) {
+                            throw new ValidationException(Category.LENGTH, at(path, "children[" + i + "].length"),
+                                    "expected at least " + end + " (parent offset + length) but found "
+                                            + children.get(i).length());
+                        }
+                    }
+                } else {
+                    len[1] = mul(end, 4, at(path, "length"));
+                }
+                if (full()) {
+                    checkUnion(addr, layout == Layout.DENSE_UNION, type, children, offset, length, path);
+                }
+            }
+            case RUN_END_ENCODED -> checkRunEnds(children, end, length, path);
+        }
+        for (int i = 0; i < nBuffers; i++) {
+            if (addr[i] == 0 && len[i] > 0) {
+                throw new ValidationException(Category.NULL_POINTER, at(path, "buffers[" + i + "]"),
+                        "expected a buffer of " + len[i] + " bytes but found NULL");
+            }
+        }
+        if (dictionary != null && full()) {
+            checkDictionaryIndices(addr, type, offset, length, dictionary.length(), path);
+        }
+        return new ArrayNode(schema, path, length, nullCount, offset, addr, len, children, dictionary, scope, host);
+    }
+
+    private static int expectedBuffers(Layout layout) {
+        return switch (layout) {
+            case NULL, RUN_END_ENCODED -> 0;
+            case FIXED_SIZE_LIST, STRUCT, SPARSE_UNION -> 1;
+            case BOOL, FIXED_WIDTH, FIXED_SIZE_BINARY, LIST, LARGE_LIST, DENSE_UNION -> 2;
+            case VARIABLE, LARGE_VARIABLE, LIST_VIEW, LARGE_LIST_VIEW, VIEW -> 3;
+        };
+    }
+
+    /** Bytes of an offsets buffer: none for an empty array with a NULL pointer, else (offset + length + 1) entries. */
+    private static long offsetsBytes(long address, long length, long end, int width, String path) {
+        if (length == 0 && address == 0) {
+            return 0;
+        }
+        return mul(add(end, 1, at(path, "length")), width, at(path, "length"));
+    }
+
+    /**
+     * Reads the first and last offsets (and at FULL every offset) of elements [offset, offset + length].
+     * Returns {first, last}.
+     */
+    private long[] checkOffsets(long address, long offset, long length, int width, String path) {
+        MemorySegment s = host(address, mul(add(add(offset, length, path), 1, path), width, path), path);
+        long first = offsetAt(s, offset, width);
+        long last = offsetAt(s, offset + length, width);
+        if (first < 0) {
+            throw new ValidationException(Category.CONTENT, path, "expected a non-negative first offset but found " + first);
+        }
+        if (last < first) {
+            throw new ValidationException(Category.CONTENT, path,
+                    "expected the last offset to be at least the first (" + first + ") but found " + last);
+        }
+        if (full()) {
+            long prev = first;
+            for (long i = offset + 1; i <= offset + length; i++) {
+                long v = offsetAt(s, i, width);
+                if (v < prev) {
+                    throw new ValidationException(Category.CONTENT, path, "offsets not monotonic at index " + (i - offset)
+                            + ": expected at least " + prev + " but found " + v);
+                }
+                prev = v;
+            }
+        }
+        return new long[] {first, last};
+    }
+
+    private static long offsetAt(MemorySegment s, long index, int width) {
+        return width == 4 ? s.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, index)
+                : s.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, index);
+    }
+
+    private void checkViews(long[] addr, long[] len, long offset, long length, int variadic, String path) {
+        String vp = at(path, "buffers[1]");
+        MemorySegment views = host(addr[1], len[1], vp);
+        MemorySegment validity = addr[0] == 0 ? null : host(addr[0], len[0], at(path, "buffers[0]"));
+        for (long i = offset; i < offset + length; i++) {
+            if (validity != null && !bit(validity, i)) {
+                continue; // the view of a null slot is unspecified (producers leave garbage there)
+            }
+            long base = i * 16;
+            int size = views.get(ValueLayout.JAVA_INT_UNALIGNED, base);
+            if (size < 0) {
+                throw new ValidationException(Category.CONTENT, vp, "view " + (i - offset)
+                        + ": expected a non-negative length but found " + size);
+            }
+            if (size <= 12) {
+                continue;
+            }
+            int buffer = views.get(ValueLayout.JAVA_INT_UNALIGNED, base + 8);
+            int off = views.get(ValueLayout.JAVA_INT_UNALIGNED, base + 12);
+            if (buffer < 0 || buffer >= variadic) {
+                throw new ValidationException(Category.CONTENT, vp, "view " + (i - offset)
+                        + ": expected a buffer index in [0, " + variadic + ") but found " + buffer);
+            }
+            if (off < 0 || (long) off + size > len[2 + buffer]) {
+                throw new ValidationException(Category.CONTENT, vp, "view " + (i - offset) + ": expected bytes ["
+                        + off + ", " + ((long) off + size) + ") within variadic buffer " + buffer + " of "
+                        + len[2 + buffer] + " bytes");
+            }
+        }
+    }
+
+    private void checkListViews(long[] addr, long offset, long length, int width, long childLength, String path) {
+        long bytes = mul(add(offset, length, path), width, path);
+        MemorySegment offs = host(addr[1], bytes, at(path, "buffers[1]"));
+        MemorySegment sizes = host(addr[2], bytes, at(path, "buffers[2]"));
+        for (long i = offset; i < offset + length; i++) {
+            long o = offsetAt(offs, i, width);
+            long s = offsetAt(sizes, i, width);
+            if (o < 0 || s < 0 || o > childLength - s) {
+                throw new ValidationException(Category.CONTENT, at(path, "buffers[1]"), "list view " + (i - offset)
+                        + ": expected offset and size within the child's " + childLength + " elements but found offset "
+                        + o + " and size " + s);
+            }
+        }
+    }
+
+    private void checkUnion(long[] addr, boolean dense, ArrowDataType type, List<ArrayNode> children, long offset,
+                            long length, String path) {
+        String tp = at(path, "buffers[0]");
+        MemorySegment ids = host(addr[0], offset + length, tp);
+        MemorySegment offs = dense ? host(addr[1], mul(offset + length, 4, path), at(path, "buffers[1]")) : null;
+        List<Integer> declared = type.unionTypeIds();
+        for (long i = offset; i < offset + length; i++) {
+            int id = ids.get(ValueLayout.JAVA_BYTE, i);
+            int child = declared.indexOf(id);
+            if (child < 0) {
+                throw new ValidationException(Category.CONTENT, tp, "type id at index " + (i - offset)
+                        + ": expected one of " + declared + " but found " + id);
+            }
+            if (dense) {
+                int o = offs.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i);
+                long childLength = children.get(child).length();
+                if (o < 0 || o >= childLength) {
+                    throw new ValidationException(Category.CONTENT, at(path, "buffers[1]"), "offset at index "
+                            + (i - offset) + ": expected a value in [0, " + childLength + ") but found " + o);
+                }
+            }
+        }
+    }
+
+    private void checkRunEnds(List<ArrayNode> children, long end, long length, String path) {
+        ArrayNode runEnds = children.get(0);
+        ArrayNode values = children.get(1);
+        if (!minimal()) {
+            return;
+        }
+        if (runEnds.length() != values.length()) {
+            throw new ValidationException(Category.LENGTH, at(path, "children[1].length"),
+                    "expected " + runEnds.length() + " (the run ends length) but found " + values.length());
+        }
+        if (runEnds.nullCount() > 0) {
+            throw new ValidationException(Category.CONTENT, at(path, "children[0].null_count"),
+                    "expected no null run ends but found " + runEnds.nullCount());
+        }
+        if (length > 0 && runEnds.length() == 0) {
+            throw new ValidationException(Category.LENGTH, at(path, "children[0].length"),
+                    "expected at least 1 run for length " + length + " but found 0");
+        }
+        if (!reads() || runEnds.length() == 0) {
+            return;
+        }
+        int w = runEnds.type().elementByteWidth();
+        String rp = at(path, "children[0].buffers[1]");
+        long first = runEnds.offset();
+        MemorySegment s = host(runEnds.address(1), mul(first + runEnds.length(), w, rp), rp);
+        long last = runEnd(s, first + runEnds.length() - 1, w);
+        if (last < end) {
+            throw new ValidationException(Category.CONTENT, rp, "expected the last run end to be at least " + end
+                    + " (offset + length) but found " + last);
+        }
+        if (full()) {
+            long prev = 0;
+            for (long i = 0; i < runEnds.length(); i++) {
+                long v = runEnd(s, first + i, w);
+                if (v <= prev) {
+                    throw new ValidationException(Category.CONTENT, rp, "run ends not strictly increasing at index " + i
+                            + ": expected more than " + prev + " but found " + v);
+                }
+                prev = v;
+            }
+        }
+    }
+
+    private static long runEnd(MemorySegment s, long i, int w) {
+        return switch (w) {
+            case 2 -> s.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i);
+            case 4 -> s.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i);
+            default -> s.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
+        };
+    }
+
+    private void checkDictionaryIndices(long[] addr, ArrowDataType type, long offset, long length, long dictLength,
+                                        String path) {
+        String ip = at(path, "buffers[1]");
+        int w = type.elementByteWidth();
+        boolean unsigned = switch (type.id()) {
+            case UINT8, UINT16, UINT32, UINT64 -> true;
+            default -> false;
+        };
+        MemorySegment values = host(addr[1], mul(offset + length, w, ip), ip);
+        MemorySegment validity = addr[0] == 0 ? null : host(addr[0], bitmapBytes(offset + length), at(path, "buffers[0]"));
+        for (long i = offset; i < offset + length; i++) {
+            if (validity != null && !bit(validity, i)) {
+                continue;
+            }
+            long v = switch (w) {
+                case 1 -> unsigned ? Byte.toUnsignedLong(values.get(ValueLayout.JAVA_BYTE, i)) : values.get(ValueLayout.JAVA_BYTE, i);
+                case 2 -> unsigned ? Short.toUnsignedLong(values.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i))
+                        : values.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i);
+                case 4 -> unsigned ? Integer.toUnsignedLong(values.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i))
+                        : values.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i);
+                default -> values.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
+            };
+            if (v < 0 || v >= dictLength) {
+                throw new ValidationException(Category.CONTENT, ip, "dictionary index at " + (i - offset)
+                        + ": expected a value in [0, " + dictLength + ") but found "
+                        + (w == 8 && unsigned ? Long.toUnsignedString(v) : String.valueOf(v)));
+            }
+        }
+    }
+
+    static boolean bit(MemorySegment bitmap, long i) {
+        return (bitmap.get(ValueLayout.JAVA_BYTE, i >>> 3) & (1 << (i & 7))) != 0;
+    }
+
+    static long bitmapBytes(long bits) {
+        return (bits >>> 3) + ((bits & 7) == 0 ? 0 : 1);
+    }
+
+    /** A host segment for reading validated contents; internal only (never handed out). */
+    private static MemorySegment host(long address, long bytes, String path) {
+        if (address == 0) {
+            if (bytes == 0) {
+                return MemorySegment.NULL;
+            }
+            throw new ValidationException(Category.NULL_POINTER, path, "expected a buffer of " + bytes + " bytes but found NULL");
+        }
+        return MemorySegment.ofAddress(address).reinterpret(bytes);
+    }
+
+    private static long add(long a, long b, String path) {
+        try {
+            return Math.addExact(a, b);
+        } catch (ArithmeticException e) {
+            throw new ValidationException(Category.SIZE, path, String.format(Locale.ROOT,
+                    "expected %d + %d to fit in 64 bits but it overflows", a, b));
+        }
+    }
+
+    private static long mul(long a, long b, String path) {
+        try {
+            return Math.multiplyExact(a, b);
+        } catch (ArithmeticException e) {
+            throw new ValidationException(Category.SIZE, path, String.format(Locale.ROOT,
+                    "expected %d x %d bytes to fit in 64 bits but it overflows", a, b));
+        }
+    }
+
+    private static String at(String path, String field) {
+        return SchemaReader.join(path, field);
+    }
+}

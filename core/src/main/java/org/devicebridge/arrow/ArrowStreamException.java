@@ -1,0 +1,42 @@
+package org.devicebridge.arrow;
+
+import org.devicebridge.DeviceBridgeException;
+
+/**
+ * A stream producer's {@code get_schema} or {@code get_next} returned a non-zero {@code errno}. Carries
+ * the errno value and the producer's {@code get_last_error} text (empty where it gave none). The message
+ * reads {@code get_next failed with errno 5 (EIO): disk gone}.
+ */
+public final class ArrowStreamException extends DeviceBridgeException {
+    private static final long serialVersionUID = 1L;
+    private final int errno;
+    private final String producerMessage;
+
+    ArrowStreamException(String callback, int errno, String producerMessage) {
+        super(callback + " failed with errno " + errno + name(errno)
+                + (producerMessage == null || producerMessage.isEmpty() ? "" : ": " + producerMessage));
+        this.errno = errno;
+        this.producerMessage = producerMessage == null ? "" : producerMessage;
+    }
+
+    /** The errno-compatible code the producer returned (never 0). */
+    public int errno() {
+        return errno;
+    }
+
+    /** The producer's {@code get_last_error} text, or {@code ""}. */
+    public String producerMessage() {
+        return producerMessage;
+    }
+
+    private static String name(int errno) {
+        // The codes the C stream interface documents as typical (Linux numbering).
+        return switch (errno) {
+            case 5 -> " (EIO)";
+            case 12 -> " (ENOMEM)";
+            case 22 -> " (EINVAL)";
+            case 38 -> " (ENOSYS)";
+            default -> "";
+        };
+    }
+}

@@ -1,0 +1,149 @@
+package org.devicebridge.arrow;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+import org.devicebridge.NativeHandle;
+import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
+import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.generated.arrow.ArrowArrayStream;
+import org.devicebridge.generated.arrow.ArrowDeviceArray;
+import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
+import org.devicebridge.generated.arrow.ArrowSchema;
+import org.devicebridge.internal.ForeignImport;
+import org.devicebridge.internal.Native;
+
+/**
+ * An {@code ArrowArrayStream} or {@code ArrowDeviceArrayStream} taken from native code. The schema is
+ * fetched and validated once, at import; {@link #next} pulls one batch at a time. Owns the moved stream
+ * struct and calls its {@code release} exactly once, on {@link #close()}; arrays already returned by
+ * {@link #next} are independent of the stream and stay valid after it is closed.
+ *
+ * <p>Not thread-safe: call {@link #next} from one thread at a time (it is synchronized to keep a misuse
+ * from corrupting the producer, not to make interleaved batches meaningful).
+ */
+public final class ImportedArrayStream extends NativeHandle {
+    private final MemorySegment stream;
+    private final boolean device;
+    private final SchemaNode schema;
+    private final int deviceType;
+    private boolean ended;
+
+    private ImportedArrayStream(ForeignImport.Kind kind, MemorySegment owned, boolean device, SchemaNode schema,
+                                int deviceType) {
+        super(device ? "imported ArrowDeviceArrayStream" : "imported ArrowArrayStream", () -> kind.release(owned));
+        this.stream = owned;
+        this.device = device;
+        this.schema = schema;
+        this.deviceType = deviceType;
+    }
+
+    static ImportedArrayStream take(MemorySegment ptr, boolean device) {
+        Objects.requireNonNull(ptr, "ptr");
+        ForeignImport.Kind kind = device ? ForeignImport.Kind.ARROW_DEVICE_ARRAY_STREAM : ForeignImport.Kind.ARROW_ARRAY_STREAM;
+        return ForeignImport.take(kind, ptr, owned -> {
+            MemorySegment getSchema = device ? ArrowDeviceArrayStream.get_schema(owned) : ArrowArrayStream.get_schema(owned);
+            MemorySegment getNext = device ? ArrowDeviceArrayStream.get_next(owned) : ArrowArrayStream.get_next(owned);
+            MemorySegment getLastError = device ? ArrowDeviceArrayStream.get_last_error(owned)
+                    : ArrowArrayStream.get_last_error(owned);
+            requireCallback(getSchema, "get_schema");
+            requireCallback(getNext, "get_next");
+            requireCallback(getLastError, "get_last_error");
+            int deviceType = ImportedArray.DEVICE_CPU;
+            if (device) {
+                deviceType = ArrowDeviceArrayStream.device_type(owned);
+                if (!ArrowImport.isKnownDevice(deviceType)) {
+                    throw new ValidationException(Category.DEVICE, "device_type",
+                            "expected a known ArrowDeviceType but found " + deviceType);
+                }
+            }
+            MemorySegment out = Native.calloc(ArrowSchema.sizeof());
+            try {
+                int errno = device ? ArrowDeviceArrayStream.get_schema.invoke(getSchema, owned, out)
+                        : ArrowArrayStream.get_schema.invoke(getSchema, owned, out);
+                if (errno != 0) {
+                    throw new ArrowStreamException("get_schema", errno, lastError(owned, device));
+                }
+                try (ImportedSchema s = ArrowImport.importSchema(out)) {
+                    return new ImportedArrayStream(kind, owned, device, s.root(), deviceType);
+                }
+            } finally {
+                Native.free(out);
+            }
+        });
+    }
+
+    private static void requireCallback(MemorySegment fn, String name) {
+        if (fn.equals(MemorySegment.NULL)) {
+            throw new ValidationException(Category.NULL_POINTER, name, "expected a callback but found NULL");
+        }
+    }
+
+    private static String lastError(MemorySegment stream, boolean device) {
+        MemorySegment fn = device ? ArrowDeviceArrayStream.get_last_error(stream) : ArrowArrayStream.get_last_error(stream);
+        MemorySegment text = device ? ArrowDeviceArrayStream.get_last_error.invoke(fn, stream)
+                : ArrowArrayStream.get_last_error.invoke(fn, stream);
+        return Native.string(text);
+    }
+
+    /** The stream's schema, validated at import. Plain Java data. */
+    public SchemaNode schema() {
+        return schema;
+    }
+
+    /** {@code ARROW_DEVICE_CPU} (1) for an {@code ArrowArrayStream}, else the device stream's device type. */
+    public int deviceType() {
+        return deviceType;
+    }
+
+    /**
+     * Pulls the next batch and imports it (see {@link ArrowImport#importArray} and
+     * {@link ArrowImport#importDeviceArray}), or returns {@code null} at the end of the stream (and for every
+     * later call).
+     *
+     * <p>Ownership: the caller owns a returned array; after a throw the batch the producer handed over (if
+     * any) has been released. The stream itself stays the caller's to close in both cases.
+     *
+     * @throws ArrowStreamException if {@code get_next} returned an errno
+     * @throws ValidationException if the batch is malformed, or (device streams) its device type differs
+     *         from the stream's
+     * @throws org.devicebridge.HandleClosedException if the stream was closed
+     */
+    public synchronized ImportedArray next(ValidationLevel level) {
+        Objects.requireNonNull(level, "level");
+        ensureLive();
+        if (ended) {
+            return null;
+        }
+        long size = device ? ArrowDeviceArray.sizeof() : ArrowArray.sizeof();
+        MemorySegment out = Native.calloc(size);
+        try {
+            int errno = device
+                    ? ArrowDeviceArrayStream.get_next.invoke(ArrowDeviceArrayStream.get_next(stream), stream, out)
+                    : ArrowArrayStream.get_next.invoke(ArrowArrayStream.get_next(stream), stream, out);
+            if (errno != 0) {
+                throw new ArrowStreamException("get_next", errno, lastError(stream, device));
+            }
+            MemorySegment release = device ? ArrowArray.release(out.asSlice(ArrowDeviceArray.array$offset(),
+                    ArrowArray.sizeof())) : ArrowArray.release(out);
+            if (release.equals(MemorySegment.NULL)) {
+                ended = true;
+                return null;
+            }
+            if (!device) {
+                return ArrowImport.importArray(schema, out, level);
+            }
+            int batchDevice = ArrowDeviceArray.device_type(out);
+            if (batchDevice != deviceType) {
+                // Take it, so that it is released, then refuse it.
+                ForeignImport.take(ForeignImport.Kind.ARROW_DEVICE_ARRAY, out, owned -> {
+                    throw new ValidationException(Category.DEVICE, "device_type", "expected the stream's device type "
+                            + deviceType + " but found " + batchDevice);
+                });
+            }
+            return ArrowImport.importDeviceArray(schema, out, level);
+        } finally {
+            Native.free(out);
+        }
+    }
+}

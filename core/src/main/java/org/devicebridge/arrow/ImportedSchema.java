@@ -1,0 +1,24 @@
+package org.devicebridge.arrow;
+
+import java.lang.foreign.MemorySegment;
+import org.devicebridge.NativeHandle;
+import org.devicebridge.internal.ForeignImport;
+
+/**
+ * An {@code ArrowSchema} taken from native code, validated and parsed. Owns the moved struct and calls
+ * its {@code release} exactly once, on {@link #close()}. The parsed {@link #root()} tree is plain Java data
+ * and stays usable after close.
+ */
+public final class ImportedSchema extends NativeHandle {
+    private final SchemaNode root;
+
+    ImportedSchema(MemorySegment owned, SchemaNode root) {
+        super("imported ArrowSchema", () -> ForeignImport.Kind.ARROW_SCHEMA.release(owned));
+        this.root = root;
+    }
+
+    /** The parsed root field (usually a struct for a record batch). Usable after close. */
+    public SchemaNode root() {
+        return root;
+    }
+}

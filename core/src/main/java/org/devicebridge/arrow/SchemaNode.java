@@ -1,0 +1,91 @@
+package org.devicebridge.arrow;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * One field of an imported {@code ArrowSchema}, parsed and validated: plain Java data that stays usable
+ * after the {@link ImportedSchema} it came from is closed. Needs no Arrow Java.
+ */
+public final class SchemaNode {
+    /** {@code ARROW_FLAG_DICTIONARY_ORDERED}. */
+    public static final long FLAG_DICTIONARY_ORDERED = 1;
+    /** {@code ARROW_FLAG_NULLABLE}. */
+    public static final long FLAG_NULLABLE = 2;
+    /** {@code ARROW_FLAG_MAP_KEYS_SORTED}. */
+    public static final long FLAG_MAP_KEYS_SORTED = 4;
+
+    private final String path;
+    private final String name;
+    private final ArrowDataType type;
+    private final long flags;
+    private final Map<String, String> metadata;
+    private final List<SchemaNode> children;
+    private final SchemaNode dictionary;
+
+    SchemaNode(String path, String name, ArrowDataType type, long flags, Map<String, String> metadata,
+               List<SchemaNode> children, SchemaNode dictionary) {
+        this.path = path;
+        this.name = name;
+        this.type = Objects.requireNonNull(type);
+        this.flags = flags;
+        this.metadata = metadata;
+        this.children = List.copyOf(children);
+        this.dictionary = dictionary;
+    }
+
+    /** The field path of this node from the root, e.g. {@code children[1].dictionary}; empty for the root. */
+    public String path() {
+        return path;
+    }
+
+    /** The field name; {@code null} where the producer gave a NULL name. */
+    public String name() {
+        return name;
+    }
+
+    /** The format string. */
+    public String format() {
+        return type.format();
+    }
+
+    /** The parsed type (for a dictionary-encoded field: the index type; see {@link #dictionary()}). */
+    public ArrowDataType type() {
+        return type;
+    }
+
+    /** The raw flags. */
+    public long flags() {
+        return flags;
+    }
+
+    /** {@code ARROW_FLAG_NULLABLE} is set. */
+    public boolean nullable() {
+        return (flags & FLAG_NULLABLE) != 0;
+    }
+
+    /** Key-value metadata in producer order (unmodifiable, possibly empty). */
+    public Map<String, String> metadata() {
+        return metadata;
+    }
+
+    /** The extension type name ({@code ARROW:extension:name} metadata), or {@code null}. */
+    public String extensionName() {
+        return metadata.get("ARROW:extension:name");
+    }
+
+    public List<SchemaNode> children() {
+        return children;
+    }
+
+    /** The value type of a dictionary-encoded field, or {@code null}. */
+    public SchemaNode dictionary() {
+        return dictionary;
+    }
+
+    @Override
+    public String toString() {
+        return (name == null ? "<null>" : name) + ": " + type + (dictionary == null ? "" : " dictionary " + dictionary);
+    }
+}

@@ -1,0 +1,68 @@
+package org.devicebridge.arrow;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.lang.foreign.MemorySegment;
+import org.apache.arrow.c.Data;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.devicebridge.internal.HandleTracker;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+
+/** Each test owns an allocator and must leave it, and the live-handle count, as it found them. */
+abstract class ArrowTestSupport {
+    BufferAllocator allocator;
+    private long handlesBefore;
+
+    @BeforeEach
+    void openAllocator() {
+        allocator = new RootAllocator();
+        handlesBefore = HandleTracker.liveHandles();
+    }
+
+    @AfterEach
+    void checkNothingLeaked() {
+        assertEquals(handlesBefore, HandleTracker.liveHandles(), "live devicebridge handles");
+        assertEquals(0, allocator.getAllocatedMemory(), "Arrow memory still allocated: " + allocator.toVerboseString());
+        allocator.close();
+    }
+
+    /** A vector exported by arrow-c-data (the independent producer) into structs it allocated. */
+    static final class Exported implements AutoCloseable {
+        final org.apache.arrow.c.ArrowSchema schema;
+        final org.apache.arrow.c.ArrowArray array;
+
+        Exported(BufferAllocator allocator, FieldVector vector, DictionaryProvider provider) {
+            schema = org.apache.arrow.c.ArrowSchema.allocateNew(allocator);
+            array = org.apache.arrow.c.ArrowArray.allocateNew(allocator);
+            Data.exportVector(allocator, vector, provider, array, schema);
+        }
+
+        MemorySegment schemaPtr() {
+            return MemorySegment.ofAddress(schema.memoryAddress());
+        }
+
+        MemorySegment arrayPtr() {
+            return MemorySegment.ofAddress(array.memoryAddress());
+        }
+
+        /** The producer's struct, writable, for crafting offsets and corruptions before import. */
+        MemorySegment arrayStruct() {
+            return arrayPtr().reinterpret(org.devicebridge.generated.arrow.ArrowArray.sizeof());
+        }
+
+        @Override
+        public void close() {
+            // Releases whatever was not moved out (a no-op for structs that were imported), then frees them.
+            array.close();
+            schema.close();
+        }
+    }
+
+    Exported export(FieldVector v) {
+        return new Exported(allocator, v, null);
+    }
+}
