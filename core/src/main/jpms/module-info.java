@@ -12,6 +12,6 @@ module org.devicebridge.core {
 
     exports org.devicebridge;
     exports org.devicebridge.arrow;
-    // exports org.devicebridge.dlpack;  (added with the DLPack API)
+    exports org.devicebridge.dlpack;
     exports org.devicebridge.cuda;
 }

@@ -1,0 +1,36 @@
+package org.devicebridge.dlpack;
+
+import java.util.Objects;
+import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
+
+/**
+ * A DLPack device, {@code DLDevice}: a device type and an ordinal (0 for CPU).
+ *
+ * @param type the device type
+ * @param id   the device ordinal, {@code >= 0}
+ */
+public record Device(DeviceType type, int id) {
+    public static final Device CPU = new Device(DeviceType.CPU, 0);
+
+    /** @throws ValidationException {@code DEVICE} for a negative id or a CPU id other than 0 */
+    public Device {
+        Objects.requireNonNull(type, "type");
+        if (id < 0) {
+            throw new ValidationException(Category.DEVICE, "device.device_id", "expected a device id >= 0 but found " + id);
+        }
+        if (type == DeviceType.CPU && id != 0) {
+            throw new ValidationException(Category.DEVICE, "device.device_id", "expected device id 0 for kDLCPU but found " + id);
+        }
+    }
+
+    /** CUDA device {@code id}. */
+    public static Device cuda(int id) {
+        return new Device(DeviceType.CUDA, id);
+    }
+
+    /** Pinned host memory of CUDA device {@code id} (usually 0). */
+    public static Device cudaHost(int id) {
+        return new Device(DeviceType.CUDA_HOST, id);
+    }
+}

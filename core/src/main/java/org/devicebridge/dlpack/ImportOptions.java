@@ -1,0 +1,20 @@
+package org.devicebridge.dlpack;
+
+/**
+ * What an importer expects of a tensor.
+ *
+ * @param expectedDevice the device the tensor must live on, or {@code null} for any device
+ */
+public record ImportOptions(Device expectedDevice) {
+    private static final ImportOptions ANY = new ImportOptions(null);
+
+    /** Accept any device. */
+    public static ImportOptions any() {
+        return ANY;
+    }
+
+    /** Accept only tensors on {@code device} (type and id). */
+    public static ImportOptions expecting(Device device) {
+        return new ImportOptions(java.util.Objects.requireNonNull(device, "device"));
+    }
+}
