@@ -38,6 +38,12 @@ final class FuzzOracle {
 
     /** Values Arrow Java itself cannot represent (e.g. a timestamp in seconds beyond LocalDateTime). */
     long arrowJavaValueLimits;
+    /** Accepted CPU arrays that Arrow Java imported and read, or that it declined (UnsupportedFeatureException). */
+    long arrowJavaRead;
+    long arrowJavaDeclined;
+    /** Accepted arrays with nested children, or with a dictionary somewhere. */
+    long acceptedNested;
+    long acceptedDictionary;
 
     private final BufferAllocator allocator;
 
@@ -84,6 +90,12 @@ final class FuzzOracle {
                 throw c.fail("importArray threw outside the library's hierarchy", e);
             }
             c.check("accepted a released array", !in.arrayReleased);
+            if (!array.root().children().isEmpty()) {
+                acceptedNested++;
+            }
+            if (hasDictionary(array.root())) {
+                acceptedDictionary++;
+            }
             try {
                 read(array.root(), mem, 0, c);
                 if (array.root().isHostAccessible()) {
@@ -99,6 +111,18 @@ final class FuzzOracle {
         }
         c.equal("schema release calls after close", 1, Fuzz.SCHEMA_RELEASES.get());
         return outcome;
+    }
+
+    private static boolean hasDictionary(ArrayNode n) {
+        if (n.dictionary() != null) {
+            return true;
+        }
+        for (ArrayNode child : n.children()) {
+            if (hasDictionary(child)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static void walk(SchemaNode s, int depth, Check c) {
@@ -154,11 +178,13 @@ final class FuzzOracle {
             vector = ArrowJavaImport.importFieldVector(allocator, array, dictionaries);
         } catch (DeviceBridgeException e) {
             closeDictionaries(dictionaries);
+            arrowJavaDeclined++;
             return; // e.g. a type Arrow Java 19 has no vector for: the array stays ours, closed by the caller
         } catch (RuntimeException | Error e) {
             closeDictionaries(dictionaries);
             throw c.fail("ArrowJavaImport threw outside the library's hierarchy", e);
         }
+        arrowJavaRead++;
         try {
             readAll(vector, c);
             for (long id : dictionaries.getDictionaryIds()) {

@@ -87,6 +87,6 @@ class FuzzSeedsTest {
     }
 
     static Stream<Integer> slice() {
-        return Stream.of(2000);
+        return Stream.of(1000);
     }
 }

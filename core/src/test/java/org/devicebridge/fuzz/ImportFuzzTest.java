@@ -76,8 +76,10 @@ class ImportFuzzTest {
             double secs = (System.nanoTime() - t0) / 1e9;
             String summary = String.format(Locale.ROOT,
                     "fuzz: %,d inputs (seeds %d..%d) in %.1f s = %.0f inputs/s; arrow accepted %,d rejected %,d;"
-                            + " dlpack accepted %,d rejected %,d; Arrow Java value-range limits %,d; failures %d",
+                            + " dlpack accepted %,d rejected %,d; arrow accepted nested %,d, with dictionaries %,d; read through"
+                            + " Arrow Java %,d, declined by it %,d, Arrow Java value-range limits %,d; failures %d",
                     done, start, start + done - 1, secs, done / secs, accepted[0], rejected[0], accepted[1], rejected[1],
+                    oracle.acceptedNested, oracle.acceptedDictionary, oracle.arrowJavaRead, oracle.arrowJavaDeclined,
                     oracle.arrowJavaValueLimits, failures.size());
             System.out.println(summary);
             LOG.log(System.Logger.Level.INFO, summary);
