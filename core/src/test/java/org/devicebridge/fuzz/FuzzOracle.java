@@ -214,6 +214,66 @@ final class FuzzOracle {
         }
     }
 
+    // ------------------------------------------------------------------------------------------ streams
+
+    Outcome stream(long seed) {
+        Fuzz.resetCounters();
+        StreamFuzz.STREAM_RELEASES.set(0);
+        try (Fuzz.Mem mem = new Fuzz.Mem(new SplittableRandom(seed))) {
+            ArrowFuzz.Input in = new ArrowFuzz(mem).generate();
+            StreamFuzz.State st = StreamFuzz.build(mem, in, mem.r);
+            StreamFuzz.current = st;
+            Check c = new Check("stream", seed, in.mutations + " schemaErrno=" + st.schemaErrno + " nextErrno=" + st.nextErrno);
+            boolean streamLive = !MemorySegment.NULL.equals(st.device
+                    ? org.devicebridge.generated.arrow.ArrowDeviceArrayStream.release(st.stream)
+                    : org.devicebridge.generated.arrow.ArrowArrayStream.release(st.stream));
+            Outcome outcome = Outcome.REJECTED;
+            org.devicebridge.arrow.ImportedArrayStream stream = null;
+            try {
+                stream = st.device ? ArrowImport.importDeviceStream(st.stream) : ArrowImport.importStream(st.stream);
+            } catch (DeviceBridgeException e) {
+                // rejected: the stream released, and whatever get_schema handed over released too
+            } catch (RuntimeException | Error e) {
+                throw c.fail("importStream threw outside the library's hierarchy", e);
+            }
+            if (stream != null) {
+                c.check("accepted a released stream", streamLive);
+                try {
+                    walk(stream.schema(), 0, c);
+                    for (int i = 0; i < 3; i++) {
+                        ImportedArray batch;
+                        try {
+                            batch = stream.next(ValidationLevel.FULL);
+                        } catch (DeviceBridgeException e) {
+                            c.equal("batch release calls after a rejected batch", st.arrayHanded ? 1 : 0, Fuzz.ROOT_RELEASES.get());
+                            continue;
+                        } catch (RuntimeException | Error e) {
+                            throw c.fail("next() threw outside the library's hierarchy", e);
+                        }
+                        if (batch == null) {
+                            break;
+                        }
+                        outcome = Outcome.ACCEPTED;
+                        try {
+                            read(batch.root(), mem, 0, c);
+                        } finally {
+                            batch.close();
+                        }
+                        c.equal("batch release calls after close", 1, Fuzz.ROOT_RELEASES.get());
+                    }
+                } finally {
+                    stream.close();
+                }
+            }
+            c.equal("stream release calls", streamLive ? 1 : 0, StreamFuzz.STREAM_RELEASES.get());
+            c.equal("schema release calls (handed over by get_schema)", st.schemaHanded ? 1 : 0, Fuzz.SCHEMA_RELEASES.get());
+            c.equal("batch release calls (handed over by get_next)", st.arrayHanded ? 1 : 0, Fuzz.ROOT_RELEASES.get());
+            c.equal("child release calls", 0, Fuzz.CHILD_RELEASES.get());
+            StreamFuzz.current = null;
+            return outcome;
+        }
+    }
+
     // ------------------------------------------------------------------------------------------ DLPack
 
     Outcome dlpack(long seed) {

@@ -21,8 +21,8 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Replays every seed that ever failed the fuzz oracle (core/src/test/resources/fuzz-seeds/arrow.txt and
- * dlpack.txt: one seed a line, {@code #} starts a comment saying what it broke), plus a fixed slice of
+ * Replays every seed that ever failed the fuzz oracle (core/src/test/resources/fuzz-seeds/arrow.txt,
+ * dlpack.txt and stream.txt: one seed a line, {@code #} starts a comment saying what it broke), plus a fixed slice of
  * seeds, so that a regression shows up in the normal fast test run.
  */
 class FuzzSeedsTest {
@@ -42,7 +42,7 @@ class FuzzSeedsTest {
 
     static Stream<Arguments> seeds() throws IOException {
         List<Arguments> all = new ArrayList<>();
-        for (String target : new String[] {"arrow", "dlpack"}) {
+        for (String target : new String[] {"arrow", "dlpack", "stream"}) {
             for (String line : lines("/fuzz-seeds/" + target + ".txt")) {
                 String s = line.replaceFirst("#.*", "").trim();
                 if (!s.isEmpty()) {
@@ -63,10 +63,10 @@ class FuzzSeedsTest {
     @ParameterizedTest(name = "{0} seed {1}: {2}")
     @MethodSource("seeds")
     void seedThatOnceFailedPassesTheOracle(String target, long seed, String what) {
-        if (target.equals("arrow")) {
-            oracle.arrow(seed);
-        } else {
-            oracle.dlpack(seed);
+        switch (target) {
+            case "arrow" -> oracle.arrow(seed);
+            case "dlpack" -> oracle.dlpack(seed);
+            default -> oracle.stream(seed);
         }
         assertEquals(0, allocator.getAllocatedMemory());
     }
@@ -74,12 +74,11 @@ class FuzzSeedsTest {
     @ParameterizedTest(name = "first {0} seeds of both targets")
     @MethodSource("slice")
     void aFixedSliceOfSeedsPassesTheOracleWithBothOutcomes(int count) {
-        int[] outcomes = new int[4];
+        int[] outcomes = new int[6];
         for (long seed = 0; seed < count; seed++) {
-            FuzzOracle.Outcome a = oracle.arrow(seed);
-            FuzzOracle.Outcome d = oracle.dlpack(seed);
-            outcomes[a.ordinal()]++;
-            outcomes[2 + d.ordinal()]++;
+            outcomes[oracle.arrow(seed).ordinal()]++;
+            outcomes[2 + oracle.dlpack(seed).ordinal()]++;
+            outcomes[4 + oracle.stream(seed).ordinal()]++;
         }
         for (int o : outcomes) {
             assertFalse(o == 0, "every target must both accept and reject some inputs: " + java.util.Arrays.toString(outcomes));

@@ -14,13 +14,15 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestReporter;
 
 /**
- * The time-capped fuzz run: seeds from {@code devicebridge.fuzz.start} (default 0) upwards, alternately an
- * Arrow input (schema + array or device array) and a DLPack input, until {@code devicebridge.fuzz.inputs}
+ * The time-capped fuzz run: seeds from {@code devicebridge.fuzz.start} (default 0) upwards, in turn an
+ * Arrow input (schema + array or device array), a DLPack input and an Arrow stream input (array or device
+ * stream around an Arrow input), until {@code devicebridge.fuzz.inputs}
  * inputs (default 1,000,000) or {@code devicebridge.fuzz.seconds} seconds (default 600) - whichever comes
  * first. The documented long run: {@code -Ddevicebridge.fuzz.inputs=10000000 -Ddevicebridge.fuzz.seconds=100000}.
  * Every failing seed is printed; add it to {@code fuzz-seeds/*.txt} so that {@link FuzzSeedsTest} replays it.
  */
 class ImportFuzzTest {
+    private static final String[] TARGETS = {"arrow ", "dlpack ", "stream "};
     private static final System.Logger LOG = System.getLogger("org.devicebridge.fuzz");
 
     private static java.nio.ByteBuffer currentSeedFile() {
@@ -42,8 +44,8 @@ class ImportFuzzTest {
         long exports = ExportRegistry.outstandingExports();
         long t0 = System.nanoTime();
         long deadline = t0 + seconds * 1_000_000_000L;
-        long[] accepted = new long[2];
-        long[] rejected = new long[2];
+        long[] accepted = new long[3];
+        long[] rejected = new long[3];
         List<String> failures = new ArrayList<>();
         long done = 0;
         // the current seed, in a mapped file that survives a JVM crash: od -An -td8 core/target/fuzz-current-seed
@@ -54,18 +56,18 @@ class ImportFuzzTest {
                 if ((done & 255) == 0 && System.nanoTime() > deadline) {
                     break;
                 }
-                int target = (int) (seed & 1);
+                int target = (int) Math.floorMod(seed, 3L);
                 current.putLong(0, seed);
                 try {
-                    FuzzOracle.Outcome o = target == 0 ? oracle.arrow(seed) : oracle.dlpack(seed);
+                    FuzzOracle.Outcome o = target == 0 ? oracle.arrow(seed) : target == 1 ? oracle.dlpack(seed) : oracle.stream(seed);
                     if (o == FuzzOracle.Outcome.ACCEPTED) {
                         accepted[target]++;
                     } else {
                         rejected[target]++;
                     }
                 } catch (Throwable t) {
-                    failures.add((target == 0 ? "arrow " : "dlpack ") + seed + ": " + t);
-                    System.out.println("FUZZ FAILURE " + (target == 0 ? "arrow " : "dlpack ") + seed);
+                    failures.add(TARGETS[target] + seed + ": " + t);
+                    System.out.println("FUZZ FAILURE " + TARGETS[target] + seed);
                     t.printStackTrace(System.out);
                 }
                 if (done > 0 && done % 20_000 == 0) {
@@ -76,16 +78,16 @@ class ImportFuzzTest {
             double secs = (System.nanoTime() - t0) / 1e9;
             String summary = String.format(Locale.ROOT,
                     "fuzz: %,d inputs (seeds %d..%d) in %.1f s = %.0f inputs/s; arrow accepted %,d rejected %,d;"
-                            + " dlpack accepted %,d rejected %,d; arrow accepted nested %,d, with dictionaries %,d; read through"
+                            + " dlpack accepted %,d rejected %,d; stream accepted %,d rejected %,d; arrow accepted nested %,d, with dictionaries %,d; read through"
                             + " Arrow Java %,d, declined by it %,d, Arrow Java value-range limits %,d; failures %d",
-                    done, start, start + done - 1, secs, done / secs, accepted[0], rejected[0], accepted[1], rejected[1],
+                    done, start, start + done - 1, secs, done / secs, accepted[0], rejected[0], accepted[1], rejected[1], accepted[2], rejected[2],
                     oracle.acceptedNested, oracle.acceptedDictionary, oracle.arrowJavaRead, oracle.arrowJavaDeclined,
                     oracle.arrowJavaValueLimits, failures.size());
             System.out.println(summary);
             LOG.log(System.Logger.Level.INFO, summary);
             reporter.publishEntry("fuzz", summary);
             assertTrue(failures.isEmpty(), () -> String.join("\n", failures));
-            assertTrue(accepted[0] > 0 && rejected[0] > 0 && accepted[1] > 0 && rejected[1] > 0,
+            assertTrue(accepted[0] > 0 && rejected[0] > 0 && accepted[1] > 0 && rejected[1] > 0 && accepted[2] > 0 && rejected[2] > 0,
                     "the generators must produce both accepted and rejected inputs: " + summary);
             assertEquals(0, allocator.getAllocatedMemory());
         }
