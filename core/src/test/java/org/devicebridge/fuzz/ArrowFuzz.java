@@ -77,7 +77,8 @@ final class ArrowFuzz {
         in.schema = mem.struct(ArrowSchema.sizeof());
         long length = r.nextInt(13);
         long offset = r.nextInt(4) == 0 ? r.nextInt(1, 4) : 0;
-        node(in.schema, rootArray, randomType(0), length, offset, r.nextInt(4) == 0, true);
+        node(in.schema, rootArray, r.nextInt(100) == 0 ? deepChain(r.nextInt(58, 72)) : randomType(0), length, offset,
+                r.nextInt(4) == 0, true);
         ArrowSchema.release(in.schema, Fuzz.SCHEMA_RELEASE);
         ArrowArray.release(rootArray, Fuzz.ARRAY_RELEASE);
         fillSpareSlots();
@@ -120,6 +121,15 @@ final class ArrowFuzz {
             }
             default -> new Type("+us:0,1", List.of(randomType(depth + 1), randomType(depth + 1)), null);
         };
+    }
+
+    /** Structs nested {@code depth} levels deep around an int32 leaf: the importers' 64-level limit. */
+    private static Type deepChain(int depth) {
+        Type t = new Type("i", List.of(), null);
+        for (int i = 0; i < depth; i++) {
+            t = new Type(i % 2 == 0 ? "+s" : "+w:1", List.of(t), null);
+        }
+        return t;
     }
 
     private static int fixedWidth(String f) {
@@ -435,7 +445,18 @@ final class ArrowFuzz {
                     in.mutations.add("format '" + old + "'->'" + f + "'");
                 }
             }
-            case 2 -> { ArrowSchema.format(s, r.nextBoolean() ? MemorySegment.NULL : pick(strings)); in.mutations.add("format pointer swapped"); }
+            case 2 -> {
+                if (r.nextBoolean()) {
+                    ArrowSchema.format(s, r.nextBoolean() ? MemorySegment.NULL : pick(strings));
+                    in.mutations.add("format pointer swapped");
+                } else {
+                    // a name with bytes that are not UTF-8 (a lone continuation byte, a truncated sequence)
+                    MemorySegment name = mem.string(new String[] {"\u0080", "a\u00c3", "\u00ff\u00fe", "\u00e2\u0082"}[r.nextInt(4)]);
+                    strings.add(name);
+                    ArrowSchema.name(s, name);
+                    in.mutations.add("name not UTF-8");
+                }
+            }
             case 3 -> { long v = r.nextBoolean() ? r.nextInt(-1, 9) : Long.MIN_VALUE; ArrowSchema.n_children(s, v); in.mutations.add("schema n_children=" + v); }
             case 4 -> {
                 MemorySegment ch = ArrowSchema.children(s);
@@ -486,7 +507,8 @@ final class ArrowFuzz {
         switch (r.nextInt(5)) {
             case 0, 1: return ALL_FORMATS[r.nextInt(ALL_FORMATS.length)];
             case 2: return old.isEmpty() ? old : old.substring(0, r.nextInt(old.length()));
-            case 3: return old + ":,-x+".charAt(r.nextInt(5));
+            case 3: return r.nextInt(4) == 0 ? old + (char) r.nextInt(0x80, 0x100) // not UTF-8 on its own
+                    : old + ":,-x+".charAt(r.nextInt(5));
             default: {
                 if (old.isEmpty()) {
                     return null;
