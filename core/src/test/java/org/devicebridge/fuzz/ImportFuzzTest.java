@@ -22,6 +22,10 @@ import org.junit.jupiter.api.TestReporter;
  * Every failing seed is printed; add it to {@code fuzz-seeds/*.txt} so that {@link FuzzSeedsTest} replays it.
  */
 class ImportFuzzTest {
+    /** Inputs before the native-memory baseline is taken (JIT, class loading, upcall stubs settle first). */
+    private static final long WARM_UP = 20_000;
+    /** Native growth tolerated after warm-up: JVM-internal noise; a leak of even 16 bytes per input exceeds it over 1M inputs. */
+    private static final long MALLOC_SLACK = 16L << 20;
     private static final String[] TARGETS = {"arrow ", "dlpack ", "stream "};
     private static final System.Logger LOG = System.getLogger("org.devicebridge.fuzz");
 
@@ -32,6 +36,25 @@ class ImportFuzzTest {
             return ch.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, 8).order(java.nio.ByteOrder.LITTLE_ENDIAN);
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private static final java.lang.invoke.MethodHandle MALLINFO2 = java.lang.foreign.Linker.nativeLinker().defaultLookup()
+            .find("mallinfo2").map(f -> java.lang.foreign.Linker.nativeLinker().downcallHandle(f,
+                    java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.MemoryLayout.structLayout(java.lang.foreign.MemoryLayout.sequenceLayout(10,
+                            java.lang.foreign.ValueLayout.JAVA_LONG))))).orElse(null);
+
+    /** Bytes malloc has handed out and not had back (glibc mallinfo2: uordblks + hblkhd), or -1 if unknown. */
+    static long mallocInUse() {
+        if (MALLINFO2 == null) {
+            return -1;
+        }
+        try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+            java.lang.foreign.MemorySegment info = (java.lang.foreign.MemorySegment) MALLINFO2.invokeExact(
+                    (java.lang.foreign.SegmentAllocator) a);
+            return info.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 7) + info.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 4);
+        } catch (Throwable t) {
+            return -1;
         }
     }
 
@@ -48,6 +71,7 @@ class ImportFuzzTest {
         long[] rejected = new long[3];
         List<String> failures = new ArrayList<>();
         long done = 0;
+        long mallocAfterWarmUp = -1;
         // the current seed, in a mapped file that survives a JVM crash: od -An -td8 core/target/fuzz-current-seed
         java.nio.ByteBuffer current = currentSeedFile();
         try (BufferAllocator allocator = new RootAllocator()) {
@@ -55,6 +79,9 @@ class ImportFuzzTest {
             for (long seed = start; done < inputs && failures.size() < 20; seed++, done++) {
                 if ((done & 255) == 0 && System.nanoTime() > deadline) {
                     break;
+                }
+                if (done == WARM_UP) {
+                    mallocAfterWarmUp = mallocInUse();
                 }
                 int target = (int) Math.floorMod(seed, 3L);
                 current.putLong(0, seed);
@@ -75,14 +102,17 @@ class ImportFuzzTest {
                             done / ((System.nanoTime() - t0) / 1e9)));
                 }
             }
+            System.gc();
+            long mallocGrowth = mallocAfterWarmUp < 0 ? 0 : mallocInUse() - mallocAfterWarmUp;
             double secs = (System.nanoTime() - t0) / 1e9;
             String summary = String.format(Locale.ROOT,
                     "fuzz: %,d inputs (seeds %d..%d) in %.1f s = %.0f inputs/s; arrow accepted %,d rejected %,d;"
                             + " dlpack accepted %,d rejected %,d; stream accepted %,d rejected %,d; arrow accepted nested %,d, with dictionaries %,d; read through"
-                            + " Arrow Java %,d, declined by it %,d, Arrow Java value-range limits %,d; failures %d",
+                            + " Arrow Java %,d, declined by it %,d, Arrow Java value-range limits %,d; malloc growth after"
+                            + " warm-up %,d bytes; failures %d",
                     done, start, start + done - 1, secs, done / secs, accepted[0], rejected[0], accepted[1], rejected[1], accepted[2], rejected[2],
                     oracle.acceptedNested, oracle.acceptedDictionary, oracle.arrowJavaRead, oracle.arrowJavaDeclined,
-                    oracle.arrowJavaValueLimits, failures.size());
+                    oracle.arrowJavaValueLimits, mallocGrowth, failures.size());
             System.out.println(summary);
             LOG.log(System.Logger.Level.INFO, summary);
             reporter.publishEntry("fuzz", summary);
@@ -90,6 +120,9 @@ class ImportFuzzTest {
             assertTrue(accepted[0] > 0 && rejected[0] > 0 && accepted[1] > 0 && rejected[1] > 0 && accepted[2] > 0 && rejected[2] > 0,
                     "the generators must produce both accepted and rejected inputs: " + summary);
             assertEquals(0, allocator.getAllocatedMemory());
+            if (done >= 50 * WARM_UP) {
+                assertTrue(mallocGrowth < MALLOC_SLACK, "native memory grew by " + mallocGrowth + " bytes: " + summary);
+            }
         }
         assertEquals(handles, HandleTracker.liveHandles(), "live handles");
         assertEquals(exports, ExportRegistry.outstandingExports(), "outstanding exports");
