@@ -33,6 +33,8 @@ final class ArrowFuzz {
         boolean device;
         boolean schemaReleased;   // generated with release == NULL
         boolean arrayReleased;
+        /** The tree holds int32 offsets (list views, dense unions): mutations that could reread them as int64 are off. */
+        boolean narrowOffsets;
         final List<String> mutations = new ArrayList<>();
     }
 
@@ -44,7 +46,12 @@ final class ArrowFuzz {
         "d:60,3,256", "w:4", "w:16", "+l", "+L", "+vl", "+w:2", "+w:0", "+s", "+m", "+r", "+us:0,1", "+ud:0,1",
         "+ud:5", "+us:", "", "x", "d:39,2", "d:0,0", "w:-1", "w:", "+w:", "ts", "tsu", "vz", "vu", "+vL"};
 
+    /** Formats that read int64 offsets or sizes. */
+    private static final java.util.Set<String> WIDE = java.util.Set.of("Z", "U", "+L", "+vL", "vz", "vu");
+
     private final Fuzz.Mem mem;
+    private Input in;
+    private boolean narrowAllowed;
     private final SplittableRandom r;
     private final List<MemorySegment> schemaNodes = new ArrayList<>();
     private final List<MemorySegment> arrayNodes = new ArrayList<>();
@@ -62,6 +69,8 @@ final class ArrowFuzz {
 
     Input generate() {
         Input in = new Input();
+        this.in = in;
+        narrowAllowed = r.nextInt(4) == 0;
         data(0); // a spare buffer: pointer mutations always have a target, even for a tree without buffers
         in.device = r.nextInt(3) == 0;
         MemorySegment rootArray;
@@ -119,7 +128,14 @@ final class ArrowFuzz {
                 }
                 yield new Type("+s", cs, null);
             }
-            default -> new Type("+us:0,1", List.of(randomType(depth + 1), randomType(depth + 1)), null);
+            default -> {
+                if (narrowAllowed && r.nextBoolean()) {
+                    in.narrowOffsets = true;
+                    yield r.nextBoolean() ? new Type("+vl", List.of(randomType(depth + 1)), null)
+                            : new Type("+ud:0,1", List.of(randomType(depth + 1), randomType(depth + 1)), null);
+                }
+                yield new Type("+us:0,1", List.of(randomType(depth + 1), randomType(depth + 1)), null);
+            }
         };
     }
 
@@ -224,6 +240,31 @@ final class ArrowFuzz {
             long[] offs = offsets(n);
             bufs.add(offsetsBuffer(offs));
             childSpans.add(new long[] {offs[(int) n], 0});
+        } else if (f.equals("+vl")) {
+            int c = r.nextInt(0, 17);
+            MemorySegment offs = data(0);
+            MemorySegment sizes = data(0);
+            for (long i = 0; i < n; i++) {
+                int o = r.nextInt(0, c + 1);
+                offs.setAtIndex(JAVA_INT_UNALIGNED, i, o);
+                sizes.setAtIndex(JAVA_INT_UNALIGNED, i, r.nextInt(0, c - o + 1));
+            }
+            bufs.add(offs);
+            bufs.add(sizes);
+            childSpans.add(new long[] {c, 0});
+        } else if (f.startsWith("+ud")) {
+            MemorySegment types = data(0);
+            MemorySegment offs = data(0);
+            long[] counts = new long[2];
+            for (long i = 0; i < n; i++) {
+                int c = r.nextInt(2);
+                types.set(JAVA_BYTE, i, (byte) c);
+                offs.setAtIndex(JAVA_INT_UNALIGNED, i, (int) counts[c]++);
+            }
+            bufs.add(types);
+            bufs.add(offs);
+            childSpans.add(new long[] {counts[0], 0});
+            childSpans.add(new long[] {counts[1], 0});
         } else if (f.startsWith("+w:")) {
             long size = Long.parseLong(f.substring(3));
             childSpans.add(new long[] {n * Math.min(size, MAX_COUNT / Math.max(n, 1)), 0});
@@ -388,7 +429,11 @@ final class ArrowFuzz {
     }
 
     private void mutateArrayNode(Input in, MemorySegment a) {
-        switch (r.nextInt(11)) {
+        int what = r.nextInt(11);
+        if (in.narrowOffsets && (what == 6 || what == 9)) {
+            return; // a swapped child or dictionary could be read under an int64-offset format
+        }
+        switch (what) {
             case 0 -> { long v = count(); ArrowArray.length(a, v); in.mutations.add("length=" + v); }
             case 1 -> { long v = r.nextBoolean() ? count() : r.nextInt(-1, 3); ArrowArray.null_count(a, v); in.mutations.add("null_count=" + v); }
             case 2 -> { long v = count(); ArrowArray.offset(a, v); in.mutations.add("offset=" + v); }
@@ -403,9 +448,9 @@ final class ArrowFuzz {
                 MemorySegment old = bp.getAtIndex(ADDRESS, i);
                 MemorySegment v = switch (r.nextInt(4)) {
                     case 0 -> MemorySegment.NULL;
-                    case 1 -> pick(buffers);
+                    case 1 -> in.narrowOffsets ? MemorySegment.NULL : pick(buffers);
                     case 2 -> old.address() == 0 ? old : MemorySegment.ofAddress(old.address() + 8L * r.nextInt(1, 9));
-                    default -> old.address() == 0 ? pick(buffers) : old;
+                    default -> old.address() == 0 && !in.narrowOffsets ? pick(buffers) : old;
                 };
                 bp.setAtIndex(ADDRESS, i, v);
                 in.mutations.add("buffers[" + i + "] swapped");
@@ -434,11 +479,15 @@ final class ArrowFuzz {
     }
 
     private void mutateSchemaNode(Input in, MemorySegment s) {
-        switch (r.nextInt(9)) {
+        int what = r.nextInt(9);
+        if (in.narrowOffsets && (what == 2 || what == 4 || what == 5)) {
+            return; // a swapped format, child or dictionary could describe int32 offsets as int64 ones
+        }
+        switch (what) {
             case 0, 1 -> {
                 String old = ArrowSchema.format(s).address() == 0 ? "" : ArrowSchema.format(s).reinterpret(64).getString(0);
                 String f = mutateFormat(old);
-                if (f != null) {
+                if (f != null && !(in.narrowOffsets && WIDE.contains(f))) {
                     MemorySegment m = mem.string(f);
                     strings.add(m);
                     ArrowSchema.format(s, m);
