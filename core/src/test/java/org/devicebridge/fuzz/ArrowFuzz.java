@@ -17,10 +17,12 @@ import org.devicebridge.generated.arrow.ArrowSchema;
  * Deterministic structure-aware generator of ArrowSchema + ArrowArray (or ArrowDeviceArray) trees: a seed
  * gives a mostly valid tree of a random Arrow type (so that many inputs are accepted and their values
  * read), then zero to four random mutations of struct fields, pointers, format strings and buffer
- * contents. Memory-safety contract: see {@link Fuzz}. Offsets are generated as int64 only (Z, U, +L): an
- * int32 offsets buffer read as int64 through a mutated format or a swapped child would claim gigabytes the
- * importer cannot know are missing, whereas int64 offsets read as int32 stay small. The int32-offset
- * layouts (z, u, +l, +m, +ud, +vl) are still reached through format mutations.
+ * contents. Memory-safety contract: see {@link Fuzz}. Strings, binaries and lists are generated with int64
+ * offsets (Z, U, +L): an int32 offsets buffer read as int64 through a mutated format or a swapped child
+ * would claim gigabytes the importer cannot know are missing, whereas int64 offsets read as int32 stay
+ * small. List views and dense unions (int32 offsets) are generated in a quarter of the inputs, which then
+ * get no format mutation to an int64-offset layout and no child, dictionary or buffer swaps; the other
+ * int32 layouts (z, u, +l, +m, views, run-end encoded) are reached through format mutations.
  */
 final class ArrowFuzz {
     /** Largest length or offset a node or a mutation ever claims: (64 + 64) elements of at most 96 bytes fit a buffer. */

@@ -20,13 +20,17 @@ import org.devicebridge.internal.Native;
  * does not own unless the importer is wrong): every pointer is NULL or points into the input's arena at
  * an object of the right kind (struct pointers at structs of the same kind, pointer arrays at 8-slot
  * pointer arrays, strings at NUL-terminated strings); every data buffer has {@link #BUFFER_CAPACITY}
- * bytes, and every length, offset and count the metadata can claim (mutations included) is bounded so
- * that any buffer size derived from it stays below that capacity, or is negative. Buffer contents follow
- * a "small lattice": read as any little-endian int32 or int64 at a 4-byte aligned position, every buffer
- * yields a value below 16,384 (semantic offsets are at most 4,096), so even a buffer reinterpreted under a
- * mutated format cannot claim bytes beyond its capacity. The one exception, int32 offsets read as int64
- * offsets, is excluded by construction (see {@link ArrowFuzz}). What remains - a too-small buffer - is the
- * one inconsistency the C interfaces give an importer no way to detect, so it is never generated.
+ * bytes (the arena is not padded: each buffer is allocated at least as large as anything can claim), and
+ * every length, offset and count the metadata can claim (mutations included) is bounded so that any buffer
+ * size derived from it stays below that capacity, or is negative. Buffer contents follow a "small
+ * lattice": in every 8-byte word byte 0 is free, byte 1 is below 0x40 and the rest are 0, so read as a
+ * little-endian int32 or int64 at a 4-byte aligned position any buffer yields a value below 16,384
+ * (semantic offsets are at most 4,096), and even a buffer reinterpreted under a mutated format cannot
+ * claim bytes beyond its capacity. The one exception, int32 offsets (list views, dense unions) read as
+ * int64 offsets, is excluded by construction (see {@link ArrowFuzz}). Metadata blobs: only the pair count
+ * and negative lengths are mutated (a positive length change would shift the parse into key bytes). What
+ * remains - a too-small buffer - is the one inconsistency the C interfaces give an importer no way to
+ * detect, so it is never generated.
  */
 final class Fuzz {
     private Fuzz() {}
