@@ -185,6 +185,9 @@ final class ArrayReader {
                     data = range[1];
                 }
                 len[2] = data;
+                if (full() && len[1] != 0 && (type.id() == TypeId.UTF8 || type.id() == TypeId.LARGE_UTF8)) {
+                    checkUtf8(addr, len, offset, length, w, path);
+                }
             }
             case VIEW -> {
                 int variadic = (int) nBuffers - 3;
@@ -320,6 +323,28 @@ final class ArrayReader {
             }
         }
         return new long[] {first, last};
+    }
+
+    private static void checkUtf8(long[] addr, long[] len, long offset, long length, int w, String path) {
+        MemorySegment offs = host(addr[1], len[1], at(path, "buffers[1]"));
+        MemorySegment data = host(addr[2], len[2], at(path, "buffers[2]"));
+        MemorySegment validity = addr[0] == 0 ? null : host(addr[0], len[0], at(path, "buffers[0]"));
+        java.nio.charset.CharsetDecoder decoder = java.nio.charset.StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+                .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT);
+        for (long i = offset; i < offset + length; i++) {
+            if (validity != null && !bit(validity, i)) {
+                continue;
+            }
+            long from = offsetAt(offs, i, w);
+            long to = offsetAt(offs, i + 1, w);
+            try {
+                decoder.reset().decode(data.asSlice(from, to - from).asByteBuffer());
+            } catch (java.nio.charset.CharacterCodingException e) {
+                throw new ValidationException(Category.CONTENT, at(path, "buffers[2]"), "value " + (i - offset)
+                        + ": expected valid UTF-8 but found an invalid byte sequence");
+            }
+        }
     }
 
     private static long offsetAt(MemorySegment s, long index, int width) {

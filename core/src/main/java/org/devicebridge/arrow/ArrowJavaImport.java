@@ -49,7 +49,11 @@ import org.devicebridge.internal.RefCount;
  * <p>Types Arrow Java 19 cannot hold exactly raise {@link UnsupportedFeatureException} naming the field:
  * decimal32 and decimal64, sparse unions whose type ids are not Arrow Java's own minor-type numbers,
  * run-end encoded arrays with a non-zero offset. The Arrow Java path needs host memory validated at
- * {@link ValidationLevel#DEFAULT} or {@link ValidationLevel#FULL} (Arrow Java trusts offsets).
+ * {@link ValidationLevel#DEFAULT} or {@link ValidationLevel#FULL} (Arrow Java trusts offsets). Use FULL for
+ * producers you do not trust: at DEFAULT an inner offset, union offset or list view can still point outside
+ * its child, which Arrow Java's bounds-checked buffers report as an {@code IndexOutOfBoundsException} on
+ * access (never a wrong value read from outside the buffer, unless bounds checking was disabled with
+ * {@code arrow.enable_unsafe_memory_access}).
  */
 public final class ArrowJavaImport {
     private ArrowJavaImport() {}
@@ -83,8 +87,9 @@ public final class ArrowJavaImport {
         Objects.requireNonNull(allocator, "allocator");
         Objects.requireNonNull(array, "array");
         ArrayNode root = array.root();
-        Field field = prepare(root, array, dictionaries);
-        Loader loader = new Loader(allocator, array.transfer(), dictionaries);
+        FieldMapper mapper = prepare(root, array, dictionaries);
+        Field field = mapper.rootField;
+        Loader loader = new Loader(allocator, array.transfer(), dictionaries, mapper);
         return loader.run(() -> loader.loadRoot(field, root));
     }
 
@@ -102,12 +107,14 @@ public final class ArrowJavaImport {
             throw new UnsupportedFeatureException("format", "expected a struct array (a record batch) for a"
                     + " VectorSchemaRoot but found " + root.type());
         }
-        if (root.nullCount() > 0) {
+        long topNulls = Loader.nullCount(root, root.offset(), root.length());
+        if (topNulls > 0) {
             throw new UnsupportedFeatureException("null_count",
-                    "expected a record batch without top-level nulls but found " + root.nullCount());
+                    "expected a record batch without top-level nulls but found " + topNulls);
         }
-        Field field = prepare(root, array, dictionaries);
-        Loader loader = new Loader(allocator, array.transfer(), dictionaries);
+        FieldMapper mapper = prepare(root, array, dictionaries);
+        Field field = mapper.rootField;
+        Loader loader = new Loader(allocator, array.transfer(), dictionaries, mapper);
         return loader.run(() -> {
             List<FieldVector> vectors = new ArrayList<>();
             try {
@@ -122,7 +129,8 @@ public final class ArrowJavaImport {
         });
     }
 
-    private static Field prepare(ArrayNode root, ImportedArray array, DictionaryProvider.MapDictionaryProvider dictionaries) {
+    private static FieldMapper prepare(ArrayNode root, ImportedArray array,
+                                       DictionaryProvider.MapDictionaryProvider dictionaries) {
         if (!root.isHostAccessible()) {
             throw new UnsupportedFeatureException("", "expected host memory for Arrow Java but found device type "
                     + array.deviceType() + ": copy it to the host first");
@@ -141,13 +149,14 @@ public final class ArrowJavaImport {
                 firstId = Math.max(firstId, id + 1);
             }
         }
-        Field field = new FieldMapper(firstId).field(root.schema());
+        FieldMapper mapper = new FieldMapper(firstId);
+        mapper.rootField = mapper.field(root.schema());
         if (hasDictionary(root.schema()) && dictionaries == null) {
             throw new UnsupportedFeatureException("dictionary",
                     "expected a DictionaryProvider for a dictionary-encoded field but found null");
         }
         checkLoadable(root, 0, root.length());
-        return field;
+        return mapper;
     }
 
     private static boolean hasDictionary(SchemaNode s) {
@@ -209,6 +218,9 @@ public final class ArrowJavaImport {
     /** Maps parsed types to Arrow Java fields. */
     private static final class FieldMapper {
         private long nextDictionaryId;
+        /** The value field of each dictionary, as mapped with the ids of the whole tree. */
+        final java.util.IdentityHashMap<SchemaNode, Field> dictionaryValueFields = new java.util.IdentityHashMap<>();
+        Field rootField;
 
         FieldMapper(long firstDictionaryId) {
             this.nextDictionaryId = firstDictionaryId;
@@ -223,7 +235,7 @@ public final class ArrowJavaImport {
                 // dictionary's value field is mapped (and checked) here and again when it is loaded.
                 encoding = new DictionaryEncoding(nextDictionaryId++,
                         (s.flags() & SchemaNode.FLAG_DICTIONARY_ORDERED) != 0, (ArrowType.Int) type);
-                field(s.dictionary());
+                dictionaryValueFields.put(s.dictionary(), field(s.dictionary()));
             }
             for (SchemaNode c : s.children()) {
                 children.add(field(c));
@@ -334,8 +346,12 @@ public final class ArrowJavaImport {
         private final DictionaryProvider.MapDictionaryProvider dictionaries;
         private final List<FieldVector> addedDictionaries = new ArrayList<>();
 
-        Loader(BufferAllocator allocator, ImportedArray.Owner owner, DictionaryProvider.MapDictionaryProvider dictionaries) {
+        private final FieldMapper mapper;
+
+        Loader(BufferAllocator allocator, ImportedArray.Owner owner, DictionaryProvider.MapDictionaryProvider dictionaries,
+               FieldMapper mapper) {
             this.allocator = allocator;
+            this.mapper = mapper;
             this.refs = new RefCount(owner::release);
             this.dictionaries = dictionaries;
         }
@@ -444,7 +460,7 @@ public final class ArrowJavaImport {
                     }
                 }
                 if (n.dictionary() != null) {
-                    loadDictionary(v.getField().getDictionary(), v.getField(), n.dictionary());
+                    loadDictionary(v.getField().getDictionary(), n.dictionary());
                 }
                 v.loadFieldBuffers(new ArrowFieldNode(Math.toIntExact(count), Math.toIntExact(nulls)), buffers);
             } finally {
@@ -454,16 +470,16 @@ public final class ArrowJavaImport {
             }
         }
 
-        private void loadDictionary(DictionaryEncoding encoding, Field indexField, ArrayNode dictionaryNode) {
-            Field valueField = new FieldMapper(encoding.getId() + 1).field(dictionaryNode.schema());
-            // Arrow Java keeps a dictionary's value vector separately; its id is the one toField assigned.
+        private void loadDictionary(DictionaryEncoding encoding, ArrayNode dictionaryNode) {
+            // Arrow Java keeps a dictionary's value vector separately, under the id the mapping assigned.
+            Field valueField = mapper.dictionaryValueFields.get(dictionaryNode.schema());
             FieldVector values = load(valueField, dictionaryNode, 0, dictionaryNode.length());
             addedDictionaries.add(values);
             dictionaries.put(new Dictionary(values, encoding));
         }
 
         /** Null count over [phys, phys + count): the producer's count where it covers exactly that range. */
-        private static long nullCount(ArrayNode n, long phys, long count) {
+        static long nullCount(ArrayNode n, long phys, long count) {
             if (n.isBufferNull(0)) {
                 return 0;
             }

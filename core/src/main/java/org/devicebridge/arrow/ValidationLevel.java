@@ -18,6 +18,9 @@ public enum ValidationLevel {
     MINIMAL,
     /** {@link #MINIMAL} plus the first and last value of each offsets / run-ends buffer (CPU memory only). */
     DEFAULT,
-    /** {@link #DEFAULT} plus every offset, union type id and offset, run end, dictionary index and view (CPU only). */
+    /**
+     * {@link #DEFAULT} plus every offset, union type id and offset, run end, dictionary index, list view and
+     * view, and UTF-8 validity of utf8 / large utf8 values (CPU only).
+     */
     FULL
 }

@@ -26,7 +26,7 @@ abstract class ArrowTestSupport {
     @AfterEach
     void checkNothingLeaked() {
         assertEquals(handlesBefore, HandleTracker.liveHandles(), "live devicebridge handles");
-        assertEquals(0, allocator.getAllocatedMemory(), "Arrow memory still allocated: " + allocator.toVerboseString());
+        assertEquals(0, allocator.getAllocatedMemory(), () -> "Arrow memory still allocated: " + allocator.toVerboseString());
         allocator.close();
     }
 
@@ -56,8 +56,11 @@ abstract class ArrowTestSupport {
 
         @Override
         public void close() {
-            // Releases whatever was not moved out (a no-op for structs that were imported), then frees them.
+            // Releases what was not moved out (release() skips structs whose release is NULL: imported
+            // ones), then frees the struct memory; close() alone would not release.
+            array.release();
             array.close();
+            schema.release();
             schema.close();
         }
     }
