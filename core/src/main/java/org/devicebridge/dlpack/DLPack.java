@@ -56,7 +56,7 @@ public final class DLPack {
      * @param strides    strides in elements, or {@code null} for compact row-major; negative and zero allowed
      * @param byteOffset bytes from {@code data} to element {@code [0, ..., 0]}
      * @param device     where {@code data} lives
-     * @param readOnly   whether the consumer must not write
+     * @param readOnly   whether the consumer must not write (forced on when {@code data} is a read-only segment)
      * @param owner      closed by the deleter (keeps {@code data} alive until the consumer is done); may be null
      * @return a live handle; after a return the handle owns the struct and {@code owner} (closing it, or the
      *         consumer's deleter call after {@link ExportedTensor#transferOwnership()}, closes {@code owner}).
@@ -66,6 +66,30 @@ public final class DLPack {
      */
     public static ExportedTensor exportVersioned(MemorySegment data, DType dtype, long[] shape, long[] strides,
                                                  long byteOffset, Device device, boolean readOnly, AutoCloseable owner) {
+        return export(true, data, dtype, shape, strides, byteOffset, device, readOnly, owner);
+    }
+
+    /**
+     * Like {@link #exportVersioned(MemorySegment, DType, long[], long[], long, Device, boolean, AutoCloseable)},
+     * for data produced asynchronously: first {@code producer} makes the data ready on the consumer's stream
+     * (as the Python protocol's {@code stream} argument requires; nothing happens for
+     * {@link ConsumerStream.Kind#NO_SYNC}), then the tensor is exported. Ownership as in the other overload;
+     * a throw from the synchronisation leaves nothing exported.
+     *
+     * @param consumer the consumer's stream, parsed with {@link ConsumerStream#of} for {@code device}
+     * @throws ValidationException {@code DEVICE} if {@code consumer} was parsed for another device
+     */
+    public static ExportedTensor exportVersioned(MemorySegment data, DType dtype, long[] shape, long[] strides,
+                                                 long byteOffset, Device device, boolean readOnly, AutoCloseable owner,
+                                                 StreamSynchronizer producer, ConsumerStream consumer) {
+        Objects.requireNonNull(producer, "producer");
+        Objects.requireNonNull(consumer, "consumer");
+        Objects.requireNonNull(device, "device");
+        if (!consumer.device().equals(device)) {
+            throw new ValidationException(Category.DEVICE, "stream", "the consumer stream belongs to "
+                    + describe(consumer.device()) + " but the data lives on " + describe(device));
+        }
+        producer.makeReady(consumer);
         return export(true, data, dtype, shape, strides, byteOffset, device, readOnly, owner);
     }
 
@@ -90,6 +114,11 @@ public final class DLPack {
             throw new UnsupportedFeatureException("data", "a heap segment cannot be exported; DLPack needs native memory");
         }
         dtype.check("dtype");
+        if (!versioned && data.isReadOnly()) {
+            throw new UnsupportedFeatureException("data", "a read-only segment cannot be exported as a legacy "
+                    + "DLManagedTensor (no READ_ONLY flag); use exportVersioned");
+        }
+        readOnly |= data.isReadOnly(); // the flag must tell the truth
         if (!versioned && dtype.isSubByte()) {
             // a legacy consumer cannot be told that sub-byte elements are padded
             throw new UnsupportedFeatureException("dtype", "sub-byte type " + dtype

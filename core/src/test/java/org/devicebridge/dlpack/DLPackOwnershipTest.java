@@ -134,6 +134,19 @@ class DLPackOwnershipTest {
     }
 
     @Test
+    void aReadOnlySegmentIsExportedReadOnlyAndRefusedAsLegacy() {
+        MemorySegment data = arena.allocate(32).asReadOnly();
+        try (ImportedTensor t = DLPack.importTensor(DLPack.exportVersioned(data, DType.INT8, new long[] {32}, null, 0,
+                Device.CPU, false, ownerCloses::incrementAndGet), ImportOptions.any())) {
+            assertTrue(t.isReadOnly(), "READ_ONLY set truthfully");
+        }
+        assertEquals(1, ownerCloses.get());
+        assertThrows(UnsupportedFeatureException.class, () -> DLPack.exportLegacy(data, DType.INT8, new long[] {32},
+                null, 0, Device.CPU, ownerCloses::incrementAndGet));
+        assertEquals(1, ownerCloses.get());
+    }
+
+    @Test
     void importOfNullOwnsNothingAndCallsNoDeleter() {
         ValidationException e = assertThrows(ValidationException.class,
                 () -> DLPack.importVersioned(MemorySegment.NULL, ImportOptions.any()));

@@ -1,0 +1,47 @@
+package org.devicebridge.dlpack;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+import org.devicebridge.internal.DLPackCuda;
+
+/**
+ * The producer's half of the Python DLPack stream protocol: before a tensor is handed over, the data must
+ * be ready on the consumer's stream. Implementations order the consumer's stream after the producer's work
+ * without blocking the host.
+ */
+@FunctionalInterface
+public interface StreamSynchronizer {
+
+    /**
+     * Makes everything submitted so far on the producer's stream visible to work the consumer submits to
+     * {@code consumer} afterwards. Does nothing for {@link ConsumerStream.Kind#NO_SYNC}.
+     *
+     * @throws org.devicebridge.DeviceBridgeException if the device refuses (e.g. a CUDA error)
+     */
+    void makeReady(ConsumerStream consumer);
+
+    /**
+     * A CUDA producer whose work runs on {@code producerStream} (a {@code CUstream}; NULL is the default
+     * stream). {@link #makeReady} records an event on it (timing disabled) and makes the consumer's stream
+     * wait on it with {@code cuStreamWaitEvent}, in the consumer device's primary context; the caller's
+     * current context is restored. Nothing happens when the consumer asked for no synchronisation or passed
+     * the producer's own stream. The caller keeps owning {@code producerStream}.
+     *
+     * @throws org.devicebridge.cuda.CudaUnavailableException (from {@code makeReady}) without a CUDA driver
+     */
+    static StreamSynchronizer cuda(MemorySegment producerStream) {
+        Objects.requireNonNull(producerStream, "producerStream");
+        long producer = producerStream.address();
+        return consumer -> {
+            if (!consumer.needsSync() || consumer.handle().address() == producer) {
+                return;
+            }
+            DeviceType t = consumer.device().type();
+            if (t != DeviceType.CUDA && t != DeviceType.CUDA_HOST && t != DeviceType.CUDA_MANAGED) {
+                throw new org.devicebridge.UnsupportedFeatureException("stream", "a CUDA producer cannot synchronise with "
+                        + t + " streams");
+            }
+            DLPackCuda.makeReady(consumer.device().id(), MemorySegment.ofAddress(producer), consumer.handle());
+        };
+    }
+}

@@ -1,0 +1,14 @@
+/**
+ * DLPack 1.3: export of host, pinned-host and device memory as {@code DLManagedTensorVersioned} or legacy
+ * {@code DLManagedTensor} ({@link org.devicebridge.dlpack.DLPack#exportVersioned}), strict import of both
+ * ({@link org.devicebridge.dlpack.DLPack#importVersioned}, {@link org.devicebridge.dlpack.DLPack#importLegacy}),
+ * the Python protocol's stream semantics ({@link org.devicebridge.dlpack.ConsumerStream},
+ * {@link org.devicebridge.dlpack.StreamSynchronizer}) and zero-copy conversions to and from Arrow Java vectors
+ * ({@link org.devicebridge.dlpack.DLPackArrow}).
+ *
+ * <p>Ownership: {@code export...} gives the tensor to the returned {@link org.devicebridge.dlpack.ExportedTensor}
+ * until a consumer takes it ({@link org.devicebridge.dlpack.ExportedTensor#transferOwnership()}); {@code import...}
+ * takes the producer's tensor, and its deleter runs exactly once: when the
+ * {@link org.devicebridge.dlpack.ImportedTensor} closes, or before an import method throws.
+ */
+package org.devicebridge.dlpack;

@@ -1,0 +1,82 @@
+package org.devicebridge.internal;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import org.devicebridge.cuda.Cuda;
+import org.devicebridge.cuda.CudaException;
+import org.devicebridge.cuda.CudaUnavailableException;
+import org.devicebridge.generated.cuda.cuda_driver_h;
+
+/**
+ * The CUDA driver calls DLPack's stream protocol needs: make a consumer stream wait for the work submitted
+ * so far to a producer stream (record an event on the producer stream, {@code cuStreamWaitEvent} on the
+ * consumer's), in the device's primary context, restoring the caller's current context afterwards.
+ * The host never blocks.
+ */
+public final class DLPackCuda {
+    private DLPackCuda() {}
+
+    /** Throws {@link CudaUnavailableException} unless the driver is loaded (before any generated CUDA call). */
+    public static void require() {
+        if (!Cuda.isAvailable()) {
+            throw new CudaUnavailableException(Cuda.unavailableReason(), null);
+        }
+    }
+
+    /**
+     * Orders {@code consumerStream} after everything submitted so far to {@code producerStream} on device
+     * {@code deviceId}. Stream handles are {@code CUstream} values (0x1 and 0x2 are the legacy and per-thread
+     * default streams). The event is created with timing disabled and destroyed at once (the driver keeps it
+     * until the wait is satisfied).
+     */
+    public static void makeReady(int deviceId, MemorySegment producerStream, MemorySegment consumerStream) {
+        require();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment previous = a.allocate(ValueLayout.ADDRESS);
+            check("cuCtxGetCurrent", cuda_driver_h.cuCtxGetCurrent(previous));
+            MemorySegment dev = a.allocate(ValueLayout.JAVA_INT);
+            check("cuDeviceGet", cuda_driver_h.cuDeviceGet(dev, deviceId));
+            int device = dev.get(ValueLayout.JAVA_INT, 0);
+            MemorySegment ctx = a.allocate(ValueLayout.ADDRESS);
+            check("cuDevicePrimaryCtxRetain", cuda_driver_h.cuDevicePrimaryCtxRetain(ctx, device));
+            try {
+                check("cuCtxSetCurrent", cuda_driver_h.cuCtxSetCurrent(ctx.get(ValueLayout.ADDRESS, 0)));
+                try {
+                    MemorySegment ev = a.allocate(ValueLayout.ADDRESS);
+                    check("cuEventCreate", cuda_driver_h.cuEventCreate(ev, cuda_driver_h.CU_EVENT_DISABLE_TIMING()));
+                    MemorySegment event = ev.get(ValueLayout.ADDRESS, 0);
+                    try {
+                        check("cuEventRecord", cuda_driver_h.cuEventRecord(event, producerStream));
+                        check("cuStreamWaitEvent", cuda_driver_h.cuStreamWaitEvent(consumerStream, event, 0));
+                    } finally {
+                        cuda_driver_h.cuEventDestroy_v2(event);
+                    }
+                } finally {
+                    cuda_driver_h.cuCtxSetCurrent(previous.get(ValueLayout.ADDRESS, 0));
+                }
+            } finally {
+                cuda_driver_h.cuDevicePrimaryCtxRelease_v2(device);
+            }
+        }
+    }
+
+    /** Throws {@link CudaException} for a result other than CUDA_SUCCESS. */
+    public static void check(String function, int result) {
+        if (result == 0) {
+            return;
+        }
+        String name = "CUDA_ERROR_" + result;
+        String description = "unknown error";
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment p = a.allocate(ValueLayout.ADDRESS);
+            if (cuda_driver_h.cuGetErrorName(result, p) == 0 && !p.get(ValueLayout.ADDRESS, 0).equals(MemorySegment.NULL)) {
+                name = Native.string(p.get(ValueLayout.ADDRESS, 0));
+            }
+            if (cuda_driver_h.cuGetErrorString(result, p) == 0 && !p.get(ValueLayout.ADDRESS, 0).equals(MemorySegment.NULL)) {
+                description = Native.string(p.get(ValueLayout.ADDRESS, 0));
+            }
+        }
+        throw new CudaException(function, result, name, description);
+    }
+}
