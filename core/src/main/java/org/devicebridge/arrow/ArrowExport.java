@@ -253,6 +253,11 @@ public final class ArrowExport {
         return new ExportedDeviceArray(s);
     }
 
+    /** {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider)} without dictionaries. */
+    public static ExportedDeviceArray exportDeviceArray(VectorSchemaRoot root) {
+        return exportDeviceArray(root, (DictionaryProvider) null);
+    }
+
     static void exportDeviceArrayInto(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment out) {
         ExportArrayWriter.exportRoot(root, provider, out); // the ArrowArray is the first member
         ArrowDeviceArray.device_id(out, -1L);
@@ -355,16 +360,16 @@ public final class ArrowExport {
         if (out.address() == 0) {
             throw new ValidationException(ValidationException.Category.NULL_POINTER, name, "the struct pointer is NULL");
         }
+        if (out.address() % 8 != 0) {
+            throw new ValidationException(ValidationException.Category.ALIGNMENT, name,
+                    "expected an 8-byte aligned struct but found address 0x" + Long.toHexString(out.address()));
+        }
         if (out.byteSize() == 0) {
-            return out.reinterpret(size);
+            return out.reinterpret(size); // an address from native code: taken to point at a whole struct
         }
         if (out.byteSize() < size) {
             throw new ValidationException(ValidationException.Category.SIZE, name,
                     "expected at least " + size + " bytes but found " + out.byteSize());
-        }
-        if (out.address() % 8 != 0) {
-            throw new ValidationException(ValidationException.Category.ALIGNMENT, name,
-                    "expected an 8-byte aligned struct but found address " + Long.toHexString(out.address()));
         }
         return out;
     }

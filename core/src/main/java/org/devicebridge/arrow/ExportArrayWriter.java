@@ -40,6 +40,31 @@ final class ExportArrayWriter {
 
     private ExportArrayWriter() {}
 
+    /** A node's field path, built into a string only for an error message (the export path stays cheap). */
+    private static final class Path {
+        static final Path ROOT = new Path(null, 0);
+        final Path parent;
+        final int index; // child index, or -1 for the dictionary
+
+        Path(Path parent, int index) {
+            this.parent = parent;
+            this.index = index;
+        }
+
+        String join(String part) {
+            String s = toString();
+            return s.isEmpty() ? part : s + "." + part;
+        }
+
+        @Override
+        public String toString() {
+            if (parent == null) {
+                return "";
+            }
+            return parent.join(index < 0 ? "dictionary" : "children[" + index + "]");
+        }
+    }
+
     private static final class Plan {
         long length;
         long nullCount;
@@ -58,7 +83,7 @@ final class ExportArrayWriter {
     /** Exports {@code vector} (with its dictionaries) into {@code out}. */
     static void exportVector(FieldVector vector, DictionaryProvider provider, MemorySegment out) {
         List<Plan> all = new ArrayList<>();
-        Plan root = plan(vector, provider, "", 0, all);
+        Plan root = plan(vector, provider, Path.ROOT, 0, all);
         write(all, root, out);
     }
 
@@ -73,9 +98,9 @@ final class ExportArrayWriter {
         List<FieldVector> vectors = batch.getFieldVectors();
         for (int i = 0; i < vectors.size(); i++) {
             FieldVector v = vectors.get(i);
-            String path = "children[" + i + "]";
+            Path path = new Path(Path.ROOT, i);
             if (v.getValueCount() != batch.getRowCount()) {
-                throw new ValidationException(ValidationException.Category.LENGTH, path, "vector '" + v.getName()
+                throw new ValidationException(ValidationException.Category.LENGTH, path.toString(), "vector '" + v.getName()
                         + "' has " + v.getValueCount() + " values but the root has " + batch.getRowCount() + " rows");
             }
             root.children.add(plan(v, provider, path, 1, all));
@@ -167,9 +192,9 @@ final class ExportArrayWriter {
 
     // ---------------------------------------------------------------- planning
 
-    private static Plan plan(FieldVector vector, DictionaryProvider provider, String path, int depth, List<Plan> all) {
+    private static Plan plan(FieldVector vector, DictionaryProvider provider, Path path, int depth, List<Plan> all) {
         if (depth > ExportSchemaWriter.MAX_DEPTH) {
-            throw new ValidationException(ValidationException.Category.DEPTH, path,
+            throw new ValidationException(ValidationException.Category.DEPTH, path.toString(),
                     "the data nests deeper than " + ExportSchemaWriter.MAX_DEPTH
                             + " levels (or a dictionary refers back to itself)");
         }
@@ -292,28 +317,28 @@ final class ExportArrayWriter {
                 p.buffers = new long[0];
                 expectedChildren = 2;
             }
-            default -> throw new UnsupportedFeatureException(path, "cannot export Arrow type " + type);
+            default -> throw new UnsupportedFeatureException(path.toString(), "cannot export Arrow type " + type);
         }
         checkChildCount(children, expectedChildren, v, path);
         if (field.getChildren().size() != children.size()) {
-            throw new ValidationException(ValidationException.Category.STRUCTURE, path, "the field declares "
+            throw new ValidationException(ValidationException.Category.STRUCTURE, path.toString(), "the field declares "
                     + field.getChildren().size() + " children but the vector has " + children.size());
         }
         DictionaryEncoding encoding = field.getDictionary();
         if (encoding != null) {
-            ExportSchemaWriter.checkIndexType(field, encoding, path);
-            Dictionary dictionary = ExportSchemaWriter.lookup(provider, encoding, path);
-            p.dictionary = plan(dictionary.getVector(), provider, ExportSchemaWriter.join(path, "dictionary"),
+            ExportSchemaWriter.checkIndexType(field, encoding, path.toString());
+            Dictionary dictionary = ExportSchemaWriter.lookup(provider, encoding, path.toString());
+            p.dictionary = plan(dictionary.getVector(), provider, new Path(path, -1),
                     depth + 1, all);
         }
         for (int i = 0; i < children.size(); i++) {
-            p.children.add(plan(children.get(i), provider, ExportSchemaWriter.join(path, "children[" + i + "]"),
+            p.children.add(plan(children.get(i), provider, new Path(path, i),
                     depth + 1, all));
         }
         return p;
     }
 
-    private static long fixedBits(ArrowType type, String path) {
+    private static long fixedBits(ArrowType type, Path path) {
         return switch (type.getTypeID()) {
             case Bool -> 1;
             case Int -> ((ArrowType.Int) type).getBitWidth();
@@ -332,11 +357,11 @@ final class ExportArrayWriter {
                 case MONTH_DAY_NANO -> 128;
             };
             case FixedSizeBinary -> 8L * ((ArrowType.FixedSizeBinary) type).getByteWidth();
-            default -> throw new UnsupportedFeatureException(path, "cannot export Arrow type " + type);
+            default -> throw new UnsupportedFeatureException(path.toString(), "cannot export Arrow type " + type);
         };
     }
 
-    private static List<ArrowBuf> fieldBuffers(FieldVector v, int expected, ArrowType type, String path) {
+    private static List<ArrowBuf> fieldBuffers(FieldVector v, int expected, ArrowType type, Path path) {
         List<ArrowBuf> fb = v.getFieldBuffers();
         if (fb.size() != expected) {
             throw unexpectedVector(v, type, path);
@@ -344,8 +369,8 @@ final class ExportArrayWriter {
         return fb;
     }
 
-    private static UnsupportedFeatureException unexpectedVector(FieldVector v, ArrowType type, String path) {
-        return new UnsupportedFeatureException(path, "vector class " + v.getClass().getName()
+    private static UnsupportedFeatureException unexpectedVector(FieldVector v, ArrowType type, Path path) {
+        return new UnsupportedFeatureException(path.toString(), "vector class " + v.getClass().getName()
                 + " does not have the buffer layout of Arrow type " + type);
     }
 
@@ -354,7 +379,7 @@ final class ExportArrayWriter {
     }
 
     /** The validity bitmap, or NULL where there is none and no value is null (allowed by the spec). */
-    private static long validity(Plan p, ArrowBuf b, String path) {
+    private static long validity(Plan p, ArrowBuf b, Path path) {
         long need = ceilDiv8(p.length);
         if (p.length == 0) {
             return 0L;
@@ -366,16 +391,16 @@ final class ExportArrayWriter {
         if (p.nullCount == 0) {
             return 0L;
         }
-        throw new ValidationException(ValidationException.Category.SIZE, ExportSchemaWriter.join(path, "buffers[0]"),
+        throw new ValidationException(ValidationException.Category.SIZE, path.join("buffers[0]"),
                 "expected at least " + need + " bytes but found " + (b == null ? 0 : b.capacity()));
     }
 
     /** A buffer that must hold {@code need} bytes; an empty one points at static zeros rather than NULL. */
-    private static long required(Plan p, ArrowBuf b, long need, String path, int index) {
+    private static long required(Plan p, ArrowBuf b, long need, Path path, int index) {
         long have = b == null ? 0 : b.capacity();
         if (have < need) {
             throw new ValidationException(ValidationException.Category.SIZE,
-                    ExportSchemaWriter.join(path, "buffers[" + index + "]"),
+                    path.join("buffers[" + index + "]"),
                     "expected at least " + need + " bytes but found " + have);
         }
         if (have == 0 || b.memoryAddress() == 0) {
@@ -386,8 +411,8 @@ final class ExportArrayWriter {
     }
 
     /** Exports the offsets buffer (buffers[1]) and returns its last offset, checked against the first. */
-    private static long offsets(Plan p, ArrowBuf b, int width, long len, String path) {
-        String at = ExportSchemaWriter.join(path, "buffers[1]");
+    private static long offsets(Plan p, ArrowBuf b, int width, long len, Path path) {
+        String at = path.join("buffers[1]");
         long need = Math.multiplyExact((long) width, len + 1);
         long have = b == null ? 0 : b.capacity();
         if (len == 0 && have < width) {
@@ -404,17 +429,17 @@ final class ExportArrayWriter {
         return last;
     }
 
-    private static void checkChildCount(List<FieldVector> children, int expected, FieldVector v, String path) {
+    private static void checkChildCount(List<FieldVector> children, int expected, FieldVector v, Path path) {
         if (children.size() != expected) {
-            throw new ValidationException(ValidationException.Category.STRUCTURE, path,
+            throw new ValidationException(ValidationException.Category.STRUCTURE, path.toString(),
                     "expected " + expected + " children but found " + children.size() + " in " + v.getClass().getSimpleName());
         }
     }
 
-    private static void checkChildLength(FieldVector child, long need, String path, int index) {
+    private static void checkChildLength(FieldVector child, long need, Path path, int index) {
         if (child.getValueCount() < need) {
             throw new ValidationException(ValidationException.Category.LENGTH,
-                    ExportSchemaWriter.join(path, "children[" + index + "]"),
+                    path.join("children[" + index + "]"),
                     "expected at least " + need + " values but found " + child.getValueCount());
         }
     }
