@@ -1,0 +1,127 @@
+package org.devicebridge.fuzz;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandles;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
+import org.devicebridge.internal.Native;
+
+/**
+ * Shared plumbing of the structure-aware fuzz targets: counting release/deleter upcalls, and the
+ * per-input arena whose allocations are recorded so that the oracle can check that every segment the
+ * importer hands out lies inside memory the generator owns.
+ *
+ * <p>Memory-safety contract of the generators (why a bad input can never make the JVM read memory it
+ * does not own unless the importer is wrong): every pointer is NULL or points into the input's arena at
+ * an object of the right kind (struct pointers at structs of the same kind, pointer arrays at 8-slot
+ * pointer arrays, strings at NUL-terminated strings); every data buffer has {@link #BUFFER_CAPACITY}
+ * bytes (the arena is not padded: each buffer is allocated at least as large as anything can claim), and
+ * every length, offset and count the metadata can claim (mutations included) is bounded so that any buffer
+ * size derived from it stays below that capacity, or is negative. Buffer contents follow a "small
+ * lattice": in every 8-byte word byte 0 is free, byte 1 is below 0x40 and the rest are 0, so read as a
+ * little-endian int32 or int64 at a 4-byte aligned position any buffer yields a value below 16,384
+ * (semantic offsets are at most 4,096), and even a buffer reinterpreted under a mutated format cannot
+ * claim bytes beyond its capacity. The one exception, int32 offsets (list views, dense unions) read as
+ * int64 offsets, is excluded by construction (see {@link ArrowFuzz}). Metadata blobs: only the pair count
+ * and negative lengths are mutated (a positive length change would shift the parse into key bytes). What
+ * remains - a too-small buffer - is the one inconsistency the C interfaces give an importer no way to
+ * detect, so it is never generated.
+ */
+final class Fuzz {
+    private Fuzz() {}
+
+    /** Bytes of every data buffer: the largest claim is 128 elements of 96 bytes, or offsets up to 16,383, plus a 64-byte shift. */
+    static final long BUFFER_CAPACITY = 16_384 + 128;
+
+    static final AtomicLong ROOT_RELEASES = new AtomicLong();
+    static final AtomicLong SCHEMA_RELEASES = new AtomicLong();
+    static final AtomicLong CHILD_RELEASES = new AtomicLong();
+    static final AtomicLong DELETES = new AtomicLong();
+
+    private static final FunctionDescriptor VOID_PTR = FunctionDescriptor.ofVoid(ValueLayout.ADDRESS);
+    /** Release of a root ArrowArray / ArrowDeviceArray: counts and marks the struct released. */
+    static final MemorySegment ARRAY_RELEASE = Native.upcallStub(MethodHandles.lookup(), Fuzz.class, "releaseArray", VOID_PTR);
+    /** Release of a root ArrowSchema. */
+    static final MemorySegment SCHEMA_RELEASE = Native.upcallStub(MethodHandles.lookup(), Fuzz.class, "releaseSchema", VOID_PTR);
+    /** Release of a child struct: a consumer must never call it (the root's release owns children). */
+    static final MemorySegment CHILD_RELEASE = Native.upcallStub(MethodHandles.lookup(), Fuzz.class, "releaseChild", VOID_PTR);
+    /** DLPack deleter. */
+    static final MemorySegment DELETER = Native.upcallStub(MethodHandles.lookup(), Fuzz.class, "delete", VOID_PTR);
+
+    // release offset is 64 in ArrowSchema and ArrowArray (and ArrowDeviceArray: the array is first).
+    private static void releaseArray(MemorySegment s) {
+        ROOT_RELEASES.incrementAndGet();
+        s.reinterpret(80).set(ValueLayout.ADDRESS, 64, MemorySegment.NULL);
+    }
+
+    private static void releaseSchema(MemorySegment s) {
+        SCHEMA_RELEASES.incrementAndGet();
+        s.reinterpret(72).set(ValueLayout.ADDRESS, 56, MemorySegment.NULL);
+    }
+
+    private static void releaseChild(MemorySegment s) {
+        CHILD_RELEASES.incrementAndGet();
+    }
+
+    private static void delete(MemorySegment self) {
+        DELETES.incrementAndGet();
+    }
+
+    static void resetCounters() {
+        ROOT_RELEASES.set(0);
+        SCHEMA_RELEASES.set(0);
+        CHILD_RELEASES.set(0);
+        DELETES.set(0);
+    }
+
+    /** One input's memory: a confined arena plus the ranges of its data buffers. */
+    static final class Mem implements AutoCloseable {
+        final Arena arena = Arena.ofConfined();
+        final SplittableRandom r;
+        private final TreeMap<Long, Long> buffers = new TreeMap<>();
+
+        Mem(SplittableRandom r) {
+            this.r = r;
+        }
+
+        MemorySegment struct(long size) {
+            return arena.allocate(size, 16);
+        }
+
+        /** A data buffer of BUFFER_CAPACITY bytes whose first {@code fill} bytes follow the small lattice. */
+        MemorySegment buffer(long fill) {
+            MemorySegment b = arena.allocate(BUFFER_CAPACITY, 64);
+            buffers.put(b.address(), b.address() + BUFFER_CAPACITY);
+            long n = Math.min(fill, BUFFER_CAPACITY);
+            for (long p = 0; p + 1 < n; p += 8) {
+                b.set(ValueLayout.JAVA_BYTE, p, (byte) r.nextInt(256));
+                b.set(ValueLayout.JAVA_BYTE, p + 1, (byte) r.nextInt(0x40));
+            }
+            return b;
+        }
+
+        /** A NUL-terminated string with 64 bytes of room. */
+        MemorySegment string(String s) {
+            byte[] bytes = s.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
+            MemorySegment m = arena.allocate(Math.max(64, bytes.length + 1));
+            MemorySegment.copy(bytes, 0, m, ValueLayout.JAVA_BYTE, 0, bytes.length);
+            return m;
+        }
+
+        /** {@code true} if [address, address + size) lies inside one data buffer. */
+        boolean insideBuffer(long address, long size) {
+            Map.Entry<Long, Long> e = buffers.floorEntry(address);
+            return e != null && size >= 0 && address + size <= e.getValue();
+        }
+
+        @Override
+        public void close() {
+            arena.close();
+        }
+    }
+}
