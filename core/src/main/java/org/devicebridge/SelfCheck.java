@@ -32,11 +32,7 @@ public final class SelfCheck {
     private void run() {
         out.println("devicebridge self-check");
         line("JDK", Runtime.version() + " (" + System.getProperty("java.vendor") + ", " + System.getProperty("java.home") + ")");
-        Module module = SelfCheck.class.getModule();
-        line("native access", module.isNativeAccessEnabled()
-                ? "enabled for " + (module.isNamed() ? module.getName() : "the class path")
-                : "NOT enabled: add --enable-native-access="
-                        + (module.isNamed() ? module.getName() + ",org.devicebridge.generated" : "ALL-UNNAMED"));
+        line("native access", nativeAccess());
         section("CUDA", this::cuda);
         for (SelfCheckSection s : sections()) {
             out.println(s.name());
@@ -92,6 +88,22 @@ public final class SelfCheck {
             SelfCheck.this.line(name, (passed ? "PASS " : "FAIL ") + detail);
         }
     };
+
+    /** Whether both of the library's modules may call native code, and the exact flag if not. */
+    static String nativeAccess() {
+        Module core = SelfCheck.class.getModule();
+        Module generated = org.devicebridge.generated.cuda.cuda_driver_h.class.getModule();
+        if (!core.isNamed()) {
+            return core.isNativeAccessEnabled() ? "enabled for the class path"
+                    : "NOT enabled: add --enable-native-access=ALL-UNNAMED";
+        }
+        if (core.isNativeAccessEnabled() && generated.isNativeAccessEnabled()) {
+            return "enabled for " + core.getName() + " and " + generated.getName();
+        }
+        return "NOT enabled for " + (core.isNativeAccessEnabled() ? "" : core.getName() + " ")
+                + (generated.isNativeAccessEnabled() ? "" : generated.getName() + " ")
+                + "(bindings then fail to initialise): add --enable-native-access=" + core.getName() + "," + generated.getName();
+    }
 
     private void cuda() {
         if (!Cuda.isAvailable()) {
