@@ -4,7 +4,9 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import org.devicebridge.cuda.Cuda;
+import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaException;
+import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 
@@ -27,37 +29,17 @@ public final class DLPackCuda {
     /**
      * Orders {@code consumerStream} after everything submitted so far to {@code producerStream} on device
      * {@code deviceId}. Stream handles are {@code CUstream} values (0x1 and 0x2 are the legacy and per-thread
-     * default streams). The event is created with timing disabled and destroyed at once (the driver keeps it
-     * until the wait is satisfied).
+     * default streams). The event comes from the device's pool (timing disabled) and goes back at once: a
+     * wait already enqueued is not affected by the event's later reuse, so no event is created or destroyed
+     * on this per-tensor path.
      */
     public static void makeReady(int deviceId, MemorySegment producerStream, MemorySegment consumerStream) {
         require();
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment previous = a.allocate(ValueLayout.ADDRESS);
-            check("cuCtxGetCurrent", cuda_driver_h.cuCtxGetCurrent(previous));
-            MemorySegment dev = a.allocate(ValueLayout.JAVA_INT);
-            check("cuDeviceGet", cuda_driver_h.cuDeviceGet(dev, deviceId));
-            int device = dev.get(ValueLayout.JAVA_INT, 0);
-            MemorySegment ctx = a.allocate(ValueLayout.ADDRESS);
-            check("cuDevicePrimaryCtxRetain", cuda_driver_h.cuDevicePrimaryCtxRetain(ctx, device));
-            try {
-                check("cuCtxSetCurrent", cuda_driver_h.cuCtxSetCurrent(ctx.get(ValueLayout.ADDRESS, 0)));
-                try {
-                    MemorySegment ev = a.allocate(ValueLayout.ADDRESS);
-                    check("cuEventCreate", cuda_driver_h.cuEventCreate(ev, cuda_driver_h.CU_EVENT_DISABLE_TIMING()));
-                    MemorySegment event = ev.get(ValueLayout.ADDRESS, 0);
-                    try {
-                        check("cuEventRecord", cuda_driver_h.cuEventRecord(event, producerStream));
-                        check("cuStreamWaitEvent", cuda_driver_h.cuStreamWaitEvent(consumerStream, event, 0));
-                    } finally {
-                        cuda_driver_h.cuEventDestroy_v2(event);
-                    }
-                } finally {
-                    cuda_driver_h.cuCtxSetCurrent(previous.get(ValueLayout.ADDRESS, 0));
-                }
-            } finally {
-                cuda_driver_h.cuDevicePrimaryCtxRelease_v2(device);
-            }
+        try (CudaStream producer = CudaStream.borrow(deviceId, producerStream.address());
+             CudaStream consumer = CudaStream.borrow(deviceId, consumerStream.address());
+             CudaEvent event = CudaEvent.acquire(deviceId)) {
+            event.record(producer);
+            consumer.waitEvent(event);
         }
     }
 
