@@ -291,10 +291,16 @@ public final class HostDeviceTransfer implements AutoCloseable {
     static final class Stager {
         private final MemorySegment[] halves;
         private final boolean[] used = new boolean[2];
+        private final StagingCopy copies; // the host copies of one chunk, split over threads when large
         private int next;
 
         Stager(MemorySegment first, MemorySegment second) {
+            this(first, second, new StagingCopy());
+        }
+
+        Stager(MemorySegment first, MemorySegment second, StagingCopy copies) {
             this.halves = new MemorySegment[] {first, second};
+            this.copies = copies;
         }
 
         long chunkBytes() {
@@ -303,6 +309,7 @@ public final class HostDeviceTransfer implements AutoCloseable {
 
         /** Packs {@code src} at {@code offsets} into {@code [base, base + total)} on the device, chunk by chunk. */
         void upload(MemorySegment[] src, long[] offsets, long[] sizes, long total, long base, Ops ops) {
+            copies.clear();
             long chunk = chunkBytes();
             int first = 0; // first buffer that may overlap the current chunk
             for (long pos = 0; pos < total; pos += chunk) {
@@ -317,16 +324,13 @@ public final class HostDeviceTransfer implements AutoCloseable {
                     long from = Math.max(pos, offsets[i]);
                     long to = Math.min(pos + len, offsets[i] + sizes[i]);
                     if (to > from) {
-                        if (from > cursor) {
-                            half.asSlice(cursor - pos, from - cursor).fill((byte) 0);
-                        }
-                        MemorySegment.copy(src[i], from - offsets[i], half, from - pos, to - from);
+                        copies.zero(half, cursor - pos, from - cursor);
+                        copies.copy(src[i], from - offsets[i], half, from - pos, to - from);
                         cursor = to;
                     }
                 }
-                if (cursor < pos + len) {
-                    half.asSlice(cursor - pos, pos + len - cursor).fill((byte) 0);
-                }
+                copies.zero(half, cursor - pos, pos + len - cursor);
+                copies.run(); // every slice finished (or failed and threw) before the half goes to the device
                 ops.toDevice(base + pos, half.asSlice(0, len), len);
                 release(ops);
             }
@@ -339,6 +343,7 @@ public final class HostDeviceTransfer implements AutoCloseable {
          * call. While one half's copies run, the other half is filled.
          */
         void download(long base, long[] offsets, MemorySegment[] dst, long[] sizes, Ops ops) {
+            copies.clear();
             long chunk = chunkBytes();
             List<long[]> pending = new ArrayList<>(); // parts {range, offsetInRange, length, stagingOffset}
             int pendingHalf = -1;
@@ -412,8 +417,9 @@ public final class HostDeviceTransfer implements AutoCloseable {
             ops.await(h);
             MemorySegment half = halves[h];
             for (long[] p : parts) {
-                MemorySegment.copy(half, p[3], dst[(int) p[0]], p[1], p[2]);
+                copies.copy(half, p[3], dst[(int) p[0]], p[1], p[2]);
             }
+            copies.run();
         }
 
         /** The next half, once the copies last queued from or into it finished. */
