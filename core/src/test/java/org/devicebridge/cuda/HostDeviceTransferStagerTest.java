@@ -103,25 +103,26 @@ class HostDeviceTransferStagerTest {
     @ValueSource(ints = {64, 192, 1024, 1 << 16})
     void packedUploadAndDownloadRoundTripEveryByteThroughReusedHalves(int half) {
         try (Arena arena = Arena.ofConfined()) { // confined buffers: every copy on the caller's thread
-            roundTrip(half, arena, new StagingCopy());
+            roundTrip(half, arena, new StagingCopy(), Long.MAX_VALUE);
         }
     }
 
     @ParameterizedTest(name = "half of {0} bytes")
     @ValueSource(ints = {64, 192, 1024, 1 << 16})
     void packedUploadAndDownloadRoundTripWithStagingCopiesSplitOverThreads(int half) {
-        // thresholds far below the real ones so that small, odd-sized chunks are split into many slices
+        // thresholds far below the real ones so that small, odd-sized chunks are split into many slices, and
+        // chunks are sent in pieces of 100 bytes (not a multiple of anything)
         try (Arena arena = Arena.ofShared()) {
-            roundTrip(half, arena, new StagingCopy(1, 7, 4));
+            roundTrip(half, arena, new StagingCopy(1, 7, 4), 100);
         }
     }
 
-    private static void roundTrip(int half, Arena arena, StagingCopy copies) {
+    private static void roundTrip(int half, Arena arena, StagingCopy copies, long piece) {
         Random r = new Random(half);
         {
             MemorySegment staging = arena.allocate(2L * half, 64);
             HostDeviceTransfer.Stager stager = new HostDeviceTransfer.Stager(staging.asSlice(0, half),
-                    staging.asSlice(half, half), copies);
+                    staging.asSlice(half, half), copies, piece);
             FakeStream stream = new FakeStream(); // the stager's halves and their marks persist across batches
             for (int batch = 0; batch < 30; batch++) {
                 int n = r.nextInt(12);
@@ -147,7 +148,9 @@ class HostDeviceTransferStagerTest {
                 device.fill((byte) 0x5A); // padding must come out zero, not this
                 stream.on(device);
                 stager.upload(src, offsets, sizes, total, BASE, stream);
-                assertEquals((total + half - 1) / half, stream.toDevice, "one copy per chunk");
+                long step = Math.min(piece, half);
+                long pieces = total / half * ((half + step - 1) / step) + (total % half + step - 1) / step;
+                assertEquals(pieces, stream.toDevice, "one copy per piece of each chunk");
                 stream.finish();
                 long cursor = 0;
                 for (int i = 0; i < n; i++) {
@@ -182,7 +185,7 @@ class HostDeviceTransferStagerTest {
     @ValueSource(ints = {64, 320, 4096})
     void downloadOfArbitraryRangesFillsEachDestination(int half) {
         try (Arena arena = Arena.ofConfined()) {
-            arbitraryRanges(half, arena, new StagingCopy());
+            arbitraryRanges(half, arena, new StagingCopy(), Long.MAX_VALUE);
         }
     }
 
@@ -190,16 +193,16 @@ class HostDeviceTransferStagerTest {
     @ValueSource(ints = {64, 320, 4096})
     void downloadOfArbitraryRangesWithStagingCopiesSplitOverThreads(int half) {
         try (Arena arena = Arena.ofShared()) {
-            arbitraryRanges(half, arena, new StagingCopy(1, 5, 3));
+            arbitraryRanges(half, arena, new StagingCopy(1, 5, 3), 100);
         }
     }
 
-    private static void arbitraryRanges(int half, Arena arena, StagingCopy copies) {
+    private static void arbitraryRanges(int half, Arena arena, StagingCopy copies, long piece) {
         Random r = new Random(7L * half);
         {
             MemorySegment staging = arena.allocate(2L * half, 64);
             HostDeviceTransfer.Stager stager = new HostDeviceTransfer.Stager(staging.asSlice(0, half),
-                    staging.asSlice(half, half), copies);
+                    staging.asSlice(half, half), copies, piece);
             MemorySegment device = random(arena, r, 20_000);
             FakeStream stream = new FakeStream().on(device);
             for (int batch = 0; batch < 40; batch++) {
@@ -226,13 +229,13 @@ class HostDeviceTransferStagerTest {
     }
 
     @Test
-    void aFailedStagingCopyThrowsALibraryExceptionSendsNothingAndLeavesTheHalvesUsable() {
+    void aFailedStagingCopyThrowsALibraryExceptionRecordsWhatWasSentAndLeavesTheHalvesUsable() {
         int half = 4096;
         Random r = new Random(11);
         try (Arena arena = Arena.ofShared()) {
             MemorySegment staging = arena.allocate(2L * half, 64);
             HostDeviceTransfer.Stager stager = new HostDeviceTransfer.Stager(staging.asSlice(0, half),
-                    staging.asSlice(half, half), new StagingCopy(1, 64, 4));
+                    staging.asSlice(half, half), new StagingCopy(1, 64, 4), 1000);
             MemorySegment good = random(arena, r, 3000);
             Arena gone = Arena.ofShared();
             MemorySegment dead = gone.allocate(3000);
@@ -246,7 +249,9 @@ class HostDeviceTransferStagerTest {
             DeviceBridgeException up = assertThrows(DeviceBridgeException.class, () -> stager.upload(
                     new MemorySegment[] {good, dead}, java.util.Arrays.copyOf(placed, 2), sizes, placed[2], BASE, stream));
             assertInstanceOf(IllegalStateException.class, up.getCause());
-            assertEquals(0, stream.toDevice, "a half that failed to fill is not sent");
+            // the pieces before the closed buffer went (and the half was recorded: the next batch waits for them)
+            assertEquals(3, stream.toDevice, "pieces of 1000 bytes up to the closed buffer at 3008");
+            assertEquals(3, stream.mark[0], "the queued pieces are recorded: the half is not refilled before they ran");
 
             // download into a closed destination: the copy into staging was queued, the unpack fails
             DeviceBridgeException down = assertThrows(DeviceBridgeException.class, () -> stager.download(BASE,
@@ -261,7 +266,7 @@ class HostDeviceTransferStagerTest {
             MemorySegment back = arena.allocate(3000);
             stager.download(BASE, new long[] {0}, new MemorySegment[] {back}, new long[] {3000}, stream);
             assertArrayEquals(good.toArray(ValueLayout.JAVA_BYTE), back.toArray(ValueLayout.JAVA_BYTE));
-            assertEquals(1, stream.toDevice);
+            assertEquals(3, stream.toDevice, "3000 bytes in pieces of 1000");
             assertEquals(1, stream.toHost);
             stream.finish();
         }
