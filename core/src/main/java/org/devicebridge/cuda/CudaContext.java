@@ -20,7 +20,19 @@ final class CudaContext {
     private static final ThreadLocal<MemorySegment> CURRENT_SLOT =
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(ADDRESS));
 
+    /**
+     * One 8-byte slot per thread for a driver call's out-parameter, so hot paths need no arena. Read it
+     * right after the call that fills it: any later driver call on this thread through this class may reuse it.
+     */
+    private static final ThreadLocal<MemorySegment> OUT_SLOT =
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(8, 8));
+
     private CudaContext() {}
+
+    /** This thread's out-parameter slot (8 bytes, 8-byte aligned); see {@link #OUT_SLOT}. */
+    static MemorySegment outSlot() {
+        return OUT_SLOT.get();
+    }
 
     /** Initialised on first use, after the driver loaded. */
     private static final class Devices {

@@ -56,7 +56,8 @@ public final class CudaEvent extends NativeHandle {
     }
 
     private static String describe(String what, MemorySegment e, int device) {
-        return String.format(Locale.ROOT, "%s 0x%x on device %d", what, e.address(), device);
+        // concatenation, not String.format: an event handle is made per acquire, on the hot path
+        return what + " 0x" + Long.toHexString(e.address()) + " on device " + device;
     }
 
     /** The device ordinal. */

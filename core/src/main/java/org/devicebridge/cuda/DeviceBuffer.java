@@ -31,7 +31,12 @@ public final class DeviceBuffer extends NativeHandle {
     private final Allocation allocation;
 
     /** How an allocation is given back. */
-    enum Kind { MEM_ALLOC, POOL, WRAPPED, IPC, EMPTY }
+    enum Kind {
+        MEM_ALLOC, POOL, WRAPPED, IPC, EMPTY;
+
+        /** For descriptions, computed once. */
+        final String label = name().toLowerCase(Locale.ROOT);
+    }
 
     /** The memory shared by every handle of one allocation; never refers to a handle. */
     static final class Allocation {
@@ -53,9 +58,9 @@ public final class DeviceBuffer extends NativeHandle {
     private static volatile AtomicReferenceArray<MemorySegment> defaultPools;
 
     private DeviceBuffer(Allocation allocation) {
-        super(String.format(Locale.ROOT, "CUDA device buffer (%s, 0x%x, %d bytes, device %d)",
-                allocation.kind.name().toLowerCase(Locale.ROOT), allocation.address, allocation.bytes,
-                allocation.device), allocation.refs::release);
+        // concatenation, not String.format: a handle is made per allocation on the hot path (the same text)
+        super("CUDA device buffer (" + allocation.kind.label + ", 0x" + Long.toHexString(allocation.address) + ", "
+                + allocation.bytes + " bytes, device " + allocation.device + ")", allocation.refs::release);
         this.allocation = allocation;
     }
 
@@ -116,8 +121,8 @@ public final class DeviceBuffer extends NativeHandle {
         MemorySegment pool = defaultPool(device);
         CudaStream.Ref streamRef = stream.retainRef();
         long address;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(JAVA_LONG);
+        try {
+            MemorySegment out = CudaContext.outSlot(); // no arena per allocation
             CudaDriver.check("cuMemAllocFromPoolAsync",
                     cuda_driver_h.cuMemAllocFromPoolAsync(out, bytes, pool, streamRef.raw));
             address = out.get(JAVA_LONG, 0);

@@ -20,8 +20,14 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * staging memory is split in two halves used in turn, each guarded by its own event, so that packing
  * the next chunk (or batch) overlaps the copy of the previous one; the host waits only before reusing a
  * half. A batch that fits in one half costs one {@code cuMemAllocFromPoolAsync} from the device's
- * memory pool, one copy and one event record, and no {@code cuMemAlloc}, {@code cuMemHostAlloc} or event
- * creation: the staging memory and the two events are made once, in {@link #create}.
+ * memory pool, one event record, one copy per 4 MiB piece on upload (a piece's copy to the device runs while
+ * the next piece is packed) and one copy on download, and no {@code cuMemAlloc}, {@code cuMemHostAlloc},
+ * event or thread creation: the staging memory and the two events are made once, in {@link #create}.
+ *
+ * <p>The host copies between the caller's buffers and staging memory of a chunk of 4 MiB or more are split
+ * over a small shared pool of daemon threads (at most 8, the caller included), because one thread copies
+ * pageable memory far slower than the link moves it. Buffers confined to the calling thread (a confined
+ * {@link Arena}'s segments) are always copied by the calling thread.
  *
  * <p>One transfer object serves one device and one batch at a time (its methods are
  * {@code synchronized}); it owns its staging memory and events and frees them on {@link #close()}.
@@ -289,46 +295,73 @@ public final class HostDeviceTransfer implements AutoCloseable {
      * turn; a half is written only after the copies last queued from or into it finished.
      */
     static final class Stager {
+        /** Upload piece: large enough that a copy call's cost is small, small enough to start the DMA early. */
+        static final long DEFAULT_UPLOAD_PIECE = 4L << 20;
+
         private final MemorySegment[] halves;
         private final boolean[] used = new boolean[2];
+        private final StagingCopy copies; // the host copies of one chunk, split over threads when large
+        private final long pieceBytes;
         private int next;
 
         Stager(MemorySegment first, MemorySegment second) {
+            this(first, second, new StagingCopy(), DEFAULT_UPLOAD_PIECE);
+        }
+
+        Stager(MemorySegment first, MemorySegment second, StagingCopy copies, long pieceBytes) {
+            if (pieceBytes < 1) {
+                throw new IllegalArgumentException("pieceBytes must be positive");
+            }
             this.halves = new MemorySegment[] {first, second};
+            this.copies = copies;
+            this.pieceBytes = pieceBytes;
         }
 
         long chunkBytes() {
             return halves[0].byteSize();
         }
 
-        /** Packs {@code src} at {@code offsets} into {@code [base, base + total)} on the device, chunk by chunk. */
+        /**
+         * Packs {@code src} at {@code offsets} into {@code [base, base + total)} on the device, chunk by chunk.
+         * A chunk is packed and sent in pieces of at most {@code pieceBytes}, so that its first piece's copy to
+         * the device runs while the next piece is packed; a half is recorded once, after its last piece.
+         */
         void upload(MemorySegment[] src, long[] offsets, long[] sizes, long total, long base, Ops ops) {
+            copies.clear();
             long chunk = chunkBytes();
-            int first = 0; // first buffer that may overlap the current chunk
+            long piece = Math.min(pieceBytes, chunk);
+            int first = 0; // first buffer that may overlap the current piece
             for (long pos = 0; pos < total; pos += chunk) {
                 long len = Math.min(chunk, total - pos);
                 MemorySegment half = acquire(ops);
-                // pack the bytes of [pos, pos + len): the buffers, and zeros in the padding between them
-                while (first < src.length && offsets[first] + sizes[first] <= pos) {
-                    first++;
-                }
-                long cursor = pos;
-                for (int i = first; i < src.length && offsets[i] < pos + len; i++) {
-                    long from = Math.max(pos, offsets[i]);
-                    long to = Math.min(pos + len, offsets[i] + sizes[i]);
-                    if (to > from) {
-                        if (from > cursor) {
-                            half.asSlice(cursor - pos, from - cursor).fill((byte) 0);
+                boolean sent = false; // a copy from this half is queued: it must be recorded, even on failure
+                try {
+                    for (long at = pos; at < pos + len; at += piece) {
+                        long end = Math.min(pos + len, at + piece);
+                        // pack the bytes of [at, end): the buffers, and zeros in the padding between them
+                        while (first < src.length && offsets[first] + sizes[first] <= at) {
+                            first++;
                         }
-                        MemorySegment.copy(src[i], from - offsets[i], half, from - pos, to - from);
-                        cursor = to;
+                        long cursor = at;
+                        for (int i = first; i < src.length && offsets[i] < end; i++) {
+                            long from = Math.max(at, offsets[i]);
+                            long to = Math.min(end, offsets[i] + sizes[i]);
+                            if (to > from) {
+                                copies.zero(half, cursor - pos, from - cursor);
+                                copies.copy(src[i], from - offsets[i], half, from - pos, to - from);
+                                cursor = to;
+                            }
+                        }
+                        copies.zero(half, cursor - pos, end - cursor);
+                        copies.run(); // every slice finished (or failed and threw) before the piece is sent
+                        ops.toDevice(base + at, half.asSlice(at - pos, end - at), end - at);
+                        sent = true;
+                    }
+                } finally {
+                    if (sent) {
+                        release(ops);
                     }
                 }
-                if (cursor < pos + len) {
-                    half.asSlice(cursor - pos, pos + len - cursor).fill((byte) 0);
-                }
-                ops.toDevice(base + pos, half.asSlice(0, len), len);
-                release(ops);
             }
         }
 
@@ -339,6 +372,7 @@ public final class HostDeviceTransfer implements AutoCloseable {
          * call. While one half's copies run, the other half is filled.
          */
         void download(long base, long[] offsets, MemorySegment[] dst, long[] sizes, Ops ops) {
+            copies.clear();
             long chunk = chunkBytes();
             List<long[]> pending = new ArrayList<>(); // parts {range, offsetInRange, length, stagingOffset}
             int pendingHalf = -1;
@@ -412,8 +446,9 @@ public final class HostDeviceTransfer implements AutoCloseable {
             ops.await(h);
             MemorySegment half = halves[h];
             for (long[] p : parts) {
-                MemorySegment.copy(half, p[3], dst[(int) p[0]], p[1], p[2]);
+                copies.copy(half, p[3], dst[(int) p[0]], p[1], p[2]);
             }
+            copies.run();
         }
 
         /** The next half, once the copies last queued from or into it finished. */

@@ -2,6 +2,8 @@ package org.devicebridge.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
@@ -10,6 +12,8 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import org.devicebridge.DeviceBridgeException;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -98,11 +102,27 @@ class HostDeviceTransferStagerTest {
     @ParameterizedTest(name = "half of {0} bytes")
     @ValueSource(ints = {64, 192, 1024, 1 << 16})
     void packedUploadAndDownloadRoundTripEveryByteThroughReusedHalves(int half) {
+        try (Arena arena = Arena.ofConfined()) { // confined buffers: every copy on the caller's thread
+            roundTrip(half, arena, new StagingCopy(), Long.MAX_VALUE);
+        }
+    }
+
+    @ParameterizedTest(name = "half of {0} bytes")
+    @ValueSource(ints = {64, 192, 1024, 1 << 16})
+    void packedUploadAndDownloadRoundTripWithStagingCopiesSplitOverThreads(int half) {
+        // thresholds far below the real ones so that small, odd-sized chunks are split into many slices, and
+        // chunks are sent in pieces of 100 bytes (not a multiple of anything)
+        try (Arena arena = Arena.ofShared()) {
+            roundTrip(half, arena, new StagingCopy(1, 7, 4), 100);
+        }
+    }
+
+    private static void roundTrip(int half, Arena arena, StagingCopy copies, long piece) {
         Random r = new Random(half);
-        try (Arena arena = Arena.ofConfined()) {
+        {
             MemorySegment staging = arena.allocate(2L * half, 64);
             HostDeviceTransfer.Stager stager = new HostDeviceTransfer.Stager(staging.asSlice(0, half),
-                    staging.asSlice(half, half));
+                    staging.asSlice(half, half), copies, piece);
             FakeStream stream = new FakeStream(); // the stager's halves and their marks persist across batches
             for (int batch = 0; batch < 30; batch++) {
                 int n = r.nextInt(12);
@@ -128,7 +148,9 @@ class HostDeviceTransferStagerTest {
                 device.fill((byte) 0x5A); // padding must come out zero, not this
                 stream.on(device);
                 stager.upload(src, offsets, sizes, total, BASE, stream);
-                assertEquals((total + half - 1) / half, stream.toDevice, "one copy per chunk");
+                long step = Math.min(piece, half);
+                long pieces = total / half * ((half + step - 1) / step) + (total % half + step - 1) / step;
+                assertEquals(pieces, stream.toDevice, "one copy per piece of each chunk");
                 stream.finish();
                 long cursor = 0;
                 for (int i = 0; i < n; i++) {
@@ -162,11 +184,25 @@ class HostDeviceTransferStagerTest {
     @ParameterizedTest(name = "half of {0} bytes")
     @ValueSource(ints = {64, 320, 4096})
     void downloadOfArbitraryRangesFillsEachDestination(int half) {
-        Random r = new Random(7L * half);
         try (Arena arena = Arena.ofConfined()) {
+            arbitraryRanges(half, arena, new StagingCopy(), Long.MAX_VALUE);
+        }
+    }
+
+    @ParameterizedTest(name = "half of {0} bytes")
+    @ValueSource(ints = {64, 320, 4096})
+    void downloadOfArbitraryRangesWithStagingCopiesSplitOverThreads(int half) {
+        try (Arena arena = Arena.ofShared()) {
+            arbitraryRanges(half, arena, new StagingCopy(1, 5, 3), 100);
+        }
+    }
+
+    private static void arbitraryRanges(int half, Arena arena, StagingCopy copies, long piece) {
+        Random r = new Random(7L * half);
+        {
             MemorySegment staging = arena.allocate(2L * half, 64);
             HostDeviceTransfer.Stager stager = new HostDeviceTransfer.Stager(staging.asSlice(0, half),
-                    staging.asSlice(half, half));
+                    staging.asSlice(half, half), copies, piece);
             MemorySegment device = random(arena, r, 20_000);
             FakeStream stream = new FakeStream().on(device);
             for (int batch = 0; batch < 40; batch++) {
@@ -189,6 +225,50 @@ class HostDeviceTransferStagerTest {
                 }
                 stream.finish();
             }
+        }
+    }
+
+    @Test
+    void aFailedStagingCopyThrowsALibraryExceptionRecordsWhatWasSentAndLeavesTheHalvesUsable() {
+        int half = 4096;
+        Random r = new Random(11);
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment staging = arena.allocate(2L * half, 64);
+            HostDeviceTransfer.Stager stager = new HostDeviceTransfer.Stager(staging.asSlice(0, half),
+                    staging.asSlice(half, half), new StagingCopy(1, 64, 4), 1000);
+            MemorySegment good = random(arena, r, 3000);
+            Arena gone = Arena.ofShared();
+            MemorySegment dead = gone.allocate(3000);
+            gone.close();
+            MemorySegment device = arena.allocate(3L * half);
+            FakeStream stream = new FakeStream().on(device);
+
+            // upload: the first chunk holds part of the closed buffer
+            long[] sizes = {3000, 3000};
+            long[] placed = HostDeviceTransfer.packedOffsets(sizes);
+            DeviceBridgeException up = assertThrows(DeviceBridgeException.class, () -> stager.upload(
+                    new MemorySegment[] {good, dead}, java.util.Arrays.copyOf(placed, 2), sizes, placed[2], BASE, stream));
+            assertInstanceOf(IllegalStateException.class, up.getCause());
+            // the pieces before the closed buffer went (and the half was recorded: the next batch waits for them)
+            assertEquals(3, stream.toDevice, "pieces of 1000 bytes up to the closed buffer at 3008");
+            assertEquals(3, stream.mark[0], "the queued pieces are recorded: the half is not refilled before they ran");
+
+            // download into a closed destination: the copy into staging was queued, the unpack fails
+            DeviceBridgeException down = assertThrows(DeviceBridgeException.class, () -> stager.download(BASE,
+                    new long[] {0}, new MemorySegment[] {dead}, new long[] {3000}, stream));
+            assertInstanceOf(IllegalStateException.class, down.getCause());
+
+            // both halves are usable again: the next batch goes through and round-trips
+            device.fill((byte) 0x5A);
+            stream.on(device);
+            stager.upload(new MemorySegment[] {good}, new long[] {0}, new long[] {3000}, 3000, BASE, stream);
+            stream.finish();
+            MemorySegment back = arena.allocate(3000);
+            stager.download(BASE, new long[] {0}, new MemorySegment[] {back}, new long[] {3000}, stream);
+            assertArrayEquals(good.toArray(ValueLayout.JAVA_BYTE), back.toArray(ValueLayout.JAVA_BYTE));
+            assertEquals(3, stream.toDevice, "3000 bytes in pieces of 1000");
+            assertEquals(1, stream.toHost);
+            stream.finish();
         }
     }
 }

@@ -75,6 +75,28 @@ class HostDeviceTransferTest {
     }
 
     @Test
+    void sharedBuffersLargerThanTheParallelThresholdRoundTripThroughTheSplitCopies() {
+        Random r = new Random(43);
+        // 32 MiB halves: the 40 MiB buffer spans both, the 9 MiB and 17 MiB ones are split over threads
+        long[] sizes = {9 << 20, 3, (17 << 20) + 1, 40 << 20, 4099};
+        try (Arena arena = Arena.ofShared(); // not thread-confined: the staging copies may use the pool
+             CudaStream stream = CudaStream.create(DEVICE, true);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 64 << 20)) {
+            List<MemorySegment> host = batch(arena, r, sizes);
+            for (int round = 0; round < 3; round++) {
+                try (HostDeviceTransfer.Upload up = transfer.upload(host, stream)) {
+                    List<MemorySegment> back = transfer.download(up.buffer(), up.offsets(), sizes, arena, stream);
+                    for (int i = 0; i < sizes.length; i++) {
+                        assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE),
+                                back.get(i).toArray(ValueLayout.JAVA_BYTE), "round " + round + ", buffer " + i);
+                    }
+                }
+            }
+            stream.synchronize();
+        }
+    }
+
+    @Test
     void steadyStateBatchesCreateNoEventAndNoAllocationBesidesThePool() {
         Random r = new Random(9);
         long[] sizes = {4096, 123, 0, 100_000, 64, 65, 8 << 10};

@@ -1,0 +1,249 @@
+package org.devicebridge.cuda;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.devicebridge.DeviceBridgeException;
+
+/**
+ * The host-side copies of one staging chunk (buffers into a staging half, or a half out to buffers), run
+ * as one list so that a large chunk can be split into byte slices copied by several threads at once: one
+ * thread's {@code memcpy} between pageable and pinned memory (about 8-10 GB/s) is far below the PCIe link,
+ * so the staging copies, not the DMA, bound a pageable transfer.
+ *
+ * <p>Small chunks, and chunks touching a segment confined to the calling thread, are copied on the caller's
+ * thread. Larger ones are cut into slices of at least {@code minSlice} bytes; the caller copies slices
+ * itself while a small shared pool of daemon threads (made once, reused by every transfer) takes the others.
+ * {@link #run()} returns only when every slice finished, so no thread writes or reads staging memory after
+ * it returns, whether it succeeded or not. A failure in any slice is thrown on the caller as a
+ * {@link DeviceBridgeException}. Not thread-safe: one instance belongs to one stager.
+ */
+final class StagingCopy {
+    /** Chunks below this many bytes are copied on the caller's thread. */
+    static final long DEFAULT_PARALLEL_THRESHOLD = 4L << 20;
+    /** No slice is smaller than this, so that a thread's hand-off costs little next to its copy. */
+    static final long DEFAULT_MIN_SLICE = 1L << 20;
+    /** Threads copying one chunk, the caller included. */
+    static final int PARALLELISM = Math.max(1, Math.min(8, Runtime.getRuntime().availableProcessors()));
+
+    /** A thread that is neither the caller nor a worker: a segment it may access is not thread-confined. */
+    private static final Thread PROBE = new Thread(() -> { }, "devicebridge-staging-probe");
+
+    private final long threshold;
+    private final long minSlice;
+    private final int parallelism;
+    private MemorySegment[] from = new MemorySegment[8]; // null: fill with zeros
+    private long[] fromOffset = new long[8];
+    private MemorySegment[] to = new MemorySegment[8];
+    private long[] toOffset = new long[8];
+    private long[] start = new long[9]; // start[i]: where piece i begins in the concatenation; start[count]: total
+    private int count;
+    private boolean confined;
+
+    StagingCopy() {
+        this(DEFAULT_PARALLEL_THRESHOLD, DEFAULT_MIN_SLICE, PARALLELISM);
+    }
+
+    StagingCopy(long threshold, long minSlice, int parallelism) {
+        if (minSlice < 1 || parallelism < 1) {
+            throw new IllegalArgumentException("minSlice and parallelism must be positive");
+        }
+        this.threshold = threshold;
+        this.minSlice = minSlice;
+        this.parallelism = parallelism;
+    }
+
+    /** Forgets the pieces of the previous chunk. */
+    void clear() {
+        Arrays.fill(from, 0, count, null); // drop references to the caller's buffers
+        Arrays.fill(to, 0, count, null);
+        count = 0;
+        confined = false;
+    }
+
+    /** Adds a copy of {@code bytes} bytes from {@code src} at {@code srcOffset} to {@code dst} at {@code dstOffset}. */
+    void copy(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes) {
+        if (bytes > 0) {
+            add(src, srcOffset, dst, dstOffset, bytes);
+        }
+    }
+
+    /** Adds zeroing {@code bytes} bytes of {@code dst} at {@code dstOffset}. */
+    void zero(MemorySegment dst, long dstOffset, long bytes) {
+        if (bytes > 0) {
+            add(null, 0, dst, dstOffset, bytes);
+        }
+    }
+
+    private void add(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes) {
+        if (count == from.length) {
+            int n = count * 2;
+            from = Arrays.copyOf(from, n);
+            fromOffset = Arrays.copyOf(fromOffset, n);
+            to = Arrays.copyOf(to, n);
+            toOffset = Arrays.copyOf(toOffset, n);
+            start = Arrays.copyOf(start, n + 1);
+        }
+        from[count] = src;
+        fromOffset[count] = srcOffset;
+        to[count] = dst;
+        toOffset[count] = dstOffset;
+        start[count + 1] = Math.addExact(start[count], bytes);
+        confined |= (src != null && !src.isAccessibleBy(PROBE)) || !dst.isAccessibleBy(PROBE);
+        count++;
+    }
+
+    /** Bytes the pieces added since {@link #clear()} copy or zero. */
+    long totalBytes() {
+        return start[count];
+    }
+
+    /** How many slices {@link #run()} cuts the current pieces into (1: on the caller's thread only). */
+    int slices() {
+        long total = totalBytes();
+        if (parallelism == 1 || confined || total < threshold || total < 2 * minSlice) {
+            return 1;
+        }
+        return (int) Math.min(parallelism, total / minSlice);
+    }
+
+    /**
+     * Copies every piece added since {@link #clear()}, and clears. Returns when all bytes are copied.
+     *
+     * @throws DeviceBridgeException if a copy failed (for example a source segment's arena was closed); every
+     *     slice has stopped by then
+     */
+    void run() {
+        try {
+            int slices = slices();
+            if (slices == 1) {
+                try {
+                    copyRange(0, totalBytes());
+                } catch (RuntimeException | Error e) {
+                    throw failed(e);
+                }
+                return;
+            }
+            Job job = new Job(this, slices, totalBytes());
+            for (int i = 1; i < slices; i++) {
+                try {
+                    Pool.EXECUTOR.execute(job);
+                } catch (RejectedExecutionException e) {
+                    break; // the caller copies the slices nobody took
+                }
+            }
+            job.run(); // the caller takes slices too, so it never waits for a queued task to start
+            job.awaitUninterruptibly();
+            Throwable failure = job.failure.get();
+            if (failure != null) {
+                throw failed(failure);
+            }
+        } finally {
+            clear();
+        }
+    }
+
+    private static DeviceBridgeException failed(Throwable cause) {
+        if (cause instanceof DeviceBridgeException d) {
+            return d;
+        }
+        return new DeviceBridgeException(String.format(Locale.ROOT,
+                "host copy to or from staging memory failed: %s", cause), cause);
+    }
+
+    /** Copies bytes {@code [lo, hi)} of the concatenation of the pieces. */
+    void copyRange(long lo, long hi) {
+        int i = Arrays.binarySearch(start, 0, count + 1, lo);
+        i = i >= 0 ? i : -i - 2; // the piece that contains lo
+        for (; i < count && start[i] < hi; i++) {
+            long a = Math.max(lo, start[i]);
+            long b = Math.min(hi, start[i + 1]);
+            if (b <= a) {
+                continue;
+            }
+            long skip = a - start[i];
+            if (from[i] == null) {
+                to[i].asSlice(toOffset[i] + skip, b - a).fill((byte) 0);
+            } else {
+                MemorySegment.copy(from[i], fromOffset[i] + skip, to[i], toOffset[i] + skip, b - a);
+            }
+        }
+    }
+
+    /** One chunk's slices, claimed one at a time by whichever thread (caller or worker) comes first. */
+    private static final class Job implements Runnable {
+        private final StagingCopy copy;
+        private final int slices;
+        private final long total;
+        private final AtomicInteger next = new AtomicInteger();
+        private final CountDownLatch done;
+        final AtomicReference<Throwable> failure = new AtomicReference<>();
+
+        Job(StagingCopy copy, int slices, long total) {
+            this.copy = copy;
+            this.slices = slices;
+            this.total = total;
+            this.done = new CountDownLatch(slices);
+        }
+
+        @Override
+        public void run() {
+            int s;
+            while ((s = next.getAndIncrement()) < slices) {
+                try {
+                    if (failure.get() == null) {
+                        // slice boundaries on 64-byte multiples keep each thread's stores on its own cache lines
+                        copy.copyRange(bound(s), bound(s + 1));
+                    }
+                } catch (Throwable t) {
+                    failure.compareAndSet(null, t);
+                } finally {
+                    done.countDown();
+                }
+            }
+        }
+
+        private long bound(int s) {
+            return s == slices ? total : (total / slices * s) & -64L;
+        }
+
+        /** Waits for every slice; an interrupt is kept for the caller but does not cut the wait short. */
+        void awaitUninterruptibly() {
+            boolean interrupted = false;
+            while (true) {
+                try {
+                    done.await();
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** The workers, shared by every transfer: made on first use, daemon, never torn down. */
+    private static final class Pool {
+        static final ExecutorService EXECUTOR = create();
+
+        private static ExecutorService create() {
+            int workers = Math.max(1, PARALLELISM - 1);
+            AtomicInteger n = new AtomicInteger();
+            return new ThreadPoolExecutor(workers, workers, 0, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
+                Thread t = new Thread(r, "devicebridge-staging-copy-" + n.incrementAndGet());
+                t.setDaemon(true);
+                return t;
+            });
+        }
+    }
+}
