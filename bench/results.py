@@ -38,9 +38,9 @@ def samples(m):
 UNIT_SECONDS = {"ns/op": 1e-9, "us/op": 1e-6, "\u00b5s/op": 1e-6, "ms/op": 1e-3, "s/op": 1.0}
 
 def throughput(b, score, unit):
-    """' (X GB/s)' for a copy benchmark (class name ending in CopyBenchmark) with a 'bytes' parameter: one
-    operation moves that many bytes."""
-    size = (b.get("params") or {}).get("bytes") if b["benchmark"].rsplit(".", 2)[-2].endswith("CopyBenchmark") else None
+    """' (X GB/s)' for a copy benchmark (B6CopyBenchmark) with a 'bytes' parameter: one operation moves that
+    many bytes."""
+    size = (b.get("params") or {}).get("bytes") if b["benchmark"].rsplit(".", 2)[-2] == "B6CopyBenchmark" else None
     if not size or unit not in UNIT_SECONDS or not score:
         return ""
     return f" ({int(size) / (score * UNIT_SECONDS[unit]) / 1e9:.1f} GB/s)"

@@ -41,7 +41,8 @@ import org.openjdk.jmh.annotations.Warmup;
  *   <li>{@link #intoRoot}: the same export, import at DEFAULT, then {@code ArrowJavaImport.importVectorSchemaRoot}
  *       (no copy), then close the root (which releases the struct).</li>
  *   <li>{@link #arrowCData}: arrow-c-data's JNI-free Java implementation: export into
- *       {@code org.apache.arrow.c.ArrowArray}/{@code ArrowSchema}, import into a new root, close it. With the
+ *       {@code org.apache.arrow.c.ArrowArray}/{@code ArrowSchema} (allocated per batch: its import frees them),
+ *       import into a new root, close it. With the
  *       schema reused it exports the array alone and imports into a root kept across batches
  *       ({@code Data.importIntoVectorSchemaRoot}), the cheapest path arrow-c-data offers.</li>
  * </ul>
@@ -75,8 +76,6 @@ public class B2ExportImportBenchmark {
         MemorySegment schemaStruct;
         ImportedSchema importedSchema;
         boolean includeSchema;
-        org.apache.arrow.c.ArrowArray cArray;
-        org.apache.arrow.c.ArrowSchema cSchema;
         VectorSchemaRoot cTarget;
 
         @Setup(Level.Trial)
@@ -95,8 +94,6 @@ public class B2ExportImportBenchmark {
                 ArrowExport.exportSchema(root.getSchema(), schemaStruct);
                 importedSchema = ArrowImport.importSchema(schemaStruct);
             }
-            cArray = org.apache.arrow.c.ArrowArray.allocateNew(allocator);
-            cSchema = org.apache.arrow.c.ArrowSchema.allocateNew(allocator);
             if (!includeSchema) {
                 cTarget = VectorSchemaRoot.create(root.getSchema(), allocator);
             }
@@ -110,8 +107,6 @@ public class B2ExportImportBenchmark {
             if (cTarget != null) {
                 cTarget.close();
             }
-            cArray.close();
-            cSchema.close();
             root.close();
             arena.close();
             long leaked = allocator.getAllocatedMemory();
@@ -155,16 +150,22 @@ public class B2ExportImportBenchmark {
 
     @Benchmark
     public int arrowCData(Batch b) {
-        if (b.includeSchema) {
-            Data.exportVectorSchemaRoot(b.allocator, b.root, null, b.cArray, b.cSchema);
-            try (VectorSchemaRoot r = Data.importVectorSchemaRoot(b.allocator, b.cArray, b.cSchema, null)) {
-                return r.getRowCount();
+        // arrow-c-data's import frees the C structs it imported from (ArrowArray/ArrowSchema.close()), so they
+        // cannot be reused: new ones per batch, as its documentation does.
+        try (org.apache.arrow.c.ArrowArray cArray = org.apache.arrow.c.ArrowArray.allocateNew(b.allocator)) {
+            if (b.includeSchema) {
+                try (org.apache.arrow.c.ArrowSchema cSchema = org.apache.arrow.c.ArrowSchema.allocateNew(b.allocator)) {
+                    Data.exportVectorSchemaRoot(b.allocator, b.root, null, cArray, cSchema);
+                    try (VectorSchemaRoot r = Data.importVectorSchemaRoot(b.allocator, cArray, cSchema, null)) {
+                        return r.getRowCount();
+                    }
+                }
             }
+            Data.exportVectorSchemaRoot(b.allocator, b.root, null, cArray);
+            Data.importIntoVectorSchemaRoot(b.allocator, cArray, b.cTarget, null);
+            int n = b.cTarget.getRowCount();
+            b.cTarget.clear();
+            return n;
         }
-        Data.exportVectorSchemaRoot(b.allocator, b.root, null, b.cArray);
-        Data.importIntoVectorSchemaRoot(b.allocator, b.cArray, b.cTarget, null);
-        int n = b.cTarget.getRowCount();
-        b.cTarget.clear();
-        return n;
     }
 }

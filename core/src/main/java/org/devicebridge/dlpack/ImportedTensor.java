@@ -3,6 +3,7 @@ package org.devicebridge.dlpack;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Optional;
+import org.devicebridge.HandleClosedException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.internal.ForeignImport;
@@ -31,15 +32,46 @@ public final class ImportedTensor extends NativeHandle {
     private final boolean copied;
     private final boolean subBytePadded;
     private final MemorySegment origin; // data + byte_offset, zero length
-    private final MemorySegment segment; // null unless host-accessible
+    private final boolean hostAccessible;
+    private final long segmentAddress;
+    private final boolean segmentReadOnly;
+    private volatile MemorySegment segment; // made on the first segment() call
     private final Releaser releaser;
 
-    /** Closes the segments' arena, then calls the producer's deleter; must not refer to the handle. */
-    private record Releaser(Arena arena, ForeignImport.Kind kind, MemorySegment owned) implements ReleaseAction {
+    /**
+     * The lifetime of {@link #segment()}: a shared arena made on the first call only, because closing a
+     * shared arena costs a handshake with every thread (tens of microseconds), which a tensor whose bytes
+     * are never viewed from Java (passed on by address, or device memory) must not pay on every close.
+     */
+    private static final class SegmentScope {
+        private Arena arena;
+        private boolean closed;
+
+        synchronized MemorySegment segment(long address, long length, String description) {
+            if (closed) {
+                throw new HandleClosedException(description + " is closed");
+            }
+            if (arena == null) {
+                arena = Arena.ofShared();
+            }
+            return MemorySegment.ofAddress(address).reinterpret(length, arena, null);
+        }
+
+        synchronized void close() {
+            closed = true;
+            if (arena != null) {
+                arena.close();
+                arena = null;
+            }
+        }
+    }
+
+    /** Closes the segment's scope, then calls the producer's deleter; must not refer to the handle. */
+    private record Releaser(SegmentScope scope, ForeignImport.Kind kind, MemorySegment owned) implements ReleaseAction {
         @Override
         public void release() {
             try {
-                arena.close();
+                scope.close();
             } finally {
                 kind.release(owned);
             }
@@ -61,26 +93,20 @@ public final class ImportedTensor extends NativeHandle {
         this.subBytePadded = subBytePadded;
         long originAddress = data.address() + byteOffset;
         this.origin = MemorySegment.ofAddress(originAddress);
-        if (device.type().isHostAccessible()) {
-            MemorySegment s = geometry.extent == 0 ? MemorySegment.ofAddress(originAddress)
-                    : MemorySegment.ofAddress(originAddress + geometry.start).reinterpret(geometry.extent, releaser.arena, null);
+        this.hostAccessible = device.type().isHostAccessible();
+        this.segmentAddress = originAddress + geometry.start;
+        this.segmentReadOnly = readOnly;
+        if (hostAccessible && geometry.extent == 0) {
+            MemorySegment s = MemorySegment.ofAddress(originAddress);
             this.segment = readOnly ? s.asReadOnly() : s;
-        } else {
-            this.segment = null;
         }
     }
 
     static ImportedTensor create(ForeignImport.Kind kind, MemorySegment owned, Version version, DType dtype,
                                  Device device, Geometry geometry, long byteOffset, boolean readOnly, boolean copied,
                                  boolean subBytePadded, MemorySegment data) {
-        Arena arena = Arena.ofShared();
-        try {
-            return new ImportedTensor(new Releaser(arena, kind, owned), version, dtype, device, geometry, byteOffset,
-                    readOnly, copied, subBytePadded, data);
-        } catch (RuntimeException | Error e) {
-            arena.close();
-            throw e;
-        }
+        return new ImportedTensor(new Releaser(new SegmentScope(), kind, owned), version, dtype, device, geometry,
+                byteOffset, readOnly, copied, subBytePadded, data);
     }
 
     /** The producer's DLPack version; empty for a legacy {@code DLManagedTensor}. */
@@ -160,11 +186,17 @@ public final class ImportedTensor extends NativeHandle {
      */
     public MemorySegment segment() {
         ensureLive();
-        if (segment == null) {
+        if (!hostAccessible) {
             throw new UnsupportedFeatureException("dl_tensor.device", "memory on " + device.type()
                     + " is not host-accessible; use devicePointer()");
         }
-        return segment;
+        MemorySegment s = segment;
+        if (s == null) {
+            s = releaser.scope.segment(segmentAddress, geometry.extent, "imported " + releaser.kind.cName());
+            s = segmentReadOnly ? s.asReadOnly() : s;
+            segment = s; // racing first calls make equal segments of the one arena
+        }
+        return s;
     }
 
     /**
