@@ -13,7 +13,7 @@ if [[ -z "${NO_BUILD:-}" ]]; then
 fi
 FLAGS="--enable-native-access=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Dio.netty.tryReflectionSetAccessible=true"
 INCLUDE='DowncallBaselineBenchmark|B2ExportImportBenchmark|B3ZeroCopyBenchmark.cpu|B4DLPackBenchmark'
-OPTS="-f 1 -wi 3 -w 1 -i 5 -r 1 -prof gc ${JMH_OPTS:-}"
+OPTS="-f 1 -wi 5 -w 1 -i 5 -r 1 -prof gc ${JMH_OPTS:-}"
 CMD="$JAVA $FLAGS -jar $JAR '$INCLUDE' $OPTS -rf json -rff bench/results-cpu.json"
 echo "$CMD"
 eval "$CMD"
