@@ -1,0 +1,1 @@
+bash .gpu/java.sh -jar .gpu/cp/benchmarks.jar 'B3ZeroCopyBenchmark.cuda|B5EventHandoffBenchmark|B6CopyBenchmark|B7AllocationBenchmark' -f 1 -wi 2 -w 1 -i 5 -r 1 -foe false  -rf json -rff $OUT/results-gpu.json
