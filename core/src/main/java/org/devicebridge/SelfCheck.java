@@ -52,9 +52,10 @@ public final class SelfCheck {
     /** The feature areas' sections, in the order they print. */
     private static List<SelfCheckSection> sections() {
         List<SelfCheckSection> sections = new java.util.ArrayList<>();
-        if (arrowJavaPresent()) {
-            sections.add(new org.devicebridge.internal.ArrowSelfCheck());
-        }
+        // With Arrow Java: round trips through every interface; without it (DLPack/CUDA-only users, the
+        // module-path check in CI): the import of a hand-made struct into the low-level view.
+        sections.add(arrowJavaPresent() ? new org.devicebridge.internal.ArrowSelfCheck()
+                : new org.devicebridge.internal.ArrowImportSelfCheck());
         sections.add(new org.devicebridge.internal.DLPackSelfCheck());
         sections.add(new org.devicebridge.internal.CudaSelfCheckSection());
         if (arrowJavaPresent()) {

@@ -21,9 +21,6 @@ public final class Native {
     public static final Linker LINKER = Linker.nativeLinker();
     private static final SymbolLookup LIBC = LINKER.defaultLookup();
 
-    /** A pointer of unbounded size, for reading C strings and arrays whose size is checked separately. */
-    public static final ValueLayout.OfLong C_LONG = ValueLayout.JAVA_LONG;
-    public static final MemorySegment NULL = MemorySegment.NULL;
 
     private static final MethodHandle MALLOC = libc("malloc", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
     private static final MethodHandle CALLOC = libc("calloc", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
@@ -49,21 +46,10 @@ public final class Native {
     }
 
     /**
-     * An upcall stub for a static method, allocated in the global arena: one stub per callback kind, made
-     * once, alive as long as the JVM (native code may call it at any time).
+     * An upcall stub for a static method of {@code owner} (found through {@code lookup}, so it may be
+     * private), allocated in the global arena: one stub per callback kind, made once, alive as long as the
+     * JVM (native code may call it at any time).
      */
-    public static MemorySegment upcallStub(Class<?> owner, String method, FunctionDescriptor descriptor) {
-        try {
-            MethodHandle target = MethodHandles.lookup().findStatic(owner, method, descriptor.toMethodType());
-            return LINKER.upcallStub(target, descriptor, Arena.global());
-        } catch (ReflectiveOperationException e) {
-            throw new DeviceBridgeException("cannot bind upcall " + owner.getName() + "." + method, e);
-        } catch (IllegalCallerException e) {
-            throw nativeAccessDenied(e);
-        }
-    }
-
-    /** Like {@link #upcallStub(Class, String, FunctionDescriptor)} for a private method, given its lookup. */
     public static MemorySegment upcallStub(MethodHandles.Lookup lookup, Class<?> owner, String method,
                                            FunctionDescriptor descriptor) {
         try {
