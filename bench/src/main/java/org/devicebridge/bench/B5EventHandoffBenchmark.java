@@ -1,5 +1,7 @@
 package org.devicebridge.bench;
 
+import org.devicebridge.cuda.Cuda;
+
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.TimeUnit;
 import org.devicebridge.cuda.CudaEvent;
@@ -94,7 +96,7 @@ public class B5EventHandoffBenchmark {
 
     @Benchmark
     public void raw() {
-        GpuSupport.check("cuEventRecord", cuda_driver_h.cuEventRecord(rawEventHandle, rawProducer));
-        GpuSupport.check("cuStreamWaitEvent", cuda_driver_h.cuStreamWaitEvent(rawConsumer, rawEventHandle, 0));
+        Cuda.check("cuEventRecord", cuda_driver_h.cuEventRecord(rawEventHandle, rawProducer));
+        Cuda.check("cuStreamWaitEvent", cuda_driver_h.cuStreamWaitEvent(rawConsumer, rawEventHandle, 0));
     }
 }

@@ -1,5 +1,7 @@
 package org.devicebridge.bench;
 
+import org.devicebridge.cuda.Cuda;
+
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -111,8 +113,8 @@ public class B6CopyBenchmark {
 
     @Benchmark
     public void rawPinnedUpload() {
-        GpuSupport.check("cuMemcpyHtoDAsync", cuda_driver_h.cuMemcpyHtoDAsync_v2(device.address(), pinned.segment(), bytes, rawStream));
-        GpuSupport.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(rawStream));
+        Cuda.check("cuMemcpyHtoDAsync", cuda_driver_h.cuMemcpyHtoDAsync_v2(device.address(), pinned.segment(), bytes, rawStream));
+        Cuda.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(rawStream));
     }
 
     @Benchmark
@@ -123,8 +125,8 @@ public class B6CopyBenchmark {
 
     @Benchmark
     public void rawPinnedDownload() {
-        GpuSupport.check("cuMemcpyDtoHAsync", cuda_driver_h.cuMemcpyDtoHAsync_v2(pinned.segment(), device.address(), bytes, rawStream));
-        GpuSupport.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(rawStream));
+        Cuda.check("cuMemcpyDtoHAsync", cuda_driver_h.cuMemcpyDtoHAsync_v2(pinned.segment(), device.address(), bytes, rawStream));
+        Cuda.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(rawStream));
     }
 
     // ---------------------------------------------------------------- Arrow Java (pageable)
@@ -139,8 +141,8 @@ public class B6CopyBenchmark {
 
     @Benchmark
     public void rawPageableUpload() {
-        GpuSupport.check("cuMemcpyHtoDAsync", cuda_driver_h.cuMemcpyHtoDAsync_v2(device.address(), arrowBytes, bytes, rawStream));
-        GpuSupport.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(rawStream));
+        Cuda.check("cuMemcpyHtoDAsync", cuda_driver_h.cuMemcpyHtoDAsync_v2(device.address(), arrowBytes, bytes, rawStream));
+        Cuda.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(rawStream));
     }
 
     @Benchmark
@@ -150,7 +152,7 @@ public class B6CopyBenchmark {
 
     @Benchmark
     public void rawPageableDownload() {
-        GpuSupport.check("cuMemcpyDtoHAsync", cuda_driver_h.cuMemcpyDtoHAsync_v2(arrowBytes, device.address(), bytes, rawStream));
-        GpuSupport.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(rawStream));
+        Cuda.check("cuMemcpyDtoHAsync", cuda_driver_h.cuMemcpyDtoHAsync_v2(arrowBytes, device.address(), bytes, rawStream));
+        Cuda.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(rawStream));
     }
 }

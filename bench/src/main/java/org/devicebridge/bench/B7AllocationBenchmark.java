@@ -1,5 +1,7 @@
 package org.devicebridge.bench;
 
+import org.devicebridge.cuda.Cuda;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -109,9 +111,9 @@ public class B7AllocationBenchmark {
 
     @Benchmark
     public long rawAllocFree() {
-        GpuSupport.check("cuMemAllocAsync", cuda_driver_h.cuMemAllocAsync(out, bytes, rawStream));
+        Cuda.check("cuMemAllocAsync", cuda_driver_h.cuMemAllocAsync(out, bytes, rawStream));
         long p = out.get(ValueLayout.JAVA_LONG, 0);
-        GpuSupport.check("cuMemFreeAsync", cuda_driver_h.cuMemFreeAsync(p, rawStream));
+        Cuda.check("cuMemFreeAsync", cuda_driver_h.cuMemFreeAsync(p, rawStream));
         return p;
     }
 
@@ -125,11 +127,11 @@ public class B7AllocationBenchmark {
 
     @Benchmark
     public long rawUpload() {
-        GpuSupport.check("cuMemAllocAsync", cuda_driver_h.cuMemAllocAsync(out, bytes, rawStream));
+        Cuda.check("cuMemAllocAsync", cuda_driver_h.cuMemAllocAsync(out, bytes, rawStream));
         long p = out.get(ValueLayout.JAVA_LONG, 0);
-        GpuSupport.check("cuMemcpyHtoDAsync", cuda_driver_h.cuMemcpyHtoDAsync_v2(p, host, bytes, rawStream));
-        GpuSupport.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(rawStream));
-        GpuSupport.check("cuMemFreeAsync", cuda_driver_h.cuMemFreeAsync(p, rawStream));
+        Cuda.check("cuMemcpyHtoDAsync", cuda_driver_h.cuMemcpyHtoDAsync_v2(p, host, bytes, rawStream));
+        Cuda.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(rawStream));
+        Cuda.check("cuMemFreeAsync", cuda_driver_h.cuMemFreeAsync(p, rawStream));
         return p;
     }
 }

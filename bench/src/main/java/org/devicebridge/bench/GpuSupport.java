@@ -24,13 +24,6 @@ final class GpuSupport {
         return MemorySegment.ofAddress(address);
     }
 
-    /** Throws unless a raw driver call returned {@code CUDA_SUCCESS}. */
-    static void check(String function, int result) {
-        if (result != 0) {
-            throw new IllegalStateException(String.format(Locale.ROOT, "[%s] CUresult %d", function, result));
-        }
-    }
-
     /**
      * Fails the iteration if the steady state created events, device memory with {@code cuMemAlloc} or pinned
      * memory with {@code cuMemHostAlloc} (DESIGN.md section 4): {@code before} is the snapshot taken when

@@ -93,6 +93,15 @@ public final class Cuda {
         CudaDriver.check("cuCtxSynchronize", cuda_driver_h.cuCtxSynchronize());
     }
 
+    /**
+     * Throws a {@link CudaException} naming {@code function} and the {@code CUresult} unless {@code result} is
+     * {@code CUDA_SUCCESS}: the library's one translation of driver results, for code that calls the driver
+     * directly (benchmark baselines, tests, native glue).
+     */
+    public static void check(String function, int result) {
+        CudaDriver.check(function, result);
+    }
+
     /** The driver version formatted as major.minor. */
     public static String driverVersionString() {
         int v = driverVersion();

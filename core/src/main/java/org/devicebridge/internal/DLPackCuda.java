@@ -1,14 +1,10 @@
 package org.devicebridge.internal;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaEvent;
-import org.devicebridge.cuda.CudaException;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
-import org.devicebridge.generated.cuda.cuda_driver_h;
 
 /**
  * The CUDA driver calls DLPack's stream protocol needs: make a consumer stream wait for the work submitted
@@ -41,24 +37,5 @@ public final class DLPackCuda {
             event.record(producer);
             consumer.waitEvent(event);
         }
-    }
-
-    /** Throws {@link CudaException} for a result other than CUDA_SUCCESS. */
-    public static void check(String function, int result) {
-        if (result == 0) {
-            return;
-        }
-        String name = "CUDA_ERROR_" + result;
-        String description = "unknown error";
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment p = a.allocate(ValueLayout.ADDRESS);
-            if (cuda_driver_h.cuGetErrorName(result, p) == 0 && !p.get(ValueLayout.ADDRESS, 0).equals(MemorySegment.NULL)) {
-                name = Native.string(p.get(ValueLayout.ADDRESS, 0));
-            }
-            if (cuda_driver_h.cuGetErrorString(result, p) == 0 && !p.get(ValueLayout.ADDRESS, 0).equals(MemorySegment.NULL)) {
-                description = Native.string(p.get(ValueLayout.ADDRESS, 0));
-            }
-        }
-        throw new CudaException(function, result, name, description);
     }
 }

@@ -1,6 +1,6 @@
 package org.devicebridge.dlpack;
 
-import static org.devicebridge.internal.DLPackCuda.check;
+import static org.devicebridge.cuda.Cuda.check;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
