@@ -26,6 +26,10 @@ final class ArrayReader {
     private final ArrayTable table;
     private final long[] ancestors; // producer addresses of the nodes on the current path, for cycles
     private int depth;
+    // Buffer addresses and lengths of the node being checked at each depth, reused by its siblings: a
+    // node's buffers are read before its children are checked, so each level needs its own pair.
+    private final long[][] addressScratch;
+    private final long[][] lengthScratch;
 
     private ArrayReader(ValidationLevel level, ArrayTable table) {
         this.level = level;
@@ -33,6 +37,20 @@ final class ArrayReader {
         this.layout = table.layout;
         this.table = table;
         this.ancestors = new long[layout.depth() + 1];
+        this.addressScratch = new long[layout.depth() + 1][];
+        this.lengthScratch = new long[layout.depth() + 1][];
+    }
+
+    /** This depth's scratch array of at least {@code n} entries, its first {@code n} cleared. */
+    private static long[] scratch(long[][] levels, int level, int n) {
+        long[] a = levels[level];
+        if (a == null || a.length < n) {
+            a = new long[Math.max(n, 4)];
+            levels[level] = a;
+        } else {
+            java.util.Arrays.fill(a, 0, n, 0L);
+        }
+        return a;
     }
 
     /**
@@ -130,8 +148,8 @@ final class ArrayReader {
             throw new ValidationException(Category.STRUCTURE, at(n, "n_children"), "expected "
                     + childCount + " children as in the schema but found " + nChildren);
         }
-        long[] addr = new long[(int) nBuffers];
-        long[] len = new long[(int) nBuffers];
+        long[] addr = scratch(addressScratch, depth - 1, (int) nBuffers);
+        long[] len = scratch(lengthScratch, depth - 1, (int) nBuffers);
         if (nBuffers > 0) {
             MemorySegment ptrs = ArrowArray.buffers(a);
             if (ptrs.equals(MemorySegment.NULL)) {
