@@ -39,6 +39,7 @@ final class ArrayReader {
 
     private final ValidationLevel level;
     private final boolean host;
+    private final HostCopies copies; // where device contents are read from; null for host memory
     private final SchemaLayout layout;
     private final ArrayTable table;
     private final long[] ancestors; // producer addresses of the nodes on the current path, for cycles
@@ -48,9 +49,10 @@ final class ArrayReader {
     private final long[][] addressScratch;
     private final long[][] lengthScratch;
 
-    private ArrayReader(ValidationLevel level, ArrayTable table) {
+    private ArrayReader(ValidationLevel level, ArrayTable table, HostCopies copies) {
         this.level = level;
         this.host = table.host;
+        this.copies = copies;
         this.layout = table.layout;
         this.table = table;
         this.ancestors = new long[layout.depth() + 1];
@@ -80,20 +82,34 @@ final class ArrayReader {
      */
     static ArrayTable read(MemorySegment array, long originalAddress, SchemaNode schema, ValidationLevel level,
                            boolean host) {
+        return read(array, originalAddress, schema, level, host, null);
+    }
+
+    /**
+     * As {@link #read(MemorySegment, long, SchemaNode, ValidationLevel, boolean)}; for device memory
+     * ({@code host} false) contents are read through {@code copies} at DEFAULT and FULL.
+     */
+    static ArrayTable read(MemorySegment array, long originalAddress, SchemaNode schema, ValidationLevel level,
+                           boolean host, HostCopies copies) {
         ArrayTable table = new ArrayTable(schema.layout(), host);
-        ArrayReader r = new ArrayReader(level, table);
+        ArrayReader r = new ArrayReader(level, table, host ? null : copies);
         r.ancestors[0] = originalAddress;
         r.depth = 1;
         r.check(array.address(), 0);
         return table;
     }
 
+    /** Whether buffer contents can be read: host memory, or device memory with host copies. */
+    private boolean readable() {
+        return host || copies != null;
+    }
+
     private boolean reads() {
-        return host && (level == ValidationLevel.DEFAULT || level == ValidationLevel.FULL);
+        return readable() && (level == ValidationLevel.DEFAULT || level == ValidationLevel.FULL);
     }
 
     private boolean full() {
-        return host && level == ValidationLevel.FULL;
+        return readable() && level == ValidationLevel.FULL;
     }
 
     private boolean minimal() {
@@ -582,15 +598,26 @@ final class ArrayReader {
         return (bits >>> 3) + ((bits & 7) == 0 ? 0 : 1);
     }
 
-    /** A host segment for reading validated contents; internal only (never handed out). */
-    private static MemorySegment host(long address, long bytes, String path) {
+    /**
+     * A host segment of {@code bytes} validated bytes at {@code address} (for device memory: its host copy),
+     * for reading contents; internal only (never handed out).
+     */
+    private MemorySegment host(long address, long bytes, String path) {
         if (address == 0) {
             if (bytes == 0) {
                 return MemorySegment.NULL;
             }
             throw new ValidationException(Category.NULL_POINTER, path, "expected a buffer of " + bytes + " bytes but found NULL");
         }
-        return MemorySegment.ofAddress(address).reinterpret(bytes);
+        if (host) {
+            return MemorySegment.ofAddress(address).reinterpret(bytes);
+        }
+        MemorySegment copy = copies.find(address, bytes);
+        if (copy == null || copy.byteSize() < bytes) {
+            throw new ValidationException(Category.DEVICE, path, "expected a host copy of " + bytes
+                    + " bytes of device memory to validate but found none");
+        }
+        return copy;
     }
 
     /** {@code a + b}, exactly; on overflow a SIZE error at {@code field} of node {@code n}. */

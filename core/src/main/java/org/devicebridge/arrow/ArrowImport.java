@@ -117,6 +117,12 @@ public final class ArrowImport {
      */
     public static ImportedArray importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
                                                   ValidationLevel level, Arena arena) {
+        return importDeviceArray(schema, arrowDeviceArrayPtr, level, arena, null, false);
+    }
+
+    private static ImportedArray importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
+                                                   ValidationLevel level, Arena arena, DeviceCopier copier,
+                                                   boolean deviceMemory) {
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(arrowDeviceArrayPtr, "arrowDeviceArrayPtr");
         Objects.requireNonNull(level, "level");
@@ -125,7 +131,11 @@ public final class ArrowImport {
             int deviceType = ArrowDeviceArray.device_type(owned);
             long deviceId = ArrowDeviceArray.device_id(owned);
             long sync = ArrowDeviceArray.sync_event(owned).address();
-            checkDevice(deviceType, deviceId, sync, level);
+            checkDevice(deviceType, deviceId, sync, copier == null ? level : ValidationLevel.MINIMAL);
+            if (deviceMemory && deviceType == ImportedArray.DEVICE_CPU) {
+                throw new ValidationException(Category.DEVICE, "device_type",
+                        "expected device memory but found ARROW_DEVICE_CPU: import it without a copier");
+            }
             MemorySegment reserved = owned.asSlice(ArrowDeviceArray.reserved$offset(), 3 * 8L);
             for (int i = 0; i < 3; i++) {
                 long r = reserved.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
@@ -136,10 +146,29 @@ public final class ArrowImport {
             }
             boolean host = deviceType == ImportedArray.DEVICE_CPU;
             MemorySegment array = owned.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());
-            ArrayTable table = ArrayReader.read(array, original, schema, level, host);
+            ArrayTable table = copier == null ? ArrayReader.read(array, original, schema, level, host)
+                    : DeviceContents.read(array, original, schema, level, copier);
             return new ImportedArray(ForeignImport.Kind.ARROW_DEVICE_ARRAY, owned, table, deviceType, deviceId, sync,
                     level, arena);
         });
+    }
+
+    /**
+     * Imports an {@code ArrowDeviceArray} of device memory and validates it at any level: at DEFAULT and
+     * FULL its contents are read from host copies that {@code copier} makes (at most two batches), by the
+     * same checks as host arrays. The sync event must already have been waited on (on the stream the
+     * copier copies on). Release bound to {@code arena} as in
+     * {@link #importArray(SchemaNode, MemorySegment, ValidationLevel, Arena)} ({@code null}: handle-owned).
+     *
+     * <p>Ownership: after a return the handle (or {@code arena}) owns the struct; after a throw it has
+     * already been released.
+     *
+     * @throws ValidationException as for {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel)}
+     */
+    public static ImportedArray importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
+                                                  ValidationLevel level, Arena arena, DeviceCopier copier) {
+        Objects.requireNonNull(copier, "copier");
+        return importDeviceArray(schema, arrowDeviceArrayPtr, level, arena, copier, true);
     }
 
     /** {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel)} with an imported schema's root (borrowed). */

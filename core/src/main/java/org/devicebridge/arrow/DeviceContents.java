@@ -1,0 +1,76 @@
+package org.devicebridge.arrow;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import org.devicebridge.arrow.ArrowDataType.Layout;
+
+/**
+ * Validates a device array at DEFAULT or FULL from host copies of just the buffers each level reads, so
+ * that device arrays are checked by the same reader, over the same struct, as host arrays: first the
+ * structure (MINIMAL, no contents), then DEFAULT with copies of the offsets, view sizes and run ends, then
+ * (FULL) with copies of every remaining buffer, whose sizes DEFAULT established.
+ */
+final class DeviceContents {
+    private DeviceContents() {}
+
+    static ArrayTable read(MemorySegment array, long originalAddress, SchemaNode schema, ValidationLevel level,
+                           DeviceCopier copier) {
+        ArrayTable structure = ArrayReader.read(array, originalAddress, schema, ValidationLevel.MINIMAL, false);
+        if (level != ValidationLevel.DEFAULT && level != ValidationLevel.FULL) {
+            return structure;
+        }
+        Ranges first = new Ranges();
+        for (int n = 0; n < structure.size(); n++) {
+            Layout layout = structure.layout.schema(n).type().layout();
+            switch (layout) {
+                case VARIABLE, LARGE_VARIABLE, LIST, LARGE_LIST -> first.add(structure, n, 1);
+                case VIEW -> first.add(structure, n, structure.bufferCount(n) - 1);
+                case RUN_END_ENCODED -> first.add(structure, structure.layout.child(n, 0), 1);
+                default -> { }
+            }
+        }
+        HostCopies firstCopies = copier.copyToHost(first.addresses(), first.sizes());
+        ArrayTable sized = ArrayReader.read(array, originalAddress, schema, ValidationLevel.DEFAULT, false, firstCopies);
+        if (level == ValidationLevel.DEFAULT) {
+            return sized;
+        }
+        Ranges rest = new Ranges();
+        for (int n = 0; n < sized.size(); n++) {
+            for (int i = 0; i < sized.bufferCount(n); i++) {
+                rest.add(sized, n, i);
+            }
+        }
+        HostCopies all = copier.copyToHost(rest.addresses(), rest.sizes());
+        return ArrayReader.read(array, originalAddress, schema, ValidationLevel.FULL, false, all);
+    }
+
+    /** Device ranges to copy: every non-NULL buffer of known, non-zero size that was added. */
+    private static final class Ranges {
+        private long[] addresses = new long[8];
+        private long[] sizes = new long[8];
+        private int count;
+
+        void add(ArrayTable table, int node, int buffer) {
+            long address = table.bufferAddress(node, buffer);
+            long size = table.bufferLength(node, buffer);
+            if (address == 0 || size <= 0) {
+                return;
+            }
+            if (count == addresses.length) {
+                addresses = Arrays.copyOf(addresses, count * 2);
+                sizes = Arrays.copyOf(sizes, count * 2);
+            }
+            addresses[count] = address;
+            sizes[count] = size;
+            count++;
+        }
+
+        long[] addresses() {
+            return Arrays.copyOf(addresses, count);
+        }
+
+        long[] sizes() {
+            return Arrays.copyOf(sizes, count);
+        }
+    }
+}

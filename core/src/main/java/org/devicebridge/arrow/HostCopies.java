@@ -1,0 +1,16 @@
+package org.devicebridge.arrow;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Host copies of some device memory, through which validation reads the contents of a device array's
+ * buffers (offsets, type ids, run ends, views, dictionary indices, UTF-8 data).
+ */
+@FunctionalInterface
+public interface HostCopies {
+    /**
+     * A host segment holding the {@code byteSize} bytes that lie at {@code deviceAddress} on the device,
+     * or {@code null} if no copy covers that range.
+     */
+    MemorySegment find(long deviceAddress, long byteSize);
+}
