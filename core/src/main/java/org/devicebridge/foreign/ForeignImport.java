@@ -81,7 +81,12 @@ public final class ForeignImport {
             MemorySegment fn = releaseCallback(owned);
             try {
                 if (!fn.equals(MemorySegment.NULL)) {
-                    Callbacks.invokeVoidPointer(fn, owned);
+                    java.util.function.Consumer<MemorySegment> local = LocalCallbacks.find(fn.address());
+                    if (local != null) {
+                        local.accept(owned); // exported by this library: its release, without the native round trip
+                    } else {
+                        Callbacks.invokeVoidPointer(fn, owned);
+                    }
                 }
             } finally {
                 if (movable) {
