@@ -21,6 +21,7 @@ import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
@@ -51,7 +52,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * Targets: arrowCData / view >= 10, arrowCData / intoRoot >= 2, view / bareDowncall <= 400 (16 columns),
  * and bytes allocated per operation (-prof gc) of intoRoot <= 0.25 of arrowCData's.
  */
-@State(Scope.Benchmark)
+@State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
@@ -59,8 +60,14 @@ import org.openjdk.jmh.annotations.Warmup;
 @Fork(value = 1, jvmArgsAppend = {JvmFlags.NATIVE, JvmFlags.OPENS, JvmFlags.UNSAFE, JvmFlags.NETTY})
 public class B2ExportImportBenchmark {
 
-    /** One seeded batch and the structs it travels through (allocated once, reused every operation). */
-    @State(Scope.Benchmark)
+    /** C loop iterations per {@link #cBaseline} invocation: one downcall, many operations. */
+    static final int C_OPS = 100;
+
+    /**
+     * One seeded batch and the structs it travels through (allocated once, reused every operation); one per
+     * thread, so that {@code -t 16} measures 16 independent producer/consumer pairs.
+     */
+    @State(Scope.Thread)
     public static class Batch {
         @Param({"1", "16", "256"})
         public int columns;
@@ -128,9 +135,38 @@ public class B2ExportImportBenchmark {
         }
     }
 
+    /** The same batch built in C, per thread, for {@link #cBaseline}. */
+    @State(Scope.Thread)
+    public static class CBatch {
+        @Param({"1", "16", "256"})
+        public int columns;
+        @Param({"1024", "1048576"})
+        public int rows;
+
+        @Setup(Level.Trial)
+        public void setUp() {
+            CBaseline.prepareB2(columns, rows);
+        }
+
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            CBaseline.freeB2();
+        }
+    }
+
     @Benchmark
     public void bareDowncall() throws Throwable {
         Batches.BARE.invokeExact(Batches.FREE, MemorySegment.NULL);
+    }
+
+    /**
+     * The same work in C ({@code b2_export_import_release}): shallow export, move, DEFAULT-level checks and
+     * release, {@value #C_OPS} times per downcall; the schema is known to the C consumer, as when reused.
+     */
+    @Benchmark
+    @OperationsPerInvocation(C_OPS)
+    public long cBaseline(CBatch c) throws Throwable {
+        return CBaseline.checked("b2_export_import_release", (long) CBaseline.B2_LOOP.invokeExact(c.columns, (long) C_OPS));
     }
 
     @Benchmark

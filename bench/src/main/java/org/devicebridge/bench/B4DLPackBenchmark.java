@@ -23,6 +23,7 @@ import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
@@ -43,7 +44,7 @@ import org.openjdk.jmh.annotations.Warmup;
  *       and the handle. Target: <= 20x a bare downcall.</li>
  * </ul>
  */
-@State(Scope.Benchmark)
+@State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
@@ -91,6 +92,33 @@ public class B4DLPackBenchmark {
     @TearDown(Level.Trial)
     public void tearDown() {
         arena.close();
+    }
+
+    /** C loop iterations per {@link #cBaseline} invocation: one downcall, many operations. */
+    static final int C_OPS = 1000;
+
+    /** The C side's tensor (same shape, strides and seed), per thread, for {@link #cBaseline}. */
+    @State(Scope.Thread)
+    public static class CTensor {
+        @Setup(Level.Trial)
+        public void setUp() {
+            CBaseline.prepareB4();
+        }
+
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            CBaseline.freeB4();
+        }
+    }
+
+    /**
+     * The same work in C ({@code b4_export_import_release}): export as a DLManagedTensorVersioned, the
+     * consumer's checks, one element read and the deleter, {@value #C_OPS} times per downcall.
+     */
+    @Benchmark
+    @OperationsPerInvocation(C_OPS)
+    public long cBaseline(CTensor c) throws Throwable {
+        return CBaseline.checked("b4_export_import_release", (long) CBaseline.B4_LOOP.invokeExact((long) C_OPS));
     }
 
     @Benchmark
