@@ -72,45 +72,34 @@ final class CBaseline {
 
     /** Builds the calling thread's C batch: {@code columns} int64 columns of {@code rows} values, seeded. */
     static void prepareB2(int columns, long rows) {
-        int rc;
-        try {
-            rc = (int) B2_PREPARE.invokeExact(columns, rows, Batches.SEED);
-        } catch (Throwable t) {
-            throw new IllegalStateException("b2_prepare failed", t);
-        }
-        if (rc != 0) {
+        if ((int) setUpCall("b2_prepare", B2_PREPARE, columns, rows, Batches.SEED) != 0) {
             throw new IllegalStateException("b2_prepare(" + columns + ", " + rows + ") failed: bad size or out of memory");
         }
     }
 
     /** Frees the calling thread's C batch. */
     static void freeB2() {
-        try {
-            B2_FREE.invokeExact();
-        } catch (Throwable t) {
-            throw new IllegalStateException("b2_free failed", t);
-        }
+        setUpCall("b2_free", B2_FREE);
     }
 
     /** Builds the calling thread's C tensor (B4's shape and strides), seeded. */
     static void prepareB4() {
-        int rc;
-        try {
-            rc = (int) B4_PREPARE.invokeExact(Batches.SEED);
-        } catch (Throwable t) {
-            throw new IllegalStateException("b4_prepare failed", t);
-        }
-        if (rc != 0) {
+        if ((int) setUpCall("b4_prepare", B4_PREPARE, Batches.SEED) != 0) {
             throw new IllegalStateException("b4_prepare failed: out of memory");
         }
     }
 
     /** Frees the calling thread's C tensor. */
     static void freeB4() {
+        setUpCall("b4_free", B4_FREE);
+    }
+
+    /** A set-up or tear-down call (not measured, so not {@code invokeExact}). */
+    private static Object setUpCall(String name, MethodHandle handle, Object... args) {
         try {
-            B4_FREE.invokeExact();
+            return handle.invokeWithArguments(args);
         } catch (Throwable t) {
-            throw new IllegalStateException("b4_free failed", t);
+            throw new IllegalStateException(name + " failed", t);
         }
     }
 
