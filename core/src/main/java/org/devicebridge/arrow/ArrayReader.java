@@ -20,12 +20,33 @@ import org.devicebridge.generated.arrow.ArrowArray;
  * and only for host memory, always through unaligned layouts.
  */
 final class ArrayReader {
+    /**
+     * Reads the fields of {@code ArrowArray} structs and their pointer arrays by address, so that walking a
+     * tree allocates no segment per field. Used only here, only at addresses checked non-NULL and aligned,
+     * for the struct's own size or a pointer array of the validated count; never handed out: the buffers
+     * themselves are sized from validated metadata before anything reads them.
+     */
+    private static final MemorySegment STRUCTS = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+    private static final long LENGTH = ArrowArray.length$offset();
+    private static final long NULL_COUNT = ArrowArray.null_count$offset();
+    private static final long OFFSET = ArrowArray.offset$offset();
+    private static final long N_BUFFERS = ArrowArray.n_buffers$offset();
+    private static final long N_CHILDREN = ArrowArray.n_children$offset();
+    private static final long BUFFERS = ArrowArray.buffers$offset();
+    private static final long CHILDREN = ArrowArray.children$offset();
+    private static final long DICTIONARY = ArrowArray.dictionary$offset();
+    private static final long RELEASE = ArrowArray.release$offset();
+
     private final ValidationLevel level;
     private final boolean host;
     private final SchemaLayout layout;
     private final ArrayTable table;
     private final long[] ancestors; // producer addresses of the nodes on the current path, for cycles
     private int depth;
+    // Buffer addresses and lengths of the node being checked at each depth, reused by its siblings: a
+    // node's buffers are read before its children are checked, so each level needs its own pair.
+    private final long[][] addressScratch;
+    private final long[][] lengthScratch;
 
     private ArrayReader(ValidationLevel level, ArrayTable table) {
         this.level = level;
@@ -33,6 +54,20 @@ final class ArrayReader {
         this.layout = table.layout;
         this.table = table;
         this.ancestors = new long[layout.depth() + 1];
+        this.addressScratch = new long[layout.depth() + 1][];
+        this.lengthScratch = new long[layout.depth() + 1][];
+    }
+
+    /** This depth's scratch array of at least {@code n} entries, its first {@code n} cleared. */
+    private static long[] scratch(long[][] levels, int level, int n) {
+        long[] a = levels[level];
+        if (a == null || a.length < n) {
+            a = new long[Math.max(n, 4)];
+            levels[level] = a;
+        } else {
+            java.util.Arrays.fill(a, 0, n, 0L);
+        }
+        return a;
     }
 
     /**
@@ -49,7 +84,7 @@ final class ArrayReader {
         ArrayReader r = new ArrayReader(level, table);
         r.ancestors[0] = originalAddress;
         r.depth = 1;
-        r.check(array, 0);
+        r.check(array.address(), 0);
         return table;
     }
 
@@ -70,24 +105,24 @@ final class ArrayReader {
         return layout.path(n, field);
     }
 
-    private void node(MemorySegment a, int n) {
+    private void node(long a, int n) {
         if (depth > SchemaReader.MAX_DEPTH) {
             throw new ValidationException(Category.DEPTH, layout.path(n), "expected nesting of at most " + SchemaReader.MAX_DEPTH
                     + " levels but found more");
         }
-        if ((a.address() & (ValueLayout.ADDRESS.byteAlignment() - 1)) != 0) {
+        if ((a & (ValueLayout.ADDRESS.byteAlignment() - 1)) != 0) {
             // Children and dictionaries are read in place through aligned accessors (only the root is moved).
             throw new ValidationException(Category.ALIGNMENT, layout.path(n), String.format(Locale.ROOT,
                     "expected an ArrowArray aligned to %d bytes but found address 0x%x",
-                    ValueLayout.ADDRESS.byteAlignment(), a.address()));
+                    ValueLayout.ADDRESS.byteAlignment(), a));
         }
         for (int i = 0; i < depth; i++) {
-            if (ancestors[i] == a.address()) {
+            if (ancestors[i] == a) {
                 throw new ValidationException(Category.DEPTH, layout.path(n),
                         "expected a tree but found a cycle (this ArrowArray is its own ancestor)");
             }
         }
-        ancestors[depth++] = a.address();
+        ancestors[depth++] = a;
         try {
             check(a, n);
         } finally {
@@ -95,15 +130,23 @@ final class ArrayReader {
         }
     }
 
-    private void check(MemorySegment a, int n) {
+    private static long field(long struct, long offset) {
+        return STRUCTS.get(ValueLayout.JAVA_LONG, struct + offset);
+    }
+
+    private static long pointerAt(long array, long index) {
+        return STRUCTS.get(ValueLayout.JAVA_LONG_UNALIGNED, array + index * ValueLayout.ADDRESS.byteSize());
+    }
+
+    private void check(long a, int n) {
         SchemaNode schema = layout.schema(n);
-        if (ArrowArray.release(a).equals(MemorySegment.NULL)) {
+        if (field(a, RELEASE) == 0) {
             throw new ValidationException(Category.RELEASED, layout.path(n), "expected a live ArrowArray but found a released one");
         }
         ArrowDataType type = schema.type();
-        long length = ArrowArray.length(a);
-        long offset = ArrowArray.offset(a);
-        long nullCount = ArrowArray.null_count(a);
+        long length = field(a, LENGTH);
+        long offset = field(a, OFFSET);
+        long nullCount = field(a, NULL_COUNT);
         if (length < 0) {
             throw new ValidationException(Category.SIZE, at(n, "length"), "expected a non-negative length but found " + length);
         }
@@ -117,7 +160,7 @@ final class ArrayReader {
         }
         // Buffers and children: counts first, so every later index is in range.
         Layout layoutKind = type.layout();
-        long nBuffers = ArrowArray.n_buffers(a);
+        long nBuffers = field(a, N_BUFFERS);
         int expectedBuffers = expectedBuffers(layoutKind);
         if (layoutKind == Layout.VIEW ? nBuffers < 3 || nBuffers > Integer.MAX_VALUE / 8 : nBuffers != expectedBuffers) {
             throw new ValidationException(Category.STRUCTURE, at(n, "n_buffers"), "expected "
@@ -125,54 +168,52 @@ final class ArrayReader {
                     + type.format() + "' but found " + nBuffers);
         }
         int childCount = layout.childCount(n);
-        long nChildren = ArrowArray.n_children(a);
+        long nChildren = field(a, N_CHILDREN);
         if (nChildren != childCount) {
             throw new ValidationException(Category.STRUCTURE, at(n, "n_children"), "expected "
                     + childCount + " children as in the schema but found " + nChildren);
         }
-        long[] addr = new long[(int) nBuffers];
-        long[] len = new long[(int) nBuffers];
+        long[] addr = scratch(addressScratch, depth - 1, (int) nBuffers);
+        long[] len = scratch(lengthScratch, depth - 1, (int) nBuffers);
         if (nBuffers > 0) {
-            MemorySegment ptrs = ArrowArray.buffers(a);
-            if (ptrs.equals(MemorySegment.NULL)) {
+            long ptrs = field(a, BUFFERS);
+            if (ptrs == 0) {
                 throw new ValidationException(Category.NULL_POINTER, at(n, "buffers"),
                         "expected " + nBuffers + " buffer pointers but found NULL");
             }
-            ptrs = ptrs.reinterpret(Math.multiplyExact(nBuffers, ValueLayout.ADDRESS.byteSize()));
             for (int i = 0; i < nBuffers; i++) {
-                addr[i] = ptrs.getAtIndex(ValueLayout.ADDRESS_UNALIGNED, i).address();
+                addr[i] = pointerAt(ptrs, i);
             }
         }
         // Children are checked first: several rules compare against child lengths.
         if (nChildren > 0) {
-            MemorySegment ptrs = ArrowArray.children(a);
-            if (ptrs.equals(MemorySegment.NULL)) {
+            long ptrs = field(a, CHILDREN);
+            if (ptrs == 0) {
                 throw new ValidationException(Category.NULL_POINTER, at(n, "children"),
                         "expected " + nChildren + " child pointers but found NULL");
             }
-            ptrs = ptrs.reinterpret(Math.multiplyExact(nChildren, ValueLayout.ADDRESS.byteSize()));
             for (int i = 0; i < nChildren; i++) {
                 int child = layout.child(n, i);
-                MemorySegment c = ptrs.getAtIndex(ValueLayout.ADDRESS_UNALIGNED, i);
-                if (c.equals(MemorySegment.NULL)) {
+                long c = pointerAt(ptrs, i);
+                if (c == 0) {
                     throw new ValidationException(Category.NULL_POINTER, layout.path(child), "expected an ArrowArray but found NULL");
                 }
-                node(c.reinterpret(ArrowArray.sizeof()), child);
+                node(c, child);
             }
         }
-        MemorySegment d = ArrowArray.dictionary(a);
+        long d = field(a, DICTIONARY);
         int dictionary = layout.dictionary(n);
         if (dictionary < 0) {
-            if (!d.equals(MemorySegment.NULL)) {
+            if (d != 0) {
                 throw new ValidationException(Category.STRUCTURE, at(n, "dictionary"),
                         "expected NULL (the schema has no dictionary) but found a dictionary");
             }
         } else {
-            if (d.equals(MemorySegment.NULL)) {
+            if (d == 0) {
                 throw new ValidationException(Category.NULL_POINTER, at(n, "dictionary"),
                         "expected a dictionary ArrowArray but found NULL");
             }
-            node(d.reinterpret(ArrowArray.sizeof()), dictionary);
+            node(d, dictionary);
         }
 
         boolean hasValidity = switch (layoutKind) {

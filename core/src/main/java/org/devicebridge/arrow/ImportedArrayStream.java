@@ -124,13 +124,25 @@ public final class ImportedArrayStream extends NativeHandle {
      * @throws org.devicebridge.HandleClosedException if the stream was closed
      */
     public ImportedArray next(ValidationLevel level) {
+        return next(level, null);
+    }
+
+    /**
+     * As {@link #next(ValidationLevel)}, with the batch's release bound to {@code arena} (see
+     * {@link ArrowImport#importArray(SchemaNode, MemorySegment, ValidationLevel, java.lang.foreign.Arena)}):
+     * closing the arena releases the batch; {@code null} means a handle-owned arena.
+     *
+     * <p>Ownership: after a return {@code arena} owns the batch; after a throw the batch the producer handed
+     * over (if any) has been released. The stream stays the caller's to close in both cases.
+     */
+    public ImportedArray next(ValidationLevel level, java.lang.foreign.Arena arena) {
         Objects.requireNonNull(level, "level");
         synchronized (callbackLock) {
-            return nextLocked(level);
+            return nextLocked(level, arena);
         }
     }
 
-    private ImportedArray nextLocked(ValidationLevel level) {
+    private ImportedArray nextLocked(ValidationLevel level, java.lang.foreign.Arena arena) {
         // Checked under the lock: a close that ran first has released the stream, one that comes later waits.
         ensureLive();
         if (ended) {
@@ -152,7 +164,7 @@ public final class ImportedArrayStream extends NativeHandle {
                 return null;
             }
             if (!device) {
-                return ArrowImport.importArray(schema, out, level);
+                return ArrowImport.importArray(schema, out, level, arena);
             }
             int batchDevice = ArrowDeviceArray.device_type(out);
             if (batchDevice != deviceType) {
@@ -162,7 +174,7 @@ public final class ImportedArrayStream extends NativeHandle {
                             + deviceType + " but found " + batchDevice);
                 });
             }
-            return ArrowImport.importDeviceArray(schema, out, level);
+            return ArrowImport.importDeviceArray(schema, out, level, arena);
         } finally {
             Native.free(out);
         }

@@ -16,11 +16,14 @@ import org.devicebridge.internal.CudaCounters;
  * allocate once and reuse (as {@link HostDeviceTransfer} does).
  */
 public final class PinnedHostBuffer extends NativeHandle {
-    private final MemorySegment segment;
+    private final long address;
+    private final long byteSize;
+    private volatile MemorySegment segment; // in this handle's arena, made on the first segment() call
 
-    private PinnedHostBuffer(MemorySegment segment, String description, ReleaseAction release) {
+    private PinnedHostBuffer(long address, long byteSize, String description, ReleaseAction release) {
         super(description, release);
-        this.segment = segment;
+        this.address = address;
+        this.byteSize = byteSize;
     }
 
     /**
@@ -36,7 +39,7 @@ public final class PinnedHostBuffer extends NativeHandle {
         }
         CudaContext.ensureAnyCurrent();
         if (bytes == 0) {
-            return new PinnedHostBuffer(MemorySegment.NULL, "empty pinned host buffer", () -> { });
+            return new PinnedHostBuffer(0, 0, "empty pinned host buffer", () -> { });
         }
         MemorySegment base;
         try (Arena arena = Arena.ofConfined()) {
@@ -53,15 +56,11 @@ public final class PinnedHostBuffer extends NativeHandle {
             CudaCounters.pinnedFreed(bytes);
             throw e;
         }
-        Arena scope = Arena.ofShared();
-        MemorySegment segment = base.reinterpret(bytes, scope, null);
         long address = base.address();
-        return new PinnedHostBuffer(segment, String.format(Locale.ROOT, "pinned host buffer (0x%x, %d bytes)",
+        // The free runs as the cleanup of this handle's arena: after every segment() is unusable, and never
+        // while a native call holds one (close() then throws HandleBusyException and frees nothing).
+        return new PinnedHostBuffer(address, bytes, String.format(Locale.ROOT, "pinned host buffer (0x%x, %d bytes)",
                 address, bytes), () -> {
-                    // Closing the arena first makes every copy of segment() unusable before the memory goes.
-                    // If it cannot close (a thread is using the segment right now), the memory is leaked
-                    // rather than freed under that thread's feet.
-                    scope.close();
                     PointerAttributes.unregisterOwn(address);
                     try {
                         CudaContext.ensureAnyCurrent();
@@ -72,14 +71,28 @@ public final class PinnedHostBuffer extends NativeHandle {
                 });
     }
 
-    /** The pinned memory; valid until this handle is closed. */
+    /**
+     * The pinned memory, in this handle's arena: unusable once the handle is closed, and a native call that
+     * holds it keeps {@link #close()} from freeing the memory (it throws
+     * {@link org.devicebridge.HandleBusyException} instead).
+     *
+     * @throws org.devicebridge.HandleClosedException if the buffer was closed
+     */
     public MemorySegment segment() {
         ensureLive();
-        return segment;
+        if (byteSize == 0) {
+            return MemorySegment.NULL;
+        }
+        MemorySegment s = segment;
+        if (s == null) {
+            s = segment(address, byteSize);
+            segment = s;
+        }
+        return s;
     }
 
     /** The size in bytes. */
     public long byteSize() {
-        return segment.byteSize();
+        return byteSize;
     }
 }
