@@ -1,14 +1,22 @@
 #!/usr/bin/env python3
 """Turns JMH JSON results into bench/RESULTS.md rows: each benchmark beside its baseline from the same
-run, the ratio with a bootstrap 95% confidence interval, and whether the target is met.
+script run, the ratio with a bootstrap 95% confidence interval, and whether the target is met.
 
-Usage: bench/results.py --spec bench/ratios.tsv --title "CPU suite" --command "..." OUT.md results.json...
-The spec has one line per ratio: id, measured (Class.method[param=value,...]), baseline (same form),
-target (e.g. "<= 1.10", ">= 10", "-" for none), a description, and optionally a metric; tab separated,
-'#' comments. The ratio is measured / baseline, except for a target written "speedup >= X", where it is
-baseline / measured (how many times faster the measured code is). The optional sixth column names a
-secondary JMH metric to compare instead of the primary score, e.g. "gc.alloc.rate.norm" (bytes allocated
-per operation, from -prof gc; JMH's leading middle dot may be left out).
+Usage: bench/results.py --spec bench/ratios.tsv --title "CPU suite" --command "..." [--command "..."]
+                        [--machine "..."] OUT.md results.json...
+The spec has one line per ratio: id, measured (Class.method[param=value,...]), baseline (same form, or "-"
+for an absolute target), target (e.g. "<= 1.10", ">= 10", "-" for none), a description, and optionally a
+metric; tab separated, '#' comments. The ratio is measured / baseline, except for a target written
+"speedup >= X", where it is baseline / measured (how many times faster the measured code is). With the
+baseline "-" the row compares the measured value itself with the target (e.g. "<= 1000" ns/op, or
+"<= 2048" B/op with the metric gc.alloc.rate.norm). The optional sixth column names a secondary JMH metric
+to compare instead of the primary score, e.g. "gc.alloc.rate.norm" (bytes allocated per operation, from
+-prof gc; JMH's leading middle dot may be left out).
+
+The JSON files of one script run are read together, so a row may pair benchmarks from two JMH runs of that
+script run (the -t 16 run beside the single-thread run): a benchmark run with more than one thread is named
+with the suffix "@tN" (Class.method[params]@t16), one run with a single thread has no suffix. The same name
+in two files is an error (one script run measures each benchmark once).
 Rows whose benchmarks are absent from the JSON are listed as 'not run'. Standard library only.
 """
 import argparse, datetime, json, os, platform, random, re, subprocess, sys
@@ -19,6 +27,9 @@ def key(b):
     params = b.get("params") or {}
     if params:
         cls_method += "[" + ",".join(f"{k}={params[k]}" for k in sorted(params)) + "]"
+    threads = int(b.get("threads") or 1)
+    if threads != 1:
+        cls_method += f"@t{threads}"
     return cls_method
 
 def metric(b, name):
@@ -44,6 +55,11 @@ def throughput(b, score, unit):
     if not size or unit not in UNIT_SECONDS or not score:
         return ""
     return f" ({int(size) / (score * UNIT_SECONDS[unit]) / 1e9:.1f} GB/s)"
+
+def bootstrap_mean(a, n=4000, seed=7):
+    rnd = random.Random(seed)
+    means = sorted(sum(rnd.choice(a) for _ in a) / len(a) for _ in range(n))
+    return means[int(0.025 * n)], means[int(0.975 * n) - 1]
 
 def bootstrap_ratio(a, b, n=4000, seed=7):
     rnd = random.Random(seed)
@@ -85,17 +101,21 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--spec", required=True)
     ap.add_argument("--title", required=True)
-    ap.add_argument("--command", required=True)
+    ap.add_argument("--command", required=True, action="append",
+                    help="the command of a JMH run (repeated for each run of one script run)")
     ap.add_argument("--machine", help="machine description to record instead of this machine's (e.g. the GPU machine's, "
                     "written there by bench/run-gpu.sh)")
     ap.add_argument("out")
     ap.add_argument("json", nargs="+")
     args = ap.parse_args()
-    results = {}
+    results, origin = {}, {}
     jvm = ""
     for path in args.json:
         for b in json.load(open(path)):
-            results[key(b)] = b
+            k = key(b)
+            if k in results:
+                sys.exit(f"{k} is in both {origin[k]} and {path}: one script run measures each benchmark once")
+            results[k], origin[k] = b, path
             jvm = f"{b.get('vmName', '')} {b.get('jdkVersion', '')}".strip()
     rows = []
     for line in open(args.spec):
@@ -103,14 +123,22 @@ def main():
             continue
         rid, measured, baseline, target, desc, mname = (line.rstrip("\n").split("\t") + [""] * 6)[:6]
         mname = mname.strip()
-        mb, bb = results.get(measured), results.get(baseline)
+        absolute = baseline.strip() == "-"
+        shown = "-" if absolute else f"`{baseline}`"
+        mb, bb = results.get(measured), (None if absolute else results.get(baseline))
         m, b = (mb and metric(mb, mname)), (bb and metric(bb, mname))
         label = f" ({mname})" if mname else ""
-        if not m or not b:
-            rows.append(f"| {rid} | {desc} | `{measured}`{label} | `{baseline}` | not run | | {target} | not run |")
+        if not m or (not absolute and not b):
+            rows.append(f"| {rid} | {desc} | `{measured}`{label} | {shown} | not run | | {target} | not run |")
             continue
         unit = m["scoreUnit"]
-        ms, bs = m["score"], b["score"]
+        ms = m["score"]
+        if absolute:
+            lo, hi = bootstrap_mean(samples(m))
+            rows.append(f"| {rid} | {desc} | `{measured}`{label} | - | **{ms:.4g} {unit}** | [{lo:.4g}, {hi:.4g}] | "
+                        f"{target} | {meets(ms, target)} |")
+            continue
+        bs = b["score"]
         speedup = (target or "").strip().startswith("speedup")
         if speedup:
             ratio = bs / ms if ms else float("inf")
@@ -119,13 +147,15 @@ def main():
             ratio = ms / bs if bs else float("inf")
             lo, hi = bootstrap_ratio(samples(m), samples(b))
         rows.append(f"| {rid} | {desc} | `{measured}`{label} {ms:.4g} {unit}{'' if mname else throughput(mb, ms, unit)} | "
-                    f"`{baseline}` {bs:.4g} {unit}{'' if mname else throughput(bb, bs, unit)} | "
+                    f"{shown} {bs:.4g} {unit}{'' if mname else throughput(bb, bs, unit)} | "
                     f"**{ratio:.3g}** | [{lo:.3g}, {hi:.3g}] | {target} | {meets(ratio, target)} |")
     with open(args.out, "a") as f:
         f.write(f"\n## {args.title}\n\n")
-        f.write(f"- machine: {args.machine or machine()}\n- JVM: {jvm}\n- tabulated: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC\n")
-        f.write(f"- command: `{args.command}`\n\n")
-        f.write("| id | what | measured | baseline | ratio | 95% CI (bootstrap) | target | result |\n")
+        f.write(f"- machine: {args.machine or machine()}\n- JVM: {jvm}\n"
+                f"- tabulated: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC\n")
+        for c in args.command:
+            f.write(f"- command: `{c}`\n")
+        f.write("\n| id | what | measured | baseline | ratio (or value) | 95% CI (bootstrap) | target | result |\n")
         f.write("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
         f.write("\n".join(rows) + "\n")
     print(f"wrote {len(rows)} rows to {args.out}")

@@ -21,6 +21,7 @@ import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
@@ -30,28 +31,35 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * B2: CPU export + import + release of a record batch of int64 columns, three ways, beside arrow-c-data's
- * {@code Data.exportVectorSchemaRoot} + {@code Data.importVectorSchemaRoot} of the same batch, and beside a
- * bare downcall (B1's) so that every ratio comes from one run.
+ * B2: CPU export + import + release of a record batch of int64 columns, beside the same work in C
+ * ({@code b2_export_import_release} in {@code b2_baseline.c}, {@link #cBaseline}), arrow-c-data's
+ * {@code Data.exportVectorSchemaRoot} + {@code Data.importVectorSchemaRoot} of the same batch, and a bare
+ * downcall (B1's), so that every ratio comes from one run. Every state is per thread, so {@code -t 16}
+ * measures 16 independent producer/consumer pairs.
  *
  * <ul>
  *   <li>{@link #view}: {@code ArrowExport.exportRoot} into caller-allocated structs, then
- *       {@code ArrowImport.importArray} at {@link ValidationLevel#DEFAULT} (the low-level view: sized
- *       segments per buffer), then close.</li>
- *   <li>{@link #intoRoot}: the same export, import at DEFAULT, then {@code ArrowJavaImport.importVectorSchemaRoot}
- *       (no copy), then close the root (which releases the struct).</li>
+ *       {@code ArrowImport.importArray(schema, ptr, DEFAULT, arena)} into a confined arena per batch (the
+ *       flat view), whose close releases the struct: the fastest way a user writes it.</li>
+ *   <li>{@link #intoRoot}: the same export, import at DEFAULT into a handle-owned scope (a hand-over to Arrow
+ *       Java needs one: an import bound to the caller's arena cannot change owner), then
+ *       {@code ArrowJavaImport.importVectorSchemaRoot} (no copy), then close the root (which releases the
+ *       struct).</li>
  *   <li>{@link #arrowCData}: arrow-c-data's JNI-free Java implementation: export into
  *       {@code org.apache.arrow.c.ArrowArray}/{@code ArrowSchema} (allocated per batch: its import frees them),
- *       import into a new root, close it. With the
- *       schema reused it exports the array alone and imports into a root kept across batches
- *       ({@code Data.importIntoVectorSchemaRoot}), the cheapest path arrow-c-data offers.</li>
+ *       import into a new root, close it. With the schema reused it exports the array alone and imports into
+ *       a root kept across batches ({@code Data.importIntoVectorSchemaRoot}), the cheapest path arrow-c-data
+ *       offers.</li>
+ *   <li>{@link #cBaseline}: the C producer and consumer of the same batch (shallow export, move, the DEFAULT
+ *       checks for this layout, release), {@value #C_OPS} batches per downcall.</li>
  * </ul>
  * {@code schema=included}: the schema is exported and imported with every batch; {@code schema=reused}: it is
- * exported and imported once in setup and every batch is imported against it.
- * Targets: arrowCData / view >= 10, arrowCData / intoRoot >= 2, view / bareDowncall <= 400 (16 columns),
- * and bytes allocated per operation (-prof gc) of intoRoot <= 0.25 of arrowCData's.
+ * exported and imported once in setup and every batch is imported against it (the C consumer knows it).
+ * Targets (16 columns x 1024 rows): view / cBaseline <= 3 and <= 2 KB allocated per batch (-prof gc), schema
+ * reused; arrowCData / intoRoot >= 10 with the schema reused, >= 5 with it included; bytes allocated per
+ * batch of intoRoot <= 0.25 of arrowCData's; with 16 threads, time per batch <= 1.5x one thread's.
  */
-@State(Scope.Benchmark)
+@State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
@@ -59,8 +67,14 @@ import org.openjdk.jmh.annotations.Warmup;
 @Fork(value = 1, jvmArgsAppend = {JvmFlags.NATIVE, JvmFlags.OPENS, JvmFlags.UNSAFE, JvmFlags.NETTY})
 public class B2ExportImportBenchmark {
 
-    /** One seeded batch and the structs it travels through (allocated once, reused every operation). */
-    @State(Scope.Benchmark)
+    /** C loop iterations per {@link #cBaseline} invocation: one downcall, many operations. */
+    static final int C_OPS = 100;
+
+    /**
+     * One seeded batch and the structs it travels through (allocated once, reused every operation); one per
+     * thread, so that {@code -t 16} measures 16 independent producer/consumer pairs.
+     */
+    @State(Scope.Thread)
     public static class Batch {
         @Param({"1", "16", "256"})
         public int columns;
@@ -93,8 +107,6 @@ public class B2ExportImportBenchmark {
             if (!includeSchema) {
                 ArrowExport.exportSchema(root.getSchema(), schemaStruct);
                 importedSchema = ArrowImport.importSchema(schemaStruct);
-            }
-            if (!includeSchema) {
                 cTarget = VectorSchemaRoot.create(root.getSchema(), allocator);
             }
         }
@@ -116,15 +128,38 @@ public class B2ExportImportBenchmark {
             }
         }
 
-        ImportedArray exportAndImport() {
+        /**
+         * Exports the batch into the reused structs and imports it at DEFAULT, bound to {@code scope} (the
+         * caller's arena, whose close releases it), or handle-owned when {@code scope} is null.
+         */
+        ImportedArray exportAndImport(Arena scope) {
             if (includeSchema) {
                 ArrowExport.exportRoot(root, array, schemaStruct);
                 try (ImportedSchema s = ArrowImport.importSchema(schemaStruct)) {
-                    return ArrowImport.importArray(s.root(), array, ValidationLevel.DEFAULT);
+                    return ArrowImport.importArray(s, array, ValidationLevel.DEFAULT, scope);
                 }
             }
             ArrowExport.exportRoot(root, array, null);
-            return ArrowImport.importArray(importedSchema.root(), array, ValidationLevel.DEFAULT);
+            return ArrowImport.importArray(importedSchema, array, ValidationLevel.DEFAULT, scope);
+        }
+    }
+
+    /** The same batch built in C, per thread, for {@link #cBaseline}. */
+    @State(Scope.Thread)
+    public static class CBatch {
+        @Param({"1", "16", "256"})
+        public int columns;
+        @Param({"1024", "1048576"})
+        public int rows;
+
+        @Setup(Level.Trial)
+        public void setUp() {
+            CBaseline.prepareB2(columns, rows);
+        }
+
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            CBaseline.freeB2();
         }
     }
 
@@ -133,17 +168,26 @@ public class B2ExportImportBenchmark {
         Batches.BARE.invokeExact(Batches.FREE, MemorySegment.NULL);
     }
 
+    /**
+     * The same work in C ({@code b2_export_import_release}): shallow export, move, DEFAULT-level checks and
+     * release, {@value #C_OPS} times per downcall; the schema is known to the C consumer, as when reused.
+     */
+    @Benchmark
+    @OperationsPerInvocation(C_OPS)
+    public long cBaseline(CBatch c) throws Throwable {
+        return CBaseline.checked("b2_export_import_release", (long) CBaseline.B2_LOOP.invokeExact(c.columns, (long) C_OPS));
+    }
+
     @Benchmark
     public long view(Batch b) {
-        try (ImportedArray imported = b.exportAndImport()) {
-            return imported.root().length();
+        try (Arena scope = Arena.ofConfined()) {
+            return b.exportAndImport(scope).root().length();
         }
     }
 
     @Benchmark
     public int intoRoot(Batch b) {
-        ImportedArray imported = b.exportAndImport();
-        try (VectorSchemaRoot r = ArrowJavaImport.importVectorSchemaRoot(b.allocator, imported, null)) {
+        try (VectorSchemaRoot r = ArrowJavaImport.importVectorSchemaRoot(b.allocator, b.exportAndImport(null), null)) {
             return r.getRowCount();
         }
     }

@@ -23,6 +23,7 @@ import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
@@ -32,18 +33,25 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * B4: DLPack on the CPU, for a 4-D strided float32 tensor (shape 8x16x32x64, every other element of the
- * last dimension: strides 65536, 4096, 128, 2), beside a bare downcall (B1's) in the same run.
+ * last dimension: strides 65536, 4096, 128, 2), beside a bare downcall (B1's) and the same work in C
+ * ({@code b4_export_import_release} in {@code b2_baseline.c}) in the same run. Every state is per thread,
+ * so {@code -t 16} measures 16 independent producer/consumer pairs.
  *
+ * <p>Each {@code exportImportRead*} operation is what a consumer of the new lifetime API writes:
+ * {@code DLPack.exportVersioned} + {@code DLPack.importTensor} + {@code segment()} + one element read +
+ * the release (the exporter's deleter, a Java upcall), differing only in the scope the import lives in:
  * <ul>
- *   <li>{@link #exportImportDelete}: {@code DLPack.exportVersioned} + {@code DLPack.importTensor} + close (which
- *       calls the exporter's deleter, a Java upcall). Target: <= 40x a bare downcall.</li>
- *   <li>{@link #importOnly}: {@code DLPack.importVersioned} + close of a native {@code DLManagedTensorVersioned}
- *       built once in setup, whose {@code deleter} is NULL (DLPack allows it), so no export and no deleter
- *       is in the figure: the move, the validation of every field (exact arithmetic over shape and strides)
- *       and the handle. Target: <= 20x a bare downcall.</li>
+ *   <li>{@link #exportImportReadConfined}: a confined arena per tensor (its close releases; no handshake).</li>
+ *   <li>{@link #exportImportReadShared}: one shared arena for {@value #SHARED_BATCH} tensors, closed (one
+ *       handshake, every deleter) and renewed every {@value #SHARED_BATCH} operations, inside the measurement.</li>
+ *   <li>{@link #exportImportReadDefault}: the handle-owned scope ({@code close()} of the handle), for the record.</li>
  * </ul>
+ * Targets (confined and shared): <= 1 us per tensor and <= 40x a bare downcall; 16 threads <= 1.5x one.
+ * {@link #importOnly}: {@code DLPack.importVersioned} + close of a native {@code DLManagedTensorVersioned} built
+ * once in setup whose {@code deleter} is NULL (DLPack allows it): the move, the validation and the handle
+ * alone. Target: <= 20x a bare downcall.
  */
-@State(Scope.Benchmark)
+@State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
@@ -52,6 +60,10 @@ import org.openjdk.jmh.annotations.Warmup;
 public class B4DLPackBenchmark {
     private static final long[] SHAPE = {8, 16, 32, 64};
     private static final long[] STRIDES = {16 * 32 * 128, 32 * 128, 128, 2};
+    /** Tensors per shared arena in {@link #exportImportReadShared}. */
+    static final int SHARED_BATCH = 1024;
+    /** C loop iterations per {@link #cBaseline} invocation: one downcall, many operations. */
+    static final int C_OPS = 1000;
 
     private Arena arena;
     private MemorySegment data;
@@ -93,16 +105,87 @@ public class B4DLPackBenchmark {
         arena.close();
     }
 
+    /** The shared arena of {@link #exportImportReadShared}, per thread, renewed every {@value #SHARED_BATCH} tensors. */
+    @State(Scope.Thread)
+    public static class SharedScope {
+        Arena arena;
+        int used;
+
+        @Setup(Level.Trial)
+        public void setUp() {
+            arena = Arena.ofShared();
+        }
+
+        /** Counts one tensor; closes the arena (releasing its tensors) and opens a new one after the last of a batch. */
+        void next() {
+            if (++used == SHARED_BATCH) {
+                arena.close();
+                arena = Arena.ofShared();
+                used = 0;
+            }
+        }
+
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            arena.close();
+        }
+    }
+
+    /** The C side's tensor (same shape, strides and seed), per thread, for {@link #cBaseline}. */
+    @State(Scope.Thread)
+    public static class CTensor {
+        @Setup(Level.Trial)
+        public void setUp() {
+            CBaseline.prepareB4();
+        }
+
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            CBaseline.freeB4();
+        }
+    }
+
     @Benchmark
     public void bareDowncall() throws Throwable {
         Batches.BARE.invokeExact(Batches.FREE, MemorySegment.NULL);
     }
 
+    /**
+     * The same work in C ({@code b4_export_import_release}): export as a DLManagedTensorVersioned, the
+     * consumer's checks, one element read and the deleter, {@value #C_OPS} times per downcall.
+     */
     @Benchmark
-    public long exportImportDelete() {
-        ExportedTensor exported = DLPack.exportVersioned(data, DType.FLOAT32, SHAPE, STRIDES, 0, Device.CPU, false, null);
-        try (ImportedTensor imported = DLPack.importTensor(exported, options)) {
-            return imported.byteExtent();
+    @OperationsPerInvocation(C_OPS)
+    public long cBaseline(CTensor c) throws Throwable {
+        return CBaseline.checked("b4_export_import_release", (long) CBaseline.B4_LOOP.invokeExact((long) C_OPS));
+    }
+
+    private ExportedTensor export() {
+        return DLPack.exportVersioned(data, DType.FLOAT32, SHAPE, STRIDES, 0, Device.CPU, false, null);
+    }
+
+    private static float first(ImportedTensor t) {
+        return t.segment().get(ValueLayout.JAVA_FLOAT, t.originOffset());
+    }
+
+    @Benchmark
+    public float exportImportReadConfined() {
+        try (Arena scope = Arena.ofConfined()) {
+            return first(DLPack.importTensor(export(), options, scope));
+        }
+    }
+
+    @Benchmark
+    public float exportImportReadShared(SharedScope s) {
+        float v = first(DLPack.importTensor(export(), options, s.arena));
+        s.next();
+        return v;
+    }
+
+    @Benchmark
+    public float exportImportReadDefault() {
+        try (ImportedTensor t = DLPack.importTensor(export(), options)) {
+            return first(t);
         }
     }
 
