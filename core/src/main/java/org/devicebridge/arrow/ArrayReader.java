@@ -22,26 +22,35 @@ import org.devicebridge.generated.arrow.ArrowArray;
 final class ArrayReader {
     private final ValidationLevel level;
     private final boolean host;
-    private final BufferScope scope;
-    private final Set<Long> ancestors = new HashSet<>();
+    private final SchemaLayout layout;
+    private final ArrayTable table;
+    private final long[] ancestors; // producer addresses of the nodes on the current path, for cycles
+    private int depth;
 
-    private ArrayReader(ValidationLevel level, boolean host, BufferScope scope) {
+    private ArrayReader(ValidationLevel level, ArrayTable table) {
         this.level = level;
-        this.host = host;
-        this.scope = scope;
+        this.host = table.host;
+        this.layout = table.layout;
+        this.table = table;
+        this.ancestors = new long[layout.depth() + 1];
     }
 
     /**
-     * @param array the (moved) root struct
+     * Validates {@code array} (the moved root struct) against {@code schema} at {@code level} and returns
+     * the flat table of the whole tree.
+     *
      * @param originalAddress the producer's address of the root, so a child pointing back at it is a cycle
      * @param host whether buffers are host memory (contents are read only then, and only at DEFAULT/FULL)
      * @throws ValidationException with the category and field path of the first problem found
      */
-    static ArrayNode read(MemorySegment array, long originalAddress, SchemaNode schema, ValidationLevel level,
-                          boolean host, BufferScope scope) {
-        ArrayReader r = new ArrayReader(level, host, scope);
-        r.ancestors.add(originalAddress);
-        return r.node(array, schema, "", 0);
+    static ArrayTable read(MemorySegment array, long originalAddress, SchemaNode schema, ValidationLevel level,
+                           boolean host) {
+        ArrayTable table = new ArrayTable(schema.layout(), host);
+        ArrayReader r = new ArrayReader(level, table);
+        r.ancestors[0] = originalAddress;
+        r.depth = 1;
+        r.check(array, 0);
+        return table;
     }
 
     private boolean reads() {
@@ -56,67 +65,77 @@ final class ArrayReader {
         return level != ValidationLevel.NONE;
     }
 
-    private ArrayNode node(MemorySegment a, SchemaNode schema, String path, int depth) {
+    /** The field path of {@code field} of node {@code n}, built only for a message. */
+    private String at(int n, String field) {
+        return layout.path(n, field);
+    }
+
+    private void node(MemorySegment a, int n) {
         if (depth > SchemaReader.MAX_DEPTH) {
-            throw new ValidationException(Category.DEPTH, path, "expected nesting of at most " + SchemaReader.MAX_DEPTH
+            throw new ValidationException(Category.DEPTH, layout.path(n), "expected nesting of at most " + SchemaReader.MAX_DEPTH
                     + " levels but found more");
         }
         if ((a.address() & (ValueLayout.ADDRESS.byteAlignment() - 1)) != 0) {
             // Children and dictionaries are read in place through aligned accessors (only the root is moved).
-            throw new ValidationException(Category.ALIGNMENT, path, String.format(Locale.ROOT,
+            throw new ValidationException(Category.ALIGNMENT, layout.path(n), String.format(Locale.ROOT,
                     "expected an ArrowArray aligned to %d bytes but found address 0x%x",
                     ValueLayout.ADDRESS.byteAlignment(), a.address()));
         }
-        if (!ancestors.add(a.address())) {
-            throw new ValidationException(Category.DEPTH, path,
-                    "expected a tree but found a cycle (this ArrowArray is its own ancestor)");
+        for (int i = 0; i < depth; i++) {
+            if (ancestors[i] == a.address()) {
+                throw new ValidationException(Category.DEPTH, layout.path(n),
+                        "expected a tree but found a cycle (this ArrowArray is its own ancestor)");
+            }
         }
+        ancestors[depth++] = a.address();
         try {
-            return check(a, schema, path, depth);
+            check(a, n);
         } finally {
-            ancestors.remove(a.address());
+            depth--;
         }
     }
 
-    private ArrayNode check(MemorySegment a, SchemaNode schema, String path, int depth) {
+    private void check(MemorySegment a, int n) {
+        SchemaNode schema = layout.schema(n);
         if (ArrowArray.release(a).equals(MemorySegment.NULL)) {
-            throw new ValidationException(Category.RELEASED, path, "expected a live ArrowArray but found a released one");
+            throw new ValidationException(Category.RELEASED, layout.path(n), "expected a live ArrowArray but found a released one");
         }
         ArrowDataType type = schema.type();
         long length = ArrowArray.length(a);
         long offset = ArrowArray.offset(a);
         long nullCount = ArrowArray.null_count(a);
         if (length < 0) {
-            throw new ValidationException(Category.SIZE, at(path, "length"), "expected a non-negative length but found " + length);
+            throw new ValidationException(Category.SIZE, at(n, "length"), "expected a non-negative length but found " + length);
         }
         if (offset < 0) {
-            throw new ValidationException(Category.SIZE, at(path, "offset"), "expected a non-negative offset but found " + offset);
+            throw new ValidationException(Category.SIZE, at(n, "offset"), "expected a non-negative offset but found " + offset);
         }
-        long end = add(offset, length, at(path, "offset"));
+        long end = add(offset, length, n, "offset");
         if (minimal() && (nullCount < -1 || nullCount > length)) {
-            throw new ValidationException(Category.SIZE, at(path, "null_count"),
+            throw new ValidationException(Category.SIZE, at(n, "null_count"),
                     "expected a null count in [-1, " + length + "] but found " + nullCount);
         }
         // Buffers and children: counts first, so every later index is in range.
-        Layout layout = type.layout();
+        Layout layoutKind = type.layout();
         long nBuffers = ArrowArray.n_buffers(a);
-        int expectedBuffers = expectedBuffers(layout);
-        if (layout == Layout.VIEW ? nBuffers < 3 || nBuffers > Integer.MAX_VALUE / 8 : nBuffers != expectedBuffers) {
-            throw new ValidationException(Category.STRUCTURE, at(path, "n_buffers"), "expected "
-                    + (layout == Layout.VIEW ? "at least 3" : String.valueOf(expectedBuffers)) + " buffers for format '"
+        int expectedBuffers = expectedBuffers(layoutKind);
+        if (layoutKind == Layout.VIEW ? nBuffers < 3 || nBuffers > Integer.MAX_VALUE / 8 : nBuffers != expectedBuffers) {
+            throw new ValidationException(Category.STRUCTURE, at(n, "n_buffers"), "expected "
+                    + (layoutKind == Layout.VIEW ? "at least 3" : String.valueOf(expectedBuffers)) + " buffers for format '"
                     + type.format() + "' but found " + nBuffers);
         }
+        int childCount = layout.childCount(n);
         long nChildren = ArrowArray.n_children(a);
-        if (nChildren != schema.children().size()) {
-            throw new ValidationException(Category.STRUCTURE, at(path, "n_children"), "expected "
-                    + schema.children().size() + " children as in the schema but found " + nChildren);
+        if (nChildren != childCount) {
+            throw new ValidationException(Category.STRUCTURE, at(n, "n_children"), "expected "
+                    + childCount + " children as in the schema but found " + nChildren);
         }
         long[] addr = new long[(int) nBuffers];
         long[] len = new long[(int) nBuffers];
         if (nBuffers > 0) {
             MemorySegment ptrs = ArrowArray.buffers(a);
             if (ptrs.equals(MemorySegment.NULL)) {
-                throw new ValidationException(Category.NULL_POINTER, at(path, "buffers"),
+                throw new ValidationException(Category.NULL_POINTER, at(n, "buffers"),
                         "expected " + nBuffers + " buffer pointers but found NULL");
             }
             ptrs = ptrs.reinterpret(Math.multiplyExact(nBuffers, ValueLayout.ADDRESS.byteSize()));
@@ -125,167 +144,164 @@ final class ArrayReader {
             }
         }
         // Children are checked first: several rules compare against child lengths.
-        List<ArrayNode> children = new ArrayList<>((int) nChildren);
         if (nChildren > 0) {
             MemorySegment ptrs = ArrowArray.children(a);
             if (ptrs.equals(MemorySegment.NULL)) {
-                throw new ValidationException(Category.NULL_POINTER, at(path, "children"),
+                throw new ValidationException(Category.NULL_POINTER, at(n, "children"),
                         "expected " + nChildren + " child pointers but found NULL");
             }
             ptrs = ptrs.reinterpret(Math.multiplyExact(nChildren, ValueLayout.ADDRESS.byteSize()));
             for (int i = 0; i < nChildren; i++) {
-                String cp = at(path, "children[" + i + "]");
+                int child = layout.child(n, i);
                 MemorySegment c = ptrs.getAtIndex(ValueLayout.ADDRESS_UNALIGNED, i);
                 if (c.equals(MemorySegment.NULL)) {
-                    throw new ValidationException(Category.NULL_POINTER, cp, "expected an ArrowArray but found NULL");
+                    throw new ValidationException(Category.NULL_POINTER, layout.path(child), "expected an ArrowArray but found NULL");
                 }
-                children.add(node(c.reinterpret(ArrowArray.sizeof()), schema.children().get(i), cp, depth + 1));
+                node(c.reinterpret(ArrowArray.sizeof()), child);
             }
         }
         MemorySegment d = ArrowArray.dictionary(a);
-        ArrayNode dictionary = null;
-        if (schema.dictionary() == null) {
+        int dictionary = layout.dictionary(n);
+        if (dictionary < 0) {
             if (!d.equals(MemorySegment.NULL)) {
-                throw new ValidationException(Category.STRUCTURE, at(path, "dictionary"),
+                throw new ValidationException(Category.STRUCTURE, at(n, "dictionary"),
                         "expected NULL (the schema has no dictionary) but found a dictionary");
             }
         } else {
             if (d.equals(MemorySegment.NULL)) {
-                throw new ValidationException(Category.NULL_POINTER, at(path, "dictionary"),
+                throw new ValidationException(Category.NULL_POINTER, at(n, "dictionary"),
                         "expected a dictionary ArrowArray but found NULL");
             }
-            dictionary = node(d.reinterpret(ArrowArray.sizeof()), schema.dictionary(), at(path, "dictionary"), depth + 1);
+            node(d.reinterpret(ArrowArray.sizeof()), dictionary);
         }
 
-        boolean hasValidity = switch (layout) {
+        boolean hasValidity = switch (layoutKind) {
             case NULL, SPARSE_UNION, DENSE_UNION, RUN_END_ENCODED -> false;
             default -> true;
         };
         if (hasValidity) {
             if (addr[0] == 0) {
                 if (minimal() && nullCount > 0) {
-                    throw new ValidationException(Category.NULL_POINTER, at(path, "buffers[0]"),
+                    throw new ValidationException(Category.NULL_POINTER, at(n, "buffers[0]"),
                             "expected a validity buffer for null count " + nullCount + " but found NULL");
                 }
                 len[0] = 0;
             } else {
                 len[0] = bitmapBytes(end);
             }
-        } else if (minimal() && layout != Layout.NULL && nullCount > 0) {
-            throw new ValidationException(Category.STRUCTURE, at(path, "null_count"),
+        } else if (minimal() && layoutKind != Layout.NULL && nullCount > 0) {
+            throw new ValidationException(Category.STRUCTURE, at(n, "null_count"),
                     "expected a null count of 0 for format '" + type.format() + "' (it has no validity buffer) but found "
                             + nullCount);
         }
-        switch (layout) {
+        switch (layoutKind) {
             case NULL -> { }
             case BOOL -> len[1] = bitmapBytes(end);
-            case FIXED_WIDTH, FIXED_SIZE_BINARY -> len[1] = mul(end, type.elementByteWidth(), at(path, "length"));
+            case FIXED_WIDTH, FIXED_SIZE_BINARY -> len[1] = mul(end, type.elementByteWidth(), n, "length");
             case VARIABLE, LARGE_VARIABLE -> {
-                int w = layout == Layout.VARIABLE ? 4 : 8;
-                len[1] = offsetsBytes(addr[1], length, end, w, path);
+                int w = layoutKind.offsetWidth();
+                len[1] = offsetsBytes(addr[1], length, end, w, n);
                 long data = -1;
                 if (len[1] == 0) {
                     data = 0;
                 } else if (reads()) {
-                    long[] range = checkOffsets(addr[1], offset, length, w, at(path, "buffers[1]"));
-                    data = range[1];
+                    data = checkOffsets(addr[1], offset, length, w, n).last();
                 }
                 len[2] = data;
                 if (full() && len[1] != 0 && (type.id() == TypeId.UTF8 || type.id() == TypeId.LARGE_UTF8)) {
-                    checkUtf8(addr, len, offset, length, w, path);
+                    checkUtf8(addr, len, offset, length, w, n);
                 }
             }
             case VIEW -> {
                 int variadic = (int) nBuffers - 3;
-                len[1] = mul(end, 16, at(path, "length"));
-                len[(int) nBuffers - 1] = mul(variadic, 8, at(path, "n_buffers"));
+                len[1] = mul(end, 16, n, "length");
+                len[(int) nBuffers - 1] = mul(variadic, 8, n, "n_buffers");
                 for (int i = 2; i < nBuffers - 1; i++) {
                     len[i] = -1;
                 }
                 if (reads() && variadic > 0) {
-                    MemorySegment sizes = host(addr[(int) nBuffers - 1], len[(int) nBuffers - 1],
-                            at(path, "buffers[" + (nBuffers - 1) + "]"));
+                    String sp = at(n, "buffers[" + (nBuffers - 1) + "]");
+                    MemorySegment sizes = host(addr[(int) nBuffers - 1], len[(int) nBuffers - 1], sp);
                     for (int i = 0; i < variadic; i++) {
                         long size = sizes.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
                         if (size < 0) {
-                            throw new ValidationException(Category.SIZE, at(path, "buffers[" + (nBuffers - 1) + "]"),
+                            throw new ValidationException(Category.SIZE, sp,
                                     "expected a non-negative size of variadic buffer " + i + " but found " + size);
                         }
                         len[2 + i] = size;
                     }
                 }
                 if (full()) {
-                    checkViews(addr, len, offset, length, variadic, path);
+                    checkViews(addr, len, offset, length, variadic, n);
                 }
             }
             case LIST, LARGE_LIST -> {
-                int w = layout == Layout.LIST ? 4 : 8;
-                len[1] = offsetsBytes(addr[1], length, end, w, path);
+                int w = layoutKind.offsetWidth();
+                len[1] = offsetsBytes(addr[1], length, end, w, n);
                 if (len[1] != 0 && reads()) {
-                    long[] range = checkOffsets(addr[1], offset, length, w, at(path, "buffers[1]"));
-                    ArrayNode child = children.get(0);
-                    if (range[1] > child.length()) {
-                        throw new ValidationException(Category.LENGTH, at(path, "children[0].length"),
-                                "expected at least " + range[1] + " (the last offset) but found " + child.length());
+                    long last = checkOffsets(addr[1], offset, length, w, n).last();
+                    long childLength = table.length(layout.child(n, 0));
+                    if (last > childLength) {
+                        throw new ValidationException(Category.LENGTH, at(n, "children[0].length"),
+                                "expected at least " + last + " (the last offset) but found " + childLength);
                     }
                 }
             }
             case LIST_VIEW, LARGE_LIST_VIEW -> {
-                int w = layout == Layout.LIST_VIEW ? 4 : 8;
-                len[1] = mul(end, w, at(path, "length"));
+                int w = layoutKind.offsetWidth();
+                len[1] = mul(end, w, n, "length");
                 len[2] = len[1];
                 if (full()) {
-                    checkListViews(addr, offset, length, w, children.get(0).length(), path);
+                    checkListViews(addr, offset, length, w, table.length(layout.child(n, 0)), n);
                 }
             }
             case FIXED_SIZE_LIST -> {
-                long need = mul(end, type.fixedSize(), at(path, "length"));
-                if (minimal() && children.get(0).length() < need) {
-                    throw new ValidationException(Category.LENGTH, at(path, "children[0].length"),
+                long need = mul(end, type.fixedSize(), n, "length");
+                long childLength = table.length(layout.child(n, 0));
+                if (minimal() && childLength < need) {
+                    throw new ValidationException(Category.LENGTH, at(n, "children[0].length"),
                             "expected at least " + need + " (list size " + type.fixedSize() + " x " + end
-                                    + " elements) but found " + children.get(0).length());
+                                    + " elements) but found " + childLength);
                 }
             }
-            case STRUCT -> {
-                for (int i = 0; minimal() && i < children.size(); i++) {
-                    if (children.get(i).length() < end) {
-                        throw new ValidationException(Category.LENGTH, at(path, "children[" + i + "].length"),
-                                "expected at least " + end + " (parent offset + length) but found " + children.get(i).length());
-                    }
-                }
-            }
+            case STRUCT -> checkChildLengths(n, end);
             case SPARSE_UNION, DENSE_UNION -> {
                 len[0] = end;
-                if (layout == Layout.SPARSE_UNION) {
-                    for (int i = 0; minimal() && i < children.size(); i++) {
-                        if (children.get(i).length() < end) {
-                            throw new ValidationException(Category.LENGTH, at(path, "children[" + i + "].length"),
-                                    "expected at least " + end + " (parent offset + length) but found "
-                                            + children.get(i).length());
-                        }
-                    }
+                if (layoutKind == Layout.SPARSE_UNION) {
+                    checkChildLengths(n, end);
                 } else {
-                    len[1] = mul(end, 4, at(path, "length"));
+                    len[1] = mul(end, 4, n, "length");
                 }
                 if (full()) {
-                    checkUnion(addr, layout == Layout.DENSE_UNION, type, children, offset, length, path);
+                    checkUnion(addr, layoutKind == Layout.DENSE_UNION, type, offset, length, n);
                 }
             }
-            case RUN_END_ENCODED -> checkRunEnds(children, end, length, path);
+            case RUN_END_ENCODED -> checkRunEnds(n, end, length);
         }
         for (int i = 0; i < nBuffers; i++) {
             if (addr[i] == 0 && len[i] > 0) {
-                throw new ValidationException(Category.NULL_POINTER, at(path, "buffers[" + i + "]"),
+                throw new ValidationException(Category.NULL_POINTER, at(n, "buffers[" + i + "]"),
                         "expected a buffer of " + len[i] + " bytes but found NULL");
             }
         }
-        if (dictionary != null && full()) {
-            checkDictionaryIndices(addr, type, offset, length, dictionary.length(), path);
+        if (dictionary >= 0 && full()) {
+            checkDictionaryIndices(addr, type, offset, length, table.length(dictionary), n);
         }
-        return new ArrayNode(schema, path, length, nullCount, offset, addr, len, children, dictionary, scope, host);
+        table.setNode(n, length, nullCount, offset, addr, len, (int) nBuffers);
     }
 
-    private static int expectedBuffers(Layout layout) {
+    /** Every child of a struct or sparse union spans at least the parent's offset + length. */
+    private void checkChildLengths(int n, long end) {
+        for (int i = 0; minimal() && i < layout.childCount(n); i++) {
+            long childLength = table.length(layout.child(n, i));
+            if (childLength < end) {
+                throw new ValidationException(Category.LENGTH, at(n, "children[" + i + "].length"),
+                        "expected at least " + end + " (parent offset + length) but found " + childLength);
+            }
+        }
+    }
+
+    static int expectedBuffers(Layout layout) {
         return switch (layout) {
             case NULL, RUN_END_ENCODED -> 0;
             case FIXED_SIZE_LIST, STRUCT, SPARSE_UNION -> 1;
@@ -295,19 +311,21 @@ final class ArrayReader {
     }
 
     /** Bytes of an offsets buffer: none for an empty array with a NULL pointer, else (offset + length + 1) entries. */
-    private static long offsetsBytes(long address, long length, long end, int width, String path) {
+    private long offsetsBytes(long address, long length, long end, int width, int n) {
         if (length == 0 && address == 0) {
             return 0;
         }
-        return mul(add(end, 1, at(path, "length")), width, at(path, "length"));
+        return mul(add(end, 1, n, "length"), width, n, "length");
     }
 
-    /**
-     * Reads the first and last offsets (and at FULL every offset) of elements [offset, offset + length].
-     * Returns {first, last}.
-     */
-    private long[] checkOffsets(long address, long offset, long length, int width, String path) {
-        MemorySegment s = host(address, mul(add(add(offset, length, path), 1, path), width, path), path);
+    /** The first and last offsets of a node's elements. */
+    private record OffsetRange(long first, long last) {}
+
+    /** Reads the first and last offsets (and at FULL every offset) of elements [offset, offset + length]. */
+    private OffsetRange checkOffsets(long address, long offset, long length, int width, int n) {
+        String path = at(n, "buffers[1]");
+        MemorySegment s = host(address, mul(add(add(offset, length, n, "buffers[1]"), 1, n, "buffers[1]"), width, n,
+                "buffers[1]"), path);
         long first = offsetAt(s, offset, width);
         long last = offsetAt(s, offset + length, width);
         if (first < 0) {
@@ -328,10 +346,11 @@ final class ArrayReader {
                 prev = v;
             }
         }
-        return new long[] {first, last};
+        return new OffsetRange(first, last);
     }
 
-    private static void checkUtf8(long[] addr, long[] len, long offset, long length, int w, String path) {
+    private void checkUtf8(long[] addr, long[] len, long offset, long length, int w, int n) {
+        String path = layout.path(n);
         MemorySegment offs = host(addr[1], len[1], at(path, "buffers[1]"));
         MemorySegment data = host(addr[2], len[2], at(path, "buffers[2]"));
         MemorySegment validity = addr[0] == 0 ? null : host(addr[0], len[0], at(path, "buffers[0]"));
@@ -358,7 +377,8 @@ final class ArrayReader {
                 : s.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, index);
     }
 
-    private void checkViews(long[] addr, long[] len, long offset, long length, int variadic, String path) {
+    private void checkViews(long[] addr, long[] len, long offset, long length, int variadic, int n) {
+        String path = layout.path(n);
         String vp = at(path, "buffers[1]");
         MemorySegment views = host(addr[1], len[1], vp);
         MemorySegment validity = addr[0] == 0 ? null : host(addr[0], len[0], at(path, "buffers[0]"));
@@ -389,8 +409,9 @@ final class ArrayReader {
         }
     }
 
-    private void checkListViews(long[] addr, long offset, long length, int width, long childLength, String path) {
-        long bytes = mul(add(offset, length, path), width, path);
+    private void checkListViews(long[] addr, long offset, long length, int width, long childLength, int n) {
+        String path = layout.path(n);
+        long bytes = mul(add(offset, length, n, ""), width, n, "");
         MemorySegment offs = host(addr[1], bytes, at(path, "buffers[1]"));
         MemorySegment sizes = host(addr[2], bytes, at(path, "buffers[2]"));
         for (long i = offset; i < offset + length; i++) {
@@ -404,11 +425,11 @@ final class ArrayReader {
         }
     }
 
-    private void checkUnion(long[] addr, boolean dense, ArrowDataType type, List<ArrayNode> children, long offset,
-                            long length, String path) {
+    private void checkUnion(long[] addr, boolean dense, ArrowDataType type, long offset, long length, int n) {
+        String path = layout.path(n);
         String tp = at(path, "buffers[0]");
         MemorySegment ids = host(addr[0], offset + length, tp);
-        MemorySegment offs = dense ? host(addr[1], mul(offset + length, 4, path), at(path, "buffers[1]")) : null;
+        MemorySegment offs = dense ? host(addr[1], mul(offset + length, 4, n, ""), at(path, "buffers[1]")) : null;
         List<Integer> declared = type.unionTypeIds();
         for (long i = offset; i < offset + length; i++) {
             int id = ids.get(ValueLayout.JAVA_BYTE, i);
@@ -419,7 +440,7 @@ final class ArrayReader {
             }
             if (dense) {
                 int o = offs.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i);
-                long childLength = children.get(child).length();
+                long childLength = table.length(layout.child(n, child));
                 if (o < 0 || o >= childLength) {
                     throw new ValidationException(Category.CONTENT, at(path, "buffers[1]"), "offset at index "
                             + (i - offset) + ": expected a value in [0, " + childLength + ") but found " + o);
@@ -428,39 +449,41 @@ final class ArrayReader {
         }
     }
 
-    private void checkRunEnds(List<ArrayNode> children, long end, long length, String path) {
-        ArrayNode runEnds = children.get(0);
-        ArrayNode values = children.get(1);
+    private void checkRunEnds(int n, long end, long length) {
+        String path = layout.path(n);
+        int runEnds = layout.child(n, 0);
+        int values = layout.child(n, 1);
         if (!minimal()) {
             return;
         }
-        if (runEnds.length() != values.length()) {
+        long runs = table.length(runEnds);
+        if (runs != table.length(values)) {
             throw new ValidationException(Category.LENGTH, at(path, "children[1].length"),
-                    "expected " + runEnds.length() + " (the run ends length) but found " + values.length());
+                    "expected " + runs + " (the run ends length) but found " + table.length(values));
         }
-        if (runEnds.nullCount() > 0) {
+        if (table.nullCount(runEnds) > 0) {
             throw new ValidationException(Category.CONTENT, at(path, "children[0].null_count"),
-                    "expected no null run ends but found " + runEnds.nullCount());
+                    "expected no null run ends but found " + table.nullCount(runEnds));
         }
-        if (length > 0 && runEnds.length() == 0) {
+        if (length > 0 && runs == 0) {
             throw new ValidationException(Category.LENGTH, at(path, "children[0].length"),
                     "expected at least 1 run for length " + length + " but found 0");
         }
-        if (!reads() || runEnds.length() == 0) {
+        if (!reads() || runs == 0) {
             return;
         }
-        int w = runEnds.type().elementByteWidth();
+        int w = layout.schema(runEnds).type().elementByteWidth();
         String rp = at(path, "children[0].buffers[1]");
-        long first = runEnds.offset();
-        MemorySegment s = host(runEnds.address(1), mul(first + runEnds.length(), w, rp), rp);
-        long last = runEnd(s, first + runEnds.length() - 1, w);
+        long first = table.offset(runEnds);
+        MemorySegment s = host(table.bufferAddress(runEnds, 1), mul(first + runs, w, runEnds, "buffers[1]"), rp);
+        long last = runEnd(s, first + runs - 1, w);
         if (last < end) {
             throw new ValidationException(Category.CONTENT, rp, "expected the last run end to be at least " + end
                     + " (offset + length) but found " + last);
         }
         if (full()) {
             long prev = 0;
-            for (long i = 0; i < runEnds.length(); i++) {
+            for (long i = 0; i < runs; i++) {
                 long v = runEnd(s, first + i, w);
                 if (v <= prev) {
                     throw new ValidationException(Category.CONTENT, rp, "run ends not strictly increasing at index " + i
@@ -480,14 +503,15 @@ final class ArrayReader {
     }
 
     private void checkDictionaryIndices(long[] addr, ArrowDataType type, long offset, long length, long dictLength,
-                                        String path) {
+                                        int n) {
+        String path = layout.path(n);
         String ip = at(path, "buffers[1]");
         int w = type.elementByteWidth();
         boolean unsigned = switch (type.id()) {
             case UINT8, UINT16, UINT32, UINT64 -> true;
             default -> false;
         };
-        MemorySegment values = host(addr[1], mul(offset + length, w, ip), ip);
+        MemorySegment values = host(addr[1], mul(offset + length, w, n, "buffers[1]"), ip);
         MemorySegment validity = addr[0] == 0 ? null : host(addr[0], bitmapBytes(offset + length), at(path, "buffers[0]"));
         for (long i = offset; i < offset + length; i++) {
             if (validity != null && !bit(validity, i)) {
@@ -528,20 +552,22 @@ final class ArrayReader {
         return MemorySegment.ofAddress(address).reinterpret(bytes);
     }
 
-    private static long add(long a, long b, String path) {
+    /** {@code a + b}, exactly; on overflow a SIZE error at {@code field} of node {@code n}. */
+    private long add(long a, long b, int n, String field) {
         try {
             return Math.addExact(a, b);
         } catch (ArithmeticException e) {
-            throw new ValidationException(Category.SIZE, path, String.format(Locale.ROOT,
+            throw new ValidationException(Category.SIZE, at(n, field), String.format(Locale.ROOT,
                     "expected %d + %d to fit in 64 bits but it overflows", a, b));
         }
     }
 
-    private static long mul(long a, long b, String path) {
+    /** {@code a * b}, exactly; on overflow a SIZE error at {@code field} of node {@code n}. */
+    private long mul(long a, long b, int n, String field) {
         try {
             return Math.multiplyExact(a, b);
         } catch (ArithmeticException e) {
-            throw new ValidationException(Category.SIZE, path, String.format(Locale.ROOT,
+            throw new ValidationException(Category.SIZE, at(n, field), String.format(Locale.ROOT,
                     "expected %d x %d bytes to fit in 64 bits but it overflows", a, b));
         }
     }

@@ -31,7 +31,19 @@ public record ArrowDataType(TypeId id, String format, int fixedSize, int precisi
     /** Physical layout family, which decides the buffers and children a node has. */
     public enum Layout {
         NULL, BOOL, FIXED_WIDTH, VARIABLE, LARGE_VARIABLE, VIEW, FIXED_SIZE_BINARY, LIST, LARGE_LIST,
-        LIST_VIEW, LARGE_LIST_VIEW, FIXED_SIZE_LIST, STRUCT, SPARSE_UNION, DENSE_UNION, RUN_END_ENCODED
+        LIST_VIEW, LARGE_LIST_VIEW, FIXED_SIZE_LIST, STRUCT, SPARSE_UNION, DENSE_UNION, RUN_END_ENCODED;
+
+        /**
+         * Bytes of one offset (or list-view size): 4 for the 32-bit offset layouts, 8 for the large ones,
+         * 0 for layouts without offsets.
+         */
+        public int offsetWidth() {
+            return switch (this) {
+                case VARIABLE, LIST, LIST_VIEW -> 4;
+                case LARGE_VARIABLE, LARGE_LIST, LARGE_LIST_VIEW -> 8;
+                default -> 0;
+            };
+        }
     }
 
     /** Every type of the Arrow format. {@code byteWidth} is the element width of fixed-width types. */

@@ -1,5 +1,6 @@
 package org.devicebridge.arrow;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Objects;
@@ -7,7 +8,7 @@ import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
-import org.devicebridge.internal.ForeignImport;
+import org.devicebridge.foreign.ForeignImport;
 
 /**
  * Imports Arrow C Data Interface structs produced by any native code into handles that own them. Every
@@ -39,29 +40,52 @@ public final class ArrowImport {
 
     /**
      * Imports the {@code ArrowArray} at {@code arrowArrayPtr}, whose type is {@code schema} (borrowed), and
-     * validates it at {@code level}. The array's buffers are host memory.
+     * validates it at {@code level}. The array's buffers are host memory. The returned handle owns its
+     * arena (see {@link org.devicebridge.NativeHandle}): {@code close()} releases the struct.
      *
      * <p>Ownership: after a return the caller owns the returned {@link ImportedArray} (close it, or hand it
-     * to {@link ArrowJavaImport}); after a throw the struct has already been released.
+     * to the Arrow Java bridge); after a throw the struct has already been released.
      *
      * @throws ValidationException if the array is malformed or does not match the schema
      */
     public static ImportedArray importArray(SchemaNode schema, MemorySegment arrowArrayPtr, ValidationLevel level) {
+        return importArray(schema, arrowArrayPtr, level, null);
+    }
+
+    /**
+     * As {@link #importArray(SchemaNode, MemorySegment, ValidationLevel)}, with the struct's release bound to
+     * {@code arena}: every segment of the import belongs to it and its {@code close()} releases the struct
+     * (a confined arena for a single-thread loop, a shared one for hand-off, one arena for many imports).
+     * {@code null} means a handle-owned arena.
+     *
+     * <p>Ownership: after a return {@code arena} owns the import (the returned handle's {@code close()} does
+     * nothing); after a throw the struct has already been released.
+     *
+     * @throws ValidationException if the array is malformed or does not match the schema
+     * @throws org.devicebridge.HandleClosedException if {@code arena} is closed (the struct is released)
+     */
+    public static ImportedArray importArray(SchemaNode schema, MemorySegment arrowArrayPtr, ValidationLevel level,
+                                            Arena arena) {
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(arrowArrayPtr, "arrowArrayPtr");
         Objects.requireNonNull(level, "level");
         long original = arrowArrayPtr.address();
         return ForeignImport.take(ForeignImport.Kind.ARROW_ARRAY, arrowArrayPtr, owned -> {
-            BufferScope scope = new BufferScope("imported ArrowArray");
-            ArrayNode root = ArrayReader.read(owned, original, schema, level, true, scope);
-            return new ImportedArray(new ImportedArray.Owner(ForeignImport.Kind.ARROW_ARRAY, owned, scope), root,
-                    ImportedArray.DEVICE_CPU, -1, 0, level);
+            ArrayTable table = ArrayReader.read(owned, original, schema, level, true);
+            return new ImportedArray(ForeignImport.Kind.ARROW_ARRAY, owned, table, ImportedArray.DEVICE_CPU, -1, 0,
+                    level, arena);
         });
     }
 
     /** {@link #importArray(SchemaNode, MemorySegment, ValidationLevel)} with the root of an imported schema (borrowed). */
     public static ImportedArray importArray(ImportedSchema schema, MemorySegment arrowArrayPtr, ValidationLevel level) {
-        return importArray(Objects.requireNonNull(schema, "schema").root(), arrowArrayPtr, level);
+        return importArray(Objects.requireNonNull(schema, "schema").root(), arrowArrayPtr, level, null);
+    }
+
+    /** {@link #importArray(SchemaNode, MemorySegment, ValidationLevel, Arena)} with an imported schema's root (borrowed). */
+    public static ImportedArray importArray(ImportedSchema schema, MemorySegment arrowArrayPtr, ValidationLevel level,
+                                            Arena arena) {
+        return importArray(Objects.requireNonNull(schema, "schema").root(), arrowArrayPtr, level, arena);
     }
 
     /**
@@ -81,6 +105,18 @@ public final class ArrowImport {
      */
     public static ImportedArray importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
                                                   ValidationLevel level) {
+        return importDeviceArray(schema, arrowDeviceArrayPtr, level, null);
+    }
+
+    /**
+     * As {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel)}, with the release bound to
+     * {@code arena} as in {@link #importArray(SchemaNode, MemorySegment, ValidationLevel, Arena)}.
+     *
+     * <p>Ownership: after a return {@code arena} owns the import; after a throw the struct has already been
+     * released.
+     */
+    public static ImportedArray importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
+                                                  ValidationLevel level, Arena arena) {
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(arrowDeviceArrayPtr, "arrowDeviceArrayPtr");
         Objects.requireNonNull(level, "level");
@@ -99,18 +135,23 @@ public final class ArrowImport {
                 }
             }
             boolean host = deviceType == ImportedArray.DEVICE_CPU;
-            BufferScope scope = new BufferScope("imported ArrowDeviceArray");
             MemorySegment array = owned.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());
-            ArrayNode root = ArrayReader.read(array, original, schema, level, host, scope);
-            return new ImportedArray(new ImportedArray.Owner(ForeignImport.Kind.ARROW_DEVICE_ARRAY, owned, scope), root,
-                    deviceType, deviceId, sync, level);
+            ArrayTable table = ArrayReader.read(array, original, schema, level, host);
+            return new ImportedArray(ForeignImport.Kind.ARROW_DEVICE_ARRAY, owned, table, deviceType, deviceId, sync,
+                    level, arena);
         });
     }
 
     /** {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel)} with an imported schema's root (borrowed). */
     public static ImportedArray importDeviceArray(ImportedSchema schema, MemorySegment arrowDeviceArrayPtr,
                                                   ValidationLevel level) {
-        return importDeviceArray(Objects.requireNonNull(schema, "schema").root(), arrowDeviceArrayPtr, level);
+        return importDeviceArray(Objects.requireNonNull(schema, "schema").root(), arrowDeviceArrayPtr, level, null);
+    }
+
+    /** {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel, Arena)} with an imported schema's root (borrowed). */
+    public static ImportedArray importDeviceArray(ImportedSchema schema, MemorySegment arrowDeviceArrayPtr,
+                                                  ValidationLevel level, Arena arena) {
+        return importDeviceArray(Objects.requireNonNull(schema, "schema").root(), arrowDeviceArrayPtr, level, arena);
     }
 
     /**

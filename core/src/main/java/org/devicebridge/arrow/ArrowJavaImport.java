@@ -348,11 +348,11 @@ public final class ArrowJavaImport {
 
         private final FieldMapper mapper;
 
-        Loader(BufferAllocator allocator, ImportedArray.Owner owner, DictionaryProvider.MapDictionaryProvider dictionaries,
+        Loader(BufferAllocator allocator, Runnable owner, DictionaryProvider.MapDictionaryProvider dictionaries,
                FieldMapper mapper) {
             this.allocator = allocator;
             this.mapper = mapper;
-            this.refs = new RefCount(owner::release);
+            this.refs = new RefCount(owner);
             this.dictionaries = dictionaries;
         }
 

@@ -877,35 +877,29 @@ public final class CudaArrow {
 
     /** A copy of the tree with the buffer addresses in {@code placed}, as device memory (not host-readable). */
     private static ArrayNode relocate(ArrayNode n, Map<ArrayNode, long[]> placed) {
-        List<ArrayNode> children = new ArrayList<>(n.children().size());
-        for (ArrayNode c : n.children()) {
-            children.add(relocate(c, placed));
+        ArrayTable table = n.table().derive(false);
+        for (Map.Entry<ArrayNode, long[]> e : placed.entrySet()) {
+            ArrayNode node = e.getKey();
+            long[] addrs = e.getValue();
+            for (int i = 0; i < addrs.length; i++) {
+                table.setBuffer(node.index(), i, addrs[i], node.bufferLength(i));
+            }
         }
-        ArrayNode dictionary = n.dictionary() == null ? null : relocate(n.dictionary(), placed);
-        long[] lens = new long[n.bufferCount()];
-        for (int i = 0; i < lens.length; i++) {
-            lens[i] = n.bufferLength(i);
-        }
-        return new ArrayNode(n.schema(), n.path(), n.length(), n.nullCount(), n.offset(), placed.get(n), lens, children,
-                dictionary, null, false);
+        return table.node(n.index());
     }
 
     /** A copy of the tree with the buffer lengths in {@code lengths} where given. */
     private static ArrayNode resize(ArrayNode n, Map<ArrayNode, long[]> lengths) {
-        List<ArrayNode> children = new ArrayList<>(n.children().size());
-        for (ArrayNode c : n.children()) {
-            children.add(resize(c, lengths));
+        ArrayTable table = n.table().derive(n.isHostAccessible());
+        table.ownedBy(n.table().source());
+        for (Map.Entry<ArrayNode, long[]> e : lengths.entrySet()) {
+            ArrayNode node = e.getKey();
+            long[] lens = e.getValue();
+            for (int i = 0; i < lens.length; i++) {
+                table.setBuffer(node.index(), i, node.address(i), lens[i]);
+            }
         }
-        ArrayNode dictionary = n.dictionary() == null ? null : resize(n.dictionary(), lengths);
-        long[] addrs = new long[n.bufferCount()];
-        long[] lens = new long[n.bufferCount()];
-        for (int i = 0; i < addrs.length; i++) {
-            addrs[i] = n.address(i);
-            lens[i] = n.bufferLength(i);
-        }
-        long[] given = lengths.get(n);
-        return new ArrayNode(n.schema(), n.path(), n.length(), n.nullCount(), n.offset(), addrs,
-                given != null ? given : lens, children, dictionary, null, false);
+        return table.node(n.index());
     }
 
     private static void closeAll(List<? extends AutoCloseable> handles) {

@@ -33,6 +33,19 @@ public final class CudaArrowBatch extends NativeHandle {
         this.device = device;
         this.deviceType = deviceType;
         this.memory = List.copyOf(memory);
+        if (root.table().source() == null) {
+            root.table().ownedBy(new ArrayTable.SegmentSource() {
+                @Override
+                public java.lang.foreign.MemorySegment segment(long address, long byteSize) {
+                    return CudaArrowBatch.this.segment(address, byteSize);
+                }
+
+                @Override
+                public void ensureLive() {
+                    CudaArrowBatch.this.ensureLive();
+                }
+            });
+        }
     }
 
     static String describe(String what, ArrayNode root, int device) {

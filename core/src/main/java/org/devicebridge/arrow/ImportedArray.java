@@ -1,60 +1,54 @@
 package org.devicebridge.arrow;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.devicebridge.NativeHandle;
-import org.devicebridge.internal.ForeignImport;
+import org.devicebridge.foreign.ForeignImport;
 
 /**
- * An {@code ArrowArray} (or {@code ArrowDeviceArray}) taken from native code and validated. Owns the
- * moved struct and calls its {@code release} exactly once: on {@link #close()}, or, after the array was
- * handed to Arrow Java with {@link ArrowJavaImport}, when the last Arrow buffer is released.
+ * An {@code ArrowArray} (or {@code ArrowDeviceArray}) taken from native code and validated once into a
+ * flat table ({@link #root()} and its children are light views of it). Owns the moved struct and calls
+ * its {@code release} exactly once: when its arena closes (see {@link NativeHandle}: {@link #close()} for
+ * a handle-owned arena, the caller's {@code Arena.close()} for an import given one), or, after the array
+ * was handed to Arrow Java, when the last Arrow buffer is released.
  *
- * <p>Lifetime of segments: {@link ArrayNode#buffer(int)} segments belong to a shared arena that is created
- * only when the first such segment is asked for and closed by {@link #close()}, so segments cannot be used
- * after the memory is released, while a batch read in other ways never pays for a shared-arena close.
- * Closing may fail (and is then logged) if another thread is accessing a segment at that moment.
+ * <p>Thread safety: the view is immutable and may be read from any thread; buffer segments follow the
+ * arena's rules (a confined arena's segments only on its thread).
  */
 public final class ImportedArray extends NativeHandle {
     /** {@code ARROW_DEVICE_CPU}. */
     public static final int DEVICE_CPU = 1;
 
-    private final ArrayNode root;
-    private final Owner owner;
+    private final ArrayTable table;
+    private final ForeignImport.Kind kind;
+    private final MemorySegment owned;
     private final int deviceType;
     private final long deviceId;
     private final long syncEvent;
     private final ValidationLevel level;
 
-    /** What the handle releases: the arena of the segments, then the struct. Never refers to the handle. */
-    static final class Owner {
-        final ForeignImport.Kind kind;
-        final MemorySegment owned;
-        final BufferScope scope;
-
-        Owner(ForeignImport.Kind kind, MemorySegment owned, BufferScope scope) {
-            this.kind = kind;
-            this.owned = owned;
-            this.scope = scope;
-        }
-
-        void release() {
-            try {
-                scope.close();
-            } finally {
-                kind.release(owned);
-            }
-        }
-    }
-
-    ImportedArray(Owner owner, ArrayNode root, int deviceType, long deviceId, long syncEvent, ValidationLevel level) {
-        super(owner.kind == ForeignImport.Kind.ARROW_DEVICE_ARRAY ? "imported ArrowDeviceArray" : "imported ArrowArray",
-                owner::release);
-        this.owner = owner;
-        this.root = root;
+    ImportedArray(ForeignImport.Kind kind, MemorySegment owned, ArrayTable table, int deviceType, long deviceId,
+                  long syncEvent, ValidationLevel level, Arena arena) {
+        super(kind == ForeignImport.Kind.ARROW_DEVICE_ARRAY ? "imported ArrowDeviceArray" : "imported ArrowArray",
+                () -> kind.release(owned), arena);
+        this.kind = kind;
+        this.owned = owned;
+        this.table = table;
         this.deviceType = deviceType;
         this.deviceId = deviceId;
         this.syncEvent = syncEvent;
         this.level = level;
+        table.ownedBy(new ArrayTable.SegmentSource() {
+            @Override
+            public MemorySegment segment(long address, long byteSize) {
+                return ImportedArray.this.segment(address, byteSize);
+            }
+
+            @Override
+            public void ensureLive() {
+                ImportedArray.this.ensureLive();
+            }
+        });
     }
 
     /** The level this array was validated at. */
@@ -69,7 +63,7 @@ public final class ImportedArray extends NativeHandle {
      */
     public ArrayNode root() {
         ensureLive();
-        return root;
+        return table.node(0);
     }
 
     /** {@code ARROW_DEVICE_CPU} (1) for plain {@code ArrowArray} imports, else the producer's device type. */
@@ -90,14 +84,17 @@ public final class ImportedArray extends NativeHandle {
         return MemorySegment.ofAddress(syncEvent);
     }
 
-    /** Passes ownership of the struct to a consumer (Arrow Java), which must call {@link Owner#release()} once. */
-    Owner transfer() {
+    /**
+     * Passes ownership of the struct to a consumer (Arrow Java), which must run the returned action exactly
+     * once. The handle becomes CONSUMED first; segments handed out before become unusable.
+     */
+    Runnable transfer() {
         markConsumed();
-        return owner;
+        return () -> kind.release(owned);
     }
 
     /** The root node, without a liveness check, for a consumer that has just taken ownership. */
     ArrayNode rootUnchecked() {
-        return root;
+        return table.node(0);
     }
 }

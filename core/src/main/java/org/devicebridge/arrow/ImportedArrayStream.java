@@ -10,7 +10,7 @@ import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
 import org.devicebridge.generated.arrow.ArrowSchema;
-import org.devicebridge.internal.ForeignImport;
+import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.internal.Native;
 
 /**

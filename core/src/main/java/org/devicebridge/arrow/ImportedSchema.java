@@ -2,7 +2,7 @@ package org.devicebridge.arrow;
 
 import java.lang.foreign.MemorySegment;
 import org.devicebridge.NativeHandle;
-import org.devicebridge.internal.ForeignImport;
+import org.devicebridge.foreign.ForeignImport;
 
 /**
  * An {@code ArrowSchema} taken from native code, validated and parsed. Owns the moved struct and calls

@@ -23,6 +23,8 @@ public final class SchemaNode {
     private final Map<String, String> metadata;
     private final List<SchemaNode> children;
     private final SchemaNode dictionary;
+    private volatile SchemaLayout layout; // the shape of arrays of this type, made on the first import
+
 
     SchemaNode(String path, String name, ArrowDataType type, long flags, Map<String, String> metadata,
                List<SchemaNode> children, SchemaNode dictionary) {
@@ -82,6 +84,16 @@ public final class SchemaNode {
     /** The value type of a dictionary-encoded field, or {@code null}. */
     public SchemaNode dictionary() {
         return dictionary;
+    }
+
+    /** This tree in pre-order, computed once and reused by every import of this type (racing first calls build equal ones). */
+    SchemaLayout layout() {
+        SchemaLayout l = layout;
+        if (l == null) {
+            l = new SchemaLayout(this);
+            layout = l;
+        }
+        return l;
     }
 
     @Override

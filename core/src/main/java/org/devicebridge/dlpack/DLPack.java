@@ -1,5 +1,6 @@
 package org.devicebridge.dlpack;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Objects;
@@ -12,7 +13,7 @@ import org.devicebridge.generated.dlpack.DLManagedTensor;
 import org.devicebridge.generated.dlpack.DLManagedTensorVersioned;
 import org.devicebridge.generated.dlpack.DLPackVersion;
 import org.devicebridge.generated.dlpack.DLTensor;
-import org.devicebridge.internal.ForeignImport;
+import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.internal.Native;
 
 /**
@@ -199,6 +200,18 @@ public final class DLPack {
      * @throws UnsupportedFeatureException for a valid tensor this library cannot represent (e.g. lanes != 1)
      */
     public static ImportedTensor importVersioned(MemorySegment tensor, ImportOptions options) {
+        return importVersioned(tensor, options, null);
+    }
+
+    /**
+     * As {@link #importVersioned(MemorySegment, ImportOptions)}, with the deleter bound to {@code arena}: the
+     * tensor's segment belongs to it and its {@code close()} calls the deleter (a confined arena per tensor
+     * costs no handshake; one arena may hold many tensors). {@code null} means a handle-owned arena.
+     *
+     * <p>Ownership: after a return {@code arena} owns the tensor (the handle's {@code close()} does nothing);
+     * after a throw the deleter has already been called (except for a NULL pointer).
+     */
+    public static ImportedTensor importVersioned(MemorySegment tensor, ImportOptions options, Arena arena) {
         Objects.requireNonNull(options, "options");
         return ForeignImport.take(ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED, tensor, owned -> {
             MemorySegment v = DLManagedTensorVersioned.version(owned);
@@ -216,7 +229,7 @@ public final class DLPack {
             }
             boolean nullStridesAllowed = Integer.compareUnsigned(minor, 2) < 0;
             return wrap(ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED, owned, new ImportedTensor.Version(major, minor),
-                    DLManagedTensorVersioned.dl_tensor(owned), flags, nullStridesAllowed, options);
+                    DLManagedTensorVersioned.dl_tensor(owned), flags, nullStridesAllowed, options, arena);
         });
     }
 
@@ -227,9 +240,19 @@ public final class DLPack {
      * already been called (except for a NULL pointer).
      */
     public static ImportedTensor importLegacy(MemorySegment tensor, ImportOptions options) {
+        return importLegacy(tensor, options, null);
+    }
+
+    /**
+     * As {@link #importLegacy(MemorySegment, ImportOptions)}, with the deleter bound to {@code arena} as in
+     * {@link #importVersioned(MemorySegment, ImportOptions, Arena)}. After a return {@code arena} owns the
+     * tensor; after a throw its deleter has already been called (except for a NULL pointer).
+     */
+    public static ImportedTensor importLegacy(MemorySegment tensor, ImportOptions options, Arena arena) {
         Objects.requireNonNull(options, "options");
         return ForeignImport.take(ForeignImport.Kind.DL_MANAGED_TENSOR, tensor, owned ->
-                wrap(ForeignImport.Kind.DL_MANAGED_TENSOR, owned, null, DLManagedTensor.dl_tensor(owned), 0, true, options));
+                wrap(ForeignImport.Kind.DL_MANAGED_TENSOR, owned, null, DLManagedTensor.dl_tensor(owned), 0, true, options,
+                        arena));
     }
 
     /**
@@ -238,15 +261,25 @@ public final class DLPack {
      * deleter has been called.
      */
     public static ImportedTensor importTensor(ExportedTensor exported, ImportOptions options) {
+        return importTensor(exported, options, null);
+    }
+
+    /**
+     * As {@link #importTensor(ExportedTensor, ImportOptions)}, with the deleter bound to {@code arena} as in
+     * {@link #importVersioned(MemorySegment, ImportOptions, Arena)}. After a return {@code arena} owns the
+     * tensor; after a throw its deleter has been called.
+     */
+    public static ImportedTensor importTensor(ExportedTensor exported, ImportOptions options, Arena arena) {
         Objects.requireNonNull(exported, "exported");
         Objects.requireNonNull(options, "options");
         boolean versioned = exported.isVersioned();
         MemorySegment p = exported.transferOwnership();
-        return versioned ? importVersioned(p, options) : importLegacy(p, options);
+        return versioned ? importVersioned(p, options, arena) : importLegacy(p, options, arena);
     }
 
     private static ImportedTensor wrap(ForeignImport.Kind kind, MemorySegment owned, ImportedTensor.Version version,
-                                       MemorySegment t, long flags, boolean nullStridesAllowed, ImportOptions options) {
+                                       MemorySegment t, long flags, boolean nullStridesAllowed, ImportOptions options,
+                                       Arena arena) {
         MemorySegment dev = DLTensor.device(t);
         int typeCode = DLDevice.device_type(dev);
         int id = DLDevice.device_id(dev);
@@ -309,7 +342,8 @@ public final class DLPack {
         }
         boolean readOnly = (flags & FLAG_READ_ONLY) != 0;
         boolean copied = (flags & FLAG_IS_COPIED) != 0;
-        return ImportedTensor.create(kind, owned, version, dtype, device, g, byteOffset, readOnly, copied, padded, data);
+        return ImportedTensor.create(kind, owned, version, dtype, device, g, byteOffset, readOnly, copied, padded, data,
+                arena);
     }
 
     private static long[] readLongs(MemorySegment p, int n, String path) {

@@ -3,15 +3,16 @@ package org.devicebridge.dlpack;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Optional;
-import org.devicebridge.HandleClosedException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.UnsupportedFeatureException;
-import org.devicebridge.internal.ForeignImport;
+import org.devicebridge.foreign.ForeignImport;
 
 /**
- * A DLPack tensor imported from native code, validated once. Owns the producer's struct: {@link #close()}
- * calls its deleter exactly once (the Cleaner does too, with a leak warning, if the handle is forgotten).
- * Segments it hands out are bounded to its lifetime: after {@code close()} they can no longer be accessed.
+ * A DLPack tensor imported from native code, validated once. Owns the producer's struct and calls its
+ * deleter exactly once, when its arena closes (see {@link NativeHandle}: {@link #close()} for a handle-owned
+ * arena, the caller's {@code Arena.close()} for an import given one; the Cleaner, with a leak warning, for a
+ * forgotten handle). The segment it hands out belongs to that arena: unusable after the deleter ran, and
+ * holding it in a native call keeps the deleter from running.
  *
  * <p>Geometry: {@link #shape()} and {@link #strides()} are in elements ({@code strides()} is filled with
  * compact row-major strides where the producer passed NULL). {@link #segment()} covers exactly the bytes
@@ -34,55 +35,16 @@ public final class ImportedTensor extends NativeHandle {
     private final MemorySegment origin; // data + byte_offset, zero length
     private final boolean hostAccessible;
     private final long segmentAddress;
-    private final boolean segmentReadOnly;
+    private final ForeignImport.Kind kind;
+    private final MemorySegment owned;
     private volatile MemorySegment segment; // made on the first segment() call
-    private final Releaser releaser;
 
-    /**
-     * The lifetime of {@link #segment()}: a shared arena made on the first call only, because closing a
-     * shared arena costs a handshake with every thread (tens of microseconds), which a tensor whose bytes
-     * are never viewed from Java (passed on by address, or device memory) must not pay on every close.
-     */
-    private static final class SegmentScope {
-        private Arena arena;
-        private boolean closed;
-
-        synchronized MemorySegment segment(long address, long length, String description) {
-            if (closed) {
-                throw new HandleClosedException(description + " is closed");
-            }
-            if (arena == null) {
-                arena = Arena.ofShared();
-            }
-            return MemorySegment.ofAddress(address).reinterpret(length, arena, null);
-        }
-
-        synchronized void close() {
-            closed = true;
-            if (arena != null) {
-                arena.close();
-                arena = null;
-            }
-        }
-    }
-
-    /** Closes the segment's scope, then calls the producer's deleter; must not refer to the handle. */
-    private record Releaser(SegmentScope scope, ForeignImport.Kind kind, MemorySegment owned) implements ReleaseAction {
-        @Override
-        public void release() {
-            try {
-                scope.close();
-            } finally {
-                kind.release(owned);
-            }
-        }
-    }
-
-    private ImportedTensor(Releaser releaser, Version version, DType dtype, Device device, Geometry geometry,
-                           long byteOffset, boolean readOnly, boolean copied, boolean subBytePadded,
-                           MemorySegment data) {
-        super("imported " + releaser.kind.cName(), releaser);
-        this.releaser = releaser;
+    private ImportedTensor(ForeignImport.Kind kind, MemorySegment owned, Version version, DType dtype, Device device,
+                           Geometry geometry, long byteOffset, boolean readOnly, boolean copied, boolean subBytePadded,
+                           MemorySegment data, Arena arena) {
+        super("imported " + kind.cName(), () -> kind.release(owned), arena);
+        this.kind = kind;
+        this.owned = owned;
         this.version = version;
         this.dtype = dtype;
         this.device = device;
@@ -95,18 +57,13 @@ public final class ImportedTensor extends NativeHandle {
         this.origin = MemorySegment.ofAddress(originAddress);
         this.hostAccessible = device.type().isHostAccessible();
         this.segmentAddress = originAddress + geometry.start;
-        this.segmentReadOnly = readOnly;
-        if (hostAccessible && geometry.extent == 0) {
-            MemorySegment s = MemorySegment.ofAddress(originAddress);
-            this.segment = readOnly ? s.asReadOnly() : s;
-        }
     }
 
     static ImportedTensor create(ForeignImport.Kind kind, MemorySegment owned, Version version, DType dtype,
                                  Device device, Geometry geometry, long byteOffset, boolean readOnly, boolean copied,
-                                 boolean subBytePadded, MemorySegment data) {
-        return new ImportedTensor(new Releaser(new SegmentScope(), kind, owned), version, dtype, device, geometry,
-                byteOffset, readOnly, copied, subBytePadded, data);
+                                 boolean subBytePadded, MemorySegment data, Arena arena) {
+        return new ImportedTensor(kind, owned, version, dtype, device, geometry, byteOffset, readOnly, copied,
+                subBytePadded, data, arena);
     }
 
     /** The producer's DLPack version; empty for a legacy {@code DLManagedTensor}. */
@@ -192,8 +149,8 @@ public final class ImportedTensor extends NativeHandle {
         }
         MemorySegment s = segment;
         if (s == null) {
-            s = releaser.scope.segment(segmentAddress, geometry.extent, "imported " + releaser.kind.cName());
-            s = segmentReadOnly ? s.asReadOnly() : s;
+            s = segment(segmentAddress, geometry.extent);
+            s = readOnly ? s.asReadOnly() : s;
             segment = s; // racing first calls make equal segments of the one arena
         }
         return s;
@@ -216,7 +173,8 @@ public final class ImportedTensor extends NativeHandle {
      */
     Runnable detach() {
         markConsumed();
-        Releaser r = releaser;
-        return r::release;
+        ForeignImport.Kind k = kind;
+        MemorySegment o = owned;
+        return () -> k.release(o);
     }
 }

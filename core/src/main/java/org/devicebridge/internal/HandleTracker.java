@@ -1,7 +1,7 @@
 package org.devicebridge.internal;
 
 import java.lang.ref.Cleaner;
-import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Process-wide bookkeeping for owning handles: the one Cleaner, counts of live and leaked handles (tests
@@ -10,43 +10,44 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class HandleTracker {
     public static final Cleaner CLEANER = Cleaner.create();
     private static final System.Logger LOG = System.getLogger("org.devicebridge");
-    private static final AtomicLong LIVE = new AtomicLong();
-    private static final AtomicLong LEAKED = new AtomicLong();
-    private static final AtomicLong FAILED_RELEASES = new AtomicLong();
+    // Striped counters: every handle's open and close passes here, from any number of threads at once.
+    private static final LongAdder LIVE = new LongAdder();
+    private static final LongAdder LEAKED = new LongAdder();
+    private static final LongAdder FAILED_RELEASES = new LongAdder();
 
     private HandleTracker() {}
 
     public static void opened() {
-        LIVE.incrementAndGet();
+        LIVE.increment();
     }
 
     public static void closed() {
-        LIVE.decrementAndGet();
+        LIVE.decrement();
     }
 
     public static void leaked(String description) {
-        LEAKED.incrementAndGet();
+        LEAKED.increment();
         LOG.log(System.Logger.Level.WARNING, "devicebridge: a {0} was never closed; the Cleaner released it."
                 + " Close every handle (try-with-resources) to release native memory promptly.", description);
     }
 
     public static void releaseFailed(String description, Throwable t) {
-        FAILED_RELEASES.incrementAndGet();
+        FAILED_RELEASES.increment();
         LOG.log(System.Logger.Level.ERROR, "devicebridge: releasing a " + description + " failed", t);
     }
 
     /** Handles created and neither closed, consumed nor cleaned yet. */
     public static long liveHandles() {
-        return LIVE.get();
+        return LIVE.sum();
     }
 
     /** Handles the Cleaner had to release since the JVM started. */
     public static long leakedHandles() {
-        return LEAKED.get();
+        return LEAKED.sum();
     }
 
     /** Release steps that threw (and were logged) since the JVM started. */
     public static long failedReleases() {
-        return FAILED_RELEASES.get();
+        return FAILED_RELEASES.sum();
     }
 }

@@ -2,7 +2,7 @@ package org.devicebridge.python;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import org.devicebridge.internal.ForeignImport;
+import org.devicebridge.foreign.ForeignImport;
 
 /**
  * The PyCapsule names of the Arrow PyCapsule interface and of DLPack's Python specification, and the C

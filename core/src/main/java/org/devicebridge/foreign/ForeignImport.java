@@ -1,4 +1,4 @@
-package org.devicebridge.internal;
+package org.devicebridge.foreign;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -14,6 +14,8 @@ import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.devicebridge.generated.dlpack.DLManagedTensor;
 import org.devicebridge.generated.dlpack.DLManagedTensorVersioned;
+import org.devicebridge.internal.Callbacks;
+import org.devicebridge.internal.Native;
 
 /**
  * The one place that takes ownership of a foreign struct: <em>move, then validate, release on

@@ -1,4 +1,4 @@
-package org.devicebridge.internal;
+package org.devicebridge.foreign;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -15,6 +15,7 @@ import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.dlpack.DLManagedTensorVersioned;
+import org.devicebridge.internal.Native;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 

@@ -1,0 +1,28 @@
+package org.devicebridge;
+
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Retries the release of a forgotten handle whose segment a native call still holds when the Cleaner
+ * finds it: releasing then would free memory under the call, so the release waits for the call to
+ * return. One daemon thread, made on first need; never on a path that closes handles explicitly.
+ */
+final class DeferredRelease {
+    private static final long RETRY_MILLIS = 10;
+
+    private DeferredRelease() {}
+
+    private static final class Holder {
+        static final ScheduledExecutorService RETRIES = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "devicebridge-deferred-release");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    static void schedule(Runnable retry) {
+        Holder.RETRIES.schedule(retry, RETRY_MILLIS, TimeUnit.MILLISECONDS);
+    }
+}

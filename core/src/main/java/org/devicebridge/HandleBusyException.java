@@ -1,0 +1,15 @@
+package org.devicebridge;
+
+/**
+ * A handle could not be closed (or handed over) because a native call currently holds one of the
+ * segments it handed out. Nothing was released: the handle is still live, its segments still readable,
+ * and a later {@code close()} (once the call returned) releases it. This is what FFM's
+ * {@code Arena.close()} refusal ("acquired by a client") becomes in this library.
+ */
+public final class HandleBusyException extends DeviceBridgeException {
+    private static final long serialVersionUID = 1L;
+
+    public HandleBusyException(String message, Throwable cause) {
+        super(message, cause);
+    }
+}
