@@ -22,12 +22,12 @@
 
 /* ---- counters ---- */
 
-static atomic_long data_releases;   /* arrays, device arrays, stream batches, tensors */
-static atomic_long schema_releases;
+/* Releases of arrays, device arrays, stream batches and tensors, by the seed their data was made with:
+ * tests give every kind of producer its own seed, so counts of two imports never mix. */
+static atomic_long data_releases_by_seed[256];
 static atomic_long stream_releases;
 
-long hs_releases(void) { return atomic_load(&data_releases); }
-long hs_schema_releases(void) { return atomic_load(&schema_releases); }
+long hs_releases_of(uint8_t seed) { return atomic_load(&data_releases_by_seed[seed]); }
 long hs_stream_releases(void) { return atomic_load(&stream_releases); }
 
 /* ---- data blocks: poisoned on release, freed later ---- */
@@ -35,6 +35,7 @@ long hs_stream_releases(void) { return atomic_load(&stream_releases); }
 struct block {
     struct block* next;
     int64_t n;
+    uint8_t seed;
     uint8_t data[];
 };
 
@@ -48,6 +49,7 @@ static struct block* new_block(int64_t n, uint8_t seed) {
     struct block* b = malloc(sizeof(struct block) + (size_t) (n > 0 ? n : 1));
     b->next = NULL;
     b->n = n;
+    b->seed = seed;
     for (int64_t i = 0; i < n; i++) {
         b->data[i] = byte_at(i, seed);
     }
@@ -57,7 +59,7 @@ static struct block* new_block(int64_t n, uint8_t seed) {
 /* Poisons the block, counts the release, keeps the memory (readable, poisoned) until hs_free_released. */
 static void release_block(struct block* b) {
     memset(b->data, HS_POISON, (size_t) b->n);
-    atomic_fetch_add(&data_releases, 1);
+    atomic_fetch_add(&data_releases_by_seed[b->seed], 1);
     pthread_mutex_lock(&graveyard_lock);
     b->next = graveyard;
     graveyard = b;
@@ -144,7 +146,6 @@ void hs_make_cpu_device_array(struct ArrowDeviceArray* out, int64_t n, uint8_t s
 /* ---- ArrowSchema "C" (uint8) and an ArrowArrayStream of `batches` arrays of n bytes ---- */
 
 static void release_schema(struct ArrowSchema* s) {
-    atomic_fetch_add(&schema_releases, 1);
     s->release = NULL;
 }
 

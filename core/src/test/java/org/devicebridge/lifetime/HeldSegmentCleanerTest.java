@@ -1,12 +1,16 @@
 package org.devicebridge.lifetime;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.testing.AllowsLeaks;
 import org.devicebridge.testing.RequiresCuda;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -39,9 +43,17 @@ class HeldSegmentCleanerTest {
         LOG.setLevel(level);
     }
 
+    private long failedReleases;
+
+    @BeforeEach
+    void countFailedReleases() {
+        failedReleases = HandleTracker.failedReleases();
+    }
+
     @AfterEach
-    void freePoisonedBlocks() {
+    void noReleaseFailedAndPoisonedBlocksFreed() {
         HoldSegment.freeReleased();
+        assertEquals(failedReleases, HandleTracker.failedReleases(), "release steps that threw (and were only logged)");
     }
 
     @ParameterizedTest(name = "{0}")

@@ -105,15 +105,12 @@ final class HoldSegment {
 
     // ---- the counting, poisoning producers ----
 
-    /** Releases and deleter calls of every array, batch and tensor the producers made. */
-    static long releases() {
-        return (long) call("hs_releases", FunctionDescriptor.of(JAVA_LONG));
+    /** Releases and deleter calls of the data made with {@code seed}. */
+    static long releasesOf(int seed) {
+        return (long) call("hs_releases_of", FunctionDescriptor.of(JAVA_LONG, JAVA_BYTE), (byte) seed);
     }
 
-    static long schemaReleases() {
-        return (long) call("hs_schema_releases", FunctionDescriptor.of(JAVA_LONG));
-    }
-
+    /** Releases of the producer's streams. */
     static long streamReleases() {
         return (long) call("hs_stream_releases", FunctionDescriptor.of(JAVA_LONG));
     }

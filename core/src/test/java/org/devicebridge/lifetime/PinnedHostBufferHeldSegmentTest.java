@@ -1,7 +1,12 @@
 package org.devicebridge.lifetime;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
 import java.util.concurrent.TimeUnit;
+import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.testing.RequiresCuda;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -14,6 +19,17 @@ import org.junit.jupiter.api.Timeout;
 @RequiresCuda
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class PinnedHostBufferHeldSegmentTest {
+    private long failedReleases;
+
+    @BeforeEach
+    void countFailedReleases() {
+        failedReleases = HandleTracker.failedReleases();
+    }
+
+    @AfterEach
+    void noReleaseFailed() {
+        assertEquals(failedReleases, HandleTracker.failedReleases(), "release steps that threw (and were only logged)");
+    }
 
     @Test
     void closeOnTheCallingThreadDuringANativeCallThrowsAndFreesNothing() throws Exception {

@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.junit.jupiter.api.Assertions.assertAll;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -11,9 +12,13 @@ import static org.junit.jupiter.api.Assertions.fail;
 import java.lang.foreign.MemorySegment;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
+import java.lang.foreign.Arena;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.HandleBusyException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.NativeHandle.State;
 import org.devicebridge.internal.HandleTracker;
@@ -31,11 +36,8 @@ import org.devicebridge.lifetime.Subject.Opened;
 final class Scenarios {
     private Scenarios() {}
 
-    /**
-     * What {@code close()} must throw while a native call holds one of the handle's segments. Today's main
-     * has no dedicated type yet, so the root type stands in until {@code HandleBusyException} lands.
-     */
-    static final Class<? extends DeviceBridgeException> BUSY = DeviceBridgeException.class;
+    /** What {@code close()} must throw while a native call holds one of the handle's segments. */
+    static final Class<? extends DeviceBridgeException> BUSY = HandleBusyException.class;
 
     /** How long a close() on another thread may take before the test calls it blocked. */
     static final Duration CLOSER_WAIT = Duration.ofSeconds(10);
@@ -168,6 +170,123 @@ final class Scenarios {
             o.handle().close();
             assertReleasedOnce(o.handle(), o.data(), o::released);
         }
+    }
+
+    /** The kinds of arena a caller may bind an import to. */
+    enum CallerArena {
+        SHARED {
+            @Override
+            Arena open() {
+                return Arena.ofShared();
+            }
+        },
+        CONFINED {
+            @Override
+            Arena open() {
+                return Arena.ofConfined();
+            }
+        };
+
+        abstract Arena open();
+    }
+
+    /**
+     * e. The import is bound to the caller's arena: inside the native call, closing that arena fails with
+     * FFM's own {@link IllegalStateException} and releases nothing; {@code close()} on the handle does
+     * nothing; after the call, closing the arena releases exactly once and ends the segment.
+     */
+    static void closingTheCallersArenaDuringTheCallFails(Subject s, CallerArena kind) throws Exception {
+        Arena arena = kind.open();
+        boolean arenaClosed = false;
+        Opened o = null;
+        try {
+            o = s.openIn(arena);
+            Opened opened = o;
+            AtomicReference<Throwable> thrown = new AtomicReference<>();
+            long[] releasedInside = {-1};
+            boolean[] arenaAliveInside = {false};
+            Sums sums = HoldSegment.holdAndCall(o.data(), () -> {
+                try {
+                    arena.close();
+                } catch (Throwable t) {
+                    thrown.set(t);
+                }
+                settle(() -> opened.released() > 0);
+                releasedInside[0] = opened.released();
+                arenaAliveInside[0] = arena.scope().isAlive();
+            });
+            assertAll(s + ", " + kind + " caller arena closed while a native call holds one of its segments",
+                    () -> assertEquals(opened.expectedSum(), sums.before(), "the native call read the data"),
+                    () -> assertInstanceOf(IllegalStateException.class, thrown.get(),
+                            "Arena.close() must fail (FFM's own exception)"),
+                    () -> assertEquals(0, releasedInside[0], "releases under the native call"),
+                    () -> assertEquals(sums.before(), sums.after(),
+                            "the bytes changed under the native call: released (poisoned or freed) under it"),
+                    () -> assertTrue(arenaAliveInside[0], "the arena is alive after its refused close()"));
+            o.handle().close(); // bound to the caller's arena: does nothing
+            assertLiveAfterTheCall(o);
+            arena.close();
+            arenaClosed = true;
+            assertReleasedOnce(o.handle(), o.data(), o::released);
+        } finally {
+            if (!arenaClosed && arena.scope().isAlive()) {
+                arena.close();
+            }
+            if (o != null && o.rest() != null) {
+                o.rest().close();
+            }
+        }
+    }
+
+    /**
+     * e, many imports in one arena: while a native call holds a segment of one of them, closing the arena
+     * fails and releases none; after the call, one close releases every import exactly once.
+     */
+    static void oneCallerArenaHoldsManyImports(List<Subject> subjects, CallerArena kind) throws Exception {
+        Arena arena = kind.open();
+        boolean arenaClosed = false;
+        List<Opened> opened = new ArrayList<>();
+        try {
+            for (Subject s : subjects) {
+                opened.add(s.openIn(arena));
+            }
+            AtomicReference<Throwable> thrown = new AtomicReference<>();
+            long[] releasedInside = {-1};
+            Sums sums = HoldSegment.holdAndCall(opened.get(0).data(), () -> {
+                try {
+                    arena.close();
+                } catch (Throwable t) {
+                    thrown.set(t);
+                }
+                settle(() -> totalReleased(opened) > 0);
+                releasedInside[0] = totalReleased(opened);
+            });
+            assertAll(subjects + " in one " + kind + " arena, closed while a native call holds a segment of the first",
+                    () -> assertInstanceOf(IllegalStateException.class, thrown.get(), "Arena.close() must fail"),
+                    () -> assertEquals(0, releasedInside[0], "releases under the native call"),
+                    () -> assertEquals(sums.before(), sums.after(), "the bytes changed under the native call"));
+            for (Opened o : opened) {
+                assertLiveAfterTheCall(o);
+            }
+            arena.close();
+            arenaClosed = true;
+            for (Opened o : opened) {
+                assertReleasedOnce(o.handle(), o.data(), o::released);
+            }
+        } finally {
+            if (!arenaClosed && arena.scope().isAlive()) {
+                arena.close();
+            }
+            for (Opened o : opened) {
+                if (o.rest() != null) {
+                    o.rest().close();
+                }
+            }
+        }
+    }
+
+    private static long totalReleased(List<Opened> opened) {
+        return opened.stream().mapToLong(Opened::released).sum();
     }
 
     // ---------------------------------------------------------------- shared assertions

@@ -52,7 +52,22 @@ abstract class Subject {
     }
 
     /** Makes a live handle over fresh data, with its segment already handed out (skips where a prerequisite is missing). */
-    abstract Opened open();
+    final Opened open() {
+        return openIn(null);
+    }
+
+    /**
+     * As {@link #open()}, with the import's release bound to the caller's {@code arena} (the import overloads
+     * that take an {@code Arena}); {@code null} for the overloads without one (a handle-owned arena).
+     *
+     * @throws UnsupportedOperationException if this kind of handle has no import that takes an arena
+     */
+    abstract Opened openIn(Arena arena);
+
+    /** {@code true} if {@link #openIn} accepts an arena. */
+    boolean takesArena() {
+        return true;
+    }
 
     @Override
     public String toString() {
@@ -110,11 +125,11 @@ abstract class Subject {
     /** A C-produced uint8 array through {@link ArrowImport#importArray}; segment: buffer 1 of the root. */
     static final Subject ARROW_ARRAY = new CProduced("ImportedArray (importArray)", 11) {
         @Override
-        NativeHandle importData() {
+        NativeHandle importData(Arena arena) {
             try (Arena structs = Arena.ofConfined()) {
                 MemorySegment array = structs.allocate(ArrowArray.layout());
                 HoldSegment.makeArray(array, N, seed);
-                return ArrowImport.importArray(uint8(), array, ValidationLevel.FULL);
+                return importArray(array, arena);
             }
         }
     };
@@ -122,19 +137,30 @@ abstract class Subject {
     /** A C-produced CPU {@code ArrowDeviceArray} through {@link ArrowImport#importDeviceArray}. */
     static final Subject ARROW_DEVICE_ARRAY_CPU = new CProduced("ImportedArray (importDeviceArray, CPU)", 23) {
         @Override
-        NativeHandle importData() {
+        NativeHandle importData(Arena arena) {
             try (Arena structs = Arena.ofConfined()) {
                 MemorySegment array = structs.allocate(ArrowDeviceArray.layout());
                 HoldSegment.makeCpuDeviceArray(array, N, seed);
-                return ArrowImport.importDeviceArray(uint8(), array, ValidationLevel.FULL);
+                return importDeviceArray(array, arena);
             }
         }
     };
 
-    /** The first batch of a C-produced {@code ArrowArrayStream} ({@link ImportedArrayStream#next}); the stream stays open. */
+    /**
+     * The first batch of a C-produced {@code ArrowArrayStream} ({@link ImportedArrayStream#next}); the stream
+     * stays open. {@code next} takes no arena: batches always own theirs.
+     */
     static final Subject ARROW_STREAM_BATCH = new Subject("ImportedArray (batch of an ImportedArrayStream)", 37) {
         @Override
-        Opened open() {
+        boolean takesArena() {
+            return false;
+        }
+
+        @Override
+        Opened openIn(Arena arena) {
+            if (arena != null) {
+                throw new UnsupportedOperationException("ImportedArrayStream.next takes no arena");
+            }
             HoldSegment.require();
             ImportedArrayStream stream;
             try (Arena structs = Arena.ofConfined()) {
@@ -142,45 +168,55 @@ abstract class Subject {
                 HoldSegment.makeStream(s, 2, N, seed);
                 stream = ArrowImport.importStream(s);
             }
-            long before = HoldSegment.releases();
-            ImportedArray batch;
+            long before = HoldSegment.releasesOf(seed);
+            long streams = HoldSegment.streamReleases();
+            AutoCloseable closeStream = () -> {
+                stream.close();
+                if (HoldSegment.streamReleases() != streams + 1) {
+                    throw new AssertionError("expected the stream to be released once but found "
+                            + (HoldSegment.streamReleases() - streams) + " releases");
+                }
+            };
+            ImportedArray batch = null;
             try {
                 batch = stream.next(ValidationLevel.FULL);
+                return new Opened(batch, batch.root().buffer(1), HoldSegment.expectedSum(N, seed),
+                        () -> HoldSegment.releasesOf(seed) - before, closeStream);
             } catch (RuntimeException | Error e) {
+                if (batch != null) {
+                    batch.close();
+                }
                 stream.close();
                 throw e;
             }
-            return new Opened(batch, batch.root().buffer(1), HoldSegment.expectedSum(N, seed),
-                    () -> HoldSegment.releases() - before, stream);
         }
     };
 
     /** A C-produced {@code DLManagedTensorVersioned} through {@link DLPack#importVersioned}; segment: {@link ImportedTensor#segment()}. */
     static final Subject DLPACK_VERSIONED = new CProduced("ImportedTensor (importVersioned)", 41) {
         @Override
-        NativeHandle importData() {
-            return DLPack.importVersioned(HoldSegment.makeVersioned(N, seed), ImportOptions.any());
+        NativeHandle importData(Arena arena) {
+            return importVersioned(HoldSegment.makeVersioned(N, seed), arena);
         }
     };
 
     /** A C-produced legacy {@code DLManagedTensor} through {@link DLPack#importLegacy}. */
     static final Subject DLPACK_LEGACY = new CProduced("ImportedTensor (importLegacy)", 53) {
         @Override
-        NativeHandle importData() {
-            return DLPack.importLegacy(HoldSegment.makeLegacy(N, seed), ImportOptions.any());
+        NativeHandle importData(Arena arena) {
+            return importLegacy(HoldSegment.makeLegacy(N, seed), arena);
         }
     };
 
     /** The C array, exported as an {@code arrow_array} capsule, taken with {@link Capsules#take} into {@code importArray}. */
     static final Subject CAPSULE_ARROW_ARRAY = new CProduced("ImportedArray (arrow_array capsule)", 67) {
         @Override
-        NativeHandle importData() {
+        NativeHandle importData(Arena arena) {
             PythonTesting.runtime();
             try (Arena structs = Arena.ofConfined()) {
                 MemorySegment array = structs.allocate(ArrowArray.layout());
                 HoldSegment.makeArray(array, N, seed);
-                return throughCapsule(array, CapsuleKind.ARROW_ARRAY,
-                        p -> ArrowImport.importArray(uint8(), p, ValidationLevel.FULL));
+                return throughCapsule(array, CapsuleKind.ARROW_ARRAY, p -> importArray(p, arena));
             }
         }
     };
@@ -188,13 +224,12 @@ abstract class Subject {
     /** The C CPU device array as an {@code arrow_device_array} capsule, taken into {@code importDeviceArray}. */
     static final Subject CAPSULE_ARROW_DEVICE_ARRAY = new CProduced("ImportedArray (arrow_device_array capsule, CPU)", 79) {
         @Override
-        NativeHandle importData() {
+        NativeHandle importData(Arena arena) {
             PythonTesting.runtime();
             try (Arena structs = Arena.ofConfined()) {
                 MemorySegment array = structs.allocate(ArrowDeviceArray.layout());
                 HoldSegment.makeCpuDeviceArray(array, N, seed);
-                return throughCapsule(array, CapsuleKind.ARROW_DEVICE_ARRAY,
-                        p -> ArrowImport.importDeviceArray(uint8(), p, ValidationLevel.FULL));
+                return throughCapsule(array, CapsuleKind.ARROW_DEVICE_ARRAY, p -> importDeviceArray(p, arena));
             }
         }
     };
@@ -202,20 +237,19 @@ abstract class Subject {
     /** The C versioned tensor as a {@code dltensor_versioned} capsule, taken into {@code importVersioned}. */
     static final Subject CAPSULE_DLPACK_VERSIONED = new CProduced("ImportedTensor (dltensor_versioned capsule)", 83) {
         @Override
-        NativeHandle importData() {
+        NativeHandle importData(Arena arena) {
             PythonTesting.runtime();
             return throughCapsule(HoldSegment.makeVersioned(N, seed), CapsuleKind.DLTENSOR_VERSIONED,
-                    p -> DLPack.importVersioned(p, ImportOptions.any()));
+                    p -> importVersioned(p, arena));
         }
     };
 
     /** The C legacy tensor as a {@code dltensor} capsule, taken into {@code importLegacy}. */
     static final Subject CAPSULE_DLPACK_LEGACY = new CProduced("ImportedTensor (dltensor capsule)", 97) {
         @Override
-        NativeHandle importData() {
+        NativeHandle importData(Arena arena) {
             PythonTesting.runtime();
-            return throughCapsule(HoldSegment.makeLegacy(N, seed), CapsuleKind.DLTENSOR,
-                    p -> DLPack.importLegacy(p, ImportOptions.any()));
+            return throughCapsule(HoldSegment.makeLegacy(N, seed), CapsuleKind.DLTENSOR, p -> importLegacy(p, arena));
         }
     };
 
@@ -227,7 +261,7 @@ abstract class Subject {
      */
     static final Subject NUMPY_DLPACK = new Subject("ImportedTensor (NumPy __dlpack__ capsule)", 101) {
         @Override
-        Opened open() {
+        Opened openIn(Arena arena) {
             HoldSegment.require();
             PythonRuntime py = PythonTesting.runtimeWith("numpy");
             PyObjectRef ns = py.newNamespace();
@@ -241,7 +275,7 @@ abstract class Subject {
                     py.exec("del a", ns);
                     CapsuleKind kind = Capsules.kindOf(capsule);
                     t = Capsules.take(capsule, kind, p -> kind == CapsuleKind.DLTENSOR_VERSIONED
-                            ? DLPack.importVersioned(p, ImportOptions.any()) : DLPack.importLegacy(p, ImportOptions.any()));
+                            ? importVersioned(p, arena) : importLegacy(p, arena));
                 }
                 LongSupplier releases = () -> {
                     try (PyObjectRef n = py.eval("len(released)", ns)) {
@@ -267,7 +301,15 @@ abstract class Subject {
      */
     static final Subject PINNED_HOST_BUFFER = new Subject("PinnedHostBuffer", 113) {
         @Override
-        Opened open() {
+        boolean takesArena() {
+            return false;
+        }
+
+        @Override
+        Opened openIn(Arena arena) {
+            if (arena != null) {
+                throw new UnsupportedOperationException("PinnedHostBuffer.allocate takes no arena");
+            }
             HoldSegment.require();
             PinnedHostBuffer b = PinnedHostBuffer.allocate(N);
             long outstanding = CudaCounters.snapshot().pinnedBytesOutstanding();
@@ -291,21 +333,21 @@ abstract class Subject {
             super(name, seed);
         }
 
-        /** Makes the producer's struct and imports it; after a throw nothing is left to release. */
-        abstract NativeHandle importData();
+        /** Makes the producer's struct and imports it (into {@code arena} if not null); after a throw nothing is left to release. */
+        abstract NativeHandle importData(Arena arena);
 
         @Override
-        final Opened open() {
+        final Opened openIn(Arena arena) {
             HoldSegment.require();
-            long before = HoldSegment.releases();
-            NativeHandle h = importData();
+            long before = HoldSegment.releasesOf(seed);
+            NativeHandle h = importData(arena);
             try {
                 MemorySegment data = switch (h) {
                     case ImportedArray a -> a.root().buffer(1);
                     case ImportedTensor t -> t.segment();
                     default -> throw new AssertionError("no segment accessor for " + h);
                 };
-                return new Opened(h, data, HoldSegment.expectedSum(N, seed), () -> HoldSegment.releases() - before, null);
+                return new Opened(h, data, HoldSegment.expectedSum(N, seed), () -> HoldSegment.releasesOf(seed) - before, null);
             } catch (RuntimeException | Error e) {
                 h.close();
                 throw e;
@@ -322,6 +364,28 @@ abstract class Subject {
                 return s.root();
             }
         }
+    }
+
+    // The public import overloads: without an arena where none is given, with the caller's arena otherwise.
+
+    static ImportedArray importArray(MemorySegment array, Arena arena) {
+        return arena == null ? ArrowImport.importArray(uint8(), array, ValidationLevel.FULL)
+                : ArrowImport.importArray(uint8(), array, ValidationLevel.FULL, arena);
+    }
+
+    static ImportedArray importDeviceArray(MemorySegment array, Arena arena) {
+        return arena == null ? ArrowImport.importDeviceArray(uint8(), array, ValidationLevel.FULL)
+                : ArrowImport.importDeviceArray(uint8(), array, ValidationLevel.FULL, arena);
+    }
+
+    static ImportedTensor importVersioned(MemorySegment tensor, Arena arena) {
+        return arena == null ? DLPack.importVersioned(tensor, ImportOptions.any())
+                : DLPack.importVersioned(tensor, ImportOptions.any(), arena);
+    }
+
+    static ImportedTensor importLegacy(MemorySegment tensor, Arena arena) {
+        return arena == null ? DLPack.importLegacy(tensor, ImportOptions.any())
+                : DLPack.importLegacy(tensor, ImportOptions.any(), arena);
     }
 
     /** Exports {@code struct} as a capsule of {@code kind} and takes it straight back into {@code importer}. */
