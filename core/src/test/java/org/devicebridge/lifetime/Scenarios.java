@@ -16,11 +16,19 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.FieldVector;
 import java.lang.foreign.Arena;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.HandleBusyException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.NativeHandle.State;
+import org.devicebridge.arrow.ArrowJavaImport;
+import org.devicebridge.arrow.ImportedArray;
+import org.devicebridge.dlpack.DLPackArrow;
+import org.devicebridge.dlpack.ImportedTensor;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.lifetime.HoldSegment.Sums;
 import org.devicebridge.lifetime.Subject.Detached;
@@ -287,6 +295,73 @@ final class Scenarios {
 
     private static long totalReleased(List<Opened> opened) {
         return opened.stream().mapToLong(Opened::released).sum();
+    }
+
+    /** The public hand-overs that consume a handle which hands out segments, each into an Arrow Java vector. */
+    enum HandOver {
+        /** {@link ArrowJavaImport#importFieldVector}: the {@link ImportedArray} becomes CONSUMED. */
+        ARROW_JAVA_IMPORT {
+            @Override
+            FieldVector apply(NativeHandle h, BufferAllocator allocator) {
+                return ArrowJavaImport.importFieldVector(allocator, (ImportedArray) h, null);
+            }
+        },
+        /** {@link DLPackArrow#importVector}: the {@link ImportedTensor} becomes CONSUMED. */
+        DLPACK_ARROW_IMPORT {
+            @Override
+            FieldVector apply(NativeHandle h, BufferAllocator allocator) {
+                return DLPackArrow.importVector((ImportedTensor) h, allocator, "x");
+            }
+        };
+
+        abstract FieldVector apply(NativeHandle h, BufferAllocator allocator);
+    }
+
+    /**
+     * f. Inside the native call, the handle is handed over to a consumer: refused with {@link #BUSY} as a
+     * close is, nothing released, the handle still live; after the call the hand-over succeeds, the vector
+     * reads the producer's bytes, the earlier segment is unusable, and closing the vector releases once.
+     */
+    static void handOverDuringTheCallIsRefused(Subject s, HandOver handOver) throws Exception {
+        try (BufferAllocator allocator = new RootAllocator(); Opened o = s.open()) {
+            AtomicReference<Throwable> thrown = new AtomicReference<>();
+            AtomicReference<FieldVector> wronglyHandedOver = new AtomicReference<>();
+            long[] releasedInside = {-1};
+            State[] stateInside = {null};
+            try {
+                Sums sums = HoldSegment.holdAndCall(o.data(), () -> {
+                    try {
+                        wronglyHandedOver.set(handOver.apply(o.handle(), allocator));
+                    } catch (Throwable t) {
+                        thrown.set(t);
+                    }
+                    settle(() -> o.released() > 0);
+                    releasedInside[0] = o.released();
+                    stateInside[0] = o.handle().state();
+                });
+                assertRefusedUnderTheCall(s + ", " + handOver + " hand-over", o.expectedSum(), sums, thrown.get(),
+                        releasedInside[0], stateInside[0]);
+            } finally {
+                FieldVector v = wronglyHandedOver.get();
+                if (v != null) {
+                    v.close();
+                }
+            }
+            assertLiveAfterTheCall(o);
+            try (FieldVector v = handOver.apply(o.handle(), allocator)) {
+                assertEquals(State.CONSUMED, o.handle().state(), s + ": state after the hand-over");
+                assertUnusable(s + " after the hand-over", o.data());
+                assertEquals(Subject.N, v.getValueCount(), s + ": values in the vector");
+                ArrowBuf data = v.getDataBuffer();
+                long sum = 0;
+                for (long i = 0; i < Subject.N; i++) {
+                    sum += data.getByte(i) & 0xff;
+                }
+                assertEquals(o.expectedSum(), sum, s + ": the vector's bytes");
+                assertEquals(0, o.released(), s + ": releases while the vector holds the data");
+            }
+            assertEquals(1, o.released(), s + ": releases after the vector was closed");
+        }
     }
 
     // ---------------------------------------------------------------- shared assertions
