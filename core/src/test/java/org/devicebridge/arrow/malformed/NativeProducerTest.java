@@ -6,21 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
@@ -33,80 +25,36 @@ import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.internal.Native;
+import org.devicebridge.testing.CompiledC;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Matrix rows whose structs come from a producer written in C (src/test/c/malformed_producer.c, compiled
- * with gcc into target/ when the tests run): the producer counts its own root and child releases, so the
- * rows prove that the importer releases a native producer's struct exactly once, through the root only,
- * on every path, including closes racing on two threads and a close running on a native thread. Without
- * gcc the rows are skipped with a message (CI installs gcc).
+ * with gcc into target/ when the tests run, by {@link CompiledC}): the producer counts its own root and child
+ * releases, so the rows prove that the importer releases a native producer's struct exactly once, through
+ * the root only, on every path, including closes racing on two threads and a close running on a native
+ * thread. Without gcc the rows are skipped with a message (CI installs gcc).
  */
 class NativeProducerTest {
     private static final System.Logger LOG = System.getLogger(NativeProducerTest.class.getName());
 
     /** The compiled producer, or why there is none. */
     private static final class C {
-        private static final java.util.Map<String, MethodHandle> HANDLES = new java.util.concurrent.ConcurrentHashMap<>();
-
-        static final String UNAVAILABLE;
-        static final MethodHandle ROOT_RELEASES;
-        static final MethodHandle CHILD_RELEASES;
-        static final MethodHandle LAST_RELEASE_TID;
-        static final MethodHandle GETTID;
-        static final MethodHandle RESET;
-        static final MethodHandle RUN_ON_NATIVE_THREAD;
-        static final MethodHandle RELEASE_ARRAY_ON_NATIVE_THREAD;
-        static final SymbolLookup LIB;
-
-        static {
-            String why = null;
-            SymbolLookup lib = null;
-            try {
-                lib = SymbolLookup.libraryLookup(compile(), Arena.global());
-            } catch (Exception | LinkageError e) {
-                why = e.getMessage();
-            }
-            UNAVAILABLE = why;
-            LIB = lib;
-            ROOT_RELEASES = lib == null ? null : fn("mp_root_releases", FunctionDescriptor.of(ValueLayout.JAVA_INT));
-            CHILD_RELEASES = lib == null ? null : fn("mp_child_releases", FunctionDescriptor.of(ValueLayout.JAVA_INT));
-            LAST_RELEASE_TID = lib == null ? null : fn("mp_last_release_tid", FunctionDescriptor.of(ValueLayout.JAVA_LONG));
-            GETTID = lib == null ? null : fn("mp_gettid", FunctionDescriptor.of(ValueLayout.JAVA_LONG));
-            RESET = lib == null ? null : fn("mp_reset", FunctionDescriptor.ofVoid());
-            RUN_ON_NATIVE_THREAD = lib == null ? null
-                    : fn("mp_run_on_native_thread", FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS));
-            RELEASE_ARRAY_ON_NATIVE_THREAD = lib == null ? null
-                    : fn("mp_release_array_on_native_thread", FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS));
-        }
+        static final CompiledC LIB = CompiledC.load("malformed_producer");
+        static final String UNAVAILABLE = LIB.unavailableReason();
+        static final MethodHandle ROOT_RELEASES = LIB.isAvailable() ? fn("mp_root_releases", FunctionDescriptor.of(ValueLayout.JAVA_INT)) : null;
+        static final MethodHandle CHILD_RELEASES = LIB.isAvailable() ? fn("mp_child_releases", FunctionDescriptor.of(ValueLayout.JAVA_INT)) : null;
+        static final MethodHandle LAST_RELEASE_TID = LIB.isAvailable() ? fn("mp_last_release_tid", FunctionDescriptor.of(ValueLayout.JAVA_LONG)) : null;
+        static final MethodHandle GETTID = LIB.isAvailable() ? fn("mp_gettid", FunctionDescriptor.of(ValueLayout.JAVA_LONG)) : null;
+        static final MethodHandle RESET = LIB.isAvailable() ? fn("mp_reset", FunctionDescriptor.ofVoid()) : null;
+        static final MethodHandle RUN_ON_NATIVE_THREAD = LIB.isAvailable()
+                ? fn("mp_run_on_native_thread", FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS)) : null;
+        static final MethodHandle RELEASE_ARRAY_ON_NATIVE_THREAD = LIB.isAvailable()
+                ? fn("mp_release_array_on_native_thread", FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS)) : null;
 
         static MethodHandle fn(String name, FunctionDescriptor fd) {
-            return HANDLES.computeIfAbsent(name + fd, k -> Linker.nativeLinker().downcallHandle(LIB.find(name).orElseThrow(), fd));
-        }
-
-        /** gcc -shared -fPIC -O1 into target/malformed-producer/; throws with gcc's output on failure. */
-        static Path compile() throws IOException, InterruptedException {
-            Path base = Path.of(System.getProperty("basedir", System.getProperty("user.dir")));
-            Path source = base.resolve("src/test/c/malformed_producer.c");
-            Path headers = base.resolve("../headers").normalize();
-            if (!Files.exists(source)) {
-                throw new IOException("C producer source not found at " + source);
-            }
-            Path out = base.resolve("target/malformed-producer/libmalformed_producer.so");
-            Files.createDirectories(out.getParent());
-            Process p;
-            try {
-                p = new ProcessBuilder("gcc", "-shared", "-fPIC", "-O1", "-I" + headers, "-o", out.toString(),
-                        source.toString(), "-lpthread").redirectErrorStream(true).start();
-            } catch (IOException e) {
-                throw new IOException("gcc not found, so the C-producer rows are skipped (" + e.getMessage() + ")", e);
-            }
-            String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
-                throw new IOException("gcc failed: " + output);
-            }
-            return out;
+            return LIB.function(name, fd);
         }
     }
 
