@@ -31,7 +31,20 @@ public record ArrowDataType(TypeId id, String format, int fixedSize, int precisi
     /** Physical layout family, which decides the buffers and children a node has. */
     public enum Layout {
         NULL, BOOL, FIXED_WIDTH, VARIABLE, LARGE_VARIABLE, VIEW, FIXED_SIZE_BINARY, LIST, LARGE_LIST,
-        LIST_VIEW, LARGE_LIST_VIEW, FIXED_SIZE_LIST, STRUCT, SPARSE_UNION, DENSE_UNION, RUN_END_ENCODED
+        LIST_VIEW, LARGE_LIST_VIEW, FIXED_SIZE_LIST, STRUCT, SPARSE_UNION, DENSE_UNION, RUN_END_ENCODED;
+
+        /**
+         * Bytes per offset (and per size, for list views) of the layouts that have them: 4 for
+         * {@link #VARIABLE}, {@link #LIST} and {@link #LIST_VIEW}, 8 for their large variants; 0 for layouts
+         * without offsets. The one home of this rule.
+         */
+        public int offsetWidth() {
+            return switch (this) {
+                case VARIABLE, LIST, LIST_VIEW -> 4;
+                case LARGE_VARIABLE, LARGE_LIST, LARGE_LIST_VIEW -> 8;
+                default -> 0;
+            };
+        }
     }
 
     /** Every type of the Arrow format. {@code byteWidth} is the element width of fixed-width types. */

@@ -3,8 +3,8 @@ package org.devicebridge.arrow;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Objects;
-import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
+import org.devicebridge.ValidationException;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.internal.ForeignImport;
@@ -42,7 +42,7 @@ public final class ArrowImport {
      * validates it at {@code level}. The array's buffers are host memory.
      *
      * <p>Ownership: after a return the caller owns the returned {@link ImportedArray} (close it, or hand it
-     * to {@link ArrowJavaImport}); after a throw the struct has already been released.
+     * to {@link org.devicebridge.arrow.java.ArrowJavaImport}); after a throw the struct has already been released.
      *
      * @throws ValidationException if the array is malformed or does not match the schema
      */
@@ -55,7 +55,7 @@ public final class ArrowImport {
             BufferScope scope = new BufferScope("imported ArrowArray");
             ArrayNode root = ArrayReader.read(owned, original, schema, level, true, scope);
             return new ImportedArray(new ImportedArray.Owner(ForeignImport.Kind.ARROW_ARRAY, owned, scope), root,
-                    ImportedArray.DEVICE_CPU, -1, 0, level);
+                    ArrowDeviceType.CPU, -1, 0, level);
         });
     }
 
@@ -86,7 +86,7 @@ public final class ArrowImport {
         Objects.requireNonNull(level, "level");
         long original = arrowDeviceArrayPtr.address() + ArrowDeviceArray.array$offset();
         return ForeignImport.take(ForeignImport.Kind.ARROW_DEVICE_ARRAY, arrowDeviceArrayPtr, owned -> {
-            int deviceType = ArrowDeviceArray.device_type(owned);
+            ArrowDeviceType deviceType = deviceType(ArrowDeviceArray.device_type(owned));
             long deviceId = ArrowDeviceArray.device_id(owned);
             long sync = ArrowDeviceArray.sync_event(owned).address();
             checkDevice(deviceType, deviceId, sync, level);
@@ -98,7 +98,7 @@ public final class ArrowImport {
                             "expected 0 but found " + r);
                 }
             }
-            boolean host = deviceType == ImportedArray.DEVICE_CPU;
+            boolean host = deviceType == ArrowDeviceType.CPU;
             BufferScope scope = new BufferScope("imported ArrowDeviceArray");
             MemorySegment array = owned.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());
             ArrayNode root = ArrayReader.read(array, original, schema, level, host, scope);
@@ -141,12 +141,18 @@ public final class ArrowImport {
         return ImportedArrayStream.take(arrowDeviceArrayStreamPtr, true);
     }
 
-    static void checkDevice(int deviceType, long deviceId, long sync, ValidationLevel level) {
-        if (!isKnownDevice(deviceType)) {
-            throw new ValidationException(Category.DEVICE, "device_type",
-                    "expected a known ArrowDeviceType but found " + deviceType);
-        }
-        if (deviceType == ImportedArray.DEVICE_CPU) {
+    /**
+     * The device type of a {@code device_type} field.
+     *
+     * @throws ValidationException {@link Category#DEVICE} for a number the C Device Data Interface does not define
+     */
+    static ArrowDeviceType deviceType(int code) {
+        return ArrowDeviceType.fromCode(code).orElseThrow(() -> new ValidationException(Category.DEVICE, "device_type",
+                "expected a known ArrowDeviceType but found " + code));
+    }
+
+    private static void checkDevice(ArrowDeviceType deviceType, long deviceId, long sync, ValidationLevel level) {
+        if (deviceType == ArrowDeviceType.CPU) {
             if (sync != 0) {
                 throw new ValidationException(Category.DEVICE, "sync_event",
                         "expected NULL for a CPU array but found a sync event");
@@ -156,14 +162,9 @@ public final class ArrowImport {
                         "expected -1 or 0 for a CPU array but found " + deviceId);
             }
         } else if (level == ValidationLevel.DEFAULT || level == ValidationLevel.FULL) {
-            throw new ValidationException(Category.DEVICE, "device_type", "expected ARROW_DEVICE_CPU (1) for validation level "
-                    + level + " (it reads buffer contents) but found device type " + deviceType
-                    + ": import device memory at NONE or MINIMAL");
+            throw new ValidationException(Category.DEVICE, "device_type", "expected " + ArrowDeviceType.CPU.cName()
+                    + " for validation level " + level + " (it reads buffer contents) but found device type "
+                    + deviceType.code() + ": import device memory at NONE or MINIMAL");
         }
-    }
-
-    /** The device types of the C Device Data Interface (ARROW_DEVICE_CPU = 1 ... ARROW_DEVICE_HEXAGON = 16). */
-    static boolean isKnownDevice(int t) {
-        return (t >= 1 && t <= 4) || (t >= 7 && t <= 16);
     }
 }

@@ -7,7 +7,8 @@ import org.devicebridge.internal.ForeignImport;
 /**
  * An {@code ArrowArray} (or {@code ArrowDeviceArray}) taken from native code and validated. Owns the
  * moved struct and calls its {@code release} exactly once: on {@link #close()}, or, after the array was
- * handed to Arrow Java with {@link ArrowJavaImport}, when the last Arrow buffer is released.
+ * handed to Arrow Java with {@link org.devicebridge.arrow.java.ArrowJavaImport}, when the last Arrow buffer
+ * is released.
  *
  * <p>Lifetime of segments: {@link ArrayNode#buffer(int)} segments belong to a shared arena that is created
  * only when the first such segment is asked for and closed by {@link #close()}, so segments cannot be used
@@ -15,12 +16,9 @@ import org.devicebridge.internal.ForeignImport;
  * Closing may fail (and is then logged) if another thread is accessing a segment at that moment.
  */
 public final class ImportedArray extends NativeHandle {
-    /** {@code ARROW_DEVICE_CPU}. */
-    public static final int DEVICE_CPU = 1;
-
     private final ArrayNode root;
     private final Owner owner;
-    private final int deviceType;
+    private final ArrowDeviceType deviceType;
     private final long deviceId;
     private final long syncEvent;
     private final ValidationLevel level;
@@ -46,7 +44,8 @@ public final class ImportedArray extends NativeHandle {
         }
     }
 
-    ImportedArray(Owner owner, ArrayNode root, int deviceType, long deviceId, long syncEvent, ValidationLevel level) {
+    ImportedArray(Owner owner, ArrayNode root, ArrowDeviceType deviceType, long deviceId, long syncEvent,
+                  ValidationLevel level) {
         super(owner.kind == ForeignImport.Kind.ARROW_DEVICE_ARRAY ? "imported ArrowDeviceArray" : "imported ArrowArray",
                 owner::release);
         this.owner = owner;
@@ -72,8 +71,8 @@ public final class ImportedArray extends NativeHandle {
         return root;
     }
 
-    /** {@code ARROW_DEVICE_CPU} (1) for plain {@code ArrowArray} imports, else the producer's device type. */
-    public int deviceType() {
+    /** {@link ArrowDeviceType#CPU} for plain {@code ArrowArray} imports, else the producer's device type. */
+    public ArrowDeviceType deviceType() {
         return deviceType;
     }
 

@@ -1,10 +1,9 @@
-package org.devicebridge.internal;
+package org.devicebridge.dlpack;
 
 import java.lang.foreign.MemorySegment;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaStream;
-import org.devicebridge.cuda.CudaUnavailableException;
 
 /**
  * The CUDA driver calls DLPack's stream protocol needs: make a consumer stream wait for the work submitted
@@ -12,15 +11,8 @@ import org.devicebridge.cuda.CudaUnavailableException;
  * consumer's), in the device's primary context, restoring the caller's current context afterwards.
  * The host never blocks.
  */
-public final class DLPackCuda {
+final class DLPackCuda {
     private DLPackCuda() {}
-
-    /** Throws {@link CudaUnavailableException} unless the driver is loaded (before any generated CUDA call). */
-    public static void require() {
-        if (!Cuda.isAvailable()) {
-            throw new CudaUnavailableException(Cuda.unavailableReason(), null);
-        }
-    }
 
     /**
      * Orders {@code consumerStream} after everything submitted so far to {@code producerStream} on device
@@ -28,9 +20,11 @@ public final class DLPackCuda {
      * default streams). The event comes from the device's pool (timing disabled) and goes back at once: a
      * wait already enqueued is not affected by the event's later reuse, so no event is created or destroyed
      * on this per-tensor path.
+     *
+     * @throws org.devicebridge.cuda.CudaUnavailableException without a CUDA driver
      */
-    public static void makeReady(int deviceId, MemorySegment producerStream, MemorySegment consumerStream) {
-        require();
+    static void makeReady(int deviceId, MemorySegment producerStream, MemorySegment consumerStream) {
+        Cuda.require();
         try (CudaStream producer = CudaStream.borrow(deviceId, producerStream.address());
              CudaStream consumer = CudaStream.borrow(deviceId, consumerStream.address());
              CudaEvent event = CudaEvent.acquire(deviceId)) {

@@ -1,39 +1,41 @@
-package org.devicebridge.arrow;
+package org.devicebridge.foreign;
 
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.nio.charset.StandardCharsets;
-import java.util.Iterator;
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.arrow.vector.dictionary.DictionaryProvider;
-import org.apache.arrow.vector.ipc.ArrowReader;
-import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
+import org.devicebridge.generated.arrow.ArrowSchema;
+import org.devicebridge.internal.Errno;
 import org.devicebridge.internal.ExportRegistry;
 import org.devicebridge.internal.Native;
 
 /**
- * Exported ArrowArrayStream / ArrowDeviceArrayStream: the state of each stream, and its four callbacks
- * per struct kind (one upcall stub each, made once). Callbacks never throw: a failure of the source (an
- * {@link ArrowReader} that throws, a batch that cannot be exported) becomes an errno returned by
- * {@code get_schema}/{@code get_next} and a message returned by {@code get_last_error}; the error is
- * sticky, as the C Stream Interface lets a consumer assume.
+ * The one exporter of C streams, for host and device streams alike: an {@code ArrowArrayStream} or an
+ * {@code ArrowDeviceArrayStream} over a {@link Source} (Arrow Java batches from {@code arrow.java}, device
+ * batches from {@code arrow.cuda}). Four upcall stubs per struct kind, made once; per-stream state in one
+ * {@link ExportRegistry} keyed by {@code private_data}; one errno rule and one last-error slot.
+ *
+ * <p>Callbacks never throw: a failure of the source becomes an errno returned by {@code get_schema} /
+ * {@code get_next} ({@link Errno#ENOMEM} for an {@link OutOfMemoryError}, {@link Errno#EINVAL} for this
+ * library's exceptions and {@link IllegalArgumentException}, {@link Errno#EIO} otherwise) and a message
+ * returned by {@code get_last_error}; the error is sticky, as the C Stream Interface lets a consumer assume.
+ * Callbacks on one stream are serialised.
  */
-final class ExportStreams {
+public final class StreamExport {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.arrow");
-    static final int EIO = 5;
-    static final int ENOMEM = 12;
-    static final int EINVAL = 22;
-    static final int ARROW_DEVICE_CPU = 1;
 
-    static final ExportRegistry<State> STREAMS = new ExportRegistry<>();
-    static final AtomicLong STREAM_RELEASES = new AtomicLong();
+    private static final ExportRegistry<State> STREAMS = new ExportRegistry<>();
+    /** Release calls that found no stream under their private_data (a second release, a forged struct). */
+    private static final AtomicLong STALE_RELEASES = new AtomicLong();
 
     private static final FunctionDescriptor GET = FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
             ValueLayout.ADDRESS);
@@ -41,103 +43,101 @@ final class ExportStreams {
     private static final FunctionDescriptor RELEASE = FunctionDescriptor.ofVoid(ValueLayout.ADDRESS);
 
     private static final MethodHandles.Lookup L = MethodHandles.lookup();
-    static final MemorySegment GET_SCHEMA = Native.upcallStub(L, ExportStreams.class, "getSchema", GET);
-    static final MemorySegment GET_NEXT = Native.upcallStub(L, ExportStreams.class, "getNext", GET);
-    static final MemorySegment GET_LAST_ERROR = Native.upcallStub(L, ExportStreams.class, "getLastError", ERROR);
-    static final MemorySegment RELEASE_STREAM = Native.upcallStub(L, ExportStreams.class, "release", RELEASE);
-    static final MemorySegment DEVICE_GET_SCHEMA = Native.upcallStub(L, ExportStreams.class, "deviceGetSchema", GET);
-    static final MemorySegment DEVICE_GET_NEXT = Native.upcallStub(L, ExportStreams.class, "deviceGetNext", GET);
-    static final MemorySegment DEVICE_GET_LAST_ERROR = Native.upcallStub(L, ExportStreams.class,
+    private static final MemorySegment GET_SCHEMA = Native.upcallStub(L, StreamExport.class, "getSchema", GET);
+    private static final MemorySegment GET_NEXT = Native.upcallStub(L, StreamExport.class, "getNext", GET);
+    private static final MemorySegment GET_LAST_ERROR = Native.upcallStub(L, StreamExport.class, "getLastError", ERROR);
+    private static final MemorySegment RELEASE_STREAM = Native.upcallStub(L, StreamExport.class, "release", RELEASE);
+    private static final MemorySegment DEVICE_GET_SCHEMA = Native.upcallStub(L, StreamExport.class,
+            "deviceGetSchema", GET);
+    private static final MemorySegment DEVICE_GET_NEXT = Native.upcallStub(L, StreamExport.class, "deviceGetNext", GET);
+    private static final MemorySegment DEVICE_GET_LAST_ERROR = Native.upcallStub(L, StreamExport.class,
             "deviceGetLastError", ERROR);
-    static final MemorySegment DEVICE_RELEASE_STREAM = Native.upcallStub(L, ExportStreams.class, "deviceRelease",
-            RELEASE);
+    private static final MemorySegment DEVICE_RELEASE_STREAM = Native.upcallStub(L, StreamExport.class,
+            "deviceRelease", RELEASE);
 
-    static final long STREAM_SIZE = ArrowArrayStream.sizeof();
-    static final long DEVICE_STREAM_SIZE = ArrowDeviceArrayStream.sizeof();
+    private static final long STREAM_SIZE = ArrowArrayStream.sizeof();
+    private static final long DEVICE_STREAM_SIZE = ArrowDeviceArrayStream.sizeof();
     private static final long STREAM_PRIVATE = ArrowArrayStream.private_data$offset();
     private static final long STREAM_RELEASE = ArrowArrayStream.release$offset();
     private static final long DEVICE_PRIVATE = ArrowDeviceArrayStream.private_data$offset();
     private static final long DEVICE_RELEASE = ArrowDeviceArrayStream.release$offset();
 
-    private ExportStreams() {}
+    private StreamExport() {}
 
-    /** Where a stream's batches come from. */
-    interface Source {
-        Schema schema() throws Exception;
+    /**
+     * Where a stream's schema and batches come from. Called on the consumer's thread, one call at a time per
+     * stream; whatever a method throws becomes the stream's error.
+     */
+    public interface Source {
+        /** Exports the schema into {@code out} (an {@code ArrowSchema}, sized); the consumer owns it after a return. */
+        void exportSchema(MemorySegment out) throws Exception;
 
-        /** The next batch, or {@code null} at the end. */
-        VectorSchemaRoot next() throws Exception;
+        /**
+         * Exports the next batch into {@code out} (sized: an {@code ArrowArray} for a host stream, an
+         * {@code ArrowDeviceArray} for a device stream) and returns {@code true}; returns {@code false} at the
+         * end of the stream without writing. The consumer owns a written batch.
+         */
+        boolean exportNext(MemorySegment out) throws Exception;
 
-        DictionaryProvider provider();
-
+        /** Frees what the source holds; called once, when the consumer releases the stream. */
         void close() throws Exception;
     }
 
-    static Source of(ArrowReader reader) {
-        return new Source() {
-            @Override
-            public Schema schema() throws Exception {
-                return reader.getVectorSchemaRoot().getSchema();
-            }
-
-            @Override
-            public VectorSchemaRoot next() throws Exception {
-                return reader.loadNextBatch() ? reader.getVectorSchemaRoot() : null;
-            }
-
-            @Override
-            public DictionaryProvider provider() {
-                return reader;
-            }
-
-            @Override
-            public void close() throws Exception {
-                reader.close();
-            }
-        };
+    /**
+     * Fills {@code out} (an {@code ArrowArrayStream}, sized) with a new stream over {@code source}. Nothing can
+     * fail after the registration: after a return the stream owns {@code source}; after a throw the caller
+     * still owns it and {@code out} is untouched.
+     */
+    public static void exportHost(Source source, MemorySegment out) {
+        Objects.requireNonNull(source, "source");
+        long key = STREAMS.register(new State(source));
+        ArrowArrayStream.get_schema(out, GET_SCHEMA);
+        ArrowArrayStream.get_next(out, GET_NEXT);
+        ArrowArrayStream.get_last_error(out, GET_LAST_ERROR);
+        out.set(ValueLayout.JAVA_LONG, STREAM_PRIVATE, key);
+        ArrowArrayStream.release(out, RELEASE_STREAM);
     }
 
-    static Source of(Schema schema, Iterator<? extends VectorSchemaRoot> batches, DictionaryProvider provider) {
-        return new Source() {
-            @Override
-            public Schema schema() {
-                return schema;
-            }
+    /**
+     * Fills {@code out} (an {@code ArrowDeviceArrayStream}, sized) with a new stream of {@code deviceType} over
+     * {@code source}. Ownership as in {@link #exportHost}.
+     */
+    public static void exportDevice(Source source, ArrowDeviceType deviceType, MemorySegment out) {
+        Objects.requireNonNull(source, "source");
+        Objects.requireNonNull(deviceType, "deviceType");
+        long key = STREAMS.register(new State(source));
+        ArrowDeviceArrayStream.device_type(out, deviceType.code());
+        ArrowDeviceArrayStream.get_schema(out, DEVICE_GET_SCHEMA);
+        ArrowDeviceArrayStream.get_next(out, DEVICE_GET_NEXT);
+        ArrowDeviceArrayStream.get_last_error(out, DEVICE_GET_LAST_ERROR);
+        out.set(ValueLayout.JAVA_LONG, DEVICE_PRIVATE, key);
+        ArrowDeviceArrayStream.release(out, DEVICE_RELEASE_STREAM);
+    }
 
-            @Override
-            public VectorSchemaRoot next() {
-                return batches.hasNext() ? batches.next() : null;
-            }
+    /** Exported streams not released yet (tests assert this returns to its baseline). */
+    public static int liveStreams() {
+        return STREAMS.size();
+    }
 
-            @Override
-            public DictionaryProvider provider() {
-                return provider;
-            }
-
-            @Override
-            public void close() throws Exception {
-                if (batches instanceof AutoCloseable c) {
-                    c.close();
-                }
-            }
-        };
+    /** Release calls that found no stream to release since the JVM started (tests assert it does not grow). */
+    public static long staleReleases() {
+        return STALE_RELEASES.get();
     }
 
     /** One exported stream. Callbacks on one stream are serialised on this object. */
-    static final class State {
+    private static final class State {
         final Source source;
-        final boolean device;
         long lastError; // malloc'ed C string or 0
         int errorCode;
 
-        State(Source source, boolean device) {
+        State(Source source) {
             this.source = source;
-            this.device = device;
         }
 
         synchronized int fail(Throwable t) {
-            errorCode = t instanceof OutOfMemoryError ? ENOMEM
-                    : t instanceof DeviceBridgeException ? EINVAL : EIO;
+            errorCode = t instanceof OutOfMemoryError ? Errno.ENOMEM
+                    : t instanceof DeviceBridgeException || t instanceof IllegalArgumentException ? Errno.EINVAL
+                    : Errno.EIO;
             String message = t.getMessage() == null ? t.toString() : t.getClass().getSimpleName() + ": " + t.getMessage();
             setError(message);
             return errorCode;
@@ -164,25 +164,6 @@ final class ExportStreams {
         }
     }
 
-    /** Fills {@code out} (already sized) with a new stream over {@code source}; nothing can fail after registration. */
-    static void export(Source source, boolean device, MemorySegment out) {
-        long key = STREAMS.register(new State(source, device));
-        if (device) {
-            ArrowDeviceArrayStream.device_type(out, ARROW_DEVICE_CPU);
-            ArrowDeviceArrayStream.get_schema(out, DEVICE_GET_SCHEMA);
-            ArrowDeviceArrayStream.get_next(out, DEVICE_GET_NEXT);
-            ArrowDeviceArrayStream.get_last_error(out, DEVICE_GET_LAST_ERROR);
-            out.set(ValueLayout.JAVA_LONG, DEVICE_PRIVATE, key);
-            ArrowDeviceArrayStream.release(out, DEVICE_RELEASE_STREAM);
-        } else {
-            ArrowArrayStream.get_schema(out, GET_SCHEMA);
-            ArrowArrayStream.get_next(out, GET_NEXT);
-            ArrowArrayStream.get_last_error(out, GET_LAST_ERROR);
-            out.set(ValueLayout.JAVA_LONG, STREAM_PRIVATE, key);
-            ArrowArrayStream.release(out, RELEASE_STREAM);
-        }
-    }
-
     // ---- upcalls: never throw ----
 
     private static State state(MemorySegment stream, boolean device) {
@@ -204,7 +185,7 @@ final class ExportStreams {
         try {
             st = state(stream, device);
             if (st == null) {
-                return EINVAL;
+                return Errno.EINVAL;
             }
             synchronized (st) {
                 if (st.errorCode != 0) {
@@ -212,10 +193,9 @@ final class ExportStreams {
                 }
                 if (out.equals(MemorySegment.NULL)) {
                     st.setError("get_schema: the output ArrowSchema pointer is NULL");
-                    return EINVAL;
+                    return Errno.EINVAL;
                 }
-                ExportSchemaWriter.export(ExportSchemaWriter.asStructField(st.source.schema()),
-                        st.source.provider(), out.reinterpret(ExportRuntime.SCHEMA_SIZE));
+                st.source.exportSchema(out.reinterpret(ArrowSchema.sizeof()));
                 return 0;
             }
         } catch (Throwable t) {
@@ -236,7 +216,7 @@ final class ExportStreams {
         try {
             st = state(stream, device);
             if (st == null) {
-                return EINVAL;
+                return Errno.EINVAL;
             }
             synchronized (st) {
                 if (st.errorCode != 0) {
@@ -244,19 +224,11 @@ final class ExportStreams {
                 }
                 if (out.equals(MemorySegment.NULL)) {
                     st.setError("get_next: the output array pointer is NULL");
-                    return EINVAL;
+                    return Errno.EINVAL;
                 }
-                MemorySegment o = out.reinterpret(device ? ArrowDeviceArray.sizeof() : ExportRuntime.ARRAY_SIZE);
-                VectorSchemaRoot batch = st.source.next();
-                if (batch == null) {
-                    // end of stream: a released array
-                    o.set(ValueLayout.JAVA_LONG, ExportRuntime.ARRAY_RELEASE_OFF, 0L);
-                    return 0;
-                }
-                if (device) {
-                    ArrowExport.exportDeviceArrayInto(batch, st.source.provider(), o);
-                } else {
-                    ExportArrayWriter.exportRoot(batch, st.source.provider(), o);
+                MemorySegment o = out.reinterpret(device ? ArrowDeviceArray.sizeof() : ArrowArray.sizeof());
+                if (!st.source.exportNext(o)) {
+                    o.fill((byte) 0); // end of stream: a released array (release == NULL)
                 }
                 return 0;
             }
@@ -269,12 +241,12 @@ final class ExportStreams {
         try {
             if (st == null) {
                 LOG.log(System.Logger.Level.ERROR, "devicebridge: exported stream callback failed", t);
-                return EIO;
+                return Errno.EIO;
             }
             LOG.log(System.Logger.Level.DEBUG, "devicebridge: exported stream reports an error", t);
             return st.fail(t);
         } catch (Throwable t2) {
-            return EIO;
+            return Errno.EIO;
         }
     }
 
@@ -314,12 +286,11 @@ final class ExportStreams {
             State st = STREAMS.remove(s.get(ValueLayout.JAVA_LONG, device ? DEVICE_PRIVATE : STREAM_PRIVATE));
             s.set(ValueLayout.JAVA_LONG, device ? DEVICE_RELEASE : STREAM_RELEASE, 0L);
             if (st == null) {
-                ExportRuntime.STALE_RELEASES.incrementAndGet();
+                STALE_RELEASES.incrementAndGet();
                 LOG.log(System.Logger.Level.WARNING,
                         "devicebridge: release called on an exported stream that was already released");
                 return;
             }
-            STREAM_RELEASES.incrementAndGet();
             synchronized (st) {
                 st.freeError();
                 try {

@@ -1,4 +1,4 @@
-package org.devicebridge.internal;
+package org.devicebridge.selfcheck;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -13,12 +13,13 @@ import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
+import org.devicebridge.internal.Native;
 
 /**
  * Self-check of the Arrow import path without Arrow Java: a hand-built sliced int32 array is imported at
  * FULL and read at its offset, a malformed one is refused, and each struct is released exactly once.
  */
-public final class ArrowImportSelfCheck implements SelfCheckSection {
+final class ArrowImportSelfCheck implements SelfCheckSection {
     private static final System.Logger LOG = System.getLogger("org.devicebridge");
     private static final AtomicInteger RELEASES = new AtomicInteger();
     private static final MemorySegment RELEASE_SCHEMA = Native.upcallStub(MethodHandles.lookup(),

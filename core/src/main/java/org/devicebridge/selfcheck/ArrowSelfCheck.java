@@ -1,4 +1,4 @@
-package org.devicebridge.internal;
+package org.devicebridge.selfcheck;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -32,13 +32,13 @@ import org.apache.arrow.vector.complex.impl.UnionListWriter;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
-import org.devicebridge.arrow.ArrowExport;
 import org.devicebridge.arrow.ArrowImport;
-import org.devicebridge.arrow.ArrowJavaImport;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
@@ -50,7 +50,7 @@ import org.devicebridge.generated.arrow.ArrowSchema;
  * Data interface (CPU) and the C Stream interface, validated at FULL, and must come back equal. Prints
  * the types, rows, bytes and the time of one round trip.
  */
-public final class ArrowSelfCheck implements SelfCheckSection {
+final class ArrowSelfCheck implements SelfCheckSection {
     private static final int ROWS = 4096;
     private static final int REPEATS = 200;
 

@@ -1,4 +1,4 @@
-package org.devicebridge.arrow;
+package org.devicebridge.selfcheck;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -15,6 +15,13 @@ import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.ListVector;
 import org.apache.arrow.vector.complex.impl.UnionListWriter;
+import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.cuda.CudaArrowBatch;
+import org.devicebridge.arrow.cuda.CudaArrowDownload;
+import org.devicebridge.arrow.cuda.CudaArrowExport;
+import org.devicebridge.arrow.cuda.CudaArrowImport;
+import org.devicebridge.arrow.cuda.CudaArrowUpload;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
@@ -23,7 +30,6 @@ import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.internal.CudaCounters;
-import org.devicebridge.internal.SelfCheckSection;
 
 /**
  * Self-check section "Arrow on CUDA": where a device exists, uploads a sample table (integers with nulls,
@@ -32,7 +38,7 @@ import org.devicebridge.internal.SelfCheckSection;
  * {@code cuMemcpyHtoD}/{@code cuMemcpyDtoH} of the same number of bytes from pinned memory, measured in
  * the same run. Without a device it reports "skipped: reason".
  */
-public final class CudaArrowSelfCheck implements SelfCheckSection {
+final class CudaArrowSelfCheck implements SelfCheckSection {
     private static final int ROWS = 1 << 20;
     private static final int ROUNDS = 5;
 
@@ -59,18 +65,19 @@ public final class CudaArrowSelfCheck implements SelfCheckSection {
              CudaStream stream = CudaStream.create(device, true);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(device, 64L << 20)) {
             long bytes;
-            try (CudaArrowBatch batch = CudaArrow.upload(table, transfer, stream)) {
-                bytes = batch.memory().get(0).byteSize();
+            try (CudaArrowBatch batch = CudaArrowUpload.upload(table, transfer, stream)) {
+                // one packed device allocation per uploaded batch: the device bytes the upload added
+                bytes = CudaCounters.snapshot().deviceBytesOutstanding() - deviceBytesBefore;
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
-                    CudaArrow.exportDeviceArray(batch, stream, out);
+                    CudaArrowExport.exportDeviceArray(batch, stream, out);
                     report.check("export: device type CUDA with a sync event",
-                            ArrowDeviceArray.device_type(out) == CudaArrow.ARROW_DEVICE_CUDA
+                            ArrowDeviceArray.device_type(out) == ArrowDeviceType.CUDA.code()
                                     && ArrowDeviceArray.device_id(out) == device
                                     && !ArrowDeviceArray.sync_event(out).equals(MemorySegment.NULL), "");
-                    try (CudaArrowBatch imported = CudaArrow.importDeviceArray(batch.schema(), out,
+                    try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(batch.schema(), out,
                             ValidationLevel.FULL, stream, transfer);
-                         VectorSchemaRoot back = CudaArrow.download(imported, allocator, transfer, stream)) {
+                         VectorSchemaRoot back = CudaArrowDownload.download(imported, allocator, transfer, stream)) {
                         report.check("upload -> export -> import (FULL) -> download keeps every value",
                                 back.getRowCount() == table.getRowCount() && table.equals(back),
                                 ROWS + " rows, " + table.getFieldVectors().size() + " columns");
@@ -82,10 +89,10 @@ public final class CudaArrowSelfCheck implements SelfCheckSection {
             long down = Long.MAX_VALUE;
             for (int r = 0; r < ROUNDS; r++) {
                 long t0 = System.nanoTime();
-                try (CudaArrowBatch batch = CudaArrow.upload(table, transfer, stream)) {
+                try (CudaArrowBatch batch = CudaArrowUpload.upload(table, transfer, stream)) {
                     stream.synchronize();
                     long t1 = System.nanoTime();
-                    try (VectorSchemaRoot back = CudaArrow.download(batch, allocator, transfer, stream)) {
+                    try (VectorSchemaRoot back = CudaArrowDownload.download(batch, allocator, transfer, stream)) {
                         long t2 = System.nanoTime();
                         up = Math.min(up, t1 - t0);
                         down = Math.min(down, t2 - t1);

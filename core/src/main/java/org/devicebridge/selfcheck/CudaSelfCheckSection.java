@@ -1,4 +1,4 @@
-package org.devicebridge.internal;
+package org.devicebridge.selfcheck;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -14,13 +14,14 @@ import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.cuda.PointerAttributes;
+import org.devicebridge.internal.HandleTracker;
 
 /**
  * Self-check of the CUDA layer on device 0: copies both ways through pageable and pinned memory, a stream
  * and a pooled event, pointer attributes, and a transfer-engine round trip. Reports only a line where no
  * driver is present (that is not a failure: CUDA is optional).
  */
-public final class CudaSelfCheckSection implements SelfCheckSection {
+final class CudaSelfCheckSection implements SelfCheckSection {
 
     @Override
     public String name() {

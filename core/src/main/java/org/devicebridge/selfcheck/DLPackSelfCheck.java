@@ -1,4 +1,4 @@
-package org.devicebridge.internal;
+package org.devicebridge.selfcheck;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -13,7 +13,7 @@ import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
 
 /** Self-check section for DLPack: a CPU export -> import round trip through the native deleter upcall. */
-public final class DLPackSelfCheck implements SelfCheckSection {
+final class DLPackSelfCheck implements SelfCheckSection {
 
     @Override
     public String name() {

@@ -1,4 +1,4 @@
-package org.devicebridge.python;
+package org.devicebridge.selfcheck;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
@@ -12,6 +12,7 @@ import java.util.Locale;
 import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.generated.arrow.ArrowSchema;
 import org.devicebridge.generated.dlpack.DLDataType;
 import org.devicebridge.generated.dlpack.DLDevice;
 import org.devicebridge.generated.dlpack.DLManagedTensor;
@@ -20,14 +21,20 @@ import org.devicebridge.generated.dlpack.DLPackVersion;
 import org.devicebridge.generated.dlpack.DLTensor;
 import org.devicebridge.internal.Callbacks;
 import org.devicebridge.internal.Native;
-import org.devicebridge.internal.SelfCheckSection;
+import org.devicebridge.python.CapsuleKind;
+import org.devicebridge.python.Capsules;
+import org.devicebridge.python.PyObjectRef;
+import org.devicebridge.python.PythonException;
+import org.devicebridge.python.PythonExport;
+import org.devicebridge.python.PythonImport;
+import org.devicebridge.python.PythonRuntime;
 
 /**
  * The self-check's Python section: where libpython came from, which consumers (NumPy, pyarrow, PyTorch,
  * CuPy) the interpreter can import, and a round trip with each one found. A missing interpreter or library
  * is reported, not failed; an exchange that runs and goes wrong is a failure.
  */
-public final class PythonSelfCheck implements SelfCheckSection {
+final class PythonSelfCheck implements SelfCheckSection {
     private static final AtomicInteger DELETES = new AtomicInteger();
     private static final float[] VALUES = {1.5f, -2f, 3.25f};
 
@@ -180,11 +187,10 @@ public final class PythonSelfCheck implements SelfCheckSection {
     }
 
     private static Void move(MemorySegment from, MemorySegment to, CapsuleKind kind) {
-        long size = kind.struct().byteSize();
+        boolean schema = kind == CapsuleKind.ARROW_SCHEMA;
+        long size = schema ? ArrowSchema.sizeof() : ArrowArray.sizeof();
         MemorySegment.copy(from, 0, to.reinterpret(size), 0, size);
-        from.set(ADDRESS, kind == CapsuleKind.ARROW_SCHEMA
-                ? org.devicebridge.generated.arrow.ArrowSchema.release$offset() : ArrowArray.release$offset(),
-                MemorySegment.NULL);
+        from.set(ADDRESS, schema ? ArrowSchema.release$offset() : ArrowArray.release$offset(), MemorySegment.NULL);
         return null;
     }
 

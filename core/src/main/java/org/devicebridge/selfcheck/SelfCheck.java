@@ -1,19 +1,22 @@
-package org.devicebridge;
+package org.devicebridge.selfcheck;
 
 import java.io.PrintStream;
 import java.util.List;
 import java.util.Locale;
+import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaDevice;
-import org.devicebridge.internal.SelfCheckSection;
 
 /**
  * The self-check main job: prints what this JVM can do with devicebridge (JDK, native access, the CUDA
  * driver and devices) and runs the round trips of each interface, reporting each as PASS or FAIL.
- * Exit status 0 when every check that can run here passed.
+ * Exit status 0 when every check that can run here passed. Not part of the exported API: the package is
+ * not exported, and the launcher runs it by name.
  *
  * <p>{@code mvn -B -q -DskipTests -Pself-check verify}, or
- * {@code java --enable-native-access=ALL-UNNAMED -cp ... org.devicebridge.SelfCheck}.
+ * {@code java --enable-native-access=ALL-UNNAMED -cp ... org.devicebridge.selfcheck.SelfCheck}, or on the
+ * module path {@code java --enable-native-access=org.devicebridge.core,org.devicebridge.generated -m
+ * org.devicebridge.core/org.devicebridge.selfcheck.SelfCheck}.
  */
 public final class SelfCheck {
     private final PrintStream out;
@@ -54,14 +57,13 @@ public final class SelfCheck {
         List<SelfCheckSection> sections = new java.util.ArrayList<>();
         // With Arrow Java: round trips through every interface; without it (DLPack/CUDA-only users, the
         // module-path check in CI): the import of a hand-made struct into the low-level view.
-        sections.add(arrowJavaPresent() ? new org.devicebridge.internal.ArrowSelfCheck()
-                : new org.devicebridge.internal.ArrowImportSelfCheck());
-        sections.add(new org.devicebridge.internal.DLPackSelfCheck());
-        sections.add(new org.devicebridge.internal.CudaSelfCheckSection());
+        sections.add(arrowJavaPresent() ? new ArrowSelfCheck() : new ArrowImportSelfCheck());
+        sections.add(new DLPackSelfCheck());
+        sections.add(new CudaSelfCheckSection());
         if (arrowJavaPresent()) {
-            sections.add(new org.devicebridge.arrow.CudaArrowSelfCheck());
+            sections.add(new CudaArrowSelfCheck());
         }
-        sections.add(new org.devicebridge.python.PythonSelfCheck());
+        sections.add(new PythonSelfCheck());
         return sections;
     }
 

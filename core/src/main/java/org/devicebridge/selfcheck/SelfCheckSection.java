@@ -1,10 +1,11 @@
-package org.devicebridge.internal;
+package org.devicebridge.selfcheck;
 
 /**
- * One section of the self-check main job ({@link org.devicebridge.SelfCheck}): each feature area
- * (Arrow CPU, DLPack, CUDA device arrays, Python interop) contributes one, listed in SelfCheck.
+ * One section of the self-check main job ({@link SelfCheck}): each feature area (Arrow CPU, DLPack, CUDA
+ * device arrays, Python interop) contributes one, listed in SelfCheck. Package-private: no public class
+ * implements it.
  */
-public interface SelfCheckSection {
+interface SelfCheckSection {
 
     /** Receives the section's report lines. */
     interface Report {

@@ -8,14 +8,14 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * {@code DEVICEBRIDGE_REQUIRE_PYTHON=1} (CI does, where it installs libpython3 and NumPy) to make a missing
  * libpython or NumPy a failure instead.
  */
-final class PythonTesting {
+public final class PythonTesting {
     private PythonTesting() {}
 
     private static boolean required(String module) {
         return "1".equals(System.getenv("DEVICEBRIDGE_REQUIRE_PYTHON")) && (module == null || module.equals("numpy"));
     }
 
-    static PythonRuntime runtime() {
+    public static PythonRuntime runtime() {
         if (!PythonRuntime.isAvailable()) {
             if (required(null)) {
                 fail(PythonRuntime.unavailableReason());
@@ -26,7 +26,7 @@ final class PythonTesting {
     }
 
     /** The runtime, after checking that {@code import module} works in it. */
-    static PythonRuntime runtimeWith(String module) {
+    public static PythonRuntime runtimeWith(String module) {
         PythonRuntime rt = runtime();
         if (!rt.canImport(module)) {
             String why = "Python module '" + module + "' is not installed for " + rt;

@@ -1,11 +1,9 @@
-package org.devicebridge.arrow;
+package org.devicebridge.selfcheck;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.util.ArrayList;
 import java.util.List;
-import org.devicebridge.internal.ArrowImportSelfCheck;
-import org.devicebridge.internal.SelfCheckSection;
 import org.junit.jupiter.api.Test;
 
 class ArrowImportSelfCheckTest {

@@ -1,4 +1,4 @@
-package org.devicebridge.internal;
+package org.devicebridge.selfcheck;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,12 +10,12 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.devicebridge.arrow.ArrowExport;
 import org.devicebridge.arrow.ArrowImport;
-import org.devicebridge.arrow.ArrowJavaImport;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.junit.jupiter.api.Test;

@@ -1,12 +1,10 @@
-package org.devicebridge.dlpack;
+package org.devicebridge.selfcheck;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
-import org.devicebridge.internal.DLPackSelfCheck;
-import org.devicebridge.internal.SelfCheckSection;
 import org.junit.jupiter.api.Test;
 
 class DLPackSelfCheckTest {

@@ -1,4 +1,4 @@
-package org.devicebridge.python;
+package org.devicebridge.selfcheck;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.ArrayList;
 import java.util.List;
 import org.devicebridge.internal.HandleTracker;
-import org.devicebridge.internal.SelfCheckSection;
+import org.devicebridge.python.PythonTesting;
 import org.junit.jupiter.api.Test;
 
 /** The self-check section reports the consumers it found and passes every exchange it runs. */

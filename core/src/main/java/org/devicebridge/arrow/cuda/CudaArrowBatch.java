@@ -1,8 +1,12 @@
-package org.devicebridge.arrow;
+package org.devicebridge.arrow.cuda;
 
 import java.util.List;
 import java.util.Locale;
 import org.devicebridge.NativeHandle;
+import org.devicebridge.arrow.ArrayNode;
+import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.arrow.SchemaNode;
+import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.cuda.DeviceBuffer;
 
 /**
@@ -11,10 +15,10 @@ import org.devicebridge.cuda.DeviceBuffer;
  * and byte length ({@link ArrayNode#bufferLength}, {@code -1} where an import at
  * {@link ValidationLevel#MINIMAL} did not establish it), and the device memory it references.
  *
- * <p>Made by {@link CudaArrow#upload} (one packed device allocation per batch) or
- * {@link CudaArrow#importDeviceArray} (the producer's memory, released through the producer's
+ * <p>Made by {@link CudaArrowUpload#upload} (one packed device allocation per batch) or
+ * {@link CudaArrowImport#importDeviceArray} (the producer's memory, released through the producer's
  * {@code release} when this handle and every export of it are closed). {@link #close()} drops this handle's
- * references: device memory still referenced by an export made with {@link CudaArrow#exportDeviceArray}
+ * references: device memory still referenced by an export made with {@link CudaArrowExport#exportDeviceArray}
  * lives until that export is released. Data is ready for work queued on the stream given when the batch
  * was made; work on other streams must wait for that stream first.
  */
@@ -22,10 +26,10 @@ public final class CudaArrowBatch extends NativeHandle {
     private final SchemaNode schema;
     private final ArrayNode root;
     private final int device;
-    private final int deviceType;
+    private final ArrowDeviceType deviceType;
     private final List<DeviceBuffer> memory;
 
-    CudaArrowBatch(String description, SchemaNode schema, ArrayNode root, int device, int deviceType,
+    CudaArrowBatch(String description, SchemaNode schema, ArrayNode root, int device, ArrowDeviceType deviceType,
                    List<DeviceBuffer> memory, ReleaseAction release) {
         super(description, release);
         this.schema = schema;
@@ -60,8 +64,8 @@ public final class CudaArrowBatch extends NativeHandle {
         return device;
     }
 
-    /** The {@code ArrowDeviceType}: {@code ARROW_DEVICE_CUDA} (2), {@code CUDA_HOST} (3) or {@code CUDA_MANAGED} (13). */
-    public int deviceType() {
+    /** {@link ArrowDeviceType#CUDA}, {@link ArrowDeviceType#CUDA_HOST} or {@link ArrowDeviceType#CUDA_MANAGED}. */
+    public ArrowDeviceType deviceType() {
         return deviceType;
     }
 
@@ -74,9 +78,5 @@ public final class CudaArrowBatch extends NativeHandle {
     List<DeviceBuffer> memory() {
         ensureLive();
         return memory;
-    }
-
-    ArrayNode rootUnchecked() {
-        return root;
     }
 }

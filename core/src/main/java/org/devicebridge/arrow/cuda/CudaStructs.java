@@ -1,13 +1,15 @@
-package org.devicebridge.arrow;
+package org.devicebridge.arrow.cuda;
 
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
-import java.util.concurrent.atomic.AtomicInteger;
+import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.internal.ExportRegistry;
+import org.devicebridge.internal.FieldPath;
 import org.devicebridge.internal.Native;
+import org.devicebridge.internal.RefCount;
 
 /**
  * Writes an {@code ArrowArray} tree whose buffers are given addresses (device memory for a CUDA export,
@@ -27,16 +29,23 @@ final class CudaStructs {
     static final MemorySegment RELEASE = Native.upcallStub(MethodHandles.lookup(), CudaStructs.class, "release",
             FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
 
-    /** What one written tree holds; never refers to a handle. */
+    /**
+     * What one written tree holds, counted by its live nodes: the last release runs {@code onFree}, then
+     * frees the block. Never refers to a handle.
+     */
     static final class Tree {
-        final AtomicInteger live;
-        final MemorySegment block;
-        final Runnable onFree;
+        final RefCount liveNodes;
 
         Tree(int nodes, MemorySegment block, Runnable onFree) {
-            this.live = new AtomicInteger(nodes);
-            this.block = block;
-            this.onFree = onFree;
+            this.liveNodes = new RefCount(nodes, () -> {
+                try {
+                    onFree.run();
+                } finally {
+                    if (!block.equals(MemorySegment.NULL)) {
+                        Native.free(block);
+                    }
+                }
+            });
         }
     }
 
@@ -136,7 +145,7 @@ final class CudaStructs {
     }
 
     private static void releaseNode(MemorySegment a, int depth) {
-        if (ArrowArray.release(a).equals(MemorySegment.NULL) || depth > SchemaReader.MAX_DEPTH + 1) {
+        if (ArrowArray.release(a).equals(MemorySegment.NULL) || depth > FieldPath.MAX_DEPTH + 1) {
             return;
         }
         long key = ArrowArray.private_data(a).address();
@@ -161,13 +170,11 @@ final class CudaStructs {
             releaseNode(d.reinterpret(SIZE), depth + 1);
         }
         ArrowArray.release(a, MemorySegment.NULL);
-        if (tree.live.decrementAndGet() == 0 && TREES.remove(key) != null) {
-            try {
-                tree.onFree.run();
-            } finally {
-                if (!tree.block.equals(MemorySegment.NULL)) {
-                    Native.free(tree.block);
-                }
+        try {
+            tree.liveNodes.release();
+        } finally {
+            if (tree.liveNodes.count() == 0) {
+                TREES.remove(key); // the last node: the tree is gone (removing twice finds nothing)
             }
         }
     }

@@ -1,4 +1,4 @@
-package org.devicebridge.arrow;
+package org.devicebridge.arrow.java;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -11,7 +11,19 @@ import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.ValidationException;
+import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.arrow.ExportedArray;
+import org.devicebridge.arrow.ExportedDeviceArray;
+import org.devicebridge.arrow.ExportedDeviceStream;
+import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ExportedStream;
+import org.devicebridge.foreign.Access;
+import org.devicebridge.foreign.ArrowAccess;
+import org.devicebridge.foreign.OutStructs;
+import org.devicebridge.foreign.StreamExport;
+import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
+import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
 import org.devicebridge.internal.Native;
 
 /**
@@ -38,6 +50,10 @@ import org.devicebridge.internal.Native;
  * anything is written, so after a throw the output struct is untouched and nothing is held.
  */
 public final class ArrowExport {
+    private static final ArrowAccess ARROW = Access.arrow();
+    private static final long STREAM_SIZE = ArrowArrayStream.sizeof();
+    private static final long DEVICE_STREAM_SIZE = ArrowDeviceArrayStream.sizeof();
+
     private ArrowExport() {}
 
     // ------------------------------------------------------------------ schema
@@ -58,7 +74,7 @@ public final class ArrowExport {
      */
     public static void exportSchema(Schema schema, DictionaryProvider provider, MemorySegment outSchema) {
         Objects.requireNonNull(schema, "schema");
-        MemorySegment out = sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
+        MemorySegment out = OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
         ExportSchemaWriter.export(ExportSchemaWriter.asStructField(schema), provider, out);
     }
 
@@ -69,7 +85,7 @@ public final class ArrowExport {
      */
     public static void exportField(Field field, DictionaryProvider provider, MemorySegment outSchema) {
         Objects.requireNonNull(field, "field");
-        ExportSchemaWriter.export(field, provider, sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema"));
+        ExportSchemaWriter.export(field, provider, OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema"));
     }
 
     /**
@@ -86,7 +102,7 @@ public final class ArrowExport {
             Native.free(s);
             throw e;
         }
-        return new ExportedSchema(s);
+        return ARROW.exportedSchema(s);
     }
 
     /** {@link #exportSchema(Schema, DictionaryProvider)} for a schema without dictionary-encoded fields. */
@@ -107,7 +123,7 @@ public final class ArrowExport {
             Native.free(s);
             throw e;
         }
-        return new ExportedSchema(s);
+        return ARROW.exportedSchema(s);
     }
 
     // ------------------------------------------------------------------ arrays
@@ -131,8 +147,8 @@ public final class ArrowExport {
     public static void exportVector(FieldVector vector, DictionaryProvider provider, MemorySegment outArray,
                                     MemorySegment outSchema) {
         Objects.requireNonNull(vector, "vector");
-        MemorySegment array = sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
-        MemorySegment schema = outSchema == null ? null : sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
+        MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
+        MemorySegment schema = outSchema == null ? null : OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
         if (schema != null) {
             ExportSchemaWriter.export(vector.getField(), provider, schema);
         }
@@ -159,7 +175,7 @@ public final class ArrowExport {
             Native.free(s);
             throw e;
         }
-        return new ExportedArray(s);
+        return ARROW.exportedArray(s);
     }
 
     /**
@@ -181,8 +197,8 @@ public final class ArrowExport {
     public static void exportRoot(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment outArray,
                                   MemorySegment outSchema) {
         Objects.requireNonNull(root, "root");
-        MemorySegment array = sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
-        MemorySegment schema = outSchema == null ? null : sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
+        MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
+        MemorySegment schema = outSchema == null ? null : OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
         if (schema != null) {
             ExportSchemaWriter.export(ExportSchemaWriter.asStructField(root.getSchema()), provider, schema);
         }
@@ -209,7 +225,7 @@ public final class ArrowExport {
             Native.free(s);
             throw e;
         }
-        return new ExportedArray(s);
+        return ARROW.exportedArray(s);
     }
 
     /** {@link #exportRoot(VectorSchemaRoot, DictionaryProvider)} without dictionaries. */
@@ -229,7 +245,7 @@ public final class ArrowExport {
     public static void exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider,
                                          MemorySegment outDeviceArray) {
         Objects.requireNonNull(root, "root");
-        exportDeviceArrayInto(root, provider, sized(outDeviceArray, ArrowDeviceArray.sizeof(), "outDeviceArray"));
+        exportDeviceArrayInto(root, provider, OutStructs.sized(outDeviceArray, ArrowDeviceArray.sizeof(), "outDeviceArray"));
     }
 
     /** {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider, MemorySegment)} without dictionaries. */
@@ -250,7 +266,7 @@ public final class ArrowExport {
             Native.free(s);
             throw e;
         }
-        return new ExportedDeviceArray(s);
+        return ARROW.exportedDeviceArray(s);
     }
 
     /** {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider)} without dictionaries. */
@@ -261,7 +277,7 @@ public final class ArrowExport {
     static void exportDeviceArrayInto(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment out) {
         ExportArrayWriter.exportRoot(root, provider, out); // the ArrowArray is the first member
         ArrowDeviceArray.device_id(out, -1L);
-        ArrowDeviceArray.device_type(out, ExportStreams.ARROW_DEVICE_CPU);
+        ArrowDeviceArray.device_type(out, ArrowDeviceType.CPU.code());
         ArrowDeviceArray.sync_event(out, MemorySegment.NULL);
         long reserved = ArrowDeviceArray.reserved$offset();
         for (int i = 0; i < 3; i++) {
@@ -281,7 +297,8 @@ public final class ArrowExport {
      */
     public static void exportStream(ArrowReader reader, MemorySegment outStream) {
         Objects.requireNonNull(reader, "reader");
-        ExportStreams.export(ExportStreams.of(reader), false, sized(outStream, ExportStreams.STREAM_SIZE, "outStream"));
+        StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot),
+                OutStructs.sized(outStream, STREAM_SIZE, "outStream"));
     }
 
     /**
@@ -291,9 +308,9 @@ public final class ArrowExport {
      */
     public static ExportedStream exportStream(ArrowReader reader) {
         Objects.requireNonNull(reader, "reader");
-        MemorySegment s = Native.calloc(ExportStreams.STREAM_SIZE);
-        ExportStreams.export(ExportStreams.of(reader), false, s);
-        return new ExportedStream(s);
+        MemorySegment s = Native.calloc(STREAM_SIZE);
+        StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot), s);
+        return ARROW.exportedStream(s);
     }
 
     /**
@@ -308,8 +325,8 @@ public final class ArrowExport {
                                     DictionaryProvider provider, MemorySegment outStream) {
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(batches, "batches");
-        ExportStreams.export(ExportStreams.of(schema, batches, provider), false,
-                sized(outStream, ExportStreams.STREAM_SIZE, "outStream"));
+        StreamExport.exportHost(Sources.of(schema, batches, provider, ExportArrayWriter::exportRoot),
+                OutStructs.sized(outStream, STREAM_SIZE, "outStream"));
     }
 
     /**
@@ -321,8 +338,8 @@ public final class ArrowExport {
      */
     public static void exportDeviceStream(ArrowReader reader, MemorySegment outStream) {
         Objects.requireNonNull(reader, "reader");
-        ExportStreams.export(ExportStreams.of(reader), true,
-                sized(outStream, ExportStreams.DEVICE_STREAM_SIZE, "outStream"));
+        StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), ArrowDeviceType.CPU,
+                OutStructs.sized(outStream, DEVICE_STREAM_SIZE, "outStream"));
     }
 
     /**
@@ -332,9 +349,9 @@ public final class ArrowExport {
      */
     public static ExportedDeviceStream exportDeviceStream(ArrowReader reader) {
         Objects.requireNonNull(reader, "reader");
-        MemorySegment s = Native.calloc(ExportStreams.DEVICE_STREAM_SIZE);
-        ExportStreams.export(ExportStreams.of(reader), true, s);
-        return new ExportedDeviceStream(s);
+        MemorySegment s = Native.calloc(DEVICE_STREAM_SIZE);
+        StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), ArrowDeviceType.CPU, s);
+        return ARROW.exportedDeviceStream(s);
     }
 
     /**
@@ -345,32 +362,8 @@ public final class ArrowExport {
                                           DictionaryProvider provider, MemorySegment outStream) {
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(batches, "batches");
-        ExportStreams.export(ExportStreams.of(schema, batches, provider), true,
-                sized(outStream, ExportStreams.DEVICE_STREAM_SIZE, "outStream"));
-    }
-
-    // ------------------------------------------------------------------
-
-    private static MemorySegment sized(MemorySegment out, long size, String name) {
-        Objects.requireNonNull(out, name);
-        if (!out.isNative()) {
-            throw new ValidationException(ValidationException.Category.STRUCTURE, name,
-                    "expected a native segment (off-heap memory) but found a heap segment");
-        }
-        if (out.address() == 0) {
-            throw new ValidationException(ValidationException.Category.NULL_POINTER, name, "the struct pointer is NULL");
-        }
-        if (out.address() % 8 != 0) {
-            throw new ValidationException(ValidationException.Category.ALIGNMENT, name,
-                    "expected an 8-byte aligned struct but found address 0x" + Long.toHexString(out.address()));
-        }
-        if (out.byteSize() == 0) {
-            return out.reinterpret(size); // an address from native code: taken to point at a whole struct
-        }
-        if (out.byteSize() < size) {
-            throw new ValidationException(ValidationException.Category.SIZE, name,
-                    "expected at least " + size + " bytes but found " + out.byteSize());
-        }
-        return out;
+        StreamExport.exportDevice(Sources.of(schema, batches, provider, ArrowExport::exportDeviceArrayInto),
+                ArrowDeviceType.CPU,
+                OutStructs.sized(outStream, DEVICE_STREAM_SIZE, "outStream"));
     }
 }

@@ -1,4 +1,4 @@
-package org.devicebridge.arrow;
+package org.devicebridge.arrow.java;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -27,8 +27,17 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowDataType.Layout;
 import org.devicebridge.arrow.ArrowDataType.TypeId;
+import org.devicebridge.arrow.ArrowDataType;
+import org.devicebridge.arrow.ImportedArray;
+import org.devicebridge.arrow.SchemaNode;
+import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.foreign.Access;
+import org.devicebridge.foreign.ArrowAccess;
+import org.devicebridge.internal.Bitmaps;
+import org.devicebridge.internal.FieldPath;
 import org.devicebridge.internal.RefCount;
 
 /**
@@ -56,6 +65,8 @@ import org.devicebridge.internal.RefCount;
  * {@code arrow.enable_unsafe_memory_access}).
  */
 public final class ArrowJavaImport {
+    private static final ArrowAccess ARROW = Access.arrow();
+
     private ArrowJavaImport() {}
 
     /**
@@ -74,9 +85,8 @@ public final class ArrowJavaImport {
      * fresh ids above the ones it holds); the caller closes them.
      *
      * <p>Ownership: after a return the caller owns the vector (and the dictionaries it added), and
-     * {@code array} is consumed: its struct is released when the last Arrow buffer is. After an
-     * {@link UnsupportedFeatureException} {@code array} is untouched and still the caller's to close;
-     * after any other throw it has already been released.
+     * {@code array} is consumed: its struct is released when the last Arrow buffer is. After a throw
+     * {@code array} has already been released (closed), whatever the exception, as after every import.
      *
      * @param dictionaries receives the dictionaries; may be {@code null} if the schema has none
      * @throws UnsupportedFeatureException see above, or if {@code array} is device memory or was validated
@@ -84,37 +94,52 @@ public final class ArrowJavaImport {
      */
     public static FieldVector importFieldVector(BufferAllocator allocator, ImportedArray array,
                                                 DictionaryProvider.MapDictionaryProvider dictionaries) {
-        Objects.requireNonNull(allocator, "allocator");
         Objects.requireNonNull(array, "array");
-        ArrayNode root = array.root();
-        FieldMapper mapper = prepare(root, array, dictionaries);
+        ArrayNode root;
+        FieldMapper mapper;
+        try {
+            Objects.requireNonNull(allocator, "allocator");
+            root = array.root();
+            mapper = prepare(root, array, dictionaries);
+        } catch (RuntimeException | Error e) {
+            array.close();
+            throw e;
+        }
         Field field = mapper.rootField;
-        Loader loader = new Loader(allocator, array.transfer(), dictionaries, mapper);
+        Loader loader = new Loader(allocator, ARROW.transfer(array), dictionaries, mapper);
         return loader.run(() -> loader.loadRoot(field, root));
     }
 
     /**
      * Imports a validated struct array (a record batch) into a new {@link VectorSchemaRoot}, without
      * copying; the struct's validity must have no nulls and its children become the root's vectors.
-     * Ownership and exceptions as in {@link #importFieldVector}.
+     * Ownership and exceptions as in {@link #importFieldVector}: after a throw {@code array} has already
+     * been released.
      */
     public static VectorSchemaRoot importVectorSchemaRoot(BufferAllocator allocator, ImportedArray array,
                                                           DictionaryProvider.MapDictionaryProvider dictionaries) {
-        Objects.requireNonNull(allocator, "allocator");
         Objects.requireNonNull(array, "array");
-        ArrayNode root = array.root();
-        if (root.type().id() != TypeId.STRUCT || root.schema().dictionary() != null) {
-            throw new UnsupportedFeatureException("format", "expected a struct array (a record batch) for a"
-                    + " VectorSchemaRoot but found " + root.type());
+        ArrayNode root;
+        FieldMapper mapper;
+        try {
+            Objects.requireNonNull(allocator, "allocator");
+            root = array.root();
+            if (root.type().id() != TypeId.STRUCT || root.schema().dictionary() != null) {
+                throw new UnsupportedFeatureException("format", "expected a struct array (a record batch) for a"
+                        + " VectorSchemaRoot but found " + root.type());
+            }
+            mapper = prepare(root, array, dictionaries);
+            long topNulls = Loader.nullCount(root, root.offset(), root.length());
+            if (topNulls > 0) {
+                throw new UnsupportedFeatureException("null_count",
+                        "expected a record batch without top-level nulls but found " + topNulls);
+            }
+        } catch (RuntimeException | Error e) {
+            array.close();
+            throw e;
         }
-        long topNulls = Loader.nullCount(root, root.offset(), root.length());
-        if (topNulls > 0) {
-            throw new UnsupportedFeatureException("null_count",
-                    "expected a record batch without top-level nulls but found " + topNulls);
-        }
-        FieldMapper mapper = prepare(root, array, dictionaries);
         Field field = mapper.rootField;
-        Loader loader = new Loader(allocator, array.transfer(), dictionaries, mapper);
+        Loader loader = new Loader(allocator, ARROW.transfer(array), dictionaries, mapper);
         return loader.run(() -> {
             List<FieldVector> vectors = new ArrayList<>();
             try {
@@ -133,7 +158,7 @@ public final class ArrowJavaImport {
                                        DictionaryProvider.MapDictionaryProvider dictionaries) {
         if (!root.isHostAccessible()) {
             throw new UnsupportedFeatureException("", "expected host memory for Arrow Java but found device type "
-                    + array.deviceType() + ": copy it to the host first");
+                    + array.deviceType().cName() + ": copy it to the host first");
         }
         if (array.validationLevel() != ValidationLevel.DEFAULT && array.validationLevel() != ValidationLevel.FULL) {
             throw new UnsupportedFeatureException("", "expected an array validated at DEFAULT or FULL for Arrow Java"
@@ -205,14 +230,22 @@ public final class ArrowJavaImport {
             if (n.isBufferNull(1)) {
                 return new long[] {0, 0};
             }
-            int w = n.type().layout() == Layout.LIST || n.type().layout() == Layout.VARIABLE ? 4 : 8;
-            MemorySegment s = MemorySegment.ofAddress(n.address(1)).reinterpret(n.bufferLength(1));
+            int w = n.type().layout().offsetWidth();
+            MemorySegment s = hostBuffer(n, 1);
             return new long[] {read(s, phys, w), read(s, phys + count, w)};
         }
 
         static long read(MemorySegment s, long i, int w) {
             return w == 4 ? s.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i) : s.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
         }
+    }
+
+    /**
+     * Buffer {@code i} of a validated host node, sized to its validated length, for reading offsets and bits
+     * here: the node's address, never a segment handed out (those belong to the import's scope).
+     */
+    private static MemorySegment hostBuffer(ArrayNode n, int i) {
+        return n.bufferPointer(i).reinterpret(n.bufferLength(i));
     }
 
     /** Maps parsed types to Arrow Java fields. */
@@ -254,7 +287,7 @@ public final class ArrowJavaImport {
                 Types.MinorType minor = Types.getMinorTypeForArrowType(children.get(i).getType());
                 int declared = s.type().unionTypeIds().get(i);
                 if (declared != minor.ordinal() || !seen.add(minor)) {
-                    throw new UnsupportedFeatureException(SchemaReader.join(s.path(), "format"),
+                    throw new UnsupportedFeatureException(FieldPath.join(s.path(), "format"),
                             "expected sparse union type ids equal to Arrow Java's minor-type numbers (one child per type)"
                                     + " but found type id " + declared + " for " + minor + " (" + minor.ordinal() + ")");
                 }
@@ -277,7 +310,7 @@ public final class ArrowJavaImport {
                 case FLOAT16 -> new ArrowType.FloatingPoint(FloatingPointPrecision.HALF);
                 case FLOAT32 -> new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE);
                 case FLOAT64 -> new ArrowType.FloatingPoint(FloatingPointPrecision.DOUBLE);
-                case DECIMAL32, DECIMAL64 -> throw new UnsupportedFeatureException(SchemaReader.join(s.path(), "format"),
+                case DECIMAL32, DECIMAL64 -> throw new UnsupportedFeatureException(FieldPath.join(s.path(), "format"),
                         "expected a decimal Arrow Java 19 can hold exactly (128 or 256 bits) but found '" + t.format() + "'");
                 case DECIMAL128 -> new ArrowType.Decimal(t.precision(), t.scale(), 128);
                 case DECIMAL256 -> new ArrowType.Decimal(t.precision(), t.scale(), 256);
@@ -348,11 +381,12 @@ public final class ArrowJavaImport {
 
         private final FieldMapper mapper;
 
-        Loader(BufferAllocator allocator, ImportedArray.Owner owner, DictionaryProvider.MapDictionaryProvider dictionaries,
+        /** @param release the import's release step, run once when the last reference is dropped */
+        Loader(BufferAllocator allocator, Runnable release, DictionaryProvider.MapDictionaryProvider dictionaries,
                FieldMapper mapper) {
             this.allocator = allocator;
             this.mapper = mapper;
-            this.refs = new RefCount(owner::release);
+            this.refs = new RefCount(release);
             this.dictionaries = dictionaries;
         }
 
@@ -426,7 +460,7 @@ public final class ArrowJavaImport {
                         fill(childVectors.get(0), n.children().get(0), r[0], r[1] - r[0]);
                     }
                     case LIST_VIEW, LARGE_LIST_VIEW -> {
-                        long w = layout == Layout.LIST_VIEW ? 4 : 8;
+                        long w = layout.offsetWidth();
                         buffers.add(slice(n, 1, Math.multiplyExact(phys, w), Math.multiplyExact(count, w)));
                         buffers.add(slice(n, 2, Math.multiplyExact(phys, w), Math.multiplyExact(count, w)));
                         ArrayNode c = n.children().get(0);
@@ -486,10 +520,10 @@ public final class ArrowJavaImport {
             if (phys == n.offset() && count == n.length() && n.nullCount() >= 0) {
                 return n.nullCount();
             }
-            MemorySegment bits = MemorySegment.ofAddress(n.address(0)).reinterpret(n.bufferLength(0));
+            MemorySegment bits = hostBuffer(n, 0);
             long nulls = 0;
             for (long i = phys; i < phys + count; i++) {
-                if (!ArrayReader.bit(bits, i)) {
+                if (!Bitmaps.bit(bits, i)) {
                     nulls++;
                 }
             }
@@ -498,15 +532,15 @@ public final class ArrowJavaImport {
 
         /** Bits [phys, phys + count) of bitmap buffer {@code i}: a slice when byte-aligned, else a shifted copy. */
         private ArrowBuf bitmap(ArrayNode n, int i, long phys, long count) {
-            long bytes = ArrayReader.bitmapBytes(count);
+            long bytes = Bitmaps.bytes(count);
             if ((phys & 7) == 0) {
                 return slice(n, i, phys >>> 3, bytes);
             }
-            MemorySegment src = MemorySegment.ofAddress(n.address(i)).reinterpret(n.bufferLength(i));
+            MemorySegment src = hostBuffer(n, i);
             ArrowBuf out = allocator.buffer(Math.max(bytes, 1));
             out.setZero(0, out.capacity());
             for (long k = 0; k < count; k++) {
-                if (ArrayReader.bit(src, phys + k)) {
+                if (Bitmaps.bit(src, phys + k)) {
                     out.setByte(k >>> 3, out.getByte(k >>> 3) | (1 << (k & 7)));
                 }
             }
@@ -518,7 +552,7 @@ public final class ArrowJavaImport {
          * rebased to 0) and returns the {first, last} offsets of that range.
          */
         private long[] offsets(ArrayNode n, long phys, long count, List<ArrowBuf> buffers) {
-            int w = n.type().layout() == Layout.LIST || n.type().layout() == Layout.VARIABLE ? 4 : 8;
+            int w = n.type().layout().offsetWidth();
             long[] r = ListRange.of(n, phys, count);
             if (n.isBufferNull(1) || count == 0) {
                 ArrowBuf empty = allocator.buffer(w);
@@ -530,7 +564,7 @@ public final class ArrowJavaImport {
                 buffers.add(slice(n, 1, Math.multiplyExact(phys, w), Math.multiplyExact(count + 1, w)));
                 return r;
             }
-            MemorySegment src = MemorySegment.ofAddress(n.address(1)).reinterpret(n.bufferLength(1));
+            MemorySegment src = hostBuffer(n, 1);
             ArrowBuf out = allocator.buffer(Math.multiplyExact(count + 1, w));
             for (long k = 0; k <= count; k++) {
                 long v = ListRange.read(src, phys + k, w) - r[0];
@@ -551,14 +585,14 @@ public final class ArrowJavaImport {
             }
             long end = Math.addExact(from, bytes);
             if (from < 0 || (n.bufferLength(i) >= 0 && end > n.bufferLength(i))) {
-                throw new DeviceBridgeException("internal error: " + SchemaReader.join(n.path(), "buffers[" + i + "]")
+                throw new DeviceBridgeException("internal error: " + FieldPath.join(n.path(), "buffers[" + i + "]")
                         + " slice [" + from + ", " + end + ") exceeds " + n.bufferLength(i) + " bytes");
             }
             if (!refs.retain()) {
                 throw new DeviceBridgeException("internal error: the imported array was already released");
             }
             try {
-                return allocator.wrapForeignAllocation(new Foreign(bytes, n.address(i) + from, refs));
+                return allocator.wrapForeignAllocation(new Foreign(bytes, n.bufferPointer(i).address() + from, refs));
             } catch (RuntimeException | Error e) {
                 refs.release();
                 throw e;

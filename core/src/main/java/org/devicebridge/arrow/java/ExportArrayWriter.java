@@ -1,4 +1,4 @@
-package org.devicebridge.arrow;
+package org.devicebridge.arrow.java;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -16,7 +16,9 @@ import org.apache.arrow.vector.types.pojo.DictionaryEncoding;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
+import org.devicebridge.arrow.ArrowDataType.Layout;
 import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.internal.FieldPath;
 import org.devicebridge.internal.Native;
 
 /**
@@ -52,8 +54,7 @@ final class ExportArrayWriter {
         }
 
         String join(String part) {
-            String s = toString();
-            return s.isEmpty() ? part : s + "." + part;
+            return FieldPath.join(toString(), part);
         }
 
         @Override
@@ -193,9 +194,9 @@ final class ExportArrayWriter {
     // ---------------------------------------------------------------- planning
 
     private static Plan plan(FieldVector vector, DictionaryProvider provider, Path path, int depth, List<Plan> all) {
-        if (depth > ExportSchemaWriter.MAX_DEPTH) {
+        if (depth > FieldPath.MAX_DEPTH) {
             throw new ValidationException(ValidationException.Category.DEPTH, path.toString(),
-                    "the data nests deeper than " + ExportSchemaWriter.MAX_DEPTH
+                    "the data nests deeper than " + FieldPath.MAX_DEPTH
                             + " levels (or a dictionary refers back to itself)");
         }
         Field field = vector.getField();
@@ -226,7 +227,8 @@ final class ExportArrayWriter {
                 expectedChildren = 0;
             }
             case Utf8, Binary, LargeUtf8, LargeBinary -> {
-                int w = (type instanceof ArrowType.Utf8 || type instanceof ArrowType.Binary) ? 4 : 8;
+                int w = (type instanceof ArrowType.Utf8 || type instanceof ArrowType.Binary ? Layout.VARIABLE
+                        : Layout.LARGE_VARIABLE).offsetWidth();
                 List<ArrowBuf> fb = fieldBuffers(v, 3, type, path); // fills offset holes, as arrow-c-data does
                 p.nullCount = v.getNullCount();
                 p.buffers = new long[3];
@@ -254,7 +256,7 @@ final class ExportArrayWriter {
                 expectedChildren = 0;
             }
             case List, LargeList, Map -> {
-                int w = type instanceof ArrowType.LargeList ? 8 : 4;
+                int w = (type instanceof ArrowType.LargeList ? Layout.LARGE_LIST : Layout.LIST).offsetWidth();
                 List<ArrowBuf> fb = fieldBuffers(v, 2, type, path);
                 p.nullCount = v.getNullCount();
                 p.buffers = new long[2];
@@ -265,7 +267,7 @@ final class ExportArrayWriter {
                 checkChildLength(children.get(0), last, path, 0);
             }
             case ListView, LargeListView -> {
-                int w = type instanceof ArrowType.LargeListView ? 8 : 4;
+                int w = (type instanceof ArrowType.LargeListView ? Layout.LARGE_LIST_VIEW : Layout.LIST_VIEW).offsetWidth();
                 List<ArrowBuf> fb = fieldBuffers(v, 3, type, path);
                 p.nullCount = v.getNullCount();
                 p.buffers = new long[3];

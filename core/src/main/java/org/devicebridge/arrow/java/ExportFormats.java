@@ -1,24 +1,21 @@
-package org.devicebridge.arrow;
+package org.devicebridge.arrow.java;
 
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
-import org.devicebridge.UnsupportedFeatureException;
-import org.devicebridge.ValidationException;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
+import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.ValidationException;
+import org.devicebridge.arrow.SchemaNode;
 
 /**
  * Arrow Java type -> C Data Interface format string, field flags and metadata blob (the export direction;
  * parsing format strings belongs to the import side).
  */
 final class ExportFormats {
-    static final long FLAG_DICTIONARY_ORDERED = 1;
-    static final long FLAG_NULLABLE = 2;
-    static final long FLAG_MAP_KEYS_SORTED = 4;
-
     private ExportFormats() {}
 
     /** The storage type of {@code type}: extension types are exported as their storage. */
@@ -158,13 +155,13 @@ final class ExportFormats {
     static long flags(Field field) {
         long flags = 0;
         if (field.isNullable()) {
-            flags |= FLAG_NULLABLE;
+            flags |= SchemaNode.FLAG_NULLABLE;
         }
         if (field.getDictionary() != null && field.getDictionary().isOrdered()) {
-            flags |= FLAG_DICTIONARY_ORDERED;
+            flags |= SchemaNode.FLAG_DICTIONARY_ORDERED;
         }
         if (storage(field.getType()) instanceof ArrowType.Map m && m.getKeysSorted()) {
-            flags |= FLAG_MAP_KEYS_SORTED;
+            flags |= SchemaNode.FLAG_MAP_KEYS_SORTED;
         }
         return flags;
     }

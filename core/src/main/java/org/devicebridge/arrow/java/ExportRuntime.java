@@ -1,11 +1,10 @@
-package org.devicebridge.arrow;
+package org.devicebridge.arrow.java;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.arrow.memory.ArrowBuf;
 import org.devicebridge.generated.arrow.ArrowArray;
@@ -13,6 +12,7 @@ import org.devicebridge.generated.arrow.ArrowSchema;
 import org.devicebridge.internal.Callbacks;
 import org.devicebridge.internal.ExportRegistry;
 import org.devicebridge.internal.Native;
+import org.devicebridge.internal.RefCount;
 
 /**
  * What exported ArrowSchema/ArrowArray trees hold, and their release callbacks (one upcall stub per
@@ -56,18 +56,14 @@ final class ExportRuntime {
 
     /** The malloc block of one export tree; freed when the last of its nodes is released. */
     static final class Block {
-        final long address;
-        final AtomicInteger liveNodes;
+        private final RefCount liveNodes;
 
         Block(long address, int nodes) {
-            this.address = address;
-            this.liveNodes = new AtomicInteger(nodes);
+            this.liveNodes = new RefCount(nodes, () -> Native.free(MemorySegment.ofAddress(address)));
         }
 
         void nodeReleased() {
-            if (liveNodes.decrementAndGet() == 0) {
-                Native.free(MemorySegment.ofAddress(address));
-            }
+            liveNodes.release();
         }
     }
 

@@ -1,4 +1,4 @@
-package org.devicebridge.arrow;
+package org.devicebridge.arrow.java;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -14,6 +14,7 @@ import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.ValidationException;
 import org.devicebridge.generated.arrow.ArrowSchema;
+import org.devicebridge.internal.FieldPath;
 import org.devicebridge.internal.Native;
 
 /**
@@ -22,8 +23,6 @@ import org.devicebridge.internal.Native;
  * the root struct written. A failure leaves the output untouched and holds nothing.
  */
 final class ExportSchemaWriter {
-    static final int MAX_DEPTH = 64;
-
     private static final long FORMAT = ArrowSchema.format$offset();
     private static final long NAME = ArrowSchema.name$offset();
     private static final long METADATA = ArrowSchema.metadata$offset();
@@ -127,9 +126,9 @@ final class ExportSchemaWriter {
     }
 
     private static Plan plan(Field field, DictionaryProvider provider, String path, int depth, List<Plan> all) {
-        if (depth > MAX_DEPTH) {
+        if (depth > FieldPath.MAX_DEPTH) {
             throw new ValidationException(ValidationException.Category.DEPTH, path,
-                    "the schema nests deeper than " + MAX_DEPTH + " levels (or a dictionary refers back to itself)");
+                    "the schema nests deeper than " + FieldPath.MAX_DEPTH + " levels (or a dictionary refers back to itself)");
         }
         Plan p = new Plan();
         all.add(p);
@@ -143,10 +142,10 @@ final class ExportSchemaWriter {
         if (encoding != null) {
             checkIndexType(field, encoding, path);
             Dictionary dictionary = lookup(provider, encoding, path);
-            p.dictionary = plan(dictionary.getVector().getField(), provider, join(path, "dictionary"), depth + 1, all);
+            p.dictionary = plan(dictionary.getVector().getField(), provider, FieldPath.join(path, "dictionary"), depth + 1, all);
         }
         for (int i = 0; i < children.size(); i++) {
-            p.children.add(plan(children.get(i), provider, join(path, "children[" + i + "]"), depth + 1, all));
+            p.children.add(plan(children.get(i), provider, FieldPath.join(path, "children[" + i + "]"), depth + 1, all));
         }
         return p;
     }
@@ -174,9 +173,5 @@ final class ExportSchemaWriter {
                     "dictionary id " + encoding.getId() + " not found in the DictionaryProvider");
         }
         return d;
-    }
-
-    static String join(String path, String part) {
-        return path.isEmpty() ? part : path + "." + part;
     }
 }

@@ -1,4 +1,4 @@
-package org.devicebridge.arrow;
+package org.devicebridge.arrow.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -22,11 +22,23 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.compare.VectorEqualsVisitor;
 import org.apache.arrow.vector.dictionary.Dictionary;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
-import org.apache.arrow.vector.types.pojo.ExtensionTypeRegistry;
 import org.apache.arrow.vector.extension.UuidType;
+import org.apache.arrow.vector.types.pojo.ExtensionTypeRegistry;
 import org.devicebridge.ValidationException;
+import org.devicebridge.arrow.ArrayNode;
+import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ImportedArrayStream;
+import org.devicebridge.arrow.ImportedSchema;
+import org.devicebridge.arrow.SchemaNode;
+import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.foreign.StreamExport;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.internal.Callbacks;
@@ -114,7 +126,7 @@ class CudaArrowRoundTripTest {
             root.setRowCount(rows);
             roundTrip(root, dictionaries, level, family);
         } finally {
-            ArrowExportRoundTripTest.closeDictionaries(dictionaries);
+            ExportTestSupport.closeDictionaries(dictionaries);
         }
     }
 
@@ -129,7 +141,7 @@ class CudaArrowRoundTripTest {
                     roundTrip(slice, dictionaries, ValidationLevel.FULL, family);
                 }
             } finally {
-                ArrowExportRoundTripTest.closeDictionaries(dictionaries);
+                ExportTestSupport.closeDictionaries(dictionaries);
             }
         }
     }
@@ -137,15 +149,15 @@ class CudaArrowRoundTripTest {
     private void roundTrip(VectorSchemaRoot root, DictionaryProvider.MapDictionaryProvider dictionaries,
                            ValidationLevel level, String family) {
         SchemaNode schema = schemaOf(root, dictionaries);
-        try (CudaArrowBatch batch = CudaArrow.upload(root, dictionaries, transfer, stream);
+        try (CudaArrowBatch batch = CudaArrowUpload.upload(root, dictionaries, transfer, stream);
              Arena arena = Arena.ofConfined()) {
             assertEquals(root.getRowCount(), batch.length());
             assertEquals(DEVICE, batch.device());
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
             int trees = CudaStructs.TREES.size();
-            CudaArrow.exportDeviceArray(batch, stream, out);
+            CudaArrowExport.exportDeviceArray(batch, stream, out);
             assertEquals(trees + 1, CudaStructs.TREES.size());
-            assertEquals(CudaArrow.ARROW_DEVICE_CUDA, ArrowDeviceArray.device_type(out));
+            assertEquals(ArrowDeviceType.CUDA.code(), ArrowDeviceArray.device_type(out));
             assertEquals(DEVICE, ArrowDeviceArray.device_id(out));
             MemorySegment sync = ArrowDeviceArray.sync_event(out);
             assertNotEquals(MemorySegment.NULL, sync);
@@ -154,15 +166,15 @@ class CudaArrowRoundTripTest {
             // a second stream as the consumer: it must wait on the producer's event
             try (CudaStream consumer = CudaStream.create(DEVICE, true);
                  HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20)) {
-                try (CudaArrowBatch imported = CudaArrow.importDeviceArray(schema, out, level, consumer, consumerTransfer)) {
+                try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(schema, out, level, consumer, consumerTransfer)) {
                     assertEquals(0L, ArrowArray.release(out).address(), "moved: the producer's struct is released");
-                    try (VectorSchemaRoot down = CudaArrow.download(imported, allocator, back, consumerTransfer, consumer)) {
+                    try (VectorSchemaRoot down = CudaArrowDownload.download(imported, allocator, back, consumerTransfer, consumer)) {
                         assertSameValues(root, down, dictionaries, back, family);
                     }
                 }
                 consumer.synchronize();
             } finally {
-                ArrowExportRoundTripTest.closeDictionaries(back);
+                ExportTestSupport.closeDictionaries(back);
             }
             assertEquals(trees, CudaStructs.TREES.size(), "the export was released once the import closed");
         }
@@ -195,7 +207,7 @@ class CudaArrowRoundTripTest {
     }
 
     /**
-     * {@link ArrowExportRoundTripTest#assertSameField}, except that an extension type may come back as its
+     * {@link ExportTestSupport#assertSameField}, except that an extension type may come back as its
      * storage type with the extension metadata: {@link ArrowJavaImport} (not this code) does not rebuild
      * registered extension types.
      */
@@ -208,7 +220,7 @@ class CudaArrowRoundTripTest {
             assertEquals(ext.extensionName(), got.getMetadata().get("ARROW:extension:name"), "the extension name");
             return;
         }
-        ArrowExportRoundTripTest.assertSameField(want, got);
+        ExportTestSupport.assertSameField(want, got);
     }
 
     /** A row's value; an extension vector's as its storage value (see {@link #assertSameFieldOrStorage}). */
@@ -228,15 +240,15 @@ class CudaArrowRoundTripTest {
     @Test
     void wrongDeviceIdIsRejectedAsDeviceAfterExactlyOneRelease() {
         try (VectorSchemaRoot root = strings(20);
-             CudaArrowBatch batch = CudaArrow.upload(root, transfer, stream);
+             CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream);
              Arena arena = Arena.ofConfined()) {
             for (long wrongId : new long[] {-1, 1000}) {
                 MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
                 int trees = CudaStructs.TREES.size();
-                CudaArrow.exportDeviceArray(batch, stream, out);
+                CudaArrowExport.exportDeviceArray(batch, stream, out);
                 ArrowDeviceArray.device_id(out, wrongId);
                 ValidationException e = assertThrows(ValidationException.class,
-                        () -> CudaArrow.importDeviceArray(batch.schema(), out, stream));
+                        () -> CudaArrowImport.importDeviceArray(batch.schema(), out, stream));
                 assertEquals(ValidationException.Category.DEVICE, e.category(), e.getMessage());
                 assertTrue(e.getMessage().contains("device_id"), e.getMessage());
                 assertEquals(0L, ArrowArray.release(out).address(), "released");
@@ -250,17 +262,17 @@ class CudaArrowRoundTripTest {
         try (VectorSchemaRoot root = strings(20); Arena arena = Arena.ofConfined()) {
             SchemaNode schema = schemaOf(root, null);
             MemorySegment in = arena.allocate(ArrowDeviceArray.layout());
-            int nodesBefore = ExportRuntime.ARRAYS.size();
-            long releasesBefore = ExportRuntime.ARRAY_RELEASES.get();
+            int nodesBefore = ExportTestSupport.exportedArrays();
+            long releasesBefore = ExportTestSupport.arrayReleases();
             ArrowExport.exportDeviceArray(root, in); // CPU buffers ...
-            int nodes = ExportRuntime.ARRAYS.size() - nodesBefore;
-            ArrowDeviceArray.device_type(in, CudaArrow.ARROW_DEVICE_CUDA); // ... labelled CUDA
+            int nodes = ExportTestSupport.exportedArrays() - nodesBefore;
+            ArrowDeviceArray.device_type(in, ArrowDeviceType.CUDA.code()); // ... labelled CUDA
             ArrowDeviceArray.device_id(in, (long) DEVICE);
             ValidationException e = assertThrows(ValidationException.class,
-                    () -> CudaArrow.importDeviceArray(schema, in, stream));
+                    () -> CudaArrowImport.importDeviceArray(schema, in, stream));
             assertEquals(ValidationException.Category.DEVICE, e.category(), e.getMessage());
             assertTrue(e.path().contains("buffers["), e.getMessage());
-            assertEquals(nodes, ExportRuntime.ARRAY_RELEASES.get() - releasesBefore, "every node released exactly once");
+            assertEquals(nodes, ExportTestSupport.arrayReleases() - releasesBefore, "every node released exactly once");
         }
     }
 
@@ -271,9 +283,9 @@ class CudaArrowRoundTripTest {
                 MemorySegment a = arena.allocate(ArrowDeviceArray.layout());
                 MemorySegment b = arena.allocate(ArrowDeviceArray.layout());
                 int trees = CudaStructs.TREES.size();
-                try (CudaArrowBatch batch = CudaArrow.upload(root, transfer, stream)) {
-                    CudaArrow.exportDeviceArray(batch, stream, a);
-                    CudaArrow.exportDeviceArray(batch, stream, b);
+                try (CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream)) {
+                    CudaArrowExport.exportDeviceArray(batch, stream, a);
+                    CudaArrowExport.exportDeviceArray(batch, stream, b);
                 }
                 assertEquals(trees + 2, CudaStructs.TREES.size(), "the exports outlive the closed batch");
                 stream.synchronize();
@@ -309,16 +321,16 @@ class CudaArrowRoundTripTest {
         try (VectorSchemaRoot root = strings(33)) {
             List<CudaArrowBatch> batches = new ArrayList<>();
             try {
-                batches.add(CudaArrow.upload(root, transfer, stream));
-                batches.add(CudaArrow.upload(root, transfer, stream));
+                batches.add(CudaArrowUpload.upload(root, transfer, stream));
+                batches.add(CudaArrowUpload.upload(root, transfer, stream));
                 ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-                CudaArrow.writeIpcStream(root.getSchema(), batches, bytes, allocator, transfer, stream);
-                List<CudaArrowBatch> read = CudaArrow.readIpcStream(new ByteArrayInputStream(bytes.toByteArray()),
+                CudaArrowIpc.writeIpcStream(root.getSchema(), batches, bytes, allocator, transfer, stream);
+                List<CudaArrowBatch> read = CudaArrowIpc.readIpcStream(new ByteArrayInputStream(bytes.toByteArray()),
                         allocator, transfer, stream);
                 try {
                     assertEquals(2, read.size());
                     for (CudaArrowBatch b : read) {
-                        try (VectorSchemaRoot down = CudaArrow.download(b, allocator, transfer, stream)) {
+                        try (VectorSchemaRoot down = CudaArrowDownload.download(b, allocator, transfer, stream)) {
                             assertSameValues(root, down, null, null, "strings");
                         }
                     }
@@ -329,13 +341,13 @@ class CudaArrowRoundTripTest {
                 try {
                     try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
                             java.nio.file.StandardOpenOption.WRITE)) {
-                        CudaArrow.writeIpcFile(root.getSchema(), batches, ch, allocator, transfer, stream);
+                        CudaArrowIpc.writeIpcFile(root.getSchema(), batches, ch, allocator, transfer, stream);
                     }
                     try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file)) {
-                        List<CudaArrowBatch> fromFile = CudaArrow.readIpcFile(ch, allocator, transfer, stream);
+                        List<CudaArrowBatch> fromFile = CudaArrowIpc.readIpcFile(ch, allocator, transfer, stream);
                         try {
                             assertEquals(2, fromFile.size());
-                            try (VectorSchemaRoot down = CudaArrow.download(fromFile.get(1), allocator, transfer, stream)) {
+                            try (VectorSchemaRoot down = CudaArrowDownload.download(fromFile.get(1), allocator, transfer, stream)) {
                                 assertSameValues(root, down, null, null, "strings");
                             }
                         } finally {
@@ -356,21 +368,21 @@ class CudaArrowRoundTripTest {
         try (VectorSchemaRoot root = strings(25); Arena arena = Arena.ofConfined()) {
             List<CudaArrowBatch> batches = new ArrayList<>();
             for (int i = 0; i < 3; i++) {
-                batches.add(CudaArrow.upload(root, transfer, stream));
+                batches.add(CudaArrowUpload.upload(root, transfer, stream));
             }
-            int streamsBefore = CudaStreamExport.STREAMS.size();
+            int streamsBefore = StreamExport.liveStreams();
             MemorySegment out = arena.allocate(org.devicebridge.generated.arrow.ArrowDeviceArrayStream.layout());
-            CudaArrow.exportDeviceStream(root.getSchema(), batches.iterator(), stream, out);
-            assertEquals(CudaArrow.ARROW_DEVICE_CUDA, org.devicebridge.generated.arrow.ArrowDeviceArrayStream.device_type(out));
+            CudaArrowExport.exportDeviceStream(root.getSchema(), batches.iterator(), stream, out);
+            assertEquals(ArrowDeviceType.CUDA.code(), org.devicebridge.generated.arrow.ArrowDeviceArrayStream.device_type(out));
             int count = 0;
             try (CudaStream consumer = CudaStream.create(DEVICE, true);
                  HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
                  ImportedArrayStream in = ArrowImport.importDeviceStream(out)) {
-                assertEquals(CudaArrow.ARROW_DEVICE_CUDA, in.deviceType());
+                assertEquals(ArrowDeviceType.CUDA, in.deviceType());
                 CudaArrowBatch b;
-                while ((b = CudaArrow.importNext(in, ValidationLevel.DEFAULT, consumer, consumerTransfer)) != null) {
+                while ((b = CudaArrowImport.importNext(in, ValidationLevel.DEFAULT, consumer, consumerTransfer)) != null) {
                     try (CudaArrowBatch batch = b;
-                         VectorSchemaRoot down = CudaArrow.download(batch, allocator, consumerTransfer, consumer)) {
+                         VectorSchemaRoot down = CudaArrowDownload.download(batch, allocator, consumerTransfer, consumer)) {
                         assertSameValues(root, down, null, null, "strings");
                         count++;
                     }
@@ -378,7 +390,7 @@ class CudaArrowRoundTripTest {
                 consumer.synchronize();
             }
             assertEquals(3, count, "every batch arrived once");
-            assertEquals(streamsBefore, CudaStreamExport.STREAMS.size(), "the stream was released");
+            assertEquals(streamsBefore, StreamExport.liveStreams(), "the stream was released");
             for (CudaArrowBatch b : batches) {
                 assertEquals(org.devicebridge.NativeHandle.State.RELEASED, b.state(), "the stream closed each batch it sent");
             }
@@ -393,7 +405,7 @@ class CudaArrowRoundTripTest {
             }
             v.setValueCount(10);
             try (VectorSchemaRoot root = VectorSchemaRoot.of(v);
-                 CudaArrowBatch batch = CudaArrow.upload(root, transfer, stream);
+                 CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream);
                  Arena arena = Arena.ofConfined()) {
                 stream.synchronize(); // the synchronous copy below runs on the legacy stream
                 ArrayNode col = batch.root().children().get(0);
@@ -404,19 +416,19 @@ class CudaArrowRoundTripTest {
                 int trees = CudaStructs.TREES.size();
 
                 MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
-                CudaArrow.exportDeviceArray(batch, stream, out);
+                CudaArrowExport.exportDeviceArray(batch, stream, out);
                 ValidationException e = assertThrows(ValidationException.class,
-                        () -> CudaArrow.importDeviceArray(batch.schema(), out, ValidationLevel.DEFAULT, stream, transfer));
+                        () -> CudaArrowImport.importDeviceArray(batch.schema(), out, ValidationLevel.DEFAULT, stream, transfer));
                 assertEquals(ValidationException.Category.CONTENT, e.category(), e.getMessage());
                 assertTrue(e.path().startsWith("children[0].buffers[1]"), e.getMessage());
                 assertEquals(trees, CudaStructs.TREES.size(), "released exactly once");
 
                 MemorySegment out2 = arena.allocate(ArrowDeviceArray.layout());
-                CudaArrow.exportDeviceArray(batch, stream, out2);
-                try (CudaArrowBatch minimal = CudaArrow.importDeviceArray(batch.schema(), out2, stream)) {
+                CudaArrowExport.exportDeviceArray(batch, stream, out2);
+                try (CudaArrowBatch minimal = CudaArrowImport.importDeviceArray(batch.schema(), out2, stream)) {
                     assertEquals(10, minimal.length(), "MINIMAL does not read device memory");
                     assertThrows(ValidationException.class,
-                            () -> CudaArrow.download(minimal, allocator, transfer, stream).close(),
+                            () -> CudaArrowDownload.download(minimal, allocator, transfer, stream).close(),
                             "the host copy is validated before Arrow Java sees it");
                 }
                 assertEquals(trees, CudaStructs.TREES.size(), "released exactly once");
@@ -428,7 +440,7 @@ class CudaArrowRoundTripTest {
     void uploadUsesOneDeviceAllocationPerBatch() {
         try (VectorSchemaRoot root = strings(100)) {
             long before = CudaCounters.snapshot().memAllocAsyncCalls();
-            try (CudaArrowBatch batch = CudaArrow.upload(root, transfer, stream)) {
+            try (CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream)) {
                 assertEquals(before + 1, CudaCounters.snapshot().memAllocAsyncCalls());
                 assertEquals(1, batch.memory().size());
                 ArrayNode col = batch.root().children().get(0);

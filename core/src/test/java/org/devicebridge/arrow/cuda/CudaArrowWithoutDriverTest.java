@@ -1,4 +1,4 @@
-package org.devicebridge.arrow;
+package org.devicebridge.arrow.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -13,18 +13,26 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ImportedSchema;
+import org.devicebridge.arrow.SchemaNode;
+import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
-import org.junit.jupiter.api.Test;
 
 /**
- * Without a CUDA driver every entry point of {@link CudaArrow} throws {@link CudaUnavailableException},
+ * Without a CUDA driver every entry point of {@link CudaArrowUpload}, {@link CudaArrowExport}, {@link CudaArrowImport}, {@link CudaArrowDownload} and {@link CudaArrowIpc} throws {@link CudaUnavailableException},
  * holds nothing, and an import still releases its input struct exactly once.
  */
 class CudaArrowWithoutDriverTest {
@@ -57,23 +65,23 @@ class CudaArrowWithoutDriverTest {
     @Test
     void uploadExportDownloadAndIpcThrowCudaUnavailable() {
         try (VectorSchemaRoot root = table(); Arena arena = Arena.ofConfined()) {
-            assertThrows(CudaUnavailableException.class, () -> CudaArrow.upload(root, null, null));
-            assertThrows(CudaUnavailableException.class, () -> CudaArrow.upload(root, null, null, null));
+            assertThrows(CudaUnavailableException.class, () -> CudaArrowUpload.upload(root, null, null));
+            assertThrows(CudaUnavailableException.class, () -> CudaArrowUpload.upload(root, null, null, null));
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
-            assertThrows(CudaUnavailableException.class, () -> CudaArrow.exportDeviceArray(null, null, out));
-            assertThrows(CudaUnavailableException.class, () -> CudaArrow.download(null, allocator, null, null));
-            assertThrows(CudaUnavailableException.class, () -> CudaArrow.download(null, allocator, null, null, null));
+            assertThrows(CudaUnavailableException.class, () -> CudaArrowExport.exportDeviceArray(null, null, out));
+            assertThrows(CudaUnavailableException.class, () -> CudaArrowDownload.download(null, allocator, null, null));
+            assertThrows(CudaUnavailableException.class, () -> CudaArrowDownload.download(null, allocator, null, null, null));
             assertThrows(CudaUnavailableException.class,
-                    () -> CudaArrow.writeIpcStream(root.getSchema(), List.of(), new ByteArrayOutputStream(), allocator,
+                    () -> CudaArrowIpc.writeIpcStream(root.getSchema(), List.of(), new ByteArrayOutputStream(), allocator,
                             null, null));
             assertThrows(CudaUnavailableException.class,
-                    () -> CudaArrow.readIpcStream(new ByteArrayInputStream(new byte[0]), allocator, null, null));
+                    () -> CudaArrowIpc.readIpcStream(new ByteArrayInputStream(new byte[0]), allocator, null, null));
             MemorySegment outStream = arena.allocate(org.devicebridge.generated.arrow.ArrowDeviceArrayStream.layout());
             assertThrows(CudaUnavailableException.class,
-                    () -> CudaArrow.exportDeviceStream(root.getSchema(), List.<CudaArrowBatch>of().iterator(), null, outStream));
+                    () -> CudaArrowExport.exportDeviceStream(root.getSchema(), List.<CudaArrowBatch>of().iterator(), null, outStream));
             assertEquals(0L, org.devicebridge.generated.arrow.ArrowDeviceArrayStream.release(outStream).address(),
                     "the output stream is untouched");
-            assertThrows(CudaUnavailableException.class, () -> CudaArrow.importNext(null, ValidationLevel.MINIMAL, null, null));
+            assertThrows(CudaUnavailableException.class, () -> CudaArrowImport.importNext(null, ValidationLevel.MINIMAL, null, null));
             assertEquals(0L, ArrowArray.release(out).address(), "the output struct is untouched");
         }
     }
@@ -88,16 +96,16 @@ class CudaArrowWithoutDriverTest {
                 schema = is.root();
             }
             MemorySegment in = arena.allocate(ArrowDeviceArray.layout());
-            int nodesBefore = ExportRuntime.ARRAYS.size();
-            long releasesBefore = ExportRuntime.ARRAY_RELEASES.get();
+            int nodesBefore = ExportTestSupport.exportedArrays();
+            long releasesBefore = ExportTestSupport.arrayReleases();
             ArrowExport.exportDeviceArray(root, in);
-            int nodes = ExportRuntime.ARRAYS.size() - nodesBefore;
-            ArrowDeviceArray.device_type(in, CudaArrow.ARROW_DEVICE_CUDA);
+            int nodes = ExportTestSupport.exportedArrays() - nodesBefore;
+            ArrowDeviceArray.device_type(in, ArrowDeviceType.CUDA.code());
             ArrowDeviceArray.device_id(in, 0L);
             assertThrows(CudaUnavailableException.class,
-                    () -> CudaArrow.importDeviceArray(schema, in, level, null, null));
+                    () -> CudaArrowImport.importDeviceArray(schema, in, level, null, null));
             assertEquals(0L, ArrowArray.release(in).address(), "the producer's struct is marked released (moved)");
-            assertEquals(nodes, ExportRuntime.ARRAY_RELEASES.get() - releasesBefore, "every node released exactly once");
+            assertEquals(nodes, ExportTestSupport.arrayReleases() - releasesBefore, "every node released exactly once");
         }
     }
 }

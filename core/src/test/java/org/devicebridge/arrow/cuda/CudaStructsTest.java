@@ -1,4 +1,4 @@
-package org.devicebridge.arrow;
+package org.devicebridge.arrow.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -14,6 +14,17 @@ import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.compare.VectorEqualsVisitor;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.devicebridge.arrow.ArrayNode;
+import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ExportedArray;
+import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ImportedArray;
+import org.devicebridge.arrow.ImportedSchema;
+import org.devicebridge.arrow.SchemaNode;
+import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.internal.Callbacks;
 import org.junit.jupiter.api.AfterEach;
@@ -74,7 +85,7 @@ class CudaStructsTest {
         AtomicInteger freed = new AtomicInteger();
         try (Source src = source(41); Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ArrowArray.layout());
-            CudaStructs.write(src.array().root(), ArrayNode::address, out, freed::incrementAndGet);
+            CudaStructs.write(src.array().root(), Nodes::address, out, freed::incrementAndGet);
             assertEquals(treesBefore + 1, CudaStructs.TREES.size());
             ImportedArray again = ArrowImport.importArray(src.schema(), out, ValidationLevel.FULL);
             try (VectorSchemaRoot back = ArrowJavaImport.importVectorSchemaRoot(allocator, again, null)) {
@@ -124,7 +135,7 @@ class CudaStructsTest {
             try (ExportedArray ea = ArrowExport.exportRoot(root, dictionaries);
                  ImportedArray host = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 MemorySegment out = arena.allocate(ArrowArray.layout());
-                CudaStructs.write(host.root(), ArrayNode::address, out, freed::incrementAndGet);
+                CudaStructs.write(host.root(), Nodes::address, out, freed::incrementAndGet);
                 ImportedArray again = ArrowImport.importArray(schema, out, ValidationLevel.FULL);
                 try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, again, back)) {
                     assertEquals(rows, down.getRowCount());
@@ -141,11 +152,11 @@ class CudaStructsTest {
                     }
                 }
             }
-            ArrowExportRoundTripTest.closeDictionaries(back); // imported dictionaries share the tree too
+            ExportTestSupport.closeDictionaries(back); // imported dictionaries share the tree too
             assertEquals(1, freed.get(), "freed exactly once, when the last vector and dictionary were closed");
         } finally {
-            ArrowExportRoundTripTest.closeDictionaries(dictionaries);
-            ArrowExportRoundTripTest.closeDictionaries(back);
+            ExportTestSupport.closeDictionaries(dictionaries);
+            ExportTestSupport.closeDictionaries(back);
         }
     }
 
@@ -154,7 +165,7 @@ class CudaStructsTest {
         AtomicInteger freed = new AtomicInteger();
         try (Source src = source(9); Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ArrowArray.layout());
-            CudaStructs.write(src.array().root(), ArrayNode::address, out, freed::incrementAndGet);
+            CudaStructs.write(src.array().root(), Nodes::address, out, freed::incrementAndGet);
             MemorySegment moved = moveFirstChild(arena, out);
             Callbacks.invokeVoidPointer(ArrowArray.release(out), out);
             assertEquals(MemorySegment.NULL, ArrowArray.release(out), "root marked released");
@@ -170,7 +181,7 @@ class CudaStructsTest {
             AtomicInteger freed = new AtomicInteger();
             try (Source src = source(5); Arena arena = Arena.ofShared()) {
                 MemorySegment out = arena.allocate(ArrowArray.layout());
-                CudaStructs.write(src.array().root(), ArrayNode::address, out, freed::incrementAndGet);
+                CudaStructs.write(src.array().root(), Nodes::address, out, freed::incrementAndGet);
                 MemorySegment moved = moveFirstChild(arena, out);
                 CountDownLatch start = new CountDownLatch(1);
                 Thread a = new Thread(() -> await(start, () -> Callbacks.invokeVoidPointer(ArrowArray.release(out), out)));

@@ -1,4 +1,4 @@
-package org.devicebridge.arrow;
+package org.devicebridge.arrow.java;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -35,12 +35,19 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.ValidationException;
+import org.devicebridge.arrow.ExportedArray;
+import org.devicebridge.arrow.ExportedDeviceArray;
+import org.devicebridge.arrow.ExportedDeviceStream;
+import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ExportedStream;
+import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.devicebridge.internal.Callbacks;
+import org.devicebridge.internal.Errno;
 import org.devicebridge.internal.Native;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -338,10 +345,10 @@ class ArrowExportLifecycleTest {
         assertEquals(3, ArrowArray.length(out));
         Callbacks.invokeVoidPointer(ArrowArray.release(out), out);
         int rc = ArrowArrayStream.get_next.invoke(ArrowArrayStream.get_next(stream), stream, out);
-        assertEquals(ExportStreams.EIO, rc, "an IOException from the reader is EIO");
+        assertEquals(Errno.EIO, rc, "an IOException from the reader is EIO");
         String message = Native.string(ArrowArrayStream.get_last_error.invoke(ArrowArrayStream.get_last_error(stream), stream));
         assertTrue(message.contains("disk on fire at batch 1"), message);
-        assertEquals(ExportStreams.EIO, ArrowArrayStream.get_next.invoke(ArrowArrayStream.get_next(stream), stream, out),
+        assertEquals(Errno.EIO, ArrowArrayStream.get_next.invoke(ArrowArrayStream.get_next(stream), stream, out),
                 "the error is sticky");
         Callbacks.invokeVoidPointer(ArrowArrayStream.release(stream), stream);
         assertEquals(MemorySegment.NULL, ArrowArrayStream.release(stream));
@@ -484,7 +491,7 @@ class ArrowExportLifecycleTest {
             assertEquals(ValidationException.Category.SCHEMA, e.category());
             assertEquals(ExportTestSupport.Baseline.class, baseline.getClass());
         } finally {
-            ArrowExportRoundTripTest.closeDictionaries(dictionaries);
+            ExportTestSupport.closeDictionaries(dictionaries);
         }
     }
 
@@ -538,7 +545,7 @@ class ArrowExportLifecycleTest {
                     Map.of("k", "vé")), null);
             ArrowExport.exportField(f, dictionaries, schema);
             assertEquals("i", Native.string(ArrowSchema.format(schema)));
-            assertEquals(ExportFormats.FLAG_DICTIONARY_ORDERED, ArrowSchema.flags(schema));
+            assertEquals(SchemaNode.FLAG_DICTIONARY_ORDERED, ArrowSchema.flags(schema));
             MemorySegment dict = ArrowSchema.dictionary(schema).reinterpret(ArrowSchema.sizeof());
             assertEquals("u", Native.string(ArrowSchema.format(dict)));
             byte[] key = "k".getBytes(StandardCharsets.UTF_8);
@@ -551,7 +558,7 @@ class ArrowExportLifecycleTest {
                     StandardCharsets.UTF_8));
             Callbacks.invokeVoidPointer(ArrowSchema.release(schema), schema);
         } finally {
-            ArrowExportRoundTripTest.closeDictionaries(dictionaries);
+            ExportTestSupport.closeDictionaries(dictionaries);
         }
     }
 
@@ -575,7 +582,7 @@ class ArrowExportLifecycleTest {
             MemorySegment schema = newSchema();
             ArrowExport.exportField(Field.nullable("x", (ArrowType) c[0]), null, schema);
             assertEquals(c[1], Native.string(ArrowSchema.format(schema)), c[0].toString());
-            assertEquals(ExportFormats.FLAG_NULLABLE, ArrowSchema.flags(schema));
+            assertEquals(SchemaNode.FLAG_NULLABLE, ArrowSchema.flags(schema));
             assertEquals(MemorySegment.NULL, ArrowSchema.metadata(schema), "no metadata is NULL, not empty");
             Callbacks.invokeVoidPointer(ArrowSchema.release(schema), schema);
         }
@@ -585,7 +592,7 @@ class ArrowExportLifecycleTest {
                         Field.notNullable("key", ArrowType.Utf8.INSTANCE), Field.nullable("value", ArrowType.Utf8.INSTANCE)))));
         ArrowExport.exportField(map, null, schema);
         assertEquals("+m", Native.string(ArrowSchema.format(schema)));
-        assertEquals(ExportFormats.FLAG_MAP_KEYS_SORTED, ArrowSchema.flags(schema));
+        assertEquals(SchemaNode.FLAG_MAP_KEYS_SORTED, ArrowSchema.flags(schema));
         Callbacks.invokeVoidPointer(ArrowSchema.release(schema), schema);
         Field union = new Field("u", FieldType.nullable(new ArrowType.Union(org.apache.arrow.vector.types.UnionMode.Sparse,
                 new int[] {4, 5})), List.of(Field.nullable("a", new ArrowType.Int(32, true)),
@@ -623,7 +630,7 @@ class ArrowExportLifecycleTest {
                 w.end();
             }
         } finally {
-            ArrowExportRoundTripTest.closeDictionaries(dictionaries);
+            ExportTestSupport.closeDictionaries(dictionaries);
         }
         MemorySegment stream = arena.allocate(ArrowArrayStream.layout());
         ArrowExport.exportStream(new org.apache.arrow.vector.ipc.ArrowStreamReader(

@@ -1,4 +1,4 @@
-package org.devicebridge.arrow;
+package org.devicebridge.arrow.java;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -100,7 +100,7 @@ class ArrowExportRoundTripTest {
             assertEquals(0L, org.devicebridge.generated.arrow.ArrowArray.release(array).address(),
                     "the struct is marked released");
         } finally {
-            closeDictionaries(dictionaries);
+            ExportTestSupport.closeDictionaries(dictionaries);
         }
     }
 
@@ -118,7 +118,7 @@ class ArrowExportRoundTripTest {
                 for (int i = 0; i < vectors.size(); i++) {
                     FieldVector original = vectors.get(i);
                     FieldVector copy = back.getVector(i);
-                    assertSameField(original.getField(), copy.getField());
+                    ExportTestSupport.assertSameField(original.getField(), copy.getField());
                     // Dictionary ids differ after import (compared below). Arrow Java 19's VectorEqualsVisitor
                     // reports equal dense unions as different; those are compared row by row below only.
                     if (original.getField().getDictionary() == null && !family.equals("denseUnion")) {
@@ -150,29 +150,6 @@ class ArrowExportRoundTripTest {
         }
     }
 
-
-    /** Field equality, except for the dictionary id, which arrow-c-data renumbers on import. */
-    static void assertSameField(Field want, Field got) {
-        assertEquals(want.getName(), got.getName());
-        assertEquals(want.getType(), got.getType());
-        assertEquals(want.isNullable(), got.isNullable());
-        assertEquals(want.getMetadata(), got.getMetadata());
-        assertEquals(want.getDictionary() == null, got.getDictionary() == null);
-        if (want.getDictionary() != null) {
-            assertEquals(want.getDictionary().isOrdered(), got.getDictionary().isOrdered());
-            assertEquals(want.getDictionary().getIndexType(), got.getDictionary().getIndexType());
-        }
-        assertEquals(want.getChildren().size(), got.getChildren().size());
-        for (int i = 0; i < want.getChildren().size(); i++) {
-            assertSameField(want.getChildren().get(i), got.getChildren().get(i));
-        }
-    }
-
-    static void closeDictionaries(DictionaryProvider.MapDictionaryProvider dictionaries) {
-        for (long id : dictionaries.getDictionaryIds()) {
-            dictionaries.lookup(id).getVector().close();
-        }
-    }
 
     static void closeAll(List<? extends ValueVector> vectors) {
         vectors.forEach(ValueVector::close);

@@ -1,4 +1,4 @@
-package org.devicebridge.arrow;
+package org.devicebridge.arrow.java;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -18,6 +18,7 @@ import org.apache.arrow.vector.NullVector;
 import org.apache.arrow.vector.UuidVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VariableWidthFieldVector;
+import org.apache.arrow.vector.complex.DenseUnionVector;
 import org.apache.arrow.vector.complex.FixedSizeListVector;
 import org.apache.arrow.vector.complex.LargeListVector;
 import org.apache.arrow.vector.complex.LargeListViewVector;
@@ -27,7 +28,6 @@ import org.apache.arrow.vector.complex.MapVector;
 import org.apache.arrow.vector.complex.RunEndEncodedVector;
 import org.apache.arrow.vector.complex.StructVector;
 import org.apache.arrow.vector.complex.UnionVector;
-import org.apache.arrow.vector.complex.DenseUnionVector;
 import org.apache.arrow.vector.complex.impl.UnionMapWriter;
 import org.apache.arrow.vector.dictionary.Dictionary;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
@@ -43,29 +43,48 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.DictionaryEncoding;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
+import org.devicebridge.foreign.StreamExport;
 import org.devicebridge.internal.HandleTracker;
 
-/** Builders of Arrow Java vectors for every type family, and the leak bookkeeping every export test checks. */
-final class ExportTestSupport {
+/**
+ * Builders of Arrow Java vectors for every type family, and the leak bookkeeping every export test checks
+ * (public for the tests of {@code arrow.cuda}, which export through this package).
+ */
+public final class ExportTestSupport {
     private ExportTestSupport() {}
 
     /** Counters captured before a test; {@link #assertNothingLeaked} compares after it. */
-    static final class Baseline {
+    public static final class Baseline {
         final int liveNodes = ExportRuntime.liveNodes();
-        final int streams = ExportStreams.STREAMS.size();
-        final long stale = ExportRuntime.STALE_RELEASES.get();
+        final int streams = StreamExport.liveStreams();
+        final long stale = staleReleases();
         final long handles = HandleTracker.liveHandles();
 
-        void assertNothingLeaked(BufferAllocator allocator) {
+        public void assertNothingLeaked(BufferAllocator allocator) {
             assertEquals(liveNodes, ExportRuntime.liveNodes(), "every exported node released exactly once");
-            assertEquals(streams, ExportStreams.STREAMS.size(), "every exported stream released");
-            assertEquals(stale, ExportRuntime.STALE_RELEASES.get(), "no release called twice");
+            assertEquals(streams, StreamExport.liveStreams(), "every exported stream released");
+            assertEquals(stale, staleReleases(), "no release called twice");
             assertEquals(handles, HandleTracker.liveHandles(), "no live handle left");
             assertEquals(0, allocator.getAllocatedMemory(), "Arrow allocator back to 0");
         }
     }
 
-    static BufferAllocator allocator() {
+    /** Release calls of exported structs and streams that found nothing to release. */
+    private static long staleReleases() {
+        return ExportRuntime.STALE_RELEASES.get() + StreamExport.staleReleases();
+    }
+
+    /** Exported {@code ArrowArray} nodes (of Arrow Java data) not released yet. */
+    public static int exportedArrays() {
+        return ExportRuntime.ARRAYS.size();
+    }
+
+    /** Release callbacks of exported {@code ArrowArray} nodes that ran since the JVM started. */
+    public static long arrayReleases() {
+        return ExportRuntime.ARRAY_RELEASES.get();
+    }
+
+    public static BufferAllocator allocator() {
         return new RootAllocator();
     }
 
@@ -129,7 +148,7 @@ final class ExportTestSupport {
         return v;
     }
 
-    static List<FieldVector> family(String family, BufferAllocator a, int rows, boolean nulls, DictionaryProvider.MapDictionaryProvider dictionaries) {
+    public static List<FieldVector> family(String family, BufferAllocator a, int rows, boolean nulls, DictionaryProvider.MapDictionaryProvider dictionaries) {
         List<FieldVector> out = new ArrayList<>();
         switch (family) {
             case "integers" -> {
@@ -235,7 +254,7 @@ final class ExportTestSupport {
         return out;
     }
 
-    static final List<String> FAMILIES = List.of("integers", "floats", "bool", "decimals", "temporal",
+    public static final List<String> FAMILIES = List.of("integers", "floats", "bool", "decimals", "temporal",
             "fixedSizeBinary", "null", "strings", "views", "lists", "listViews", "struct", "map", "sparseUnion",
             "denseUnion", "runEndEncoded", "dictionary", "extension", "nested");
 
@@ -534,6 +553,29 @@ final class ExportTestSupport {
         }
         if (schema != null && org.devicebridge.generated.arrow.ArrowSchema.release(schema).address() != 0) {
             ExportRuntime.release(true, schema, 0);
+        }
+    }
+
+    /** Field equality, except for the dictionary id, which arrow-c-data renumbers on import. */
+    public static void assertSameField(Field want, Field got) {
+        assertEquals(want.getName(), got.getName());
+        assertEquals(want.getType(), got.getType());
+        assertEquals(want.isNullable(), got.isNullable());
+        assertEquals(want.getMetadata(), got.getMetadata());
+        assertEquals(want.getDictionary() == null, got.getDictionary() == null);
+        if (want.getDictionary() != null) {
+            assertEquals(want.getDictionary().isOrdered(), got.getDictionary().isOrdered());
+            assertEquals(want.getDictionary().getIndexType(), got.getDictionary().getIndexType());
+        }
+        assertEquals(want.getChildren().size(), got.getChildren().size());
+        for (int i = 0; i < want.getChildren().size(); i++) {
+            assertSameField(want.getChildren().get(i), got.getChildren().get(i));
+        }
+    }
+
+    public static void closeDictionaries(DictionaryProvider.MapDictionaryProvider dictionaries) {
+        for (long id : dictionaries.getDictionaryIds()) {
+            dictionaries.lookup(id).getVector().close();
         }
     }
 }
