@@ -1,6 +1,12 @@
 /**
  * devicebridge: zero-copy Arrow C Data/Device/Stream, DLPack and CUDA interop for the JVM.
  *
+ * <p>Packages by what they depend on: {@code org.devicebridge.arrow} needs only the FFM API;
+ * {@code org.devicebridge.arrow.java} is the Arrow Java bridge; {@code org.devicebridge.arrow.cuda} is Arrow
+ * on CUDA (both need Arrow Java). The plumbing ({@code internal}, {@code foreign}) and the self-check main
+ * ({@code selfcheck}, run with {@code -m org.devicebridge.core/org.devicebridge.selfcheck.SelfCheck}) are
+ * not exported.
+ *
  * <p>Arrow Java is optional ({@code requires static}): users who need only DLPack or CUDA do not need it
  * on their module path. Native access must be granted to this module and to
  * {@code org.devicebridge.generated} ({@code --enable-native-access=org.devicebridge.core,org.devicebridge.generated}).
@@ -12,6 +18,8 @@ module org.devicebridge.core {
 
     exports org.devicebridge;
     exports org.devicebridge.arrow;
+    exports org.devicebridge.arrow.java;
+    exports org.devicebridge.arrow.cuda;
     exports org.devicebridge.dlpack;
     exports org.devicebridge.cuda;
     exports org.devicebridge.python;

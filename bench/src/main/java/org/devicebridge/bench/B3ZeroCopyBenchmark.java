@@ -13,13 +13,15 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.devicebridge.arrow.ArrowExport;
 import org.devicebridge.arrow.ArrowImport;
-import org.devicebridge.arrow.CudaArrow;
-import org.devicebridge.arrow.CudaArrowBatch;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.cuda.CudaArrowBatch;
+import org.devicebridge.arrow.cuda.CudaArrowExport;
+import org.devicebridge.arrow.cuda.CudaArrowImport;
+import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.generated.arrow.ArrowArray;
@@ -50,8 +52,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@link #cpuExportImport}: {@code ArrowExport.exportVector} + import + release, for the record: the export
  * computes {@code null_count} exactly ({@code getNullCount()}, a popcount of the validity bitmap, as
  * arrow-c-data does), which is O(rows / 8) though no data byte is copied. {@link #cuda}: a batch
- * uploaded once in setup, {@code CudaArrow.exportDeviceArray} (records a pooled event) +
- * {@code CudaArrow.importDeviceArray} (stream waits on it; pointer attributes checked) + close. The CUDA
+ * uploaded once in setup, {@code CudaArrowExport.exportDeviceArray} (records a pooled event) +
+ * {@code CudaArrowImport.importDeviceArray} (stream waits on it; pointer attributes checked) + close. The CUDA
  * state throws in setup where no CUDA driver is available (JMH reports that benchmark as failed).
  */
 @BenchmarkMode(Mode.AverageTime)
@@ -137,7 +139,7 @@ public class B3ZeroCopyBenchmark {
             allocator = new RootAllocator();
             arena = Arena.ofShared();
             try (VectorSchemaRoot root = Batches.int64Root(allocator, 1, Math.toIntExact(bytes / 8))) {
-                batch = CudaArrow.upload(root, transfer, stream);
+                batch = CudaArrowUpload.upload(root, transfer, stream);
                 MemorySegment schemaStruct = ArrowSchema.allocate(arena);
                 ArrowExport.exportSchema(root.getSchema(), schemaStruct);
                 schema = ArrowImport.importSchema(schemaStruct);
@@ -196,8 +198,8 @@ public class B3ZeroCopyBenchmark {
 
     @Benchmark
     public long cuda(Device d) {
-        CudaArrow.exportDeviceArray(d.batch, d.stream, d.deviceArray);
-        try (CudaArrowBatch imported = CudaArrow.importDeviceArray(d.schema.root(), d.deviceArray, d.stream)) {
+        CudaArrowExport.exportDeviceArray(d.batch, d.stream, d.deviceArray);
+        try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(d.schema.root(), d.deviceArray, d.stream)) {
             return imported.length();
         }
     }

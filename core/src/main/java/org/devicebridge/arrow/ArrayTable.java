@@ -1,7 +1,7 @@
 package org.devicebridge.arrow;
 
-import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
+import org.devicebridge.foreign.SegmentSource;
 
 /**
  * The validated fields of a whole imported array tree in a few flat arrays, one row per node in the
@@ -11,14 +11,6 @@ import java.util.Arrays;
  * handle that owns this table; segments over it come only from that handle ({@link SegmentSource}).
  */
 final class ArrayTable {
-
-    /** Hands out segments over this table's host buffers, bounded by the lifetime of the owning handle. */
-    interface SegmentSource {
-        MemorySegment segment(long address, long byteSize);
-
-        /** Throws the owner's closed exception unless it is live. */
-        void ensureLive();
-    }
 
     final SchemaLayout layout;
     final boolean host;

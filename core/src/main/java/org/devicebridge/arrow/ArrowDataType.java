@@ -34,8 +34,9 @@ public record ArrowDataType(TypeId id, String format, int fixedSize, int precisi
         LIST_VIEW, LARGE_LIST_VIEW, FIXED_SIZE_LIST, STRUCT, SPARSE_UNION, DENSE_UNION, RUN_END_ENCODED;
 
         /**
-         * Bytes of one offset (or list-view size): 4 for the 32-bit offset layouts, 8 for the large ones,
-         * 0 for layouts without offsets.
+         * Bytes per offset (and per size, for list views) of the layouts that have them: 4 for
+         * {@link #VARIABLE}, {@link #LIST} and {@link #LIST_VIEW}, 8 for their large variants; 0 for layouts
+         * without offsets. The one home of this rule.
          */
         public int offsetWidth() {
             return switch (this) {

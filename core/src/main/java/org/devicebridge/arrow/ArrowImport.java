@@ -4,8 +4,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Objects;
-import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
+import org.devicebridge.ValidationException;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.foreign.ForeignImport;
@@ -44,7 +44,7 @@ public final class ArrowImport {
      * arena (see {@link org.devicebridge.NativeHandle}): {@code close()} releases the struct.
      *
      * <p>Ownership: after a return the caller owns the returned {@link ImportedArray} (close it, or hand it
-     * to the Arrow Java bridge); after a throw the struct has already been released.
+     * to {@link org.devicebridge.arrow.java.ArrowJavaImport}); after a throw the struct has already been released.
      *
      * @throws ValidationException if the array is malformed or does not match the schema
      */
@@ -72,7 +72,7 @@ public final class ArrowImport {
         long original = arrowArrayPtr.address();
         return ForeignImport.take(ForeignImport.Kind.ARROW_ARRAY, arrowArrayPtr, owned -> {
             ArrayTable table = ArrayReader.read(owned, original, schema, level, true);
-            return new ImportedArray(ForeignImport.Kind.ARROW_ARRAY, owned, table, ImportedArray.DEVICE_CPU, -1, 0,
+            return new ImportedArray(ForeignImport.Kind.ARROW_ARRAY, owned, table, ArrowDeviceType.CPU, -1, 0,
                     level, arena);
         });
     }
@@ -128,11 +128,11 @@ public final class ArrowImport {
         Objects.requireNonNull(level, "level");
         long original = arrowDeviceArrayPtr.address() + ArrowDeviceArray.array$offset();
         return ForeignImport.take(ForeignImport.Kind.ARROW_DEVICE_ARRAY, arrowDeviceArrayPtr, owned -> {
-            int deviceType = ArrowDeviceArray.device_type(owned);
+            ArrowDeviceType deviceType = deviceType(ArrowDeviceArray.device_type(owned));
             long deviceId = ArrowDeviceArray.device_id(owned);
             long sync = ArrowDeviceArray.sync_event(owned).address();
             checkDevice(deviceType, deviceId, sync, copier == null ? level : ValidationLevel.MINIMAL);
-            if (deviceMemory && deviceType == ImportedArray.DEVICE_CPU) {
+            if (deviceMemory && deviceType == ArrowDeviceType.CPU) {
                 throw new ValidationException(Category.DEVICE, "device_type",
                         "expected device memory but found ARROW_DEVICE_CPU: import it without a copier");
             }
@@ -144,7 +144,7 @@ public final class ArrowImport {
                             "expected 0 but found " + r);
                 }
             }
-            boolean host = deviceType == ImportedArray.DEVICE_CPU;
+            boolean host = deviceType == ArrowDeviceType.CPU;
             MemorySegment array = owned.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());
             ArrayTable table = copier == null ? ArrayReader.read(array, original, schema, level, host)
                     : DeviceContents.read(array, original, schema, level, copier);
@@ -211,12 +211,18 @@ public final class ArrowImport {
         return ImportedArrayStream.take(arrowDeviceArrayStreamPtr, true);
     }
 
-    static void checkDevice(int deviceType, long deviceId, long sync, ValidationLevel level) {
-        if (!isKnownDevice(deviceType)) {
-            throw new ValidationException(Category.DEVICE, "device_type",
-                    "expected a known ArrowDeviceType but found " + deviceType);
-        }
-        if (deviceType == ImportedArray.DEVICE_CPU) {
+    /**
+     * The device type of a {@code device_type} field.
+     *
+     * @throws ValidationException {@link Category#DEVICE} for a number the C Device Data Interface does not define
+     */
+    static ArrowDeviceType deviceType(int code) {
+        return ArrowDeviceType.fromCode(code).orElseThrow(() -> new ValidationException(Category.DEVICE, "device_type",
+                "expected a known ArrowDeviceType but found " + code));
+    }
+
+    private static void checkDevice(ArrowDeviceType deviceType, long deviceId, long sync, ValidationLevel level) {
+        if (deviceType == ArrowDeviceType.CPU) {
             if (sync != 0) {
                 throw new ValidationException(Category.DEVICE, "sync_event",
                         "expected NULL for a CPU array but found a sync event");
@@ -226,14 +232,9 @@ public final class ArrowImport {
                         "expected -1 or 0 for a CPU array but found " + deviceId);
             }
         } else if (level == ValidationLevel.DEFAULT || level == ValidationLevel.FULL) {
-            throw new ValidationException(Category.DEVICE, "device_type", "expected ARROW_DEVICE_CPU (1) for validation level "
-                    + level + " (it reads buffer contents) but found device type " + deviceType
-                    + ": import device memory at NONE or MINIMAL");
+            throw new ValidationException(Category.DEVICE, "device_type", "expected " + ArrowDeviceType.CPU.cName()
+                    + " for validation level " + level + " (it reads buffer contents) but found device type "
+                    + deviceType.code() + ": import device memory at NONE or MINIMAL");
         }
-    }
-
-    /** The device types of the C Device Data Interface (ARROW_DEVICE_CPU = 1 ... ARROW_DEVICE_HEXAGON = 16). */
-    static boolean isKnownDevice(int t) {
-        return (t >= 1 && t <= 4) || (t >= 7 && t <= 16);
     }
 }

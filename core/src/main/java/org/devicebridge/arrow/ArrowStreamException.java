@@ -1,6 +1,7 @@
 package org.devicebridge.arrow;
 
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.internal.Errno;
 
 /**
  * A stream producer's {@code get_schema} or {@code get_next} returned a non-zero {@code errno}. Carries
@@ -13,7 +14,7 @@ public final class ArrowStreamException extends DeviceBridgeException {
     private final String producerMessage;
 
     ArrowStreamException(String callback, int errno, String producerMessage) {
-        super(callback + " failed with errno " + errno + name(errno)
+        super(callback + " failed with errno " + errno + Errno.nameSuffix(errno)
                 + (producerMessage == null || producerMessage.isEmpty() ? "" : ": " + producerMessage));
         this.errno = errno;
         this.producerMessage = producerMessage == null ? "" : producerMessage;
@@ -27,16 +28,5 @@ public final class ArrowStreamException extends DeviceBridgeException {
     /** The producer's {@code get_last_error} text, or {@code ""}. */
     public String producerMessage() {
         return producerMessage;
-    }
-
-    private static String name(int errno) {
-        // The codes the C stream interface documents as typical (Linux numbering).
-        return switch (errno) {
-            case 5 -> " (EIO)";
-            case 12 -> " (ENOMEM)";
-            case 22 -> " (EINVAL)";
-            case 38 -> " (ENOSYS)";
-            default -> "";
-        };
     }
 }

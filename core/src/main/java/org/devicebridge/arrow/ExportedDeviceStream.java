@@ -1,10 +1,11 @@
 package org.devicebridge.arrow;
 
 import java.lang.foreign.MemorySegment;
+import org.devicebridge.foreign.ForeignImport;
 
 /** An exported {@code struct ArrowDeviceArrayStream} in memory this library allocated; see {@link ExportedStruct}. */
 public final class ExportedDeviceStream extends ExportedStruct {
     ExportedDeviceStream(MemorySegment struct) {
-        super("ArrowDeviceArrayStream", struct, ExportedStructs.DEVICE_STREAM_RELEASE_OFF);
+        super(ForeignImport.Kind.ARROW_DEVICE_ARRAY_STREAM, struct);
     }
 }

@@ -2,6 +2,7 @@ package org.devicebridge.arrow;
 
 import java.lang.foreign.MemorySegment;
 import org.devicebridge.NativeHandle;
+import org.devicebridge.foreign.ForeignImport;
 
 /**
  * An exported Arrow C struct in memory this library allocated; one subclass per struct kind.
@@ -12,14 +13,23 @@ import org.devicebridge.NativeHandle;
  * its {@code release} callback. {@code close()} then calls {@code release} only if no consumer released or
  * moved the struct, and frees the struct's memory; it is idempotent and thread-safe. Do not close the
  * handle while a consumer still reads the struct in place.
+ *
+ * <p>The release step is the one every owned Arrow struct has ({@link ForeignImport.Kind#release}): call
+ * {@code release} if it is still set, then free the struct's memory.
  */
 public abstract sealed class ExportedStruct extends NativeHandle
         permits ExportedArray, ExportedDeviceArray, ExportedDeviceStream, ExportedSchema, ExportedStream {
     private final MemorySegment struct;
 
-    ExportedStruct(String cName, MemorySegment struct, long releaseOffset) {
-        super("exported " + cName, ExportedStructs.releaseAction(struct.address(), releaseOffset));
+    /** Takes ownership of {@code struct} (library-allocated with {@code malloc}, filled, sized to {@code kind}). */
+    ExportedStruct(ForeignImport.Kind kind, MemorySegment struct) {
+        super("exported " + kind.cName(), releaseAction(kind, struct.reinterpret(kind.byteSize())));
         this.struct = struct;
+    }
+
+    /** Captures the struct, never the handle. */
+    private static ReleaseAction releaseAction(ForeignImport.Kind kind, MemorySegment struct) {
+        return () -> kind.release(struct);
     }
 
     /** The struct, for native code. Throws {@link org.devicebridge.HandleClosedException} after close. */

@@ -4,30 +4,29 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.foreign.ForeignImport;
+import org.devicebridge.foreign.SegmentSource;
 
 /**
  * An {@code ArrowArray} (or {@code ArrowDeviceArray}) taken from native code and validated once into a
  * flat table ({@link #root()} and its children are light views of it). Owns the moved struct and calls
  * its {@code release} exactly once: when its arena closes (see {@link NativeHandle}: {@link #close()} for
  * a handle-owned arena, the caller's {@code Arena.close()} for an import given one), or, after the array
- * was handed to Arrow Java, when the last Arrow buffer is released.
+ * was handed to Arrow Java ({@link org.devicebridge.arrow.java.ArrowJavaImport}), when the last Arrow buffer
+ * is released.
  *
  * <p>Thread safety: the view is immutable and may be read from any thread; buffer segments follow the
  * arena's rules (a confined arena's segments only on its thread).
  */
 public final class ImportedArray extends NativeHandle {
-    /** {@code ARROW_DEVICE_CPU}. */
-    public static final int DEVICE_CPU = 1;
-
     private final ArrayTable table;
     private final ForeignImport.Kind kind;
     private final MemorySegment owned;
-    private final int deviceType;
+    private final ArrowDeviceType deviceType;
     private final long deviceId;
     private final long syncEvent;
     private final ValidationLevel level;
 
-    ImportedArray(ForeignImport.Kind kind, MemorySegment owned, ArrayTable table, int deviceType, long deviceId,
+    ImportedArray(ForeignImport.Kind kind, MemorySegment owned, ArrayTable table, ArrowDeviceType deviceType, long deviceId,
                   long syncEvent, ValidationLevel level, Arena arena) {
         super(kind == ForeignImport.Kind.ARROW_DEVICE_ARRAY ? "imported ArrowDeviceArray" : "imported ArrowArray",
                 () -> kind.release(owned), arena);
@@ -38,7 +37,7 @@ public final class ImportedArray extends NativeHandle {
         this.deviceId = deviceId;
         this.syncEvent = syncEvent;
         this.level = level;
-        table.ownedBy(new ArrayTable.SegmentSource() {
+        table.ownedBy(new SegmentSource() {
             @Override
             public MemorySegment segment(long address, long byteSize) {
                 return ImportedArray.this.segment(address, byteSize);
@@ -66,8 +65,8 @@ public final class ImportedArray extends NativeHandle {
         return table.node(0);
     }
 
-    /** {@code ARROW_DEVICE_CPU} (1) for plain {@code ArrowArray} imports, else the producer's device type. */
-    public int deviceType() {
+    /** {@link ArrowDeviceType#CPU} for plain {@code ArrowArray} imports, else the producer's device type. */
+    public ArrowDeviceType deviceType() {
         return deviceType;
     }
 

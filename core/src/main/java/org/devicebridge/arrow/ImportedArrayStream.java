@@ -3,8 +3,8 @@ package org.devicebridge.arrow;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 import org.devicebridge.NativeHandle;
-import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
+import org.devicebridge.ValidationException;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
@@ -27,7 +27,7 @@ public final class ImportedArrayStream extends NativeHandle {
     private final MemorySegment stream;
     private final boolean device;
     private final SchemaNode schema;
-    private final int deviceType;
+    private final ArrowDeviceType deviceType;
     private boolean ended;
 
     /**
@@ -39,7 +39,7 @@ public final class ImportedArrayStream extends NativeHandle {
     private final Object callbackLock;
 
     private ImportedArrayStream(ForeignImport.Kind kind, MemorySegment owned, boolean device, SchemaNode schema,
-                                int deviceType, Object callbackLock) {
+                                ArrowDeviceType deviceType, Object callbackLock) {
         super(device ? "imported ArrowDeviceArrayStream" : "imported ArrowArrayStream", () -> {
             synchronized (callbackLock) {
                 kind.release(owned);
@@ -63,14 +63,8 @@ public final class ImportedArrayStream extends NativeHandle {
             requireCallback(getSchema, "get_schema");
             requireCallback(getNext, "get_next");
             requireCallback(getLastError, "get_last_error");
-            int deviceType = ImportedArray.DEVICE_CPU;
-            if (device) {
-                deviceType = ArrowDeviceArrayStream.device_type(owned);
-                if (!ArrowImport.isKnownDevice(deviceType)) {
-                    throw new ValidationException(Category.DEVICE, "device_type",
-                            "expected a known ArrowDeviceType but found " + deviceType);
-                }
-            }
+            ArrowDeviceType deviceType = device ? ArrowImport.deviceType(ArrowDeviceArrayStream.device_type(owned))
+                    : ArrowDeviceType.CPU;
             MemorySegment out = Native.calloc(ArrowSchema.sizeof());
             try {
                 int errno = device ? ArrowDeviceArrayStream.get_schema.invoke(getSchema, owned, out)
@@ -105,8 +99,8 @@ public final class ImportedArrayStream extends NativeHandle {
         return schema;
     }
 
-    /** {@code ARROW_DEVICE_CPU} (1) for an {@code ArrowArrayStream}, else the device stream's device type. */
-    public int deviceType() {
+    /** {@link ArrowDeviceType#CPU} for an {@code ArrowArrayStream}, else the device stream's device type. */
+    public ArrowDeviceType deviceType() {
         return deviceType;
     }
 
@@ -167,11 +161,11 @@ public final class ImportedArrayStream extends NativeHandle {
                 return ArrowImport.importArray(schema, out, level, arena);
             }
             int batchDevice = ArrowDeviceArray.device_type(out);
-            if (batchDevice != deviceType) {
+            if (batchDevice != deviceType.code()) {
                 // Take it, so that it is released, then refuse it.
                 ForeignImport.take(ForeignImport.Kind.ARROW_DEVICE_ARRAY, out, owned -> {
                     throw new ValidationException(Category.DEVICE, "device_type", "expected the stream's device type "
-                            + deviceType + " but found " + batchDevice);
+                            + deviceType.code() + " but found " + batchDevice);
                 });
             }
             return ArrowImport.importDeviceArray(schema, out, level, arena);

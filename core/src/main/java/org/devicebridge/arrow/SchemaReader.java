@@ -10,17 +10,18 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
+import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrowDataType.Layout;
 import org.devicebridge.arrow.ArrowDataType.TypeId;
 import org.devicebridge.generated.arrow.ArrowSchema;
+import org.devicebridge.internal.FieldPath;
 import org.devicebridge.internal.Native;
 
 /** Reads and validates an {@code ArrowSchema} tree into {@link SchemaNode}s. Never retains struct pointers. */
 final class SchemaReader {
     /** Deepest nesting accepted (children and dictionaries), as a cap against hostile input. */
-    static final int MAX_DEPTH = 64;
+    static final int MAX_DEPTH = FieldPath.MAX_DEPTH;
     private static final long KNOWN_FLAGS = SchemaNode.FLAG_DICTIONARY_ORDERED | SchemaNode.FLAG_NULLABLE
             | SchemaNode.FLAG_MAP_KEYS_SORTED;
     /** Upper bound on one metadata blob, so a corrupt count cannot make the reader walk memory for long. */
@@ -209,6 +210,6 @@ final class SchemaReader {
     }
 
     static String join(String path, String field) {
-        return path.isEmpty() ? field : path + "." + field;
+        return FieldPath.join(path, field);
     }
 }

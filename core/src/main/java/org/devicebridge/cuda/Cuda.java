@@ -28,6 +28,15 @@ public final class Cuda {
         return CudaDriver.status().reason();
     }
 
+    /**
+     * Throws {@link CudaUnavailableException} (with the reason of {@link #unavailableReason()}) unless the
+     * driver loaded and initialised: the one "require CUDA" check, for entry points that must fail before
+     * any other step (an import still releases its input first).
+     */
+    public static void require() {
+        CudaDriver.require();
+    }
+
     /** The driver's CUDA version, e.g. 13000 for 13.0. */
     public static int driverVersion() {
         CudaDriver.require();

@@ -9,6 +9,7 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.util.Locale;
+import org.devicebridge.foreign.NativeCalls;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.Native;
 
@@ -103,7 +104,7 @@ final class CudaDriver {
         } catch (RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {
-            throw Native.rethrow("dlopen", t);
+            throw NativeCalls.rethrow("dlopen", t);
         }
     }
 

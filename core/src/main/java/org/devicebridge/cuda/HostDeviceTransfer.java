@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.function.IntConsumer;
-import org.devicebridge.HandleClosedException;
+import org.devicebridge.NativeHandle;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 
 /**
@@ -29,18 +29,24 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * pageable memory far slower than the link moves it. Buffers confined to the calling thread (a confined
  * {@link Arena}'s segments) are always copied by the calling thread.
  *
- * <p>One transfer object serves one device and one batch at a time (its methods are
- * {@code synchronized}); it owns its staging memory and events and frees them on {@link #close()}.
+ * <p>One transfer object serves one device and one batch at a time (its methods are serialised); it is
+ * an owning handle of its staging memory and events: {@link #close()} waits for the copies still using the
+ * staging memory (a close from another thread also waits for a running upload or download), then frees it
+ * and returns the events to their pool. Idempotent and thread-safe, as every handle's close.
  */
-public final class HostDeviceTransfer implements AutoCloseable {
+public final class HostDeviceTransfer extends NativeHandle {
     /** Alignment of every buffer in an uploaded allocation, as Arrow recommends for its buffers. */
     public static final int ALIGNMENT = 64;
 
     private final int device;
-    private final PinnedHostBuffer staging;
     private final Stager stager;
     private final CudaEvent[] halfDone;
-    private boolean closed;
+    /**
+     * Held by {@link #upload} and {@link #download} and by the release step, so that a close waits for a
+     * running batch instead of freeing staging memory under it. Not the handle itself: the release step
+     * must not capture the handle.
+     */
+    private final Object lock;
 
     /**
      * A batch packed into one device allocation.
@@ -79,13 +85,30 @@ public final class HostDeviceTransfer implements AutoCloseable {
         }
     }
 
-    private HostDeviceTransfer(int device, PinnedHostBuffer staging, CudaEvent[] halfDone) {
+    private HostDeviceTransfer(int device, PinnedHostBuffer staging, Stager stager, CudaEvent[] halfDone, Object lock) {
+        super("host-device transfer for device " + device, release(staging, stager, halfDone, lock));
         this.device = device;
-        this.staging = staging;
-        long half = staging.byteSize() / 2 / ALIGNMENT * ALIGNMENT;
-        MemorySegment s = staging.segment();
-        this.stager = new Stager(s.asSlice(0, half), s.asSlice(half, half));
+        this.stager = stager;
         this.halfDone = halfDone;
+        this.lock = lock;
+    }
+
+    /** Waits for the copies still using the staging memory, then frees it and returns the events to their pool. */
+    private static ReleaseAction release(PinnedHostBuffer staging, Stager stager, CudaEvent[] halfDone, Object lock) {
+        return () -> {
+            synchronized (lock) {
+                try {
+                    stager.drain(h -> halfDone[h].synchronize());
+                } finally {
+                    try {
+                        halfDone[0].close();
+                        halfDone[1].close();
+                    } finally {
+                        staging.close();
+                    }
+                }
+            }
+        };
     }
 
     /**
@@ -108,7 +131,10 @@ public final class HostDeviceTransfer implements AutoCloseable {
         try {
             events[0] = CudaEvent.acquire(device);
             events[1] = CudaEvent.acquire(device);
-            return new HostDeviceTransfer(device, staging, events);
+            long half = staging.byteSize() / 2 / ALIGNMENT * ALIGNMENT;
+            MemorySegment s = staging.segment();
+            Stager stager = new Stager(s.asSlice(0, half), s.asSlice(half, half));
+            return new HostDeviceTransfer(device, staging, stager, events, new Object());
         } catch (RuntimeException e) {
             for (CudaEvent ev : events) {
                 if (ev != null) {
@@ -161,8 +187,14 @@ public final class HostDeviceTransfer implements AutoCloseable {
      * @throws IllegalArgumentException for heap segments or a stream of another device
      * @throws CudaException if a driver call fails
      */
-    public synchronized Upload upload(List<MemorySegment> buffers, CudaStream stream) {
-        ensureOpen();
+    public Upload upload(List<MemorySegment> buffers, CudaStream stream) {
+        synchronized (lock) {
+            ensureLive();
+            return uploadLocked(buffers, stream);
+        }
+    }
+
+    private Upload uploadLocked(List<MemorySegment> buffers, CudaStream stream) {
         Objects.requireNonNull(buffers, "buffers");
         Objects.requireNonNull(stream, "stream");
         checkStream(stream);
@@ -198,8 +230,8 @@ public final class HostDeviceTransfer implements AutoCloseable {
      * @throws IndexOutOfBoundsException if a range lies outside {@code src}
      * @throws IllegalArgumentException if the arrays differ in length or the stream is of another device
      */
-    public synchronized List<MemorySegment> download(DeviceBuffer src, long[] offsets, long[] sizes, Arena arena,
-                                                     CudaStream stream) {
+    public List<MemorySegment> download(DeviceBuffer src, long[] offsets, long[] sizes, Arena arena,
+                                        CudaStream stream) {
         Objects.requireNonNull(arena, "arena");
         checkRanges(src, offsets, sizes);
         List<MemorySegment> out = new ArrayList<>(sizes.length);
@@ -220,9 +252,14 @@ public final class HostDeviceTransfer implements AutoCloseable {
      * @throws IllegalArgumentException for heap or read-only destinations, or a stream or buffer of another
      *     device
      */
-    public synchronized void download(DeviceBuffer src, long[] offsets, List<MemorySegment> destinations,
-                                      CudaStream stream) {
-        ensureOpen();
+    public void download(DeviceBuffer src, long[] offsets, List<MemorySegment> destinations, CudaStream stream) {
+        synchronized (lock) {
+            ensureLive();
+            downloadLocked(src, offsets, destinations, stream);
+        }
+    }
+
+    private void downloadLocked(DeviceBuffer src, long[] offsets, List<MemorySegment> destinations, CudaStream stream) {
         Objects.requireNonNull(destinations, "destinations");
         Objects.requireNonNull(stream, "stream");
         MemorySegment[] dst = destinations.toArray(new MemorySegment[0]);
@@ -492,31 +529,6 @@ public final class HostDeviceTransfer implements AutoCloseable {
         }
         for (int i = 0; i < offsets.length; i++) {
             Objects.checkFromIndexSize(offsets[i], sizes[i], src.byteSize());
-        }
-    }
-
-    private void ensureOpen() {
-        if (closed) {
-            throw new HandleClosedException("host-device transfer for device " + device + " is closed");
-        }
-    }
-
-    /**
-     * Waits for the copies still using the staging memory, then frees it and returns the events to their
-     * pool. Idempotent.
-     */
-    @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        try {
-            stager.drain(h -> halfDone[h].synchronize());
-        } finally {
-            halfDone[0].close();
-            halfDone[1].close();
-            staging.close();
         }
     }
 }

@@ -2,7 +2,6 @@ package org.devicebridge.dlpack;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
-import org.devicebridge.internal.DLPackCuda;
 
 /**
  * The producer's half of the Python DLPack stream protocol: before a tensor is handed over, the data must

@@ -15,12 +15,15 @@ public final class Callbacks {
 
     private Callbacks() {}
 
-    /** Calls {@code fn(arg)} where {@code fn} is {@code void (*)(void*)}. */
+    /**
+     * Calls {@code fn(arg)} where {@code fn} is {@code void (*)(void*)}. A failure is a JDK exception (see
+     * {@link Native}); callers in the public packages translate it.
+     */
     public static void invokeVoidPointer(MemorySegment fn, MemorySegment arg) {
         try {
             VOID_POINTER.invokeExact(fn, arg);
         } catch (Throwable t) {
-            throw Native.rethrow("release callback", t);
+            throw Native.unchecked("release callback", t);
         }
     }
 }

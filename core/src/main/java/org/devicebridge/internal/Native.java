@@ -9,13 +9,15 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
-import org.devicebridge.DeviceBridgeException;
-import org.devicebridge.NativeAccessException;
 
 /**
  * FFM plumbing shared by every package: the libc functions the library calls itself (malloc/free,
- * dlopen/dlsym/dladdr, strlen), upcall stub creation, and the one helper that turns the {@code Throwable}
- * of {@code invokeExact} into this library's exceptions. Kept out of the public API.
+ * dlopen/dlsym/dladdr, strlen) and upcall stub creation. Kept out of the public API.
+ *
+ * <p>This package sits below the public ones and throws only JDK exceptions: a missing native-access grant
+ * is an {@link IllegalCallerException} whose message names the exact flag; callers in the public packages
+ * turn it (and any other failure of a native call) into the library's exceptions with
+ * {@code org.devicebridge.foreign.NativeCalls#rethrow}.
  */
 public final class Native {
     public static final Linker LINKER = Linker.nativeLinker();
@@ -29,14 +31,19 @@ public final class Native {
 
     private Native() {}
 
-    /** A downcall handle for a libc function; fails with a typed error if native access is denied. */
+    /**
+     * A downcall handle for a libc function.
+     *
+     * @throws UnsatisfiedLinkError if libc has no such symbol
+     * @throws IllegalCallerException if native access is not enabled (see {@link #nativeAccessDenied})
+     */
     public static MethodHandle libc(String name, FunctionDescriptor descriptor) {
         MemorySegment address = LIBC.find(name)
-                .orElseThrow(() -> new DeviceBridgeException("libc symbol not found: " + name));
+                .orElseThrow(() -> new UnsatisfiedLinkError("libc symbol not found: " + name));
         return downcall(address, descriptor);
     }
 
-    /** {@link Linker#downcallHandle}, with a missing native-access grant reported as {@link NativeAccessException}. */
+    /** {@link Linker#downcallHandle}, with a missing native-access grant reported by {@link #nativeAccessDenied}. */
     public static MethodHandle downcall(MemorySegment address, FunctionDescriptor descriptor, Linker.Option... options) {
         try {
             return LINKER.downcallHandle(address, descriptor, options);
@@ -57,31 +64,39 @@ public final class Native {
             MethodHandle target = lookup.findStatic(owner, method, type);
             return LINKER.upcallStub(target, descriptor, Arena.global());
         } catch (ReflectiveOperationException e) {
-            throw new DeviceBridgeException("cannot bind upcall " + owner.getName() + "." + method, e);
+            throw new IllegalArgumentException("cannot bind upcall " + owner.getName() + "." + method, e);
         } catch (IllegalCallerException e) {
             throw nativeAccessDenied(e);
         }
     }
 
-    public static NativeAccessException nativeAccessDenied(Throwable cause) {
+    /**
+     * The failure to report when native access is not enabled for this library: an
+     * {@link IllegalCallerException} whose message names the exact {@code --enable-native-access} flag.
+     */
+    public static IllegalCallerException nativeAccessDenied(Throwable cause) {
         String module = Native.class.getModule().isNamed() ? Native.class.getModule().getName() : "ALL-UNNAMED";
-        return new NativeAccessException("native access is not enabled for devicebridge: start the JVM with "
+        return new IllegalCallerException("native access is not enabled for devicebridge: start the JVM with "
                 + "--enable-native-access=" + module
                 + (module.equals("ALL-UNNAMED") ? "" : ",org.devicebridge.generated"), cause);
     }
 
-    /** Turns whatever {@code invokeExact} threw into a library exception (errors pass through unchanged). */
-    public static RuntimeException rethrow(String function, Throwable t) {
+    /**
+     * Whatever {@code invokeExact} of one of this package's handles threw, as an unchecked JDK exception:
+     * errors are rethrown, a missing native-access grant becomes {@link #nativeAccessDenied}, other runtime
+     * exceptions are returned as they are and checked ones wrapped in an {@link IllegalStateException}.
+     */
+    static RuntimeException unchecked(String function, Throwable t) {
         if (t instanceof Error e) {
             throw e;
-        }
-        if (t instanceof DeviceBridgeException d) {
-            return d;
         }
         if (t instanceof IllegalCallerException) {
             return nativeAccessDenied(t);
         }
-        return new DeviceBridgeException("native call " + function + " failed: " + t, t);
+        if (t instanceof RuntimeException r) {
+            return r;
+        }
+        return new IllegalStateException("native call " + function + " failed: " + t, t);
     }
 
     /** malloc; throws {@link OutOfMemoryError} when it returns NULL for a non-zero size. */
@@ -93,7 +108,7 @@ public final class Native {
             }
             return p.reinterpret(bytes);
         } catch (Throwable t) {
-            throw rethrow("malloc", t);
+            throw unchecked("malloc", t);
         }
     }
 
@@ -106,7 +121,7 @@ public final class Native {
             }
             return p.reinterpret(bytes);
         } catch (Throwable t) {
-            throw rethrow("calloc", t);
+            throw unchecked("calloc", t);
         }
     }
 
@@ -115,7 +130,7 @@ public final class Native {
         try {
             FREE.invokeExact(p);
         } catch (Throwable t) {
-            throw rethrow("free", t);
+            throw unchecked("free", t);
         }
     }
 
@@ -129,7 +144,7 @@ public final class Native {
         try {
             return (long) STRLEN.invokeExact(p);
         } catch (Throwable t) {
-            throw rethrow("strlen", t);
+            throw unchecked("strlen", t);
         }
     }
 

@@ -10,6 +10,7 @@ import java.util.Objects;
 import java.util.function.Function;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.ValidationException;
+import org.devicebridge.foreign.NativeCalls;
 import org.devicebridge.internal.Native;
 
 /**
@@ -92,7 +93,7 @@ public final class Capsules {
             return Py.check((MemorySegment) PyC.PyCapsule_New.invokeExact(pointer, kind.cName(), destructor),
                     "PyCapsule_New(" + kind.capsuleName() + ")");
         } catch (Throwable t) {
-            throw Native.rethrow("PyCapsule_New", t);
+            throw NativeCalls.rethrow("PyCapsule_New", t);
         }
     }
 
@@ -143,7 +144,7 @@ public final class Capsules {
         } catch (RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {
-            throw Native.rethrow("PyCapsule_SetName", t);
+            throw NativeCalls.rethrow("PyCapsule_SetName", t);
         }
         if (kind.isDLPack()) {
             return importer.apply(data);
@@ -206,7 +207,7 @@ public final class Capsules {
             }
             return Native.string(n);
         } catch (Throwable t) {
-            throw Native.rethrow("PyCapsule_GetName", t);
+            throw NativeCalls.rethrow("PyCapsule_GetName", t);
         }
     }
 
@@ -228,7 +229,7 @@ public final class Capsules {
             return Py.check((MemorySegment) PyC.PyCapsule_GetPointer.invokeExact(cap, kind.cName()),
                     "PyCapsule_GetPointer");
         } catch (Throwable t) {
-            throw Native.rethrow("PyCapsule_GetPointer", t);
+            throw NativeCalls.rethrow("PyCapsule_GetPointer", t);
         }
     }
 

@@ -1,6 +1,6 @@
 package org.devicebridge.python;
 
-import org.devicebridge.internal.Native;
+import org.devicebridge.foreign.NativeCalls;
 
 /**
  * The GIL held by the current thread ({@code PyGILState_Ensure}) until {@link #close()}
@@ -27,7 +27,7 @@ public final class Gil implements AutoCloseable {
         try {
             return new Gil((int) PyC.PyGILState_Ensure.invokeExact());
         } catch (Throwable t) {
-            throw Native.rethrow("PyGILState_Ensure", t);
+            throw NativeCalls.rethrow("PyGILState_Ensure", t);
         }
     }
 
@@ -44,7 +44,7 @@ public final class Gil implements AutoCloseable {
         try {
             PyC.PyGILState_Release.invokeExact(state);
         } catch (Throwable t) {
-            throw Native.rethrow("PyGILState_Release", t);
+            throw NativeCalls.rethrow("PyGILState_Release", t);
         }
     }
 }

@@ -6,6 +6,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Map;
+import org.devicebridge.foreign.NativeCalls;
 import org.devicebridge.internal.Native;
 
 /**
@@ -21,7 +22,7 @@ final class Py {
         try {
             PyC.Py_IncRef.invokeExact(o);
         } catch (Throwable t) {
-            throw Native.rethrow("Py_IncRef", t);
+            throw NativeCalls.rethrow("Py_IncRef", t);
         }
     }
 
@@ -29,7 +30,7 @@ final class Py {
         try {
             PyC.Py_DecRef.invokeExact(o);
         } catch (Throwable t) {
-            throw Native.rethrow("Py_DecRef", t);
+            throw NativeCalls.rethrow("Py_DecRef", t);
         }
     }
 
@@ -55,7 +56,7 @@ final class Py {
         try {
             return !((MemorySegment) PyC.PyErr_Occurred.invokeExact()).equals(MemorySegment.NULL);
         } catch (Throwable t) {
-            throw Native.rethrow("PyErr_Occurred", t);
+            throw NativeCalls.rethrow("PyErr_Occurred", t);
         }
     }
 
@@ -63,7 +64,7 @@ final class Py {
         try {
             PyC.PyErr_Clear.invokeExact();
         } catch (Throwable t) {
-            throw Native.rethrow("PyErr_Clear", t);
+            throw NativeCalls.rethrow("PyErr_Clear", t);
         }
     }
 
@@ -91,7 +92,7 @@ final class Py {
             }
             return new PythonException(context, typeName == null ? "?" : typeName, message);
         } catch (Throwable t) {
-            throw Native.rethrow("PyErr_Fetch", t);
+            throw NativeCalls.rethrow("PyErr_Fetch", t);
         }
     }
 
@@ -100,7 +101,7 @@ final class Py {
         try (Arena arena = Arena.ofConfined()) {
             PyC.PyErr_SetString.invokeExact(excType, arena.allocateFrom(message == null ? "error in Java" : message));
         } catch (Throwable t) {
-            throw Native.rethrow("PyErr_SetString", t);
+            throw NativeCalls.rethrow("PyErr_SetString", t);
         }
     }
 
@@ -127,7 +128,7 @@ final class Py {
                 decRef(s);
             }
         } catch (Throwable t) {
-            throw Native.rethrow("PyObject_Str", t);
+            throw NativeCalls.rethrow("PyObject_Str", t);
         }
     }
 
@@ -140,7 +141,7 @@ final class Py {
             }
             return Native.string(c);
         } catch (Throwable t) {
-            throw Native.rethrow("PyUnicode_AsUTF8", t);
+            throw NativeCalls.rethrow("PyUnicode_AsUTF8", t);
         }
     }
 
@@ -167,7 +168,7 @@ final class Py {
             }
             return a;
         } catch (Throwable t) {
-            throw Native.rethrow("PyObject_GetAttrString", t);
+            throw NativeCalls.rethrow("PyObject_GetAttrString", t);
         }
     }
 
@@ -176,7 +177,7 @@ final class Py {
             return check((MemorySegment) PyC.PyObject_GetAttrString.invokeExact(o, arena.allocateFrom(name)),
                     "getattr " + name);
         } catch (Throwable t) {
-            throw Native.rethrow("PyObject_GetAttrString", t);
+            throw NativeCalls.rethrow("PyObject_GetAttrString", t);
         }
     }
 
@@ -184,7 +185,7 @@ final class Py {
         try (Arena arena = Arena.ofConfined()) {
             return (int) PyC.PyObject_HasAttrString.invokeExact(o, arena.allocateFrom(name)) == 1;
         } catch (Throwable t) {
-            throw Native.rethrow("PyObject_HasAttrString", t);
+            throw NativeCalls.rethrow("PyObject_HasAttrString", t);
         }
     }
 
@@ -194,7 +195,7 @@ final class Py {
         try {
             t = (MemorySegment) PyC.PyTuple_New.invokeExact((long) items.length);
         } catch (Throwable e) {
-            throw Native.rethrow("PyTuple_New", e);
+            throw NativeCalls.rethrow("PyTuple_New", e);
         }
         if (t.equals(MemorySegment.NULL)) {
             for (MemorySegment i : items) {
@@ -213,7 +214,7 @@ final class Py {
                     decRef(items[j]);
                 }
                 decRef(t);
-                throw Native.rethrow("PyTuple_SetItem", e);
+                throw NativeCalls.rethrow("PyTuple_SetItem", e);
             }
         }
         return t;
@@ -224,7 +225,7 @@ final class Py {
         try {
             return check((MemorySegment) PyC.PyTuple_GetItem.invokeExact(tuple, i), "tuple item");
         } catch (Throwable t) {
-            throw Native.rethrow("PyTuple_GetItem", t);
+            throw NativeCalls.rethrow("PyTuple_GetItem", t);
         }
     }
 
@@ -236,7 +237,7 @@ final class Py {
             }
             return n;
         } catch (Throwable t) {
-            throw Native.rethrow("PyTuple_Size", t);
+            throw NativeCalls.rethrow("PyTuple_Size", t);
         }
     }
 
@@ -248,7 +249,7 @@ final class Py {
             }
             return v;
         } catch (Throwable t) {
-            throw Native.rethrow("PyLong_AsLongLong", t);
+            throw NativeCalls.rethrow("PyLong_AsLongLong", t);
         }
     }
 
@@ -260,7 +261,7 @@ final class Py {
             }
             return v;
         } catch (Throwable t) {
-            throw Native.rethrow("PyFloat_AsDouble", t);
+            throw NativeCalls.rethrow("PyFloat_AsDouble", t);
         }
     }
 
@@ -314,7 +315,7 @@ final class Py {
                 return tupleStealing(items);
             }
         } catch (Throwable t) {
-            throw Native.rethrow("conversion to Python", t);
+            throw NativeCalls.rethrow("conversion to Python", t);
         }
         throw new IllegalArgumentException("no Python conversion for " + v.getClass().getName());
     }
@@ -336,7 +337,7 @@ final class Py {
             }
             return check((MemorySegment) PyC.PyObject_Call.invokeExact(callable, tuple, dict), context);
         } catch (Throwable t) {
-            throw Native.rethrow(context, t);
+            throw NativeCalls.rethrow(context, t);
         } finally {
             decRef(tuple);
             if (!dict.equals(MemorySegment.NULL)) {
@@ -353,7 +354,7 @@ final class Py {
                 throw fetchError("dict[" + key + "]");
             }
         } catch (Throwable t) {
-            throw Native.rethrow("PyDict_SetItemString", t);
+            throw NativeCalls.rethrow("PyDict_SetItemString", t);
         } finally {
             decRef(value);
         }
@@ -365,7 +366,7 @@ final class Py {
             return check((MemorySegment) PyC.PyRun_String.invokeExact(arena.allocateFrom(code), start, globals, globals),
                     start == PyC.Py_eval_input ? "eval" : "exec");
         } catch (Throwable t) {
-            throw Native.rethrow("PyRun_String", t);
+            throw NativeCalls.rethrow("PyRun_String", t);
         }
     }
 }

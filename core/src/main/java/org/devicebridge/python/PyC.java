@@ -9,6 +9,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
+import org.devicebridge.foreign.NativeCalls;
 import org.devicebridge.internal.Native;
 
 /**
@@ -99,7 +100,7 @@ final class PyC {
         try (Arena arena = Arena.ofConfined()) {
             return (MemorySegment) DLSYM.invokeExact(LIB, arena.allocateFrom(name));
         } catch (Throwable t) {
-            throw Native.rethrow("dlsym", t);
+            throw NativeCalls.rethrow("dlsym", t);
         }
     }
 

@@ -6,7 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import org.devicebridge.NativeHandle;
-import org.devicebridge.internal.Native;
+import org.devicebridge.foreign.NativeCalls;
 
 /**
  * One strong reference to a Python object, owned by Java. {@link #close()} drops it ({@code Py_DecRef},
@@ -167,7 +167,7 @@ public final class PyObjectRef extends NativeHandle {
             } catch (RuntimeException e) {
                 throw e;
             } catch (Throwable t) {
-                throw Native.rethrow("Py_DecRef", t);
+                throw NativeCalls.rethrow("Py_DecRef", t);
             }
         }
     }

@@ -10,12 +10,11 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.OptionalLong;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.foreign.NativeCalls;
+import org.devicebridge.internal.ExportRegistry;
 import org.devicebridge.internal.Native;
 
 /**
@@ -43,8 +42,8 @@ import org.devicebridge.internal.Native;
  */
 public final class PythonExport {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.python");
-    private static final Map<Long, Exporters> LIVE = new ConcurrentHashMap<>();
-    private static final AtomicLong NEXT = new AtomicLong(1);
+    /** Exporter objects whose Python object is alive, keyed by the token the Python object carries. */
+    private static final ExportRegistry<Exporters> LIVE = new ExportRegistry<>();
 
     private PythonExport() {}
 
@@ -212,8 +211,7 @@ public final class PythonExport {
                 throw new DeviceBridgeException("an exporter object needs at least one protocol");
             }
             PythonRuntime runtime = PythonRuntime.get();
-            long token = NEXT.getAndIncrement();
-            LIVE.put(token, new Exporters(dlpack, device, schema, array, deviceArray, stream, deviceStream));
+            long token = LIVE.register(new Exporters(dlpack, device, schema, array, deviceArray, stream, deviceStream));
             try (Gil ignored = Gil.ensure()) {
                 MemorySegment make = Bridge.make(runtime);
                 try {
@@ -303,7 +301,7 @@ public final class PythonExport {
                 fn = Py.check((MemorySegment) PyC.PyCFunction_NewEx.invokeExact(METHOD_DEF,
                         MemorySegment.NULL, MemorySegment.NULL), "PyCFunction_New");
             } catch (Throwable t) {
-                throw Native.rethrow("PyCFunction_NewEx", t);
+                throw NativeCalls.rethrow("PyCFunction_NewEx", t);
             }
             Py.setItem(ns, "_call", fn);
             Py.decRef(Py.run(CODE, PyC.Py_file_input, ns));
@@ -318,7 +316,7 @@ public final class PythonExport {
                 Py.incRef(make);
                 return make;
             } catch (Throwable t) {
-                throw Native.rethrow("_make", t);
+                throw NativeCalls.rethrow("_make", t);
             }
         }
     }

@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Supplier;
+import org.devicebridge.foreign.NativeCalls;
 import org.devicebridge.internal.Native;
 
 /**
@@ -204,7 +205,7 @@ public final class PythonRuntime {
             return PyObjectRef.own(Py.check((MemorySegment) PyC.PyImport_ImportModule.invokeExact(arena.allocateFrom(name)),
                     "import " + name));
         } catch (Throwable t) {
-            throw Native.rethrow("import " + name, t);
+            throw NativeCalls.rethrow("import " + name, t);
         }
     }
 
@@ -230,7 +231,7 @@ public final class PythonRuntime {
             Py.setItem(d, "__builtins__", builtins);
             return ref;
         } catch (Throwable t) {
-            throw Native.rethrow("dict", t);
+            throw NativeCalls.rethrow("dict", t);
         }
     }
 

@@ -16,8 +16,9 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.StructVector;
 import org.apache.arrow.vector.util.TransferPair;
 import org.devicebridge.UnsupportedFeatureException;
-import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
+import org.devicebridge.ValidationException;
+import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.junit.jupiter.api.Test;
@@ -42,9 +43,9 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
     void aCpuDeviceArrayImportsLikeAnArrayAndFeedsArrowJava() {
         try (Arena arena = Arena.ofConfined(); FieldVector original = TestVectors.all().get("utf8").apply(allocator);
              Exported e = export(original); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
-            MemorySegment d = deviceArray(arena, e, ImportedArray.DEVICE_CPU, -1, x -> { });
+            MemorySegment d = deviceArray(arena, e, ArrowDeviceType.CPU.code(), -1, x -> { });
             ImportedArray array = ArrowImport.importDeviceArray(schema, d, ValidationLevel.FULL);
-            assertEquals(ImportedArray.DEVICE_CPU, array.deviceType());
+            assertEquals(ArrowDeviceType.CPU, array.deviceType());
             assertEquals(MemorySegment.NULL, array.syncEvent());
             assertEquals(MemorySegment.NULL, ArrowArray.release(d.asSlice(ArrowDeviceArray.array$offset())), "moved");
             try (FieldVector imported = ArrowJavaImport.importFieldVector(allocator, array, null)) {
@@ -70,7 +71,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
 
     @Test
     void aCpuArrayWithASyncEventIsADeviceError() {
-        ValidationException ex = refusedDevice(ImportedArray.DEVICE_CPU, -1, ValidationLevel.MINIMAL,
+        ValidationException ex = refusedDevice(ArrowDeviceType.CPU.code(), -1, ValidationLevel.MINIMAL,
                 d -> ArrowDeviceArray.sync_event(d, MemorySegment.ofAddress(0x1000)));
         assertEquals(Category.DEVICE, ex.category());
         assertEquals("sync_event: expected NULL for a CPU array but found a sync event", ex.getMessage());
@@ -85,7 +86,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
 
     @Test
     void nonZeroReservedFieldsAreADeviceError() {
-        ValidationException ex = refusedDevice(ImportedArray.DEVICE_CPU, -1, ValidationLevel.MINIMAL,
+        ValidationException ex = refusedDevice(ArrowDeviceType.CPU.code(), -1, ValidationLevel.MINIMAL,
                 d -> d.set(ValueLayout.JAVA_LONG, ArrowDeviceArray.reserved$offset() + 16, 7));
         assertEquals("reserved[2]: expected 0 but found 7", ex.getMessage());
     }
@@ -104,7 +105,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
             MemorySegment event = arena.allocate(8);
             MemorySegment d = deviceArray(arena, e, CUDA, 3, x -> ArrowDeviceArray.sync_event(x, event));
             try (ImportedArray array = ArrowImport.importDeviceArray(schema, d, ValidationLevel.MINIMAL)) {
-                assertEquals(CUDA, array.deviceType());
+                assertEquals(ArrowDeviceType.CUDA, array.deviceType());
                 assertEquals(3, array.deviceId());
                 assertEquals(event.address(), array.syncEvent().address());
                 ArrayNode root = array.root();
@@ -115,7 +116,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
                 assertThrows(UnsupportedFeatureException.class, () -> root.buffer(1));
                 assertThrows(UnsupportedFeatureException.class,
                         () -> ArrowJavaImport.importFieldVector(allocator, array, null));
-                assertTrue(array.isLive(), "refused by Arrow Java, still the caller's");
+                assertFalse(array.isLive(), "refused by Arrow Java and released: the input is released on every throw");
             }
         }
     }

@@ -93,10 +93,10 @@ class ArrowDeviceStreamImportTest extends ArrowTestSupport {
             BATCHES.add(b1);
             BATCHES.add(b2);
             try (ImportedArrayStream s = ArrowImport.importDeviceStream(stream(arena))) {
-                assertEquals(1, s.deviceType());
+                assertEquals(1, s.deviceType().code());
                 for (int b = 0; b < 2; b++) {
                     try (ImportedArray batch = s.next(ValidationLevel.FULL)) {
-                        assertEquals(1, batch.deviceType());
+                        assertEquals(1, batch.deviceType().code());
                         assertEquals(((IntVector) v).get(1),
                                 batch.root().buffer(1).getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, 1));
                     }

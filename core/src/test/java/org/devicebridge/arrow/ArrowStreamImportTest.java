@@ -26,6 +26,7 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.HandleClosedException;
 import org.devicebridge.ValidationException;
+import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.internal.Native;
 import org.junit.jupiter.api.BeforeEach;

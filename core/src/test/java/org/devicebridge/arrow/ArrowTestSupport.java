@@ -12,45 +12,48 @@ import org.devicebridge.internal.HandleTracker;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 
-/** Each test owns an allocator and must leave it, and the live-handle count, as it found them. */
-abstract class ArrowTestSupport {
-    BufferAllocator allocator;
+/**
+ * Each test owns an allocator and must leave it, and the live-handle count, as it found them. Public for
+ * the tests of {@code arrow.java}, which import through this package.
+ */
+public abstract class ArrowTestSupport {
+    protected BufferAllocator allocator;
     private long handlesBefore;
 
     @BeforeEach
-    void openAllocator() {
+    protected void openAllocator() {
         allocator = new RootAllocator();
         handlesBefore = HandleTracker.liveHandles();
     }
 
     @AfterEach
-    void checkNothingLeaked() {
+    protected void checkNothingLeaked() {
         assertEquals(handlesBefore, HandleTracker.liveHandles(), "live devicebridge handles");
         assertEquals(0, allocator.getAllocatedMemory(), () -> "Arrow memory still allocated: " + allocator.toVerboseString());
         allocator.close();
     }
 
     /** A vector exported by arrow-c-data (the independent producer) into structs it allocated. */
-    static final class Exported implements AutoCloseable {
+    public static final class Exported implements AutoCloseable {
         final org.apache.arrow.c.ArrowSchema schema;
         final org.apache.arrow.c.ArrowArray array;
 
-        Exported(BufferAllocator allocator, FieldVector vector, DictionaryProvider provider) {
+        public Exported(BufferAllocator allocator, FieldVector vector, DictionaryProvider provider) {
             schema = org.apache.arrow.c.ArrowSchema.allocateNew(allocator);
             array = org.apache.arrow.c.ArrowArray.allocateNew(allocator);
             Data.exportVector(allocator, vector, provider, array, schema);
         }
 
-        MemorySegment schemaPtr() {
+        public MemorySegment schemaPtr() {
             return MemorySegment.ofAddress(schema.memoryAddress());
         }
 
-        MemorySegment arrayPtr() {
+        public MemorySegment arrayPtr() {
             return MemorySegment.ofAddress(array.memoryAddress());
         }
 
         /** The producer's struct, writable, for crafting offsets and corruptions before import. */
-        MemorySegment arrayStruct() {
+        public MemorySegment arrayStruct() {
             return arrayPtr().reinterpret(org.devicebridge.generated.arrow.ArrowArray.sizeof());
         }
 
@@ -65,7 +68,12 @@ abstract class ArrowTestSupport {
         }
     }
 
-    Exported export(FieldVector v) {
+    protected Exported export(FieldVector v) {
         return new Exported(allocator, v, null);
+    }
+
+    /** A parsed field of type {@code format} without children, as an import would give it. */
+    protected static SchemaNode field(String name, String format, long flags) {
+        return new SchemaNode("", name, ArrowFormat.parse(format, ""), flags, java.util.Map.of(), java.util.List.of(), null);
     }
 }

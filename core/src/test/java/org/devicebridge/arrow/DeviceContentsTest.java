@@ -168,7 +168,7 @@ class DeviceContentsTest extends ArrowTestSupport {
              Exported e = export(v); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
              CountingCopier copier = new CountingCopier()) {
             MemorySegment d = asCudaArray(arena, e);
-            ArrowDeviceArray.device_type(d, ImportedArray.DEVICE_CPU);
+            ArrowDeviceArray.device_type(d, ArrowDeviceType.CPU.code());
             ArrowDeviceArray.device_id(d, -1);
             ValidationException ex = assertThrows(ValidationException.class,
                     () -> ArrowImport.importDeviceArray(schema.root(), d, ValidationLevel.FULL, null, copier));

@@ -29,16 +29,16 @@ import org.apache.arrow.vector.types.pojo.FieldType;
  * Arrow Java vectors of every type family Arrow Java supports, each of {@link #N} values with nulls at
  * indices 2 and 5 (where the type has nulls), built with Arrow Java's own API: the independent producer.
  */
-final class TestVectors {
-    static final int N = 9;
+public final class TestVectors {
+    public static final int N = 9;
 
     private TestVectors() {}
 
-    static boolean isNull(int i) {
+    public static boolean isNull(int i) {
         return i == 2 || i == 5;
     }
 
-    static Map<String, Function<BufferAllocator, FieldVector>> all() {
+    public static Map<String, Function<BufferAllocator, FieldVector>> all() {
         Map<String, Function<BufferAllocator, FieldVector>> m = new LinkedHashMap<>();
         m.put("int8", a -> fixed(new TinyIntVector("v", a), (v, i) -> ((TinyIntVector) v).setSafe(i, (byte) (i * 7 - 20))));
         m.put("uint8", a -> fixed(new UInt1Vector("v", a), (v, i) -> ((UInt1Vector) v).setSafe(i, (byte) (200 + i))));
@@ -106,7 +106,7 @@ final class TestVectors {
     }
 
     /** Values of up to 20 bytes so that view types use both inline and variadic storage. */
-    static byte[] text(int i) {
+    public static byte[] text(int i) {
         return ("v" + i + "-" + "x".repeat(i * 2)).getBytes(StandardCharsets.UTF_8);
     }
 

@@ -14,7 +14,7 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.IntVector;
 import org.devicebridge.NativeHandle;
-import org.devicebridge.arrow.ArrowExport;
+import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DType;
 import org.devicebridge.dlpack.Device;

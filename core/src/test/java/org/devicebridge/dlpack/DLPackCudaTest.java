@@ -11,8 +11,8 @@ import java.lang.foreign.ValueLayout;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
+import org.devicebridge.cuda.Cuda;
 import org.devicebridge.generated.cuda.cuda_driver_h;
-import org.devicebridge.internal.DLPackCuda;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.testing.RequiresCuda;
 import org.junit.jupiter.api.AfterEach;
@@ -30,7 +30,7 @@ class DLPackCudaTest {
 
     @BeforeEach
     void setUp() {
-        DLPackCuda.require();
+        Cuda.require();
         arena = Arena.ofConfined();
         MemorySegment dev = arena.allocate(ValueLayout.JAVA_INT);
         check("cuDeviceGet", cuda_driver_h.cuDeviceGet(dev, 0));

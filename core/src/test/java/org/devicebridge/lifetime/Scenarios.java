@@ -25,7 +25,7 @@ import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.HandleBusyException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.NativeHandle.State;
-import org.devicebridge.arrow.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.dlpack.DLPackArrow;
 import org.devicebridge.dlpack.ImportedTensor;

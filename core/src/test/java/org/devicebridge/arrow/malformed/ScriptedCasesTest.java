@@ -19,8 +19,8 @@ import java.util.function.Consumer;
 import java.util.function.IntSupplier;
 import java.util.function.Supplier;
 import org.devicebridge.HandleClosedException;
-import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
+import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ArrowStreamException;
 import org.devicebridge.arrow.ImportedArray;
@@ -367,7 +367,7 @@ class ScriptedCasesTest {
             fx.onGetNext = (f, out) -> f.handOutArray(f.device(i32(f, 2), 2, 0, f.zeros(8)), out);
             try (ImportedArrayStream s = ArrowImport.importDeviceStream(fx.deviceStream(2));
                  ImportedArray a = s.next(ValidationLevel.MINIMAL)) {
-                assertEquals(2, a.deviceType());
+                assertEquals(2, a.deviceType().code());
                 assertEquals(1, fx.producedReleases.get(), "schema only");
             }
             assertEquals(2, fx.producedReleases.get());
@@ -386,7 +386,7 @@ class ScriptedCasesTest {
         t.add(row("device fields", "ROCm array with null_count above length: SIZE from MINIMAL, accepted at NONE", fx -> {
             try (ImportedArray a = ArrowImport.importDeviceArray(fx.type("i"),
                     fx.device(fx.root(fx.array(1, 5, 0, bufs(NULL, fx.zeros(4)))), 10, 0, NULL), ValidationLevel.NONE)) {
-                assertEquals(10, a.deviceType());
+                assertEquals(10, a.deviceType().code());
             }
             expect(Category.SIZE, "null_count", () -> ArrowImport.importDeviceArray(fx.type("i"),
                     fx.device(fx.root(fx.array(1, 5, 0, bufs(NULL, fx.zeros(4)))), 10, 0, NULL), ValidationLevel.MINIMAL));

@@ -1,0 +1,80 @@
+package org.devicebridge.arrow;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Map;
+import java.util.Objects;
+import org.devicebridge.foreign.Access;
+import org.devicebridge.foreign.ArrowAccess;
+import org.devicebridge.foreign.SegmentSource;
+
+/**
+ * Lends this package's plumbing to {@code arrow.java} and {@code arrow.cuda} through
+ * {@link Access#arrow()} instead of public methods: installed once, from this class's static initialiser.
+ */
+final class PackageAccess implements ArrowAccess {
+    static {
+        Access.setArrow(new PackageAccess());
+    }
+
+    private PackageAccess() {}
+
+    @Override
+    public Runnable transfer(ImportedArray array) {
+        return Objects.requireNonNull(array, "array").transfer();
+    }
+
+    @Override
+    public ArrayNode relocated(ArrayNode root, Map<ArrayNode, long[]> addresses) {
+        ArrayTable table = root.table().derive(false);
+        addresses.forEach((node, addrs) -> {
+            for (int i = 0; i < addrs.length; i++) {
+                table.setBuffer(node.index(), i, addrs[i], node.bufferLength(i));
+            }
+        });
+        return table.node(root.index());
+    }
+
+    @Override
+    public ArrayNode resized(ArrayNode root, Map<ArrayNode, long[]> lengths) {
+        ArrayTable table = root.table().derive(root.isHostAccessible());
+        table.ownedBy(root.table().source());
+        lengths.forEach((node, lens) -> {
+            for (int i = 0; i < lens.length; i++) {
+                table.setBuffer(node.index(), i, node.address(i), lens[i]);
+            }
+        });
+        return table.node(root.index());
+    }
+
+    @Override
+    public void bind(ArrayNode root, SegmentSource owner) {
+        if (root.table().source() == null) {
+            root.table().ownedBy(owner);
+        }
+    }
+
+    @Override
+    public ExportedSchema exportedSchema(MemorySegment struct) {
+        return new ExportedSchema(struct);
+    }
+
+    @Override
+    public ExportedArray exportedArray(MemorySegment struct) {
+        return new ExportedArray(struct);
+    }
+
+    @Override
+    public ExportedDeviceArray exportedDeviceArray(MemorySegment struct) {
+        return new ExportedDeviceArray(struct);
+    }
+
+    @Override
+    public ExportedStream exportedStream(MemorySegment struct) {
+        return new ExportedStream(struct);
+    }
+
+    @Override
+    public ExportedDeviceStream exportedDeviceStream(MemorySegment struct) {
+        return new ExportedDeviceStream(struct);
+    }
+}

@@ -1,0 +1,93 @@
+package org.devicebridge.arrow.cuda;
+
+import java.util.List;
+import java.util.Locale;
+import org.devicebridge.NativeHandle;
+import org.devicebridge.arrow.ArrayNode;
+import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.arrow.SchemaNode;
+import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.cuda.DeviceBuffer;
+
+/**
+ * An Arrow array (usually a record batch: a struct array) whose buffers are in CUDA device memory: the
+ * schema, a tree of {@link ArrayNode}s with every buffer's device address ({@link ArrayNode#bufferPointer})
+ * and byte length ({@link ArrayNode#bufferLength}, {@code -1} where an import at
+ * {@link ValidationLevel#MINIMAL} did not establish it), and the device memory it references.
+ *
+ * <p>Made by {@link CudaArrowUpload#upload} (one packed device allocation per batch) or
+ * {@link CudaArrowImport#importDeviceArray} (the producer's memory, released through the producer's
+ * {@code release} when this handle and every export of it are closed). {@link #close()} drops this handle's
+ * references: device memory still referenced by an export made with {@link CudaArrowExport#exportDeviceArray}
+ * lives until that export is released. Data is ready for work queued on the stream given when the batch
+ * was made; work on other streams must wait for that stream first.
+ */
+public final class CudaArrowBatch extends NativeHandle {
+    private final SchemaNode schema;
+    private final ArrayNode root;
+    private final int device;
+    private final ArrowDeviceType deviceType;
+    private final List<DeviceBuffer> memory;
+
+    CudaArrowBatch(String description, SchemaNode schema, ArrayNode root, int device, ArrowDeviceType deviceType,
+                   List<DeviceBuffer> memory, ReleaseAction release) {
+        super(description, release);
+        this.schema = schema;
+        this.root = root;
+        this.device = device;
+        this.deviceType = deviceType;
+        this.memory = List.copyOf(memory);
+        org.devicebridge.foreign.Access.arrow().bind(root, new org.devicebridge.foreign.SegmentSource() {
+            @Override
+            public java.lang.foreign.MemorySegment segment(long address, long byteSize) {
+                return CudaArrowBatch.this.segment(address, byteSize);
+            }
+
+            @Override
+            public void ensureLive() {
+                CudaArrowBatch.this.ensureLive();
+            }
+        });
+    }
+
+    static String describe(String what, ArrayNode root, int device) {
+        return String.format(Locale.ROOT, "%s (%s, length %d, device %d)", what, root.type(), root.length(), device);
+    }
+
+    /** The type of the array (for a record batch: a struct whose children are the columns). */
+    public SchemaNode schema() {
+        return schema;
+    }
+
+    /**
+     * The root node: lengths, null counts, offsets, device addresses and byte lengths of every buffer.
+     * The addresses are valid while this batch is live.
+     *
+     * @throws org.devicebridge.HandleClosedException if the batch was closed
+     */
+    public ArrayNode root() {
+        ensureLive();
+        return root;
+    }
+
+    /** The CUDA device ordinal. */
+    public int device() {
+        return device;
+    }
+
+    /** {@link ArrowDeviceType#CUDA}, {@link ArrowDeviceType#CUDA_HOST} or {@link ArrowDeviceType#CUDA_MANAGED}. */
+    public ArrowDeviceType deviceType() {
+        return deviceType;
+    }
+
+    /** Number of rows (the root's length). */
+    public long length() {
+        return root.length();
+    }
+
+    /** The device allocations referenced (each buffer lies inside one of them); checked live. */
+    List<DeviceBuffer> memory() {
+        ensureLive();
+        return memory;
+    }
+}

@@ -1,0 +1,177 @@
+package org.devicebridge.arrow.cuda;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.devicebridge.ValidationException;
+import org.devicebridge.arrow.ArrayNode;
+import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.cuda.Cuda;
+import org.devicebridge.cuda.CudaEvent;
+import org.devicebridge.cuda.CudaStream;
+import org.devicebridge.cuda.CudaUnavailableException;
+import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.foreign.OutStructs;
+import org.devicebridge.foreign.StreamExport;
+import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.generated.arrow.ArrowDeviceArray;
+import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
+import org.devicebridge.internal.Native;
+
+/**
+ * Zero-copy export of device batches as CUDA {@code ArrowDeviceArray}s and {@code ArrowDeviceArrayStream}s.
+ * Each export records a pooled event on the caller's stream and hands it out as the {@code sync_event}: the
+ * consumer waits on it before reading. The export holds its own reference to the device memory.
+ */
+public final class CudaArrowExport {
+    private static final long RESERVED = ArrowDeviceArray.reserved$offset();
+
+    private CudaArrowExport() {}
+
+    /**
+     * Exports {@code batch} as an {@code ArrowDeviceArray} into {@code outDeviceArray}, without copying:
+     * {@code device_type} is the batch's ({@link ArrowDeviceType#CUDA} for uploads), {@code device_id} its
+     * device, the buffers are the device addresses, and {@code sync_event} points to a {@code CUevent}
+     * (taken from the event pool) recorded on {@code stream} now: the consumer waits on it before reading.
+     * The export holds its own reference to the device memory; the consumer's {@code release} (callable
+     * from any thread, once) drops it and returns the event to its pool. The consumer must order its own
+     * use of the buffers before calling {@code release}.
+     *
+     * <p>Ownership: after a return the consumer owns the struct, and the caller still owns {@code batch}
+     * (closing it does not invalidate the export) and {@code stream}. After a throw
+     * {@code outDeviceArray} is untouched and nothing is held.
+     *
+     * @param outDeviceArray an {@code ArrowDeviceArray} (a zero-length segment is taken to point at a whole one)
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws IllegalArgumentException if {@code stream} is of another device than the batch
+     * @throws ValidationException if {@code outDeviceArray} is not a native, aligned, large enough segment
+     * @throws org.devicebridge.HandleClosedException if the batch was closed
+     */
+    public static void exportDeviceArray(CudaArrowBatch batch, CudaStream stream, MemorySegment outDeviceArray) {
+        Cuda.require();
+        Objects.requireNonNull(batch, "batch");
+        Objects.requireNonNull(stream, "stream");
+        MemorySegment out = OutStructs.sized(outDeviceArray, ArrowDeviceArray.sizeof(), "outDeviceArray");
+        ArrayNode root = batch.root();
+        List<DeviceBuffer> memory = batch.memory();
+        int device = batch.device();
+        if (stream.device() != device) {
+            throw new IllegalArgumentException(String.format(Locale.ROOT,
+                    "stream of device %d cannot export a batch of device %d", stream.device(), device));
+        }
+        List<DeviceBuffer> refs = new ArrayList<>(memory.size());
+        CudaEvent event = null;
+        MemorySegment slot = MemorySegment.NULL;
+        try {
+            for (DeviceBuffer m : memory) {
+                refs.add(m.retain());
+            }
+            event = CudaEvent.acquire(device);
+            event.record(stream);
+            slot = Native.malloc(8);
+            slot.set(ValueLayout.JAVA_LONG, 0, event.address());
+            CudaEvent ev = event;
+            MemorySegment sl = slot;
+            CudaStructs.write(root, Nodes::address, out.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof()),
+                    () -> freeExport(refs, ev, sl));
+        } catch (RuntimeException | Error e) {
+            freeExport(refs, event, slot);
+            throw e;
+        }
+        ArrowDeviceArray.device_id(out, device);
+        ArrowDeviceArray.device_type(out, batch.deviceType().code());
+        ArrowDeviceArray.sync_event(out, slot);
+        for (int i = 0; i < 3; i++) {
+            out.set(ValueLayout.JAVA_LONG, RESERVED + 8L * i, 0L);
+        }
+    }
+
+    /**
+     * Exports device batches as a CUDA {@code ArrowDeviceArrayStream} ({@code device_type}
+     * {@link ArrowDeviceType#CUDA}) into {@code outStream}: {@code get_schema} exports {@code schema};
+     * {@code get_next} takes the next batch from {@code batches}, exports it as
+     * {@link #exportDeviceArray} does (a sync event recorded on {@code stream}) and closes it (the export
+     * keeps its memory); an exception becomes an errno with its message from {@code get_last_error}, and
+     * a batch of another device type is refused that way ({@code EINVAL}).
+     *
+     * <p>Ownership: after a return the consumer owns the stream; the stream owns {@code batches} (closed on
+     * release if it is {@link AutoCloseable}) and every batch it yields. The caller keeps {@code stream},
+     * which must stay open until the consumer released the stream. After a throw {@code outStream} is
+     * untouched and nothing is held.
+     *
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws ValidationException if {@code outStream} is not a native, aligned, large enough segment
+     */
+    public static void exportDeviceStream(Schema schema, Iterator<? extends CudaArrowBatch> batches,
+                                          CudaStream stream, MemorySegment outStream) {
+        Cuda.require();
+        Objects.requireNonNull(schema, "schema");
+        Objects.requireNonNull(batches, "batches");
+        Objects.requireNonNull(stream, "stream");
+        MemorySegment out = OutStructs.sized(outStream, ArrowDeviceArrayStream.sizeof(), "outStream");
+        StreamExport.exportDevice(new BatchSource(schema, batches, stream, ArrowDeviceType.CUDA), ArrowDeviceType.CUDA,
+                out);
+    }
+
+    /** Device batches as the source of an exported stream; each batch is closed once exported. */
+    private record BatchSource(Schema schema, Iterator<? extends CudaArrowBatch> batches, CudaStream stream,
+                               ArrowDeviceType deviceType) implements StreamExport.Source {
+        @Override
+        public void exportSchema(MemorySegment out) {
+            ArrowExport.exportSchema(schema, out);
+        }
+
+        @Override
+        public boolean exportNext(MemorySegment out) {
+            if (!batches.hasNext()) {
+                return false;
+            }
+            try (CudaArrowBatch batch = batches.next()) {
+                if (batch.deviceType() != deviceType) {
+                    throw new IllegalArgumentException("expected batches of device type " + deviceType.cName()
+                            + " but found " + batch.deviceType().cName());
+                }
+                exportDeviceArray(batch, stream, out);
+            }
+            return true;
+        }
+
+        @Override
+        public void close() throws Exception {
+            if (batches instanceof AutoCloseable c) {
+                c.close();
+            }
+        }
+    }
+
+    /** Runs inside the release upcall (or on a failed export): every step runs even if one fails. */
+    private static void freeExport(List<DeviceBuffer> refs, CudaEvent event, MemorySegment slot) {
+        RuntimeException failure = null;
+        for (DeviceBuffer r : refs) {
+            try {
+                r.close();
+            } catch (RuntimeException e) {
+                failure = e;
+            }
+        }
+        try {
+            if (event != null) {
+                event.close();
+            }
+        } catch (RuntimeException e) {
+            failure = e;
+        }
+        if (!slot.equals(MemorySegment.NULL)) {
+            Native.free(slot);
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+}

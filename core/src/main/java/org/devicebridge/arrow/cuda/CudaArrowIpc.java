@@ -1,0 +1,210 @@
+package org.devicebridge.arrow.cuda;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.channels.Channels;
+import java.nio.channels.SeekableByteChannel;
+import java.nio.channels.WritableByteChannel;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.VectorLoader;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.VectorUnloader;
+import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.apache.arrow.vector.ipc.ArrowFileReader;
+import org.apache.arrow.vector.ipc.ArrowFileWriter;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.apache.arrow.vector.ipc.ArrowStreamReader;
+import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.apache.arrow.vector.ipc.ArrowWriter;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.cuda.Cuda;
+import org.devicebridge.cuda.CudaStream;
+import org.devicebridge.cuda.HostDeviceTransfer;
+
+/**
+ * Arrow IPC streams and files from and to device batches. <b>These paths copy:</b> Arrow Java reads and
+ * writes IPC on the host, so each batch is {@link CudaArrowDownload downloaded} before it is written and
+ * {@link CudaArrowUpload uploaded} after it is read. Dictionary-encoded schemas are not supported here.
+ */
+public final class CudaArrowIpc {
+    private CudaArrowIpc() {}
+
+    /**
+     * Writes device batches as an Arrow IPC stream. <b>This path copies:</b> each batch is downloaded to the
+     * host ({@link CudaArrowDownload#download}) and written with Arrow Java's {@link ArrowStreamWriter}.
+     *
+     * <p>Ownership: the caller keeps owning the batches, {@code out} (not closed) and everything else.
+     *
+     * @param schema the Arrow Java schema of the batches
+     * @throws UnsupportedFeatureException for dictionary-encoded fields
+     * @throws DeviceBridgeException if writing fails
+     */
+    public static void writeIpcStream(Schema schema, Iterable<CudaArrowBatch> batches, OutputStream out,
+                                      BufferAllocator allocator, HostDeviceTransfer transfer, CudaStream stream) {
+        Objects.requireNonNull(out, "out");
+        writeIpc(schema, batches, Channels.newChannel(out), false, allocator, transfer, stream);
+    }
+
+    /**
+     * Writes device batches as an Arrow IPC file (with footer) through Arrow Java's {@link ArrowFileWriter}.
+     * <b>This path copies</b>, as {@link #writeIpcStream} does; ownership and exceptions as there.
+     */
+    public static void writeIpcFile(Schema schema, Iterable<CudaArrowBatch> batches, WritableByteChannel out,
+                                    BufferAllocator allocator, HostDeviceTransfer transfer, CudaStream stream) {
+        writeIpc(schema, batches, out, true, allocator, transfer, stream);
+    }
+
+    private static void writeIpc(Schema schema, Iterable<CudaArrowBatch> batches, WritableByteChannel out, boolean file,
+                                 BufferAllocator allocator, HostDeviceTransfer transfer, CudaStream stream) {
+        Cuda.require();
+        Objects.requireNonNull(schema, "schema");
+        Objects.requireNonNull(batches, "batches");
+        Objects.requireNonNull(out, "out");
+        Objects.requireNonNull(allocator, "allocator");
+        for (Field f : schema.getFields()) {
+            checkNoDictionary(f);
+        }
+        DictionaryProvider none = new DictionaryProvider.MapDictionaryProvider();
+        try (VectorSchemaRoot writerRoot = VectorSchemaRoot.create(schema, allocator);
+             ArrowWriter writer = file ? new ArrowFileWriter(writerRoot, none, out)
+                     : new ArrowStreamWriter(writerRoot, none, out)) {
+            writer.start();
+            for (CudaArrowBatch b : batches) {
+                try (VectorSchemaRoot host = CudaArrowDownload.download(b, allocator, transfer, stream);
+                     ArrowRecordBatch rb = new VectorUnloader(host).getRecordBatch()) {
+                    new VectorLoader(writerRoot).load(rb);
+                }
+                writer.writeBatch();
+            }
+            writer.end();
+        } catch (IOException e) {
+            throw new DeviceBridgeException("writing Arrow IPC failed: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Reads an Arrow IPC stream into device memory. <b>This path copies:</b> Arrow Java's
+     * {@link ArrowStreamReader} reads each batch on the host, which is then
+     * {@link CudaArrowUpload#upload uploaded}.
+     *
+     * <p>Ownership: after a return the caller owns every returned batch; {@code in} is not closed. After a
+     * throw nothing new is held.
+     *
+     * @throws DeviceBridgeException if reading fails
+     */
+    public static List<CudaArrowBatch> readIpcStream(InputStream in, BufferAllocator allocator,
+                                                     HostDeviceTransfer transfer, CudaStream stream) {
+        Cuda.require();
+        Objects.requireNonNull(in, "in");
+        Objects.requireNonNull(allocator, "allocator");
+        return readIpc(new ArrowStreamReader(new NonClosing(in), allocator), transfer, stream);
+    }
+
+    /**
+     * Reads an Arrow IPC file into device memory through Arrow Java's {@link ArrowFileReader}. <b>This path
+     * copies</b>, as {@link #readIpcStream} does; ownership and exceptions as there ({@code in} is not
+     * closed).
+     */
+    public static List<CudaArrowBatch> readIpcFile(SeekableByteChannel in, BufferAllocator allocator,
+                                                   HostDeviceTransfer transfer, CudaStream stream) {
+        Cuda.require();
+        Objects.requireNonNull(in, "in");
+        Objects.requireNonNull(allocator, "allocator");
+        return readIpc(new ArrowFileReader(new NonClosingChannel(in), allocator), transfer, stream);
+    }
+
+    private static List<CudaArrowBatch> readIpc(ArrowReader reader, HostDeviceTransfer transfer, CudaStream stream) {
+        List<CudaArrowBatch> out = new ArrayList<>();
+        try (reader) {
+            while (reader.loadNextBatch()) {
+                out.add(CudaArrowUpload.upload(reader.getVectorSchemaRoot(), reader, transfer, stream));
+            }
+            return out;
+        } catch (IOException e) {
+            CudaArrowSupport.closeAll(out);
+            throw new DeviceBridgeException("reading Arrow IPC failed: " + e.getMessage(), e);
+        } catch (RuntimeException | Error e) {
+            CudaArrowSupport.closeAll(out);
+            throw e;
+        }
+    }
+
+    /** Keeps the caller's stream open when the reader is closed. */
+    private static final class NonClosing extends java.io.FilterInputStream {
+        NonClosing(InputStream in) {
+            super(in);
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    /** Keeps the caller's channel open when the reader is closed. */
+    private static final class NonClosingChannel implements SeekableByteChannel {
+        private final SeekableByteChannel c;
+
+        NonClosingChannel(SeekableByteChannel c) {
+            this.c = c;
+        }
+
+        @Override
+        public int read(java.nio.ByteBuffer dst) throws IOException {
+            return c.read(dst);
+        }
+
+        @Override
+        public int write(java.nio.ByteBuffer src) throws IOException {
+            return c.write(src);
+        }
+
+        @Override
+        public long position() throws IOException {
+            return c.position();
+        }
+
+        @Override
+        public SeekableByteChannel position(long p) throws IOException {
+            c.position(p);
+            return this;
+        }
+
+        @Override
+        public long size() throws IOException {
+            return c.size();
+        }
+
+        @Override
+        public SeekableByteChannel truncate(long size) throws IOException {
+            c.truncate(size);
+            return this;
+        }
+
+        @Override
+        public boolean isOpen() {
+            return c.isOpen();
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    private static void checkNoDictionary(Field f) {
+        if (f.getDictionary() != null) {
+            throw new UnsupportedFeatureException(f.getName(),
+                    "expected no dictionary-encoded fields for IPC from device batches but found one");
+        }
+        for (Field c : f.getChildren()) {
+            checkNoDictionary(c);
+        }
+    }
+}

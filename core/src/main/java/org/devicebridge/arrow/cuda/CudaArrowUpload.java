@@ -1,0 +1,117 @@
+package org.devicebridge.arrow.cuda;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.arrow.ArrayNode;
+import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ExportedArray;
+import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ImportedArray;
+import org.devicebridge.arrow.ImportedSchema;
+import org.devicebridge.arrow.SchemaNode;
+import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.cuda.Cuda;
+import org.devicebridge.cuda.CudaException;
+import org.devicebridge.cuda.CudaStream;
+import org.devicebridge.cuda.CudaUnavailableException;
+import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.cuda.HostDeviceTransfer;
+
+/**
+ * Uploads Arrow Java batches to CUDA device memory: every buffer of a batch lands in one device allocation,
+ * through a {@link HostDeviceTransfer}'s reused pinned staging memory, with asynchronous copies on the
+ * caller's stream. The data is ready for work queued on that stream afterwards.
+ */
+public final class CudaArrowUpload {
+    private CudaArrowUpload() {}
+
+    /**
+     * Uploads the batch in {@code root} to the device of {@code transfer}: the batch is exported to C
+     * structs and validated at {@link ValidationLevel#DEFAULT} (which sizes every buffer), then all buffers
+     * are packed into one device allocation ({@value HostDeviceTransfer#ALIGNMENT}-byte aligned) through the
+     * transfer's reused pinned staging memory with asynchronous copies on {@code stream}. Offsets, null
+     * counts and slices are kept as they are. The host buffers have been read when this returns.
+     *
+     * <p>Ownership: after a return the caller owns the returned batch (close it) and still owns
+     * {@code root}, {@code provider}, {@code transfer} and {@code stream} ({@code stream} must stay open
+     * until the batch is freed: the allocation is freed stream-ordered on it). After a throw nothing new
+     * is held.
+     *
+     * @param provider the dictionaries of dictionary-encoded columns; may be null if there are none
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws IllegalArgumentException if {@code transfer} and {@code stream} are of different devices
+     * @throws UnsupportedFeatureException if a column's type cannot be exported
+     * @throws CudaException if a driver call fails
+     */
+    public static CudaArrowBatch upload(VectorSchemaRoot root, DictionaryProvider provider, HostDeviceTransfer transfer,
+                                        CudaStream stream) {
+        Cuda.require();
+        Objects.requireNonNull(root, "root");
+        Objects.requireNonNull(transfer, "transfer");
+        Objects.requireNonNull(stream, "stream");
+        CudaArrowSupport.sameDevice(transfer, stream);
+        SchemaNode schema;
+        try (ExportedSchema es = ArrowExport.exportSchema(root.getSchema(), provider);
+             ImportedSchema is = ArrowImport.importSchema(es.segment())) {
+            schema = is.root();
+        }
+        try (ExportedArray ea = ArrowExport.exportRoot(root, provider);
+             ImportedArray host = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
+            List<MemorySegment> segments = new ArrayList<>();
+            List<BufferSlot> slots = new ArrayList<>();
+            List<ArrayNode> nodes = Nodes.collect(host.root());
+            for (ArrayNode node : nodes) {
+                for (int i = 0; i < node.bufferCount(); i++) {
+                    long len = node.bufferLength(i);
+                    if (Nodes.address(node, i) != 0 && len > 0) {
+                        segments.add(node.bufferPointer(i).reinterpret(len));
+                        slots.add(new BufferSlot(node, i));
+                    }
+                }
+            }
+            HostDeviceTransfer.Upload up = transfer.upload(segments, stream);
+            try {
+                long base = up.buffer().address();
+                long[] offsets = up.offsets();
+                Map<ArrayNode, long[]> placed = new IdentityHashMap<>();
+                for (ArrayNode node : nodes) {
+                    long[] a = new long[node.bufferCount()];
+                    for (int i = 0; i < a.length; i++) {
+                        // An empty but non-NULL buffer stays non-NULL (some consumers require it): it points at
+                        // the allocation's start, and no byte is read through it.
+                        a[i] = Nodes.address(node, i) == 0 ? 0 : base;
+                    }
+                    placed.put(node, a);
+                }
+                for (int k = 0; k < slots.size(); k++) {
+                    BufferSlot s = slots.get(k);
+                    placed.get(s.node())[s.buffer()] = base + offsets[k];
+                }
+                ArrayNode device = Nodes.relocate(host.root(), placed);
+                DeviceBuffer memory = up.buffer();
+                return new CudaArrowBatch(CudaArrowBatch.describe("uploaded Arrow batch", device, transfer.device()),
+                        schema, device, transfer.device(), ArrowDeviceType.CUDA, List.of(memory), memory::close);
+            } catch (RuntimeException | Error e) {
+                up.close();
+                throw e;
+            }
+        }
+    }
+
+    /** {@link #upload(VectorSchemaRoot, DictionaryProvider, HostDeviceTransfer, CudaStream)} without dictionaries. */
+    public static CudaArrowBatch upload(VectorSchemaRoot root, HostDeviceTransfer transfer, CudaStream stream) {
+        return upload(root, null, transfer, stream);
+    }
+
+    /** Buffer {@code buffer} of {@code node}: one host segment of an upload. */
+    private record BufferSlot(ArrayNode node, int buffer) {}
+}

@@ -1,0 +1,181 @@
+package org.devicebridge.arrow.cuda;
+
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandles;
+import org.devicebridge.arrow.ArrayNode;
+import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.internal.ExportRegistry;
+import org.devicebridge.internal.FieldPath;
+import org.devicebridge.internal.Native;
+import org.devicebridge.internal.RefCount;
+
+/**
+ * Writes an {@code ArrowArray} tree whose buffers are given addresses (device memory for a CUDA export,
+ * host copies for a download or a device-side validation), all non-root nodes and pointer arrays in one
+ * malloc'ed block. Every node carries the same {@code private_data} key and the same release upcall (one
+ * stub, made once); a node's release first releases its children still in place, and the block (and
+ * whatever the tree holds, through {@code onFree}) is freed when the last node of the tree is released,
+ * so a consumer may move children out and release them in any order, as the C Data Interface allows.
+ */
+final class CudaStructs {
+    private static final System.Logger LOG = System.getLogger("org.devicebridge.arrow");
+    private static final long SIZE = ArrowArray.sizeof();
+
+    /** Trees not fully released yet (tests assert this returns to its baseline). */
+    static final ExportRegistry<Tree> TREES = new ExportRegistry<>();
+
+    static final MemorySegment RELEASE = Native.upcallStub(MethodHandles.lookup(), CudaStructs.class, "release",
+            FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
+
+    /**
+     * What one written tree holds, counted by its live nodes: the last release runs {@code onFree}, then
+     * frees the block. Never refers to a handle.
+     */
+    static final class Tree {
+        final RefCount liveNodes;
+
+        Tree(int nodes, MemorySegment block, Runnable onFree) {
+            this.liveNodes = new RefCount(nodes, () -> {
+                try {
+                    onFree.run();
+                } finally {
+                    if (!block.equals(MemorySegment.NULL)) {
+                        Native.free(block);
+                    }
+                }
+            });
+        }
+    }
+
+    /** Gives the address of buffer {@code i} of a node in the written tree. */
+    interface Addresses {
+        long address(ArrayNode node, int i);
+    }
+
+    private CudaStructs() {}
+
+    /**
+     * Writes the tree of {@code root} into {@code out} (an {@code ArrowArray}, zero or garbage) with buffer
+     * addresses from {@code addresses}. After a return the tree owns {@code onFree} (run once when the last
+     * node is released); after a throw {@code out} is untouched and {@code onFree} was not run.
+     */
+    static void write(ArrayNode root, Addresses addresses, MemorySegment out, Runnable onFree) {
+        int[] counts = new int[2]; // nodes below the root, pointer slots
+        count(root, counts, true);
+        long bytes = Math.addExact(Math.multiplyExact((long) counts[0], SIZE), Math.multiplyExact((long) counts[1], 8L));
+        MemorySegment block = bytes == 0 ? MemorySegment.NULL : Native.calloc(bytes).reinterpret(bytes);
+        Tree tree = new Tree(counts[0] + 1, block, onFree);
+        long key = TREES.register(tree);
+        long[] cursor = {0, Math.multiplyExact((long) counts[0], SIZE)}; // next node, next pointer slot
+        MemorySegment staged = MemorySegment.ofArray(new long[(int) (SIZE / 8)]); // 8-byte aligned, as the layout needs
+        try {
+            fill(root, addresses, staged, block, cursor, key);
+        } catch (RuntimeException | Error e) {
+            TREES.remove(key);
+            if (!block.equals(MemorySegment.NULL)) {
+                Native.free(block);
+            }
+            throw e;
+        }
+        MemorySegment.copy(staged, 0, out, 0, SIZE);
+    }
+
+    private static void count(ArrayNode n, int[] counts, boolean root) {
+        if (!root) {
+            counts[0]++;
+        }
+        counts[1] += n.bufferCount() + n.children().size();
+        for (ArrayNode c : n.children()) {
+            count(c, counts, false);
+        }
+        if (n.dictionary() != null) {
+            count(n.dictionary(), counts, false);
+        }
+    }
+
+    private static void fill(ArrayNode n, Addresses addresses, MemorySegment s, MemorySegment block, long[] cursor,
+                             long key) {
+        ArrowArray.length(s, n.length());
+        ArrowArray.null_count(s, n.nullCount());
+        ArrowArray.offset(s, n.offset());
+        ArrowArray.n_buffers(s, n.bufferCount());
+        ArrowArray.n_children(s, n.children().size());
+        MemorySegment buffers = MemorySegment.NULL;
+        if (n.bufferCount() > 0) {
+            buffers = block.asSlice(cursor[1], 8L * n.bufferCount());
+            cursor[1] += 8L * n.bufferCount();
+            for (int i = 0; i < n.bufferCount(); i++) {
+                buffers.setAtIndex(ValueLayout.JAVA_LONG, i, addresses.address(n, i));
+            }
+        }
+        ArrowArray.buffers(s, buffers);
+        MemorySegment children = MemorySegment.NULL;
+        if (!n.children().isEmpty()) {
+            children = block.asSlice(cursor[1], 8L * n.children().size());
+            cursor[1] += 8L * n.children().size();
+            for (int i = 0; i < n.children().size(); i++) {
+                MemorySegment c = block.asSlice(cursor[0], SIZE);
+                cursor[0] += SIZE;
+                children.setAtIndex(ValueLayout.ADDRESS, i, c);
+                fill(n.children().get(i), addresses, c, block, cursor, key);
+            }
+        }
+        ArrowArray.children(s, children);
+        MemorySegment dictionary = MemorySegment.NULL;
+        if (n.dictionary() != null) {
+            dictionary = block.asSlice(cursor[0], SIZE);
+            cursor[0] += SIZE;
+            fill(n.dictionary(), addresses, dictionary, block, cursor, key);
+        }
+        ArrowArray.dictionary(s, dictionary);
+        ArrowArray.private_data(s, MemorySegment.ofAddress(key));
+        ArrowArray.release(s, RELEASE);
+    }
+
+    // ---- the upcall: never throws ----
+
+    private static void release(MemorySegment array) {
+        try {
+            releaseNode(array.reinterpret(SIZE), 0);
+        } catch (Throwable t) {
+            LOG.log(System.Logger.Level.ERROR, "devicebridge: releasing an ArrowArray of a CUDA export failed", t);
+        }
+    }
+
+    private static void releaseNode(MemorySegment a, int depth) {
+        if (ArrowArray.release(a).equals(MemorySegment.NULL) || depth > FieldPath.MAX_DEPTH + 1) {
+            return;
+        }
+        long key = ArrowArray.private_data(a).address();
+        Tree tree = TREES.get(key);
+        if (tree == null) {
+            ArrowArray.release(a, MemorySegment.NULL);
+            LOG.log(System.Logger.Level.WARNING, "devicebridge: release of an unknown or already released ArrowArray");
+            return;
+        }
+        long nChildren = ArrowArray.n_children(a);
+        if (nChildren > 0) {
+            MemorySegment ptrs = ArrowArray.children(a).reinterpret(nChildren * 8);
+            for (long i = 0; i < nChildren; i++) {
+                MemorySegment c = ptrs.getAtIndex(ValueLayout.ADDRESS, i);
+                if (!c.equals(MemorySegment.NULL)) {
+                    releaseNode(c.reinterpret(SIZE), depth + 1);
+                }
+            }
+        }
+        MemorySegment d = ArrowArray.dictionary(a);
+        if (!d.equals(MemorySegment.NULL)) {
+            releaseNode(d.reinterpret(SIZE), depth + 1);
+        }
+        ArrowArray.release(a, MemorySegment.NULL);
+        try {
+            tree.liveNodes.release();
+        } finally {
+            if (tree.liveNodes.count() == 0) {
+                TREES.remove(key); // the last node: the tree is gone (removing twice finds nothing)
+            }
+        }
+    }
+}

@@ -1,0 +1,369 @@
+package org.devicebridge.arrow.java;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Iterator;
+import java.util.Objects;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.devicebridge.ValidationException;
+import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.arrow.ExportedArray;
+import org.devicebridge.arrow.ExportedDeviceArray;
+import org.devicebridge.arrow.ExportedDeviceStream;
+import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ExportedStream;
+import org.devicebridge.foreign.Access;
+import org.devicebridge.foreign.ArrowAccess;
+import org.devicebridge.foreign.OutStructs;
+import org.devicebridge.foreign.StreamExport;
+import org.devicebridge.generated.arrow.ArrowArrayStream;
+import org.devicebridge.generated.arrow.ArrowDeviceArray;
+import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
+import org.devicebridge.internal.Native;
+
+/**
+ * Zero-copy export of Arrow Java data through the Arrow C Data Interface ({@code ArrowSchema},
+ * {@code ArrowArray}), the C Device Data Interface ({@code ArrowDeviceArray} with
+ * {@code device_type = ARROW_DEVICE_CPU}) and the C Stream Interface ({@code ArrowArrayStream},
+ * {@code ArrowDeviceArrayStream}).
+ *
+ * <p>Each method fills either a struct the caller allocated (a native {@link MemorySegment}, at least the
+ * struct's size; a zero-length segment such as {@code MemorySegment.ofAddress(p)} is taken to point at a
+ * whole struct) or a struct this library allocates and returns as an owning handle. The struct's
+ * {@code release} callback belongs to the consumer: it must be called exactly once, from any thread,
+ * and frees everything the export holds. Buffers are not copied: the exported pointers are the
+ * {@code ArrowBuf}s' own memory, and each export holds a reference to every buffer it points to, so the
+ * data stays valid after the Java vectors are closed or reloaded, until the consumer releases it. The
+ * exported data must not be modified while exported.
+ *
+ * <p>Dictionary-encoded vectors need the {@link DictionaryProvider} that holds their dictionaries
+ * (an {@link ArrowReader} is one). Extension types are exported as their storage type with the
+ * {@code ARROW:extension:name} / {@code ARROW:extension:metadata} field metadata. Exported arrays always
+ * have {@code offset = 0}. What is exported is checked first (buffer sizes against lengths, first and
+ * last offsets, child lengths, a vector's value count against the root's row count); a problem is a
+ * {@link ValidationException} or {@link org.devicebridge.UnsupportedFeatureException} thrown before
+ * anything is written, so after a throw the output struct is untouched and nothing is held.
+ */
+public final class ArrowExport {
+    private static final ArrowAccess ARROW = Access.arrow();
+    private static final long STREAM_SIZE = ArrowArrayStream.sizeof();
+    private static final long DEVICE_STREAM_SIZE = ArrowDeviceArrayStream.sizeof();
+
+    private ArrowExport() {}
+
+    // ------------------------------------------------------------------ schema
+
+    /**
+     * Exports {@code schema} as a struct-typed {@code ArrowSchema} (format {@code +s}, one child per
+     * field, the schema's metadata) into {@code outSchema}. After a return the consumer owns the struct
+     * and must release it; after a throw {@code outSchema} is untouched and the caller owns nothing new.
+     */
+    public static void exportSchema(Schema schema, MemorySegment outSchema) {
+        exportSchema(schema, null, outSchema);
+    }
+
+    /**
+     * Like {@link #exportSchema(Schema, MemorySegment)}, resolving dictionary-encoded fields through
+     * {@code provider} (may be {@code null} when no field is dictionary-encoded). After a return the
+     * consumer owns the struct; after a throw {@code outSchema} is untouched and nothing is held.
+     */
+    public static void exportSchema(Schema schema, DictionaryProvider provider, MemorySegment outSchema) {
+        Objects.requireNonNull(schema, "schema");
+        MemorySegment out = OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
+        ExportSchemaWriter.export(ExportSchemaWriter.asStructField(schema), provider, out);
+    }
+
+    /**
+     * Exports one field (its type, name, flags, metadata, children and dictionary) into
+     * {@code outSchema}. After a return the consumer owns the struct; after a throw {@code outSchema} is
+     * untouched and nothing is held.
+     */
+    public static void exportField(Field field, DictionaryProvider provider, MemorySegment outSchema) {
+        Objects.requireNonNull(field, "field");
+        ExportSchemaWriter.export(field, provider, OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema"));
+    }
+
+    /**
+     * Exports {@code schema} into a library-allocated {@code ArrowSchema}. The caller owns the returned
+     * handle (and through it the struct until a consumer releases or moves it); after a throw nothing is
+     * held.
+     */
+    public static ExportedSchema exportSchema(Schema schema, DictionaryProvider provider) {
+        Objects.requireNonNull(schema, "schema");
+        MemorySegment s = Native.calloc(ExportRuntime.SCHEMA_SIZE);
+        try {
+            ExportSchemaWriter.export(ExportSchemaWriter.asStructField(schema), provider, s);
+        } catch (RuntimeException | Error e) {
+            Native.free(s);
+            throw e;
+        }
+        return ARROW.exportedSchema(s);
+    }
+
+    /** {@link #exportSchema(Schema, DictionaryProvider)} for a schema without dictionary-encoded fields. */
+    public static ExportedSchema exportSchema(Schema schema) {
+        return exportSchema(schema, (DictionaryProvider) null);
+    }
+
+    /**
+     * Exports one field into a library-allocated {@code ArrowSchema}. The caller owns the returned handle;
+     * after a throw nothing is held.
+     */
+    public static ExportedSchema exportField(Field field, DictionaryProvider provider) {
+        Objects.requireNonNull(field, "field");
+        MemorySegment s = Native.calloc(ExportRuntime.SCHEMA_SIZE);
+        try {
+            ExportSchemaWriter.export(field, provider, s);
+        } catch (RuntimeException | Error e) {
+            Native.free(s);
+            throw e;
+        }
+        return ARROW.exportedSchema(s);
+    }
+
+    // ------------------------------------------------------------------ arrays
+
+    /**
+     * Exports {@code vector} into {@code outArray} without copying its buffers. After a return the
+     * consumer owns the struct (and through it a reference to each buffer) and must release it; the
+     * caller still owns {@code vector} and may close it. After a throw {@code outArray} is untouched and
+     * nothing is held.
+     */
+    public static void exportVector(FieldVector vector, MemorySegment outArray) {
+        exportVector(vector, null, outArray, null);
+    }
+
+    /**
+     * Exports {@code vector} into {@code outArray}, and its field into {@code outSchema} unless that is
+     * {@code null}; dictionaries come from {@code provider}. After a return the consumer owns both
+     * structs; the caller still owns {@code vector}. After a throw both outputs are untouched (a schema
+     * already written is released again) and nothing is held.
+     */
+    public static void exportVector(FieldVector vector, DictionaryProvider provider, MemorySegment outArray,
+                                    MemorySegment outSchema) {
+        Objects.requireNonNull(vector, "vector");
+        MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
+        MemorySegment schema = outSchema == null ? null : OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
+        if (schema != null) {
+            ExportSchemaWriter.export(vector.getField(), provider, schema);
+        }
+        try {
+            ExportArrayWriter.exportVector(vector, provider, array);
+        } catch (RuntimeException | Error e) {
+            if (schema != null) {
+                ExportRuntime.release(true, schema, 0);
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Exports {@code vector} into a library-allocated {@code ArrowArray}. The caller owns the returned
+     * handle and still owns {@code vector}; after a throw nothing is held.
+     */
+    public static ExportedArray exportVector(FieldVector vector, DictionaryProvider provider) {
+        Objects.requireNonNull(vector, "vector");
+        MemorySegment s = Native.calloc(ExportRuntime.ARRAY_SIZE);
+        try {
+            ExportArrayWriter.exportVector(vector, provider, s);
+        } catch (RuntimeException | Error e) {
+            Native.free(s);
+            throw e;
+        }
+        return ARROW.exportedArray(s);
+    }
+
+    /**
+     * Exports the batch in {@code root} as a struct array (length = row count, one child per vector)
+     * into {@code outArray}, and its schema into {@code outSchema} unless that is {@code null} (export
+     * the schema once with {@link #exportSchema(Schema, MemorySegment)}, then batches alone). After a
+     * return the consumer owns the structs; the caller still owns {@code root}, and may reload or close
+     * it. After a throw the outputs are untouched and nothing is held.
+     */
+    public static void exportRoot(VectorSchemaRoot root, MemorySegment outArray, MemorySegment outSchema) {
+        exportRoot(root, null, outArray, outSchema);
+    }
+
+    /**
+     * {@link #exportRoot(VectorSchemaRoot, MemorySegment, MemorySegment)} with dictionaries from
+     * {@code provider}. After a return the consumer owns the structs; after a throw the outputs are
+     * untouched and nothing is held.
+     */
+    public static void exportRoot(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment outArray,
+                                  MemorySegment outSchema) {
+        Objects.requireNonNull(root, "root");
+        MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
+        MemorySegment schema = outSchema == null ? null : OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
+        if (schema != null) {
+            ExportSchemaWriter.export(ExportSchemaWriter.asStructField(root.getSchema()), provider, schema);
+        }
+        try {
+            ExportArrayWriter.exportRoot(root, provider, array);
+        } catch (RuntimeException | Error e) {
+            if (schema != null) {
+                ExportRuntime.release(true, schema, 0);
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Exports the batch in {@code root} into a library-allocated {@code ArrowArray}. The caller owns the
+     * returned handle and still owns {@code root}; after a throw nothing is held.
+     */
+    public static ExportedArray exportRoot(VectorSchemaRoot root, DictionaryProvider provider) {
+        Objects.requireNonNull(root, "root");
+        MemorySegment s = Native.calloc(ExportRuntime.ARRAY_SIZE);
+        try {
+            ExportArrayWriter.exportRoot(root, provider, s);
+        } catch (RuntimeException | Error e) {
+            Native.free(s);
+            throw e;
+        }
+        return ARROW.exportedArray(s);
+    }
+
+    /** {@link #exportRoot(VectorSchemaRoot, DictionaryProvider)} without dictionaries. */
+    public static ExportedArray exportRoot(VectorSchemaRoot root) {
+        return exportRoot(root, null);
+    }
+
+    // ------------------------------------------------------------------ device arrays (CPU)
+
+    /**
+     * Exports the batch in {@code root} as an {@code ArrowDeviceArray} with {@code device_type =
+     * ARROW_DEVICE_CPU}, {@code device_id = -1} (the specification's convention for devices without an
+     * id), {@code sync_event = NULL} and zeroed reserved fields. After a return the consumer owns the
+     * struct and releases it through {@code array.release}; after a throw {@code outDeviceArray} is
+     * untouched and nothing is held.
+     */
+    public static void exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider,
+                                         MemorySegment outDeviceArray) {
+        Objects.requireNonNull(root, "root");
+        exportDeviceArrayInto(root, provider, OutStructs.sized(outDeviceArray, ArrowDeviceArray.sizeof(), "outDeviceArray"));
+    }
+
+    /** {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider, MemorySegment)} without dictionaries. */
+    public static void exportDeviceArray(VectorSchemaRoot root, MemorySegment outDeviceArray) {
+        exportDeviceArray(root, null, outDeviceArray);
+    }
+
+    /**
+     * Exports the batch in {@code root} into a library-allocated CPU {@code ArrowDeviceArray}. The caller
+     * owns the returned handle and still owns {@code root}; after a throw nothing is held.
+     */
+    public static ExportedDeviceArray exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider) {
+        Objects.requireNonNull(root, "root");
+        MemorySegment s = Native.calloc(ArrowDeviceArray.sizeof());
+        try {
+            exportDeviceArrayInto(root, provider, s);
+        } catch (RuntimeException | Error e) {
+            Native.free(s);
+            throw e;
+        }
+        return ARROW.exportedDeviceArray(s);
+    }
+
+    /** {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider)} without dictionaries. */
+    public static ExportedDeviceArray exportDeviceArray(VectorSchemaRoot root) {
+        return exportDeviceArray(root, (DictionaryProvider) null);
+    }
+
+    static void exportDeviceArrayInto(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment out) {
+        ExportArrayWriter.exportRoot(root, provider, out); // the ArrowArray is the first member
+        ArrowDeviceArray.device_id(out, -1L);
+        ArrowDeviceArray.device_type(out, ArrowDeviceType.CPU.code());
+        ArrowDeviceArray.sync_event(out, MemorySegment.NULL);
+        long reserved = ArrowDeviceArray.reserved$offset();
+        for (int i = 0; i < 3; i++) {
+            out.set(ValueLayout.JAVA_LONG, reserved + 8L * i, 0L);
+        }
+    }
+
+    // ------------------------------------------------------------------ streams
+
+    /**
+     * Exports {@code reader} as an {@code ArrowArrayStream}: {@code get_schema} exports the reader's
+     * schema, {@code get_next} loads the next batch and exports it (a released array at the end), and an
+     * exception from the reader becomes an errno from {@code get_next} with its message from
+     * {@code get_last_error}. After a return the stream owns {@code reader} and closes it on release;
+     * batches already exported stay valid after that. After a throw the caller still owns {@code reader}
+     * and {@code outStream} is untouched.
+     */
+    public static void exportStream(ArrowReader reader, MemorySegment outStream) {
+        Objects.requireNonNull(reader, "reader");
+        StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot),
+                OutStructs.sized(outStream, STREAM_SIZE, "outStream"));
+    }
+
+    /**
+     * Exports {@code reader} into a library-allocated {@code ArrowArrayStream}. After a return the stream
+     * owns {@code reader} and the caller owns the handle; after a throw the caller still owns
+     * {@code reader}.
+     */
+    public static ExportedStream exportStream(ArrowReader reader) {
+        Objects.requireNonNull(reader, "reader");
+        MemorySegment s = Native.calloc(STREAM_SIZE);
+        StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot), s);
+        return ARROW.exportedStream(s);
+    }
+
+    /**
+     * Exports the batches of {@code batches} (all of {@code schema}) as an {@code ArrowArrayStream}.
+     * Each root the iterator returns is exported when the consumer asks for it; the roots stay owned by
+     * whoever made them (they may be reused between batches, as an {@link ArrowReader} does), and an
+     * exception from the iterator becomes the stream's error. After a return the stream owns the
+     * iterator and closes it on release if it is {@link AutoCloseable}; after a throw the caller still
+     * owns it.
+     */
+    public static void exportStream(Schema schema, Iterator<? extends VectorSchemaRoot> batches,
+                                    DictionaryProvider provider, MemorySegment outStream) {
+        Objects.requireNonNull(schema, "schema");
+        Objects.requireNonNull(batches, "batches");
+        StreamExport.exportHost(Sources.of(schema, batches, provider, ExportArrayWriter::exportRoot),
+                OutStructs.sized(outStream, STREAM_SIZE, "outStream"));
+    }
+
+    /**
+     * Exports {@code reader} as an {@code ArrowDeviceArrayStream} with {@code device_type =
+     * ARROW_DEVICE_CPU}; each batch is a CPU {@code ArrowDeviceArray} as from
+     * {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider, MemorySegment)}. After a return the
+     * stream owns {@code reader} and closes it on release; after a throw the caller still owns it and
+     * {@code outStream} is untouched.
+     */
+    public static void exportDeviceStream(ArrowReader reader, MemorySegment outStream) {
+        Objects.requireNonNull(reader, "reader");
+        StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), ArrowDeviceType.CPU,
+                OutStructs.sized(outStream, DEVICE_STREAM_SIZE, "outStream"));
+    }
+
+    /**
+     * Exports {@code reader} into a library-allocated CPU {@code ArrowDeviceArrayStream}. After a return
+     * the stream owns {@code reader} and the caller owns the handle; after a throw the caller still owns
+     * {@code reader}.
+     */
+    public static ExportedDeviceStream exportDeviceStream(ArrowReader reader) {
+        Objects.requireNonNull(reader, "reader");
+        MemorySegment s = Native.calloc(DEVICE_STREAM_SIZE);
+        StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), ArrowDeviceType.CPU, s);
+        return ARROW.exportedDeviceStream(s);
+    }
+
+    /**
+     * {@link #exportStream(Schema, Iterator, DictionaryProvider, MemorySegment)} as an
+     * {@code ArrowDeviceArrayStream} with {@code device_type = ARROW_DEVICE_CPU}. Ownership as there.
+     */
+    public static void exportDeviceStream(Schema schema, Iterator<? extends VectorSchemaRoot> batches,
+                                          DictionaryProvider provider, MemorySegment outStream) {
+        Objects.requireNonNull(schema, "schema");
+        Objects.requireNonNull(batches, "batches");
+        StreamExport.exportDevice(Sources.of(schema, batches, provider, ArrowExport::exportDeviceArrayInto),
+                ArrowDeviceType.CPU,
+                OutStructs.sized(outStream, DEVICE_STREAM_SIZE, "outStream"));
+    }
+}

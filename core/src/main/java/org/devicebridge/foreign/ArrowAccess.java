@@ -1,0 +1,62 @@
+package org.devicebridge.foreign;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Map;
+import org.devicebridge.arrow.ArrayNode;
+import org.devicebridge.arrow.ExportedArray;
+import org.devicebridge.arrow.ExportedDeviceArray;
+import org.devicebridge.arrow.ExportedDeviceStream;
+import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ExportedStream;
+import org.devicebridge.arrow.ImportedArray;
+
+/**
+ * What {@code org.devicebridge.arrow} lends its sibling packages ({@code arrow.java}, {@code arrow.cuda})
+ * without making it public API: hand-overs of an imported array, node copies over other buffers, and the
+ * construction of the export handles. Implemented in {@code org.devicebridge.arrow} and installed by its
+ * static initialiser; reached through {@link Access#arrow()} (the JDK's "SharedSecrets" pattern).
+ */
+public interface ArrowAccess {
+
+    /**
+     * Moves ownership of {@code array}'s struct to the caller: the handle becomes CONSUMED (before anything
+     * that can fail), and the returned step releases the struct; the caller runs it exactly once.
+     *
+     * @throws org.devicebridge.HandleClosedException if {@code array} is not live
+     */
+    Runnable transfer(ImportedArray array);
+
+    /**
+     * A copy of the view under {@code root} whose buffers moved to the device: node {@code n}'s buffer
+     * addresses are {@code addresses.get(n)} (nodes absent from the map keep theirs), lengths unchanged; its
+     * buffers are not readable as segments.
+     */
+    ArrayNode relocated(ArrayNode root, Map<ArrayNode, long[]> addresses);
+
+    /** A copy of the view under {@code root} with node {@code n}'s buffer lengths {@code lengths.get(n)} where given. */
+    ArrayNode resized(ArrayNode root, Map<ArrayNode, long[]> lengths);
+
+    /**
+     * Makes {@code owner} the owner of the view under {@code root} (a view built for a device batch), unless
+     * it has one: its host buffers are then handed out as segments of {@code owner}'s arena.
+     */
+    void bind(ArrayNode root, SegmentSource owner);
+
+    /** The owning handle of a library-allocated, filled {@code ArrowSchema}; it owns {@code struct} from now on. */
+    ExportedSchema exportedSchema(MemorySegment struct);
+
+    /** The owning handle of a library-allocated, filled {@code ArrowArray}; it owns {@code struct} from now on. */
+    ExportedArray exportedArray(MemorySegment struct);
+
+    /** The owning handle of a library-allocated, filled {@code ArrowDeviceArray}; it owns {@code struct} from now on. */
+    ExportedDeviceArray exportedDeviceArray(MemorySegment struct);
+
+    /** The owning handle of a library-allocated, filled {@code ArrowArrayStream}; it owns {@code struct} from now on. */
+    ExportedStream exportedStream(MemorySegment struct);
+
+    /**
+     * The owning handle of a library-allocated, filled {@code ArrowDeviceArrayStream}; it owns {@code struct}
+     * from now on.
+     */
+    ExportedDeviceStream exportedDeviceStream(MemorySegment struct);
+}

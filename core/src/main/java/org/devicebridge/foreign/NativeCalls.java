@@ -1,0 +1,38 @@
+package org.devicebridge.foreign;
+
+import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.NativeAccessException;
+import org.devicebridge.internal.Native;
+
+/**
+ * The one helper that turns what a native call threw into this library's exceptions. {@code internal}
+ * stays below the public packages and throws only JDK exceptions; every public package calls
+ * {@link #rethrow} around its {@code invokeExact} calls (and the generated bindings' calls) instead.
+ */
+public final class NativeCalls {
+    private NativeCalls() {}
+
+    /**
+     * Whatever {@code invokeExact} (or a call into {@code internal}) threw, as a library exception: errors
+     * are rethrown unchanged, a {@link DeviceBridgeException} is returned as it is, a missing native-access
+     * grant becomes a {@link NativeAccessException} naming the exact flag, anything else a
+     * {@link DeviceBridgeException} naming {@code function}.
+     */
+    public static RuntimeException rethrow(String function, Throwable t) {
+        if (t instanceof Error e) {
+            throw e;
+        }
+        if (t instanceof DeviceBridgeException d) {
+            return d;
+        }
+        if (t instanceof IllegalCallerException) {
+            return nativeAccessDenied(t);
+        }
+        return new DeviceBridgeException("native call " + function + " failed: " + t, t);
+    }
+
+    /** A {@link NativeAccessException} whose message names the exact {@code --enable-native-access} flag. */
+    public static NativeAccessException nativeAccessDenied(Throwable cause) {
+        return new NativeAccessException(Native.nativeAccessDenied(cause).getMessage(), cause);
+    }
+}
