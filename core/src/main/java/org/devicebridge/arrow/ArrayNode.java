@@ -76,13 +76,11 @@ public final class ArrayNode {
 
     /**
      * The address of buffer {@code i} as a zero-length segment: for handing device pointers to native code
-     * (it cannot be dereferenced). Use {@link #buffer(int)} for host memory.
-     *
-     * @throws org.devicebridge.HandleClosedException if the array was closed
+     * (it cannot be dereferenced). The memory behind it stays valid only while whoever owns the array (its
+     * handle, or the consumer it was handed to) holds it. Use {@link #buffer(int)} for host memory.
      */
     public MemorySegment bufferPointer(int i) {
         Objects.checkIndex(i, bufferCount());
-        table.source().ensureLive();
         return MemorySegment.ofAddress(table.bufferAddress(index, i));
     }
 
