@@ -11,6 +11,7 @@ import org.devicebridge.dlpack.Device;
 import org.devicebridge.dlpack.ExportedTensor;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
+import org.devicebridge.dlpack.TensorSpec;
 import org.devicebridge.generated.dlpack.DLDataType;
 import org.devicebridge.generated.dlpack.DLDevice;
 import org.devicebridge.generated.dlpack.DLManagedTensorVersioned;
@@ -100,7 +101,7 @@ public class B4DLPackBenchmark {
 
     @Benchmark
     public long exportImportDelete() {
-        ExportedTensor exported = DLPack.exportVersioned(data, DType.FLOAT32, SHAPE, STRIDES, 0, Device.CPU, false, null);
+        ExportedTensor exported = DLPack.exportVersioned(TensorSpec.of(data, DType.FLOAT32, SHAPE).withStrides(STRIDES));
         try (ImportedTensor imported = DLPack.importTensor(exported, options)) {
             return imported.byteExtent();
         }

@@ -290,7 +290,7 @@ public final class DLPackExchange {
             MemorySegment data = Native.malloc(g.extent);
             ExportedTensor e;
             try {
-                e = DLPack.exportVersioned(data, dtype, shape, null, 0, Device.CPU, false, () -> Native.free(data));
+                e = DLPack.exportVersioned(TensorSpec.of(data, dtype, shape), () -> Native.free(data));
             } catch (Throwable t) {
                 Native.free(data);
                 throw t;
