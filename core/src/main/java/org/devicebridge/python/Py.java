@@ -6,6 +6,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Map;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.internal.Native;
 
 /**
@@ -316,7 +317,8 @@ final class Py {
         } catch (Throwable t) {
             throw Native.rethrow("conversion to Python", t);
         }
-        throw new IllegalArgumentException("no Python conversion for " + v.getClass().getName());
+        throw new InvalidArgumentException("", "expected null, a PyObjectRef, Boolean, an integer, Float, Double, "
+                + "String, int[], long[] or a List but found a " + v.getClass().getName() + " (no Python conversion)");
     }
 
     /** New reference: {@code callable(*args, **kwargs)}. */
