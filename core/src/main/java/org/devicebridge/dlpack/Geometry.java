@@ -15,7 +15,7 @@ final class Geometry {
     final long[] shape;
     final long[] strides;
     final long elements;
-    /** Bytes from {@code data + byte_offset} to the first byte of the range (<= 0). */
+    /** Bytes from {@code data + byte_offset} to the first byte of the range ({@code <= 0}). */
     final long start;
     /** Bytes of the range. */
     final long extent;
