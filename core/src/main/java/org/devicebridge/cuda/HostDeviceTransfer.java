@@ -208,6 +208,7 @@ public final class HostDeviceTransfer implements AutoCloseable {
         Objects.requireNonNull(arena, "arena");
         Objects.requireNonNull(stream, "stream");
         checkStream(stream);
+        checkBuffer(src.buffer());
         List<MemorySegment> out = new ArrayList<>(src.count());
         for (long size : src.sizes()) {
             out.add(arena.allocate(size, ALIGNMENT));
@@ -248,10 +249,7 @@ public final class HostDeviceTransfer implements AutoCloseable {
         }
         DeviceRanges ranges = new DeviceRanges(src, offsets, sizes); // checks every range
         checkStream(stream);
-        if (src.device() != device) {
-            throw new InvalidArgumentException("src", String.format(Locale.ROOT,
-                    "expected a buffer of device %d (the transfer's) but found one of device %d", device, src.device()));
-        }
+        checkBuffer(src);
         stager.download(src.address(), ranges.offsets(), dst, sizes, new StreamOps(stream));
     }
 
@@ -485,6 +483,13 @@ public final class HostDeviceTransfer implements AutoCloseable {
                     await.accept(h);
                 }
             }
+        }
+    }
+
+    private void checkBuffer(DeviceBuffer src) {
+        if (src.device() != device) {
+            throw new InvalidArgumentException("src", String.format(Locale.ROOT,
+                    "expected a buffer of device %d (the transfer's) but found one of device %d", device, src.device()));
         }
     }
 
