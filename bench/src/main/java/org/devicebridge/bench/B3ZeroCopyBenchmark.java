@@ -24,6 +24,7 @@ import org.devicebridge.arrow.cuda.CudaArrowUpload;
 import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
@@ -134,7 +135,7 @@ public class B3ZeroCopyBenchmark {
         public void setUp() {
             GpuSupport.requireCuda();
             // Creating the stream here makes device 0's primary context current on the benchmark thread.
-            stream = CudaStream.create(0, true);
+            stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
             transfer = HostDeviceTransfer.create(0, 64L << 20);
             allocator = new RootAllocator();
             arena = Arena.ofShared();

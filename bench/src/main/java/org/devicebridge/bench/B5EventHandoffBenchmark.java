@@ -6,6 +6,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.TimeUnit;
 import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaStream;
+import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -50,8 +51,8 @@ public class B5EventHandoffBenchmark {
     public void setUp() {
         GpuSupport.requireCuda();
         // Creating the streams on this (the benchmark) thread makes device 0's primary context current here.
-        producer = CudaStream.create(0, true);
-        consumer = CudaStream.create(0, true);
+        producer = CudaStream.create(0, StreamKind.NON_BLOCKING);
+        consumer = CudaStream.create(0, StreamKind.NON_BLOCKING);
         rawEvent = CudaEvent.acquire(0);
         CudaEvent.acquire(0).close(); // warm the pool: the steady state takes and gives back this one
         rawProducer = GpuSupport.handle(producer.address());

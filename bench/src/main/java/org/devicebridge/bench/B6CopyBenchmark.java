@@ -15,6 +15,7 @@ import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
+import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -74,7 +75,7 @@ public class B6CopyBenchmark {
     public void setUp() {
         GpuSupport.requireCuda();
         // Creating the stream on this (the benchmark) thread makes device 0's primary context current here.
-        stream = CudaStream.create(0, true);
+        stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
         rawStream = GpuSupport.handle(stream.address());
         device = DeviceBuffer.allocate(0, bytes);
         pinned = PinnedHostBuffer.allocate(bytes);

@@ -10,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -64,7 +65,7 @@ public class B7AllocationBenchmark {
     public void setUp() {
         GpuSupport.requireCuda();
         // Creating the stream on this (the benchmark) thread makes device 0's primary context current here.
-        stream = CudaStream.create(0, true);
+        stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
         rawStream = GpuSupport.handle(stream.address());
         transfer = HostDeviceTransfer.create(0, 64L << 20);
         arena = Arena.ofShared();

@@ -3,6 +3,7 @@ package org.devicebridge.cuda;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 import org.devicebridge.HandleClosedException;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 
 /**
@@ -19,6 +20,10 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * work only when the host memory is pinned ({@link PinnedHostBuffer}, {@link HostRegistration}); from
  * pageable memory the driver stages them and may return only after the copy. Host segments must be
  * native (off-heap) memory. Copies of zero bytes do nothing.
+ *
+ * <p>Argument errors (a heap or read-only host segment, a range outside a buffer) throw
+ * {@link InvalidArgumentException} before anything is queued; a closed buffer or stream throws
+ * {@link HandleClosedException}.
  */
 public final class CudaCopies {
     private CudaCopies() {}
@@ -82,11 +87,15 @@ public final class CudaCopies {
         CudaDriver.check("cuMemcpyDtoHAsync_v2", cuda_driver_h.cuMemcpyDtoHAsync_v2(dst, s, bytes, st));
     }
 
-    /** Copies {@code bytes} bytes between device buffers (possibly the same one, not overlapping); blocks. */
-    public static void deviceToDevice(DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset, long bytes) {
+    /**
+     * Copies all of {@code src} into {@code dst} at {@code dstOffset} (possibly the same buffer, not
+     * overlapping); returns when the copy is done.
+     */
+    public static void deviceToDevice(DeviceRange src, DeviceBuffer dst, long dstOffset) {
         Objects.requireNonNull(src, "src");
         Objects.requireNonNull(dst, "dst");
-        long s = src.addressOf(srcOffset, bytes);
+        long bytes = src.byteSize();
+        long s = src.address();
         long d = dst.addressOf(dstOffset, bytes);
         if (bytes == 0) {
             return;
@@ -96,13 +105,13 @@ public final class CudaCopies {
         syncLegacyStream();
     }
 
-    /** Queues a copy of {@code bytes} bytes between device buffers on {@code stream}. */
-    public static void deviceToDeviceAsync(DeviceBuffer src, long srcOffset, DeviceBuffer dst, long dstOffset,
-                                           long bytes, CudaStream stream) {
+    /** Queues a copy of all of {@code src} into {@code dst} at {@code dstOffset} on {@code stream}. */
+    public static void deviceToDeviceAsync(DeviceRange src, DeviceBuffer dst, long dstOffset, CudaStream stream) {
         Objects.requireNonNull(src, "src");
         Objects.requireNonNull(dst, "dst");
         Objects.requireNonNull(stream, "stream");
-        long s = src.addressOf(srcOffset, bytes);
+        long bytes = src.byteSize();
+        long s = src.address();
         long d = dst.addressOf(dstOffset, bytes);
         MemorySegment st = stream.raw();
         if (bytes == 0) {
@@ -112,23 +121,25 @@ public final class CudaCopies {
         CudaDriver.check("cuMemcpyDtoDAsync_v2", cuda_driver_h.cuMemcpyDtoDAsync_v2(d, s, bytes, st));
     }
 
-    /** Sets {@code bytes} bytes of {@code dst} from {@code offset} to {@code value}; blocks. */
-    public static void fill(DeviceBuffer dst, long offset, long bytes, byte value) {
+    /** Sets every byte of {@code dst} to {@code value}; returns when done. */
+    public static void fill(DeviceRange dst, byte value) {
         Objects.requireNonNull(dst, "dst");
-        long d = dst.addressOf(offset, bytes);
+        long bytes = dst.byteSize();
+        long d = dst.address();
         if (bytes == 0) {
             return;
         }
-        CudaContext.makeCurrent(dst.device());
+        CudaContext.makeCurrent(dst.buffer().device());
         CudaDriver.check("cuMemsetD8_v2", cuda_driver_h.cuMemsetD8_v2(d, value, bytes));
         syncLegacyStream();
     }
 
-    /** Queues setting {@code bytes} bytes of {@code dst} from {@code offset} to {@code value} on {@code stream}. */
-    public static void fillAsync(DeviceBuffer dst, long offset, long bytes, byte value, CudaStream stream) {
+    /** Queues setting every byte of {@code dst} to {@code value} on {@code stream}. */
+    public static void fillAsync(DeviceRange dst, byte value, CudaStream stream) {
         Objects.requireNonNull(dst, "dst");
         Objects.requireNonNull(stream, "stream");
-        long d = dst.addressOf(offset, bytes);
+        long bytes = dst.byteSize();
+        long d = dst.address();
         MemorySegment st = stream.raw();
         if (bytes == 0) {
             return;
@@ -146,7 +157,7 @@ public final class CudaCopies {
     static void checkHost(MemorySegment segment, String name) {
         Objects.requireNonNull(segment, name);
         if (!segment.isNative()) {
-            throw new IllegalArgumentException(name + " must be native (off-heap) memory, not a heap segment");
+            throw new InvalidArgumentException(name, "expected native (off-heap) memory but found a heap segment");
         }
         if (!segment.scope().isAlive()) {
             throw new HandleClosedException(name + ": the segment's arena is closed");
@@ -155,7 +166,7 @@ public final class CudaCopies {
 
     private static void checkWritable(MemorySegment dst) {
         if (dst.isReadOnly()) {
-            throw new IllegalArgumentException("dst is a read-only segment");
+            throw new InvalidArgumentException("dst", "expected a writable segment but found a read-only one");
         }
     }
 }

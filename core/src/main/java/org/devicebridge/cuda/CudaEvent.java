@@ -3,6 +3,7 @@ package org.devicebridge.cuda;
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 import java.util.Objects;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 
@@ -74,12 +75,14 @@ public final class CudaEvent extends NativeHandle {
     /**
      * Records the work queued on {@code stream} so far ({@code cuEventRecord}); a later record replaces it.
      * The stream must be on this event's device.
+     *
+     * @throws InvalidArgumentException if {@code stream} is of another device
      */
     public void record(CudaStream stream) {
         Objects.requireNonNull(stream, "stream");
         if (stream.device() != device) {
-            throw new IllegalArgumentException(String.format(Locale.ROOT,
-                    "cannot record an event of device %d on a stream of device %d", device, stream.device()));
+            throw new InvalidArgumentException("stream", String.format(Locale.ROOT,
+                    "expected a stream of device %d (the event's) but found one of device %d", device, stream.device()));
         }
         ensureLive();
         MemorySegment s = stream.raw();

@@ -7,6 +7,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 
@@ -57,7 +58,7 @@ public final class CudaIpc {
      * @param handle the 64 bytes from {@link #getMemHandle} in the other process
      * @return a buffer the caller owns; its last close unmaps the memory ({@code cuIpcCloseMemHandle}); the
      *     memory itself stays the other process's
-     * @throws IllegalArgumentException if {@code handle} is not 64 bytes
+     * @throws InvalidArgumentException if {@code handle} is not 64 bytes
      * @throws CudaException if the driver refuses (e.g. {@code CUDA_ERROR_INVALID_HANDLE} for a stale handle)
      */
     public static DeviceBuffer openMemHandle(int device, byte[] handle) {
@@ -123,7 +124,8 @@ public final class CudaIpc {
     private static void checkHandle(byte[] handle) {
         Objects.requireNonNull(handle, "handle");
         if (handle.length != HANDLE_SIZE) {
-            throw new IllegalArgumentException("a CUDA IPC handle has " + HANDLE_SIZE + " bytes, not " + handle.length);
+            throw new InvalidArgumentException("handle", "expected a CUDA IPC handle of " + HANDLE_SIZE
+                    + " bytes but found " + handle.length);
         }
     }
 }

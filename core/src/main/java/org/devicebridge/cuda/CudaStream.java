@@ -7,6 +7,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 import java.util.Objects;
 import org.devicebridge.HandleClosedException;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
@@ -52,18 +53,19 @@ public final class CudaStream extends NativeHandle {
      * Creates a stream on a device.
      *
      * @param device the device ordinal
-     * @param nonBlocking {@code true} for {@code CU_STREAM_NON_BLOCKING}: no implicit synchronisation with
-     *     the legacy default stream (what libraries that share a device usually want)
+     * @param kind {@link StreamKind#NON_BLOCKING} for no implicit synchronisation with the legacy default
+     *     stream (what libraries that share a device usually want), {@link StreamKind#BLOCKING} otherwise
      * @return a new stream; the caller owns it and closes it
      * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
      * @throws CudaUnavailableException without a CUDA driver
      */
-    public static CudaStream create(int device, boolean nonBlocking) {
+    public static CudaStream create(int device, StreamKind kind) {
+        Objects.requireNonNull(kind, "kind");
         CudaContext.makeCurrent(device);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
             CudaDriver.check("cuStreamCreate", cuda_driver_h.cuStreamCreate(out,
-                    nonBlocking ? cuda_driver_h.CU_STREAM_NON_BLOCKING() : cuda_driver_h.CU_STREAM_DEFAULT()));
+                    kind == StreamKind.NON_BLOCKING ? cuda_driver_h.CU_STREAM_NON_BLOCKING() : cuda_driver_h.CU_STREAM_DEFAULT()));
             CudaCounters.streamCreate();
             MemorySegment raw = out.get(ADDRESS, 0);
             return new CudaStream(new Ref(raw, device, true), String.format(Locale.ROOT,
@@ -136,12 +138,12 @@ public final class CudaStream extends NativeHandle {
      * ({@code cuStreamWaitEvent}). The owner must keep the event alive during this call only.
      *
      * @param cuEvent the {@code CUevent} value; must not be 0
-     * @throws IllegalArgumentException if {@code cuEvent} is 0
+     * @throws InvalidArgumentException if {@code cuEvent} is 0
      * @throws CudaException if the driver rejects the event
      */
     public void waitEvent(long cuEvent) {
         if (cuEvent == 0) {
-            throw new IllegalArgumentException("CUevent is NULL");
+            throw new InvalidArgumentException("cuEvent", "expected a CUevent but found NULL");
         }
         ensureLive();
         CudaContext.makeCurrent(ref.device);

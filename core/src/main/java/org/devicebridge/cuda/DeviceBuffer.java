@@ -10,6 +10,7 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.HandleClosedException;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
@@ -68,7 +69,7 @@ public final class DeviceBuffer extends NativeHandle {
      * Allocates device memory with {@code cuMemAlloc}. Zero bytes allocate nothing (address 0).
      *
      * @return a buffer the caller owns and closes
-     * @throws IllegalArgumentException if {@code bytes} is negative
+     * @throws InvalidArgumentException if {@code bytes} is negative
      * @throws CudaException if the driver fails (e.g. {@code CUDA_ERROR_OUT_OF_MEMORY})
      */
     public static DeviceBuffer allocate(int device, long bytes) {
@@ -104,15 +105,15 @@ public final class DeviceBuffer extends NativeHandle {
      *
      * @param stream a stream of {@code device}; the caller keeps owning it
      * @return a buffer the caller owns and closes
-     * @throws IllegalArgumentException if {@code bytes} is negative or the stream is on another device
+     * @throws InvalidArgumentException if {@code bytes} is negative or the stream is on another device
      * @throws CudaException if the driver fails (e.g. memory pools unsupported on this device)
      */
     public static DeviceBuffer allocateAsync(int device, long bytes, CudaStream stream) {
         checkBytes(bytes);
         Objects.requireNonNull(stream, "stream");
         if (stream.device() != device) {
-            throw new IllegalArgumentException(String.format(Locale.ROOT,
-                    "stream of device %d cannot allocate on device %d", stream.device(), device));
+            throw new InvalidArgumentException("stream", String.format(Locale.ROOT,
+                    "expected a stream of device %d but found one of device %d", device, stream.device()));
         }
         CudaContext.makeCurrent(device);
         if (bytes == 0) {
@@ -153,11 +154,13 @@ public final class DeviceBuffer extends NativeHandle {
      * @param owner closed once when the last handle is closed; may be null
      * @return a buffer the caller owns. After a return {@code owner} belongs to the buffer; after a throw
      *     it still belongs to the caller (it is not closed)
+     * @throws InvalidArgumentException if {@code bytes} is negative, or {@code devicePointer} is 0 with bytes
      */
     public static DeviceBuffer wrap(long devicePointer, long bytes, int device, AutoCloseable owner) {
         checkBytes(bytes);
         if (devicePointer == 0 && bytes != 0) {
-            throw new IllegalArgumentException("device pointer is NULL but " + bytes + " bytes were given");
+            throw new InvalidArgumentException("devicePointer", "expected a device address for " + bytes
+                    + " bytes but found NULL");
         }
         CudaContext.checkDevice(device);
         return new DeviceBuffer(new Allocation(devicePointer, bytes, device, Kind.WRAPPED, () -> {
@@ -187,7 +190,7 @@ public final class DeviceBuffer extends NativeHandle {
 
     private static void checkBytes(long bytes) {
         if (bytes < 0) {
-            throw new IllegalArgumentException("byte size must not be negative: " + bytes);
+            throw new InvalidArgumentException("bytes", "expected a byte size >= 0 but found " + bytes);
         }
     }
 
@@ -259,10 +262,23 @@ public final class DeviceBuffer extends NativeHandle {
         return allocation.kind;
     }
 
-    /** Checks that {@code [offset, offset + bytes)} lies inside this buffer and returns its device address. */
+    /**
+     * The range {@code [offset, offset + bytes)} of this buffer, for {@link CudaCopies}; it borrows this
+     * handle, which the caller keeps owning.
+     *
+     * @throws InvalidArgumentException unless the range lies inside the buffer
+     */
+    public DeviceRange range(long offset, long bytes) {
+        return new DeviceRange(this, offset, bytes);
+    }
+
+    /**
+     * Checks that this handle is live and {@code [offset, offset + bytes)} lies inside the buffer, and
+     * returns the range's device address.
+     */
     long addressOf(long offset, long bytes) {
         ensureLive();
-        Objects.checkFromIndexSize(offset, bytes, allocation.bytes);
+        DeviceRange.checkInside(offset, bytes, allocation.bytes, "");
         return allocation.address + offset;
     }
 }

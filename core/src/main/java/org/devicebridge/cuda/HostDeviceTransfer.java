@@ -9,6 +9,8 @@ import java.util.Locale;
 import java.util.Objects;
 import java.util.function.IntConsumer;
 import org.devicebridge.NativeHandle;
+import org.devicebridge.HandleClosedException;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 
 /**
@@ -78,6 +80,11 @@ public final class HostDeviceTransfer extends NativeHandle {
             return offsets.length;
         }
 
+        /** The batch's buffers as ranges of {@link #buffer()}, e.g. to {@link #download} them. */
+        public DeviceRanges ranges() {
+            return new DeviceRanges(buffer, offsets, sizes);
+        }
+
         /** Frees the device allocation (stream-ordered, on the upload's stream). */
         @Override
         public void close() {
@@ -117,13 +124,13 @@ public final class HostDeviceTransfer extends NativeHandle {
      *
      * @param stagingBytes at least {@code 2 * ALIGNMENT}
      * @return a transfer object the caller owns and closes
-     * @throws IllegalArgumentException if {@code stagingBytes} is too small
+     * @throws InvalidArgumentException if {@code stagingBytes} is too small
      * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
      */
     public static HostDeviceTransfer create(int device, long stagingBytes) {
         if (stagingBytes < 2L * ALIGNMENT) {
-            throw new IllegalArgumentException("staging memory must be at least " + 2 * ALIGNMENT
-                    + " bytes, not " + stagingBytes);
+            throw new InvalidArgumentException("stagingBytes", "expected at least " + 2 * ALIGNMENT
+                    + " bytes of staging memory but found " + stagingBytes);
         }
         CudaContext.checkDevice(device);
         PinnedHostBuffer staging = PinnedHostBuffer.allocate(stagingBytes);
@@ -184,7 +191,7 @@ public final class HostDeviceTransfer extends NativeHandle {
      *     until the returned allocation is freed (which is queued on it)
      * @return the allocation and the offsets; the caller owns the allocation. After a throw the caller owns
      *     nothing new (an allocation made before the failure is freed)
-     * @throws IllegalArgumentException for heap segments or a stream of another device
+     * @throws InvalidArgumentException for heap segments or a stream of another device
      * @throws CudaException if a driver call fails
      */
     public Upload upload(List<MemorySegment> buffers, CudaStream stream) {
@@ -222,23 +229,23 @@ public final class HostDeviceTransfer extends NativeHandle {
      * ({@value #ALIGNMENT}-byte aligned). Returns when the data arrived. Work that produced the data must
      * be ordered before this call on {@code stream}, or finished.
      *
-     * @param src the device buffer; the caller keeps owning it
-     * @param offsets where each range starts in {@code src}
-     * @param sizes each range's size
+     * @param src the ranges to copy (for a whole uploaded batch: {@link Upload#ranges()}); the caller keeps
+     *     owning the buffer
      * @param arena allocates the results; the caller owns it
      * @return one segment per range, filled
-     * @throws IndexOutOfBoundsException if a range lies outside {@code src}
-     * @throws IllegalArgumentException if the arrays differ in length or the stream is of another device
+     * @throws InvalidArgumentException if the stream or the buffer is of another device
      */
-    public List<MemorySegment> download(DeviceBuffer src, long[] offsets, long[] sizes, Arena arena,
-                                        CudaStream stream) {
+    public List<MemorySegment> download(DeviceRanges src, Arena arena, CudaStream stream) {
+        Objects.requireNonNull(src, "src");
         Objects.requireNonNull(arena, "arena");
-        checkRanges(src, offsets, sizes);
-        List<MemorySegment> out = new ArrayList<>(sizes.length);
-        for (long size : sizes) {
+        Objects.requireNonNull(stream, "stream");
+        checkStream(stream);
+        checkBuffer(src.buffer());
+        List<MemorySegment> out = new ArrayList<>(src.count());
+        for (long size : src.sizes()) {
             out.add(arena.allocate(size, ALIGNMENT));
         }
-        download(src, offsets, out, stream);
+        download(src.buffer(), src.offsets(), out, stream);
         return out;
     }
 
@@ -248,9 +255,8 @@ public final class HostDeviceTransfer extends NativeHandle {
      * that produced the data must be ordered before this call on {@code stream}, or finished.
      *
      * @param src the device buffer; the caller keeps owning it and the destinations
-     * @throws IndexOutOfBoundsException if a range lies outside {@code src}
-     * @throws IllegalArgumentException for heap or read-only destinations, or a stream or buffer of another
-     *     device
+     * @throws InvalidArgumentException if a range lies outside {@code src}, for heap or read-only
+     *     destinations, or a stream or buffer of another device
      */
     public void download(DeviceBuffer src, long[] offsets, List<MemorySegment> destinations, CudaStream stream) {
         synchronized (lock) {
@@ -260,24 +266,28 @@ public final class HostDeviceTransfer extends NativeHandle {
     }
 
     private void downloadLocked(DeviceBuffer src, long[] offsets, List<MemorySegment> destinations, CudaStream stream) {
+        Objects.requireNonNull(src, "src");
+        Objects.requireNonNull(offsets, "offsets");
         Objects.requireNonNull(destinations, "destinations");
         Objects.requireNonNull(stream, "stream");
         MemorySegment[] dst = destinations.toArray(new MemorySegment[0]);
+        if (dst.length != offsets.length) {
+            throw new InvalidArgumentException("destinations", "expected one destination per offset ("
+                    + offsets.length + ") but found " + dst.length);
+        }
         long[] sizes = new long[dst.length];
         for (int i = 0; i < dst.length; i++) {
             CudaCopies.checkHost(dst[i], "destinations[" + i + "]");
             if (dst[i].isReadOnly()) {
-                throw new IllegalArgumentException("destinations[" + i + "] is read-only");
+                throw new InvalidArgumentException("destinations[" + i + "]",
+                        "expected a writable segment but found a read-only one");
             }
             sizes[i] = dst[i].byteSize();
         }
-        checkRanges(src, offsets, sizes);
+        DeviceRanges ranges = new DeviceRanges(src, offsets, sizes); // checks every range
         checkStream(stream);
-        if (src.device() != device) {
-            throw new IllegalArgumentException(String.format(Locale.ROOT,
-                    "buffer of device %d cannot be downloaded by a transfer for device %d", src.device(), device));
-        }
-        stager.download(src.address(), offsets, dst, sizes, new StreamOps(stream));
+        checkBuffer(src);
+        stager.download(src.address(), ranges.offsets(), dst, sizes, new StreamOps(stream));
     }
 
     /** The driver calls the stager makes for one batch, on one stream. */
@@ -347,7 +357,7 @@ public final class HostDeviceTransfer extends NativeHandle {
 
         Stager(MemorySegment first, MemorySegment second, StagingCopy copies, long pieceBytes) {
             if (pieceBytes < 1) {
-                throw new IllegalArgumentException("pieceBytes must be positive");
+                throw new InvalidArgumentException("pieceBytes", "expected a positive value but found " + pieceBytes);
             }
             this.halves = new MemorySegment[] {first, second};
             this.copies = copies;
@@ -513,22 +523,17 @@ public final class HostDeviceTransfer extends NativeHandle {
         }
     }
 
-    private void checkStream(CudaStream stream) {
-        if (stream.device() != device) {
-            throw new IllegalArgumentException(String.format(Locale.ROOT,
-                    "stream of device %d cannot be used by a transfer for device %d", stream.device(), device));
+    private void checkBuffer(DeviceBuffer src) {
+        if (src.device() != device) {
+            throw new InvalidArgumentException("src", String.format(Locale.ROOT,
+                    "expected a buffer of device %d (the transfer's) but found one of device %d", device, src.device()));
         }
     }
 
-    private static void checkRanges(DeviceBuffer src, long[] offsets, long[] sizes) {
-        Objects.requireNonNull(src, "src");
-        Objects.requireNonNull(offsets, "offsets");
-        Objects.requireNonNull(sizes, "sizes");
-        if (offsets.length != sizes.length) {
-            throw new IllegalArgumentException(offsets.length + " offsets but " + sizes.length + " sizes");
-        }
-        for (int i = 0; i < offsets.length; i++) {
-            Objects.checkFromIndexSize(offsets[i], sizes[i], src.byteSize());
+    private void checkStream(CudaStream stream) {
+        if (stream.device() != device) {
+            throw new InvalidArgumentException("stream", String.format(Locale.ROOT,
+                    "expected a stream of device %d (the transfer's) but found one of device %d", device, stream.device()));
         }
     }
 }

@@ -3,6 +3,7 @@ package org.devicebridge.cuda;
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 import org.devicebridge.HandleClosedException;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
@@ -27,14 +28,14 @@ public final class HostRegistration extends NativeHandle {
      *
      * @param segment native memory of at least one byte, not registered already
      * @return a registration the caller owns and closes; the segment stays the caller's
-     * @throws IllegalArgumentException if the segment is a heap segment or empty
+     * @throws InvalidArgumentException if the segment is a heap segment or empty
      * @throws HandleClosedException if the segment's arena is closed
      * @throws CudaException if the driver refuses (e.g. {@code CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED})
      */
     public static HostRegistration register(MemorySegment segment) {
         CudaCopies.checkHost(segment, "segment");
         if (segment.byteSize() == 0) {
-            throw new IllegalArgumentException("cannot register an empty segment");
+            throw new InvalidArgumentException("segment", "expected at least one byte to register but found an empty segment");
         }
         CudaContext.ensureAnyCurrent();
         long bytes = segment.byteSize();

@@ -5,6 +5,7 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
@@ -30,12 +31,12 @@ public final class PinnedHostBuffer extends NativeHandle {
      * Allocates pinned host memory. Zero bytes allocate nothing (an empty segment).
      *
      * @return a buffer the caller owns and closes
-     * @throws IllegalArgumentException if {@code bytes} is negative
+     * @throws InvalidArgumentException if {@code bytes} is negative
      * @throws CudaException if the driver fails
      */
     public static PinnedHostBuffer allocate(long bytes) {
         if (bytes < 0) {
-            throw new IllegalArgumentException("byte size must not be negative: " + bytes);
+            throw new InvalidArgumentException("bytes", "expected a byte size >= 0 but found " + bytes);
         }
         CudaContext.ensureAnyCurrent();
         if (bytes == 0) {

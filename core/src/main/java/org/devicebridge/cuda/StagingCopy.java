@@ -12,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.InvalidArgumentException;
 
 /**
  * The host-side copies of one staging chunk (buffers into a staging half, or a half out to buffers), run
@@ -54,7 +55,8 @@ final class StagingCopy {
 
     StagingCopy(long threshold, long minSlice, int parallelism) {
         if (minSlice < 1 || parallelism < 1) {
-            throw new IllegalArgumentException("minSlice and parallelism must be positive");
+            throw new InvalidArgumentException(minSlice < 1 ? "minSlice" : "parallelism", "expected a positive value but found "
+                    + (minSlice < 1 ? minSlice : parallelism));
         }
         this.threshold = threshold;
         this.minSlice = minSlice;

@@ -1,7 +1,8 @@
 /**
  * The safe CUDA driver layer. Every failure is a {@link org.devicebridge.cuda.CudaException} naming the
  * driver function and its {@code CUresult}; without a driver, every entry point throws
- * {@link org.devicebridge.cuda.CudaUnavailableException}.
+ * {@link org.devicebridge.cuda.CudaUnavailableException}. Arguments are checked before the driver is
+ * called: a bad one throws {@link org.devicebridge.InvalidArgumentException}, and nothing was done.
  *
  * <ul>
  *   <li>{@link org.devicebridge.cuda.Cuda}: driver loading, devices, memory info. Each device's primary
@@ -9,13 +10,15 @@
  *       whenever a call needs it ({@code cuCtxGetCurrent}, then {@code cuCtxSetCurrent} if it differs); it
  *       stays current afterwards, as with the CUDA runtime. Code that manages its own contexts on the same
  *       thread should make its context current again after calling into this package.</li>
- *   <li>{@link org.devicebridge.cuda.CudaStream} (owned or borrowed) and
+ *   <li>{@link org.devicebridge.cuda.CudaStream} (owned, of a {@link org.devicebridge.cuda.StreamKind}, or
+ *       borrowed) and
  *       {@link org.devicebridge.cuda.CudaEvent} (pooled, timing disabled).</li>
  *   <li>{@link org.devicebridge.cuda.DeviceBuffer} (cuMemAlloc, stream-ordered pool memory, or wrapped
  *       foreign memory; reference counted), {@link org.devicebridge.cuda.PinnedHostBuffer},
  *       {@link org.devicebridge.cuda.HostRegistration}.</li>
  *   <li>{@link org.devicebridge.cuda.CudaCopies}: host/device copies, each as a blocking call and as
- *       {@code ...Async(..., stream)}.</li>
+ *       {@code ...Async(..., stream)}; a {@link org.devicebridge.cuda.DeviceRange} or
+ *       {@link org.devicebridge.cuda.DeviceRanges} names the bytes of a buffer to copy.</li>
  *   <li>{@link org.devicebridge.cuda.PointerAttributes}: memory kind, device and range of an address,
  *       cached per allocation.</li>
  *   <li>{@link org.devicebridge.cuda.CudaIpc}: sharing device memory and events with other processes.</li>

@@ -35,8 +35,11 @@ public final class DLPack {
     public static final int MAJOR_VERSION = 1;
     public static final int MINOR_VERSION = 3;
 
+    /** {@code DLPACK_FLAG_BITMASK_READ_ONLY}; see {@link TensorFlag#READ_ONLY}. */
     public static final long FLAG_READ_ONLY = 1L;
+    /** {@code DLPACK_FLAG_BITMASK_IS_COPIED}; see {@link TensorFlag#IS_COPIED}. */
     public static final long FLAG_IS_COPIED = 1L << 1;
+    /** {@code DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED}: set by export for sub-byte dtypes. */
     public static final long FLAG_IS_SUBBYTE_TYPE_PADDED = 1L << 2;
     private static final long KNOWN_FLAGS = FLAG_READ_ONLY | FLAG_IS_COPIED | FLAG_IS_SUBBYTE_TYPE_PADDED;
 
@@ -45,112 +48,84 @@ public final class DLPack {
     // ------------------------------------------------------------------------------------------ export
 
     /**
-     * Exports {@code data} as a {@code DLManagedTensorVersioned} (version 1.3) without copying.
-     * {@code IS_COPIED} is never set (nothing is copied), {@code READ_ONLY} is set when {@code readOnly}, and
-     * sub-byte types are exported padded to a byte per element ({@code IS_SUBBYTE_TYPE_PADDED}).
+     * Exports the tensor {@code spec} describes as a {@code DLManagedTensorVersioned} (version 1.3) without
+     * copying, after making the data ready on the spec's consumer stream if it has one. The flags are the
+     * spec's ({@code IS_COPIED} only if the spec says so), plus {@code IS_SUBBYTE_TYPE_PADDED} for sub-byte
+     * types, which are exported padded to a byte per element.
      *
-     * @param data       native memory that holds the tensor: host memory for CPU and CUDA_HOST, or, for device
-     *                   memory, a segment whose address is the device pointer and whose size is the allocation's
-     *                   (it is never dereferenced); element {@code [0, ..., 0]} is at {@code data + byteOffset}
-     * @param dtype      element type (must pass {@link DType#check})
-     * @param shape      extents, {@code 0 <= ndim <= 64}
-     * @param strides    strides in elements, or {@code null} for compact row-major; negative and zero allowed
-     * @param byteOffset bytes from {@code data} to element {@code [0, ..., 0]}
-     * @param device     where {@code data} lives
-     * @param readOnly   whether the consumer must not write (forced on when {@code data} is a read-only segment)
-     * @param owner      closed by the deleter (keeps {@code data} alive until the consumer is done); may be null
-     * @return a live handle; after a return the handle owns the struct and {@code owner} (closing it, or the
-     *         consumer's deleter call after {@link ExportedTensor#transferOwnership()}, closes {@code owner}).
-     *         After a throw nothing was exported and the caller still owns {@code owner}.
-     * @throws ValidationException if shape, strides or offset are inconsistent or reach outside {@code data}
-     * @throws UnsupportedFeatureException for a dtype this library cannot lay out or a heap segment
+     * @return a live handle that owns the struct. After a throw nothing was exported.
+     * @throws ValidationException if the tensor reaches outside the spec's data, or the consumer stream belongs
+     *         to another device ({@link TensorSpec} checks the rest when it is made)
+     * @throws org.devicebridge.DeviceBridgeException from the spec's {@link StreamSynchronizer} (e.g. a CUDA
+     *         error); nothing was exported then
      */
-    public static ExportedTensor exportVersioned(MemorySegment data, DType dtype, long[] shape, long[] strides,
-                                                 long byteOffset, Device device, boolean readOnly, AutoCloseable owner) {
-        return export(true, data, dtype, shape, strides, byteOffset, device, readOnly, owner);
+    public static ExportedTensor exportVersioned(TensorSpec spec) {
+        return export(true, spec, null);
     }
 
     /**
-     * Like {@link #exportVersioned(MemorySegment, DType, long[], long[], long, Device, boolean, AutoCloseable)},
-     * for data produced asynchronously: first {@code producer} makes the data ready on the consumer's stream
-     * (as the Python protocol's {@code stream} argument requires; nothing happens for
-     * {@link ConsumerStream.Kind#NO_SYNC}), then the tensor is exported. Ownership as in the other overload;
-     * a throw from the synchronisation leaves nothing exported.
+     * Like {@link #exportVersioned(TensorSpec)}, and the export also takes {@code owner}, which keeps the
+     * data alive until the consumer is done: the deleter closes it.
      *
-     * @param consumer the consumer's stream, parsed with {@link ConsumerStream#of} for {@code device}
-     * @throws ValidationException {@code DEVICE} if {@code consumer} was parsed for another device
+     * @return a live handle. After a return the handle owns the struct and {@code owner} (closing the handle,
+     *         or the consumer's deleter call after {@link ExportedTensor#transferOwnership()}, closes
+     *         {@code owner}). After a throw nothing was exported and the caller still owns {@code owner}.
      */
-    public static ExportedTensor exportVersioned(MemorySegment data, DType dtype, long[] shape, long[] strides,
-                                                 long byteOffset, Device device, boolean readOnly, AutoCloseable owner,
-                                                 StreamSynchronizer producer, ConsumerStream consumer) {
-        Objects.requireNonNull(producer, "producer");
-        Objects.requireNonNull(consumer, "consumer");
-        Objects.requireNonNull(device, "device");
-        if (!consumer.device().equals(device)) {
-            throw new ValidationException(Category.DEVICE, "stream", "the consumer stream belongs to "
-                    + describe(consumer.device()) + " but the data lives on " + describe(device));
-        }
-        producer.makeReady(consumer);
-        return export(true, data, dtype, shape, strides, byteOffset, device, readOnly, owner);
+    public static ExportedTensor exportVersioned(TensorSpec spec, AutoCloseable owner) {
+        return export(true, spec, Objects.requireNonNull(owner, "owner"));
     }
 
     /**
-     * Exports {@code data} as a legacy {@code DLManagedTensor} (no version, no flags: a legacy consumer
-     * assumes it may write) for consumers that do not speak DLPack 1.x. Parameters and ownership as in
-     * {@link #exportVersioned}; strides are always written (never NULL).
+     * Exports the tensor {@code spec} describes as a legacy {@code DLManagedTensor} (no version, no flags: a
+     * legacy consumer assumes it may write) for consumers that do not speak DLPack 1.x; strides are always
+     * written (never NULL). Stream synchronisation and ownership as in {@link #exportVersioned(TensorSpec)}.
+     *
+     * @throws UnsupportedFeatureException if the spec has flags (a read-only segment included) or a sub-byte
+     *         dtype, which a legacy consumer cannot be told
      */
-    public static ExportedTensor exportLegacy(MemorySegment data, DType dtype, long[] shape, long[] strides,
-                                              long byteOffset, Device device, AutoCloseable owner) {
-        return export(false, data, dtype, shape, strides, byteOffset, device, false, owner);
+    public static ExportedTensor exportLegacy(TensorSpec spec) {
+        return export(false, spec, null);
     }
 
-    private static ExportedTensor export(boolean versioned, MemorySegment data, DType dtype, long[] shape,
-                                         long[] strides, long byteOffset, Device device, boolean readOnly,
-                                         AutoCloseable owner) {
-        Objects.requireNonNull(data, "data");
-        Objects.requireNonNull(dtype, "dtype");
-        Objects.requireNonNull(shape, "shape");
-        Objects.requireNonNull(device, "device");
-        if (!data.isNative()) {
-            throw new UnsupportedFeatureException("data", "a heap segment cannot be exported; DLPack needs native memory");
+    /**
+     * Like {@link #exportLegacy(TensorSpec)}, and the export also takes {@code owner} (closed by the deleter).
+     * After a return the handle owns the struct and {@code owner}; after a throw nothing was exported and the
+     * caller still owns {@code owner}.
+     */
+    public static ExportedTensor exportLegacy(TensorSpec spec, AutoCloseable owner) {
+        return export(false, spec, Objects.requireNonNull(owner, "owner"));
+    }
+
+    private static ExportedTensor export(boolean versioned, TensorSpec spec, AutoCloseable owner) {
+        Objects.requireNonNull(spec, "spec");
+        DType dtype = spec.dtype();
+        if (!versioned && !spec.flags().isEmpty()) {
+            throw new UnsupportedFeatureException("flags", (spec.data().isReadOnly() ? "a read-only segment" : "flags "
+                    + spec.flags()) + " cannot be exported as a legacy DLManagedTensor (no flags); use exportVersioned");
         }
-        dtype.check("dtype");
-        if (!versioned && data.isReadOnly()) {
-            throw new UnsupportedFeatureException("data", "a read-only segment cannot be exported as a legacy "
-                    + "DLManagedTensor (no READ_ONLY flag); use exportVersioned");
-        }
-        readOnly |= data.isReadOnly(); // the flag must tell the truth
         if (!versioned && dtype.isSubByte()) {
             // a legacy consumer cannot be told that sub-byte elements are padded
             throw new UnsupportedFeatureException("dtype", "sub-byte type " + dtype
                     + " cannot be exported as a legacy DLManagedTensor (no padding flag); use exportVersioned");
         }
-        if (shape.length > Geometry.MAX_NDIM) {
-            throw new ValidationException(Category.SIZE, "ndim", "expected at most " + Geometry.MAX_NDIM
-                    + " dimensions but found " + shape.length);
+        Geometry g = spec.checkedGeometry();
+        spec.makeReady(); // the last step that can fail for a reason other than memory
+        long[] shape = g.shape;
+        long byteOffset = spec.byteOffset();
+        Device device = spec.device();
+        MemorySegment data = spec.data();
+        long flags = dtype.isSubByte() ? FLAG_IS_SUBBYTE_TYPE_PADDED : 0;
+        for (TensorFlag f : spec.flags()) {
+            flags |= f.bit();
         }
-        long[] shapeCopy = shape.clone();
-        long[] stridesCopy = strides == null ? null : strides.clone();
-        Geometry g = Geometry.of(dtype, false, shapeCopy, stridesCopy, byteOffset, "");
-        if (g.extent > 0) {
-            long first = byteOffset + g.start; // exact: checked by Geometry
-            if (first < 0 || first + g.extent > data.byteSize()) {
-                throw new ValidationException(Category.LENGTH, "data", String.format(java.util.Locale.ROOT,
-                        "the tensor spans bytes [%d, %d) of data but data has %d bytes", first, first + g.extent,
-                        data.byteSize()));
-            }
-        } else if (byteOffset > data.byteSize()) {
-            throw new ValidationException(Category.LENGTH, "byte_offset", "expected at most " + data.byteSize()
-                    + " but found " + byteOffset);
-        }
-        int ndim = shapeCopy.length;
+        int ndim = shape.length;
         long header = versioned ? DLManagedTensorVersioned.sizeof() : DLManagedTensor.sizeof();
         long block = header + 16L * ndim;
         MemorySegment m = Native.calloc(block);
         MemorySegment shapePtr = m.asSlice(header, 8L * ndim);
         MemorySegment stridesPtr = m.asSlice(header + 8L * ndim, 8L * ndim);
         for (int i = 0; i < ndim; i++) {
-            shapePtr.setAtIndex(ValueLayout.JAVA_LONG, i, shapeCopy[i]);
+            shapePtr.setAtIndex(ValueLayout.JAVA_LONG, i, shape[i]);
             stridesPtr.setAtIndex(ValueLayout.JAVA_LONG, i, g.strides[i]);
         }
         MemorySegment t = versioned ? DLManagedTensorVersioned.dl_tensor(m) : DLManagedTensor.dl_tensor(m);
@@ -174,8 +149,7 @@ public final class DLPack {
             DLPackVersion.minor(v, MINOR_VERSION);
             DLManagedTensorVersioned.manager_ctx(m, MemorySegment.ofAddress(key));
             DLManagedTensorVersioned.deleter(m, Exports.DELETE_VERSIONED);
-            DLManagedTensorVersioned.flags(m, (readOnly ? FLAG_READ_ONLY : 0)
-                    | (dtype.isSubByte() ? FLAG_IS_SUBBYTE_TYPE_PADDED : 0));
+            DLManagedTensorVersioned.flags(m, flags);
         } else {
             DLManagedTensor.manager_ctx(m, MemorySegment.ofAddress(key));
             DLManagedTensor.deleter(m, Exports.DELETE_LEGACY);

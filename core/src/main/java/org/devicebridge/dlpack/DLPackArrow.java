@@ -55,8 +55,7 @@ public final class DLPackArrow {
                 : MemorySegment.ofAddress(buf.memoryAddress()).reinterpret(bytes);
         buf.getReferenceManager().retain();
         try {
-            return DLPack.exportVersioned(data, dtype, new long[] {n}, new long[] {1}, 0, Device.CPU, false,
-                    () -> buf.getReferenceManager().release());
+            return DLPack.exportVersioned(TensorSpec.of(data, dtype, n), () -> buf.getReferenceManager().release());
         } catch (RuntimeException | Error e) {
             buf.getReferenceManager().release();
             throw e;

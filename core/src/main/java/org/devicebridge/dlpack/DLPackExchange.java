@@ -62,7 +62,7 @@ public final class DLPackExchange {
      * Borrows a framework's exchange table. Checks the header version (major 1, minor >= 2, when the table
      * was introduced); function pointers are checked when used.
      *
-     * @throws ValidationException {@code RELEASED} for NULL, {@code VERSION} for another major version or minor < 2
+     * @throws ValidationException {@code RELEASED} for NULL, {@code VERSION} for another major version or {@code minor < 2}
      */
     public static DLPackExchange of(MemorySegment table) {
         Objects.requireNonNull(table, "table");
@@ -290,7 +290,7 @@ public final class DLPackExchange {
             MemorySegment data = Native.malloc(g.extent);
             ExportedTensor e;
             try {
-                e = DLPack.exportVersioned(data, dtype, shape, null, 0, Device.CPU, false, () -> Native.free(data));
+                e = DLPack.exportVersioned(TensorSpec.of(data, dtype, shape), () -> Native.free(data));
             } catch (Throwable t) {
                 Native.free(data);
                 throw t;

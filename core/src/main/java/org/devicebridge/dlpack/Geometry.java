@@ -15,7 +15,7 @@ final class Geometry {
     final long[] shape;
     final long[] strides;
     final long elements;
-    /** Bytes from {@code data + byte_offset} to the first byte of the range (<= 0). */
+    /** Bytes from {@code data + byte_offset} to the first byte of the range ({@code <= 0}). */
     final long start;
     /** Bytes of the range. */
     final long extent;
@@ -43,7 +43,7 @@ final class Geometry {
             try {
                 step = Math.multiplyExact(step, Math.max(1, shape[i]));
             } catch (ArithmeticException e) {
-                throw new ValidationException(Category.SIZE, path + ".shape", "element count overflows int64");
+                throw new ValidationException(Category.SIZE, field(path, "shape"), "element count overflows int64");
             }
         }
         return s;
@@ -55,13 +55,13 @@ final class Geometry {
      */
     static Geometry of(DType dtype, boolean packed, long[] shape, long[] strides, long byteOffset, String path) {
         if (byteOffset < 0) {
-            throw new ValidationException(Category.SIZE, path + ".byte_offset",
+            throw new ValidationException(Category.SIZE, field(path, "byte_offset"),
                     "expected a byte offset below 2^63 but found " + Long.toUnsignedString(byteOffset));
         }
         long elements = 1;
         for (int i = 0; i < shape.length; i++) {
             if (shape[i] < 0) {
-                throw new ValidationException(Category.SIZE, path + ".shape[" + i + "]",
+                throw new ValidationException(Category.SIZE, field(path, "shape[" + i + "]"),
                         "expected a non-negative extent but found " + shape[i]);
             }
         }
@@ -69,13 +69,13 @@ final class Geometry {
             try {
                 elements = Math.multiplyExact(elements, shape[i]);
             } catch (ArithmeticException e) {
-                throw new ValidationException(Category.SIZE, path + ".shape[" + i + "]", "element count overflows int64");
+                throw new ValidationException(Category.SIZE, field(path, "shape[" + i + "]"), "element count overflows int64");
             }
         }
         long[] compactStrides = compactStrides(shape, path);
         long[] s = strides == null ? compactStrides : strides;
         if (s.length != shape.length) {
-            throw new ValidationException(Category.STRUCTURE, path + ".strides",
+            throw new ValidationException(Category.STRUCTURE, field(path, "strides"),
                     "expected " + shape.length + " strides but found " + s.length);
         }
         boolean compact = true;
@@ -89,10 +89,10 @@ final class Geometry {
         }
         if (packed && dtype.isSubByte()) {
             if (!compact) {
-                throw new ValidationException(Category.SCHEMA, path + ".strides", "packed sub-byte type " + dtype
+                throw new ValidationException(Category.SCHEMA, field(path, "strides"), "packed sub-byte type " + dtype
                         + " must be compact row-major (set DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED for strided data)");
             }
-            long bits = multiply(elements, dtype.bits(), path + ".shape");
+            long bits = multiply(elements, dtype.bits(), field(path, "shape"));
             long extent = bits / 8 + (bits % 8 == 0 ? 0 : 1);
             checkEnd(byteOffset, 0, extent, path);
             return new Geometry(shape, s, elements, 0, extent, true);
@@ -101,7 +101,7 @@ final class Geometry {
         long min = 0;
         long max = 0;
         for (int i = 0; i < shape.length; i++) {
-            long span = multiply(s[i], shape[i] - 1, path + ".strides[" + i + "]");
+            long span = multiply(s[i], shape[i] - 1, field(path, "strides[" + i + "]"));
             try {
                 if (span >= 0) {
                     max = Math.addExact(max, span);
@@ -109,16 +109,16 @@ final class Geometry {
                     min = Math.addExact(min, span);
                 }
             } catch (ArithmeticException e) {
-                throw new ValidationException(Category.SIZE, path + ".strides[" + i + "]", "element offsets overflow int64");
+                throw new ValidationException(Category.SIZE, field(path, "strides[" + i + "]"), "element offsets overflow int64");
             }
         }
-        long start = multiply(min, item, path + ".strides");
-        long last = multiply(max, item, path + ".strides");
+        long start = multiply(min, item, field(path, "strides"));
+        long last = multiply(max, item, field(path, "strides"));
         long extent;
         try {
             extent = Math.addExact(Math.subtractExact(last, start), item);
         } catch (ArithmeticException e) {
-            throw new ValidationException(Category.SIZE, path + ".strides", "byte extent overflows int64");
+            throw new ValidationException(Category.SIZE, field(path, "strides"), "byte extent overflows int64");
         }
         checkEnd(byteOffset, start, extent, path);
         return new Geometry(shape, s, elements, start, extent, compact);
@@ -128,8 +128,13 @@ final class Geometry {
         try {
             Math.addExact(Math.addExact(byteOffset, start), extent);
         } catch (ArithmeticException e) {
-            throw new ValidationException(Category.SIZE, path + ".byte_offset", "byte offset plus extent overflows int64");
+            throw new ValidationException(Category.SIZE, field(path, "byte_offset"), "byte offset plus extent overflows int64");
         }
+    }
+
+    /** {@code path.name}, or {@code name} alone at the root (an export's spec has no enclosing struct). */
+    private static String field(String path, String name) {
+        return path.isEmpty() ? name : path + "." + name;
     }
 
     private static long multiply(long a, long b, String path) {

@@ -1,6 +1,7 @@
 /**
  * DLPack 1.3: export of host, pinned-host and device memory as {@code DLManagedTensorVersioned} or legacy
- * {@code DLManagedTensor} ({@link org.devicebridge.dlpack.DLPack#exportVersioned}), strict import of both
+ * {@code DLManagedTensor} ({@link org.devicebridge.dlpack.DLPack#exportVersioned} of a
+ * {@link org.devicebridge.dlpack.TensorSpec}), strict import of both
  * ({@link org.devicebridge.dlpack.DLPack#importVersioned}, {@link org.devicebridge.dlpack.DLPack#importLegacy}),
  * the Python protocol's stream semantics ({@link org.devicebridge.dlpack.ConsumerStream},
  * {@link org.devicebridge.dlpack.StreamSynchronizer}) and zero-copy conversions to and from Arrow Java vectors

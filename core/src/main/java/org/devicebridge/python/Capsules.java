@@ -1,6 +1,7 @@
 package org.devicebridge.python;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.ADDRESS_UNALIGNED;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -9,6 +10,7 @@ import java.lang.invoke.MethodHandles;
 import java.util.Objects;
 import java.util.function.Function;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.foreign.NativeCalls;
 import org.devicebridge.internal.Native;
@@ -36,7 +38,7 @@ public final class Capsules {
 
     /**
      * Exports a struct as a new capsule of {@code kind}; the capsule (and whoever consumes it) owns the
-     * data from then on.
+     * data from then on. The struct may sit at any address (misaligned included).
      *
      * <p>Arrow kinds: {@code struct} is an {@code ArrowSchema}, {@code ArrowArray}, ... whose contents are
      * moved into a heap struct that the capsule owns; the caller's struct is marked released
@@ -44,13 +46,27 @@ public final class Capsules {
      * {@code DLManagedTensor*} ({@code DLManagedTensorVersioned*} for {@link CapsuleKind#DLTENSOR_VERSIONED})
      * itself, whose deleter the capsule calls unless a consumer took it.
      *
-     * <p>After a return the caller owns the returned reference and no longer owns the data; after a throw
-     * the caller still owns {@code struct} unchanged.
+     * <p>After a return the caller owns the returned reference and no longer owns the data (an Arrow
+     * {@code struct} reads as released); after a throw the caller still owns {@code struct}, unchanged, and
+     * no capsule refers to it.
      *
-     * @throws ValidationException {@code RELEASED} if {@code struct} is NULL or an already released Arrow struct
+     * @throws ValidationException {@code NULL_POINTER} if {@code struct} is NULL, {@code RELEASED} if it is an
+     *         already released Arrow struct
+     * @throws InvalidArgumentException if an Arrow {@code struct} is a read-only segment (it cannot be marked
+     *         released)
      * @throws PythonException if Python could not create the capsule
      */
     public static PyObjectRef export(MemorySegment struct, CapsuleKind kind) {
+        return export(struct, kind, PyObjectRef::own);
+    }
+
+    /**
+     * {@link #export(MemorySegment, CapsuleKind)}, with the step that wraps the new capsule reference given
+     * (tests make it fail). Every step that can fail runs before the capsule owns the data, or is undone:
+     * marking an Arrow source released comes first (an unaligned write, so a misaligned struct cannot make
+     * it throw), and a capsule whose wrapping fails is disarmed before it is dropped.
+     */
+    static PyObjectRef export(MemorySegment struct, CapsuleKind kind, Function<MemorySegment, PyObjectRef> wrap) {
         Objects.requireNonNull(struct, "struct");
         Objects.requireNonNull(kind, "kind");
         if (struct.equals(MemorySegment.NULL)) {
@@ -61,25 +77,60 @@ public final class Capsules {
         long size = kind.struct().byteSize();
         MemorySegment source = struct.reinterpret(size);
         if (kind.isDLPack()) {
-            try (Gil ignored = Gil.ensure()) {
-                return PyObjectRef.own(newCapsule(source, kind));
-            }
+            return ownedCapsule(source, kind, wrap); // the capsule takes the pointer; the struct is not touched
         }
-        if (kind.struct().releaseCallback(source).equals(MemorySegment.NULL)) {
+        if (source.isReadOnly()) {
+            throw new InvalidArgumentException("struct", "expected a writable " + kind.structName()
+                    + " (export marks it released) but found a read-only segment");
+        }
+        MemorySegment release = kind.struct().releaseCallback(source);
+        if (release.equals(MemorySegment.NULL)) {
             throw new ValidationException(ValidationException.Category.RELEASED, "",
                     "expected a live " + kind.structName() + " but found a released one (release is NULL)");
         }
+        long releaseOffset = releaseOffset(kind);
         MemorySegment heap = Native.malloc(size);
-        MemorySegment.copy(source, 0, heap, 0, size);
-        PyObjectRef capsule;
-        try (Gil ignored = Gil.ensure()) {
-            capsule = PyObjectRef.own(newCapsule(heap, kind));
+        try {
+            MemorySegment.copy(source, 0, heap, 0, size);
+            source.set(ADDRESS_UNALIGNED, releaseOffset, MemorySegment.NULL); // moved: the copy holds the callbacks
         } catch (RuntimeException | Error e) {
-            Native.free(heap); // the source still holds the callbacks: nothing was moved
+            Native.free(heap); // the source's release was not cleared: nothing moved
             throw e;
         }
-        source.set(ADDRESS, releaseOffset(kind), MemorySegment.NULL);
-        return capsule;
+        try {
+            return ownedCapsule(heap, kind, wrap);
+        } catch (RuntimeException | Error e) {
+            // no capsule owns the copy: give the callbacks back to the caller's struct, free the copy
+            source.set(ADDRESS_UNALIGNED, releaseOffset, release);
+            Native.free(heap);
+            throw e;
+        }
+    }
+
+    /**
+     * A new capsule of {@code kind} around {@code pointer}, owned by the returned reference. After a throw no
+     * capsule refers to {@code pointer}: one made before {@code wrap} failed is disarmed (its destructor
+     * removed) and dropped.
+     */
+    private static PyObjectRef ownedCapsule(MemorySegment pointer, CapsuleKind kind,
+                                            Function<MemorySegment, PyObjectRef> wrap) {
+        try (Gil ignored = Gil.ensure()) {
+            MemorySegment capsule = newCapsule(pointer, kind);
+            try {
+                return wrap.apply(capsule);
+            } catch (RuntimeException | Error e) {
+                try {
+                    int r = (int) PyC.PyCapsule_SetDestructor.invokeExact(capsule, MemorySegment.NULL);
+                    if (r != 0) {
+                        throw Py.fetchError("PyCapsule_SetDestructor");
+                    }
+                    Py.decRef(capsule);
+                } catch (Throwable t) {
+                    e.addSuppressed(t); // a capsule we cannot disarm is leaked rather than left to release
+                }
+                throw e;
+            }
+        }
     }
 
     /**
@@ -138,8 +189,13 @@ public final class Capsules {
                                     + "' capsule but found a released one (release is NULL)");
                 }
                 data = Native.malloc(size);
-                MemorySegment.copy(inCapsule, 0, data, 0, size);
-                inCapsule.set(ADDRESS, releaseOffset(kind), MemorySegment.NULL);
+                try {
+                    MemorySegment.copy(inCapsule, 0, data, 0, size);
+                    inCapsule.set(ADDRESS_UNALIGNED, releaseOffset(kind), MemorySegment.NULL);
+                } catch (RuntimeException | Error e) {
+                    Native.free(data); // the capsule still holds the callbacks
+                    throw e;
+                }
             }
         } catch (RuntimeException | Error e) {
             throw e;
@@ -234,7 +290,7 @@ public final class Capsules {
     }
 
     private static long releaseOffset(CapsuleKind kind) {
-        // The release callback's offset, derived the way ForeignImport.Kind reads it.
+        // The release callback's offset, derived the way ForeignImport.Kind reads it (which offers no write).
         return switch (kind) {
             case ARROW_SCHEMA -> org.devicebridge.generated.arrow.ArrowSchema.release$offset();
             case ARROW_ARRAY -> org.devicebridge.generated.arrow.ArrowArray.release$offset();

@@ -7,6 +7,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Map;
 import org.devicebridge.foreign.NativeCalls;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.internal.Native;
 
 /**
@@ -317,7 +318,8 @@ final class Py {
         } catch (Throwable t) {
             throw NativeCalls.rethrow("conversion to Python", t);
         }
-        throw new IllegalArgumentException("no Python conversion for " + v.getClass().getName());
+        throw new InvalidArgumentException("", "expected null, a PyObjectRef, Boolean, an integer, Float, Double, "
+                + "String, int[], long[] or a List but found a " + v.getClass().getName() + " (no Python conversion)");
     }
 
     /** New reference: {@code callable(*args, **kwargs)}. */

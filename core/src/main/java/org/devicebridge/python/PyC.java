@@ -48,6 +48,7 @@ final class PyC {
     static final MethodHandle PyCapsule_GetName = fn("PyCapsule_GetName", FunctionDescriptor.of(ADDRESS, ADDRESS));
     static final MethodHandle PyCapsule_SetName = fn("PyCapsule_SetName", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
     static final MethodHandle PyCapsule_IsValid = fn("PyCapsule_IsValid", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+    static final MethodHandle PyCapsule_SetDestructor = fn("PyCapsule_SetDestructor", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
 
     // code, modules, attributes, calls
     static final MethodHandle PyRun_String = fn("PyRun_String", FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS));

@@ -5,6 +5,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.foreign.NativeCalls;
 
@@ -16,7 +18,7 @@ import org.devicebridge.foreign.NativeCalls;
  * <p>Arguments given to {@link #call}, {@link #callMethod} and {@link PythonRuntime#set} are converted:
  * {@code null} to None, a {@code PyObjectRef} to the object itself (borrowed: the caller keeps its
  * reference), Boolean, Integer/Long to int, Float/Double to float, String to str, {@code int[]},
- * {@code long[]} and {@code List} to tuples.
+ * {@code long[]} and {@code List} to tuples; any other type throws {@link InvalidArgumentException}.
  */
 public final class PyObjectRef extends NativeHandle {
     private final MemorySegment address;
@@ -29,7 +31,7 @@ public final class PyObjectRef extends NativeHandle {
     /** Wraps a new (owned) reference; NULL is refused. Requires nothing: the GIL is not needed to wrap. */
     static PyObjectRef own(MemorySegment newReference) {
         if (newReference.equals(MemorySegment.NULL)) {
-            throw new IllegalArgumentException("NULL PyObject*");
+            throw new DeviceBridgeException("expected a new reference but found a NULL PyObject*");
         }
         return new PyObjectRef(newReference);
     }

@@ -1,6 +1,5 @@
 package org.devicebridge.python;
 
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -20,10 +19,10 @@ public final class PythonImport {
     private PythonImport() {}
 
     /**
-     * The highest DLPack version this library asks for in {@code max_version}; producers answer with a
-     * versioned capsule for any 1.x they support.
+     * The highest DLPack version this library asks for in {@code max_version} (DLPack 1.3, as it implements);
+     * producers answer with a versioned capsule for any 1.x they support. Private: an array is mutable.
      */
-    public static final int[] MAX_DLPACK_VERSION = {1, 3};
+    private static final int[] MAX_DLPACK_VERSION = {1, 3};
 
     /**
      * {@code producer.__dlpack__(stream=stream, max_version=(1, 3))}: a capsule named
@@ -73,42 +72,96 @@ public final class PythonImport {
         return producer.callMethod("__arrow_c_schema__");
     }
 
+    /** {@link #arrowArray(PyObjectRef, PyObjectRef)} without a requested schema. */
+    public static ArrowArrayCapsules arrowArray(PyObjectRef producer) {
+        return arrowArray(producer, null);
+    }
+
     /**
-     * {@code producer.__arrow_c_array__(requested_schema)} (or {@code __arrow_c_device_array__} when
-     * {@code device}): the {@code (arrow_schema, arrow_array | arrow_device_array)} capsules, as a list of
-     * two references the caller owns.
+     * {@code producer.__arrow_c_array__(requested_schema)}: the {@code (arrow_schema, arrow_array)} capsules.
      *
      * <p>After a return the caller owns both capsules (each releases its struct unless taken); after a
      * throw the caller owns nothing new.
      *
-     * @param requestedSchema an {@code arrow_schema} capsule to cast to (borrowed), or null
+     * @param requestedSchema an {@code arrow_schema} capsule to cast to (borrowed), or null for none
      * @throws PythonException if the producer raised
+     * @throws DeviceBridgeException if the producer returned something other than a pair
      */
-    public static List<PyObjectRef> arrowArray(PyObjectRef producer, PyObjectRef requestedSchema, boolean device) {
-        Objects.requireNonNull(producer, "producer");
-        try (PyObjectRef pair = producer.callMethod(device ? "__arrow_c_device_array__" : "__arrow_c_array__",
-                List.of(), requestedSchema == null ? Map.of() : Map.of("requested_schema", requestedSchema));
-             Gil ignored = Gil.acquire()) {
-            var tuple = pair.borrowAddress();
-            if (Py.tupleSize(tuple) != 2) {
-                throw new DeviceBridgeException("expected a (schema, array) pair from __arrow_c_array__ but found "
-                        + Py.repr(tuple));
-            }
-            List<PyObjectRef> out = new ArrayList<>(2);
-            out.add(PyObjectRef.borrowed(Py.tupleItem(tuple, 0)));
-            out.add(PyObjectRef.borrowed(Py.tupleItem(tuple, 1)));
-            return out;
-        }
+    public static ArrowArrayCapsules arrowArray(PyObjectRef producer, PyObjectRef requestedSchema) {
+        return capsulePair(producer, "__arrow_c_array__", requestedSchema);
+    }
+
+    /** {@link #arrowDeviceArray(PyObjectRef, PyObjectRef)} without a requested schema. */
+    public static ArrowArrayCapsules arrowDeviceArray(PyObjectRef producer) {
+        return arrowDeviceArray(producer, null);
     }
 
     /**
-     * {@code producer.__arrow_c_stream__(requested_schema)} (or {@code __arrow_c_device_stream__} when
-     * {@code device}): an {@code arrow_array_stream} / {@code arrow_device_array_stream} capsule. After a
-     * return the caller owns the capsule; after a throw nothing new.
+     * {@code producer.__arrow_c_device_array__(requested_schema)}: the
+     * {@code (arrow_schema, arrow_device_array)} capsules. Ownership as in {@link #arrowArray(PyObjectRef,
+     * PyObjectRef)}.
+     *
+     * @param requestedSchema an {@code arrow_schema} capsule to cast to (borrowed), or null for none
+     * @throws PythonException if the producer raised
+     * @throws DeviceBridgeException if the producer returned something other than a pair
      */
-    public static PyObjectRef arrowStream(PyObjectRef producer, PyObjectRef requestedSchema, boolean device) {
+    public static ArrowArrayCapsules arrowDeviceArray(PyObjectRef producer, PyObjectRef requestedSchema) {
+        return capsulePair(producer, "__arrow_c_device_array__", requestedSchema);
+    }
+
+    /** {@link #arrowStream(PyObjectRef, PyObjectRef)} without a requested schema. */
+    public static PyObjectRef arrowStream(PyObjectRef producer) {
+        return arrowStream(producer, null);
+    }
+
+    /**
+     * {@code producer.__arrow_c_stream__(requested_schema)}: an {@code arrow_array_stream} capsule. After a
+     * return the caller owns the capsule; after a throw nothing new.
+     *
+     * @param requestedSchema an {@code arrow_schema} capsule to cast to (borrowed), or null for none
+     * @throws PythonException if the producer raised
+     */
+    public static PyObjectRef arrowStream(PyObjectRef producer, PyObjectRef requestedSchema) {
+        return call(producer, "__arrow_c_stream__", requestedSchema);
+    }
+
+    /** {@link #arrowDeviceStream(PyObjectRef, PyObjectRef)} without a requested schema. */
+    public static PyObjectRef arrowDeviceStream(PyObjectRef producer) {
+        return arrowDeviceStream(producer, null);
+    }
+
+    /**
+     * {@code producer.__arrow_c_device_stream__(requested_schema)}: an {@code arrow_device_array_stream}
+     * capsule. After a return the caller owns the capsule; after a throw nothing new.
+     *
+     * @param requestedSchema an {@code arrow_schema} capsule to cast to (borrowed), or null for none
+     * @throws PythonException if the producer raised
+     */
+    public static PyObjectRef arrowDeviceStream(PyObjectRef producer, PyObjectRef requestedSchema) {
+        return call(producer, "__arrow_c_device_stream__", requestedSchema);
+    }
+
+    private static PyObjectRef call(PyObjectRef producer, String method, PyObjectRef requestedSchema) {
         Objects.requireNonNull(producer, "producer");
-        return producer.callMethod(device ? "__arrow_c_device_stream__" : "__arrow_c_stream__",
-                List.of(), requestedSchema == null ? Map.of() : Map.of("requested_schema", requestedSchema));
+        return producer.callMethod(method, List.of(),
+                requestedSchema == null ? Map.of() : Map.of("requested_schema", requestedSchema));
+    }
+
+    private static ArrowArrayCapsules capsulePair(PyObjectRef producer, String method, PyObjectRef requestedSchema) {
+        try (PyObjectRef pair = call(producer, method, requestedSchema);
+             Gil ignored = Gil.acquire()) {
+            var tuple = pair.borrowAddress();
+            if (Py.tupleSize(tuple) != 2) {
+                throw new DeviceBridgeException("expected a (schema, array) pair from " + method + " but found "
+                        + Py.repr(tuple));
+            }
+            PyObjectRef schema = PyObjectRef.borrowed(Py.tupleItem(tuple, 0));
+            try {
+                return new ArrowArrayCapsules(schema, PyObjectRef.borrowed(Py.tupleItem(tuple, 1)));
+            } catch (RuntimeException | Error e) {
+                schema.close();
+                throw e;
+            }
+        }
     }
 }

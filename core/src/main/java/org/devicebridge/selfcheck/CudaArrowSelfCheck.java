@@ -28,6 +28,7 @@ import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
+import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.internal.CudaCounters;
 
@@ -62,7 +63,7 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
         long deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
         try (BufferAllocator allocator = new RootAllocator();
              VectorSchemaRoot table = sample(allocator);
-             CudaStream stream = CudaStream.create(device, true);
+             CudaStream stream = CudaStream.create(device, StreamKind.NON_BLOCKING);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(device, 64L << 20)) {
             long bytes;
             try (CudaArrowBatch batch = CudaArrowUpload.upload(table, transfer, stream)) {

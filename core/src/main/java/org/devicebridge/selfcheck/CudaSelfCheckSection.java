@@ -15,6 +15,7 @@ import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.cuda.PointerAttributes;
 import org.devicebridge.internal.HandleTracker;
+import org.devicebridge.cuda.StreamKind;
 
 /**
  * Self-check of the CUDA layer on device 0: copies both ways through pageable and pinned memory, a stream
@@ -42,7 +43,7 @@ final class CudaSelfCheckSection implements SelfCheckSection {
         }
         long liveBefore = HandleTracker.liveHandles();
         try (Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create(device, true);
+             CudaStream stream = CudaStream.create(device, StreamKind.NON_BLOCKING);
              DeviceBuffer buffer = DeviceBuffer.allocate(device, size);
              PinnedHostBuffer pinned = PinnedHostBuffer.allocate(size)) {
             MemorySegment host = arena.allocate(size);
@@ -62,7 +63,7 @@ final class CudaSelfCheckSection implements SelfCheckSection {
 
             try (HostDeviceTransfer transfer = HostDeviceTransfer.create(device, 4 << 20);
                  HostDeviceTransfer.Upload up = transfer.upload(List.of(host, host.asSlice(1, 100)), stream)) {
-                List<MemorySegment> back = transfer.download(up.buffer(), up.offsets(), up.sizes(), arena, stream);
+                List<MemorySegment> back = transfer.download(up.ranges(), arena, stream);
                 boolean same = back.get(0).mismatch(host) == -1 && back.get(1).mismatch(host.asSlice(1, 100)) == -1;
                 report.check("transfer engine", same, String.format(Locale.ROOT,
                         "2 buffers packed at offsets %s", Arrays.toString(up.offsets())));

@@ -11,6 +11,8 @@ import org.devicebridge.dlpack.Device;
 import org.devicebridge.dlpack.ExportedTensor;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
+import org.devicebridge.dlpack.TensorFlag;
+import org.devicebridge.dlpack.TensorSpec;
 
 /** Self-check section for DLPack: a CPU export -> import round trip through the native deleter upcall. */
 final class DLPackSelfCheck implements SelfCheckSection {
@@ -28,8 +30,8 @@ final class DLPackSelfCheck implements SelfCheckSection {
             for (int i = 0; i < 12; i++) {
                 data.setAtIndex(ValueLayout.JAVA_FLOAT, i, i * 0.5f);
             }
-            ExportedTensor e = DLPack.exportVersioned(data, DType.FLOAT32, new long[] {3, 4}, null, 0, Device.CPU,
-                    true, ownerCloses::incrementAndGet);
+            ExportedTensor e = DLPack.exportVersioned(TensorSpec.of(data, DType.FLOAT32, 3, 4)
+                    .withFlags(TensorFlag.READ_ONLY), ownerCloses::incrementAndGet);
             float x;
             boolean readOnly;
             try (ImportedTensor t = DLPack.importTensor(e, ImportOptions.expecting(Device.CPU))) {
@@ -39,7 +41,7 @@ final class DLPackSelfCheck implements SelfCheckSection {
             report.check("versioned CPU round trip (zero-copy, read-only flag, deleter once)",
                     x == 3.5f && readOnly && ownerCloses.get() == 1,
                     "element[1][3] = " + x + ", read-only " + readOnly + ", owner closes " + ownerCloses.get());
-            ExportedTensor legacy = DLPack.exportLegacy(data, DType.INT32, new long[] {12}, null, 0, Device.CPU, null);
+            ExportedTensor legacy = DLPack.exportLegacy(TensorSpec.of(data, DType.INT32, 12));
             boolean refused = false;
             try {
                 DLPack.importTensor(legacy, ImportOptions.expecting(Device.cuda(0))).close();

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.devicebridge.generated.dlpack.DLDataType;
@@ -26,6 +27,7 @@ import org.devicebridge.python.Capsules;
 import org.devicebridge.python.PyObjectRef;
 import org.devicebridge.python.PythonException;
 import org.devicebridge.python.PythonExport;
+import org.devicebridge.python.ArrowArrayCapsules;
 import org.devicebridge.python.PythonImport;
 import org.devicebridge.python.PythonRuntime;
 
@@ -86,7 +88,7 @@ final class PythonSelfCheck implements SelfCheckSection {
                         }
                         case "pyarrow" -> report.check("pyarrow <-> Java", pyarrow(python, ns),
                                 "Java imports a sliced pyarrow array and hands it back through __arrow_c_array__");
-                        default -> throw new IllegalStateException(module);
+                        default -> throw new DeviceBridgeException("no self-check for Python module " + module);
                     }
                 } catch (RuntimeException e) {
                     report.check(module, false, e.toString());
@@ -157,22 +159,22 @@ final class PythonSelfCheck implements SelfCheckSection {
     /** pyarrow -> Java (a sliced array, offset read) -> pyarrow again through a Java exporter. */
     private static boolean pyarrow(PythonRuntime python, PyObjectRef ns) {
         try (PyObjectRef src = python.eval("pyarrow.array([1, 2, 3, 4, 5], type=pyarrow.int32()).slice(1, 3)", ns)) {
-            List<PyObjectRef> pair = PythonImport.arrowArray(src, null, false);
             long[] lengthAndOffset;
-            try (PyObjectRef s = pair.get(0); PyObjectRef a = pair.get(1)) {
-                lengthAndOffset = Capsules.take(a, CapsuleKind.ARROW_ARRAY,
+            try (ArrowArrayCapsules pair = PythonImport.arrowArray(src)) {
+                lengthAndOffset = Capsules.take(pair.array(), CapsuleKind.ARROW_ARRAY,
                         p -> new long[] {ArrowArray.length(p), ArrowArray.offset(p)});
-                Capsules.take(s, CapsuleKind.ARROW_SCHEMA, p -> null); // released unmoved
+                Capsules.take(pair.schema(), CapsuleKind.ARROW_SCHEMA, p -> null); // released unmoved
             }
             if (lengthAndOffset[0] != 3 || lengthAndOffset[1] != 1) {
                 return false;
             }
             try (PyObjectRef obj = PythonExport.builder()
                     .arrowArray((requested, schemaOut, arrayOut) -> {
-                        List<PyObjectRef> again = PythonImport.arrowArray(src, null, false);
-                        try (PyObjectRef s = again.get(0); PyObjectRef a = again.get(1)) {
-                            Capsules.take(s, CapsuleKind.ARROW_SCHEMA, p -> move(p, schemaOut, CapsuleKind.ARROW_SCHEMA));
-                            Capsules.take(a, CapsuleKind.ARROW_ARRAY, p -> move(p, arrayOut, CapsuleKind.ARROW_ARRAY));
+                        try (ArrowArrayCapsules again = PythonImport.arrowArray(src)) {
+                            Capsules.take(again.schema(), CapsuleKind.ARROW_SCHEMA,
+                                    p -> move(p, schemaOut, CapsuleKind.ARROW_SCHEMA));
+                            Capsules.take(again.array(), CapsuleKind.ARROW_ARRAY,
+                                    p -> move(p, arrayOut, CapsuleKind.ARROW_ARRAY));
                         }
                     })
                     .build()) {

@@ -19,6 +19,7 @@ import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DType;
 import org.devicebridge.dlpack.Device;
 import org.devicebridge.dlpack.ExportedTensor;
+import org.devicebridge.dlpack.TensorSpec;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
 import org.devicebridge.generated.arrow.ArrowArray;
@@ -43,7 +44,7 @@ class ConcurrencyTest {
             MemorySegment data = arena.allocate(16, 16);
             for (int i = 0; i < N; i++) {
                 int id = i;
-                ExportedTensor e = DLPack.exportVersioned(data, DType.FLOAT32, new long[] {4}, null, 0, Device.CPU, false,
+                ExportedTensor e = DLPack.exportVersioned(TensorSpec.of(data, DType.FLOAT32, 4),
                         () -> owners.incrementAndGet(id));
                 MemorySegment p = e.transferOwnership().reinterpret(DLManagedTensorVersioned.sizeof());
                 NativeThreads.runOnNativeThread(DLManagedTensorVersioned.deleter(p), p);
@@ -104,7 +105,7 @@ class ConcurrencyTest {
                 ExportedTensor[] handles = new ExportedTensor[batch];
                 for (int i = 0; i < batch; i++) {
                     int id = start + i;
-                    handles[i] = DLPack.exportVersioned(data, DType.FLOAT32, new long[] {4}, null, 0, Device.CPU, false,
+                    handles[i] = DLPack.exportVersioned(TensorSpec.of(data, DType.FLOAT32, 4),
                             () -> owners.incrementAndGet(id));
                 }
                 closeFromTwoThreads(handles);
@@ -129,8 +130,8 @@ class ConcurrencyTest {
                         int id = i;
                         MemorySegment array = arena.allocate(ArrowArray.layout());
                         ArrowExport.exportVector(v, array);
-                        ExportedTensor t = DLPack.exportVersioned(data, DType.FLOAT32, new long[] {4}, null, 0, Device.CPU,
-                                false, () -> owners.incrementAndGet(id));
+                        ExportedTensor t = DLPack.exportVersioned(TensorSpec.of(data, DType.FLOAT32, 4),
+                                () -> owners.incrementAndGet(id));
                         queue.put(new MemorySegment[] {array, t.transferOwnership().reinterpret(DLManagedTensorVersioned.sizeof())});
                     }
                 } catch (Throwable t) {

@@ -30,7 +30,7 @@ class CudaIpcTest {
         long parentSeed = 11;
         long childSeed = 12;
         byte[] parentBytes = CudaMemoryTest.pattern(size, parentSeed);
-        try (CudaStream stream = CudaStream.create(DEVICE, true);
+        try (CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
              DeviceBuffer buffer = DeviceBuffer.allocate(DEVICE, size);
              PinnedHostBuffer staging = PinnedHostBuffer.allocate(size);
              CudaEvent ready = CudaEvent.createInterprocess(DEVICE)) {
@@ -67,7 +67,7 @@ class CudaIpcTest {
 
     @Test
     void onlyCuMemAllocMemoryAndInterprocessEventsCanBeShared() {
-        try (CudaStream stream = CudaStream.create(DEVICE, true);
+        try (CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
              DeviceBuffer pooled = DeviceBuffer.allocateAsync(DEVICE, 1024, stream);
              DeviceBuffer empty = DeviceBuffer.allocate(DEVICE, 0);
              CudaEvent pooledEvent = CudaEvent.acquire(DEVICE)) {

@@ -1,18 +1,20 @@
 package org.devicebridge.cuda;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import org.devicebridge.InvalidArgumentException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 
 /**
  * The CUDA layer on a machine without a driver: every entry point fails with CudaUnavailableException,
- * and arguments are checked (with the usual Java exceptions) before the driver is even needed, so these
- * checks behave the same with and without a GPU.
+ * and arguments are checked ({@link InvalidArgumentException}, or NullPointerException for a null) before
+ * the driver is even needed, so these checks behave the same with and without a GPU.
  */
 class CudaLayerWithoutDriverTest {
 
@@ -24,7 +26,7 @@ class CudaLayerWithoutDriverTest {
             List<Executable> calls = List.of(
                     () -> Cuda.memoryInfo(0),
                     () -> Cuda.synchronize(0),
-                    () -> CudaStream.create(0, true),
+                    () -> CudaStream.create(0, StreamKind.NON_BLOCKING),
                     () -> CudaStream.borrow(0, 0),
                     () -> CudaEvent.acquire(0),
                     () -> CudaEvent.createInterprocess(0),
@@ -47,15 +49,15 @@ class CudaLayerWithoutDriverTest {
 
     @Test
     void badArgumentsAreRejectedBeforeTheDriverIsNeeded() {
-        assertThrows(IllegalArgumentException.class, () -> DeviceBuffer.allocate(0, -1));
-        assertThrows(IllegalArgumentException.class, () -> DeviceBuffer.wrap(0, -1, 0, null));
-        assertThrows(IllegalArgumentException.class, () -> DeviceBuffer.wrap(0, 16, 0, null));
+        assertThrows(InvalidArgumentException.class, () -> DeviceBuffer.allocate(0, -1));
+        assertThrows(InvalidArgumentException.class, () -> DeviceBuffer.wrap(0, -1, 0, null));
+        assertThrows(InvalidArgumentException.class, () -> DeviceBuffer.wrap(0, 16, 0, null));
         assertThrows(NullPointerException.class, () -> DeviceBuffer.allocateAsync(0, 16, null));
-        assertThrows(IllegalArgumentException.class, () -> PinnedHostBuffer.allocate(-5));
+        assertThrows(InvalidArgumentException.class, () -> PinnedHostBuffer.allocate(-5));
         assertThrows(NullPointerException.class, () -> HostRegistration.register(null));
-        assertThrows(IllegalArgumentException.class, () -> HostRegistration.register(MemorySegment.ofArray(new byte[8])));
+        assertThrows(InvalidArgumentException.class, () -> HostRegistration.register(MemorySegment.ofArray(new byte[8])));
         try (Arena arena = Arena.ofConfined()) {
-            assertThrows(IllegalArgumentException.class, () -> HostRegistration.register(arena.allocate(0)));
+            assertThrows(InvalidArgumentException.class, () -> HostRegistration.register(arena.allocate(0)));
         }
         MemorySegment closed;
         try (Arena arena = Arena.ofConfined()) {
@@ -63,13 +65,29 @@ class CudaLayerWithoutDriverTest {
         }
         MemorySegment closedSegment = closed;
         assertThrows(org.devicebridge.HandleClosedException.class, () -> HostRegistration.register(closedSegment));
-        assertThrows(IllegalArgumentException.class, () -> CudaIpc.openMemHandle(0, new byte[63]));
+        assertThrows(InvalidArgumentException.class, () -> CudaIpc.openMemHandle(0, new byte[63]));
         assertThrows(NullPointerException.class, () -> CudaIpc.openEventHandle(0, null));
         assertThrows(NullPointerException.class, () -> CudaIpc.getMemHandle(null));
         assertThrows(NullPointerException.class, () -> CudaIpc.getEventHandle(null));
         assertThrows(NullPointerException.class, () -> CudaCopies.hostToDevice(null, null, 0));
-        assertThrows(IllegalArgumentException.class,
+        assertThrows(InvalidArgumentException.class,
                 () -> CudaCopies.hostToDevice(MemorySegment.ofArray(new byte[4]), null, 0));
-        assertThrows(IllegalArgumentException.class, () -> HostDeviceTransfer.create(0, 2 * HostDeviceTransfer.ALIGNMENT - 1));
+        assertThrows(InvalidArgumentException.class, () -> HostDeviceTransfer.create(0, 2 * HostDeviceTransfer.ALIGNMENT - 1));
+        assertThrows(NullPointerException.class, () -> CudaStream.create(0, null));
+    }
+
+    @Test
+    void rangesMustLieInsideTheBufferWithExactArithmetic() {
+        DeviceRange.checkInside(0, 0, 0, "");
+        DeviceRange.checkInside(0, 100, 100, "");
+        DeviceRange.checkInside(100, 0, 100, "");
+        DeviceRange.checkInside(Long.MAX_VALUE, 0, Long.MAX_VALUE, "");
+        long[][] outside = {{90, 11}, {101, 0}, {-1, 1}, {0, -1}, {1, Long.MAX_VALUE}, {Long.MAX_VALUE, 1},
+            {Long.MAX_VALUE, Long.MAX_VALUE}, {Long.MIN_VALUE, 0}};
+        for (long[] r : outside) {
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+                    () -> DeviceRange.checkInside(r[0], r[1], 100, "ranges[3]"), r[0] + " + " + r[1]);
+            assertEquals("ranges[3]", e.parameter());
+        }
     }
 }

@@ -15,6 +15,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.devicebridge.HandleClosedException;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.testing.RequiresCuda;
@@ -98,7 +99,7 @@ class CudaMemoryTest {
             MemorySegment.copy(data, 0, src, ValueLayout.JAVA_BYTE, 0, size);
             MemorySegment dst = arena.allocate(Math.max(size, 1)).asSlice(0, size);
             CudaCopies.hostToDevice(src, a, 0);
-            CudaCopies.deviceToDevice(a, 0, b, 0, size);
+            CudaCopies.deviceToDevice(a.range(0, size), b, 0);
             CudaCopies.deviceToHost(b, 0, dst);
             assertArrayEquals(data, dst.toArray(ValueLayout.JAVA_BYTE));
         }
@@ -108,14 +109,14 @@ class CudaMemoryTest {
     @ValueSource(ints = {0, 1, 4093, 1 << 20, 64 << 20})
     void asyncCopiesThroughPinnedMemoryRoundTripEveryByte(int size) {
         byte[] data = pattern(size, 31L * size);
-        try (CudaStream stream = CudaStream.create(DEVICE, true);
+        try (CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
              PinnedHostBuffer src = PinnedHostBuffer.allocate(size);
              PinnedHostBuffer dst = PinnedHostBuffer.allocate(size);
              DeviceBuffer a = DeviceBuffer.allocateAsync(DEVICE, size, stream);
              DeviceBuffer b = DeviceBuffer.allocateAsync(DEVICE, size, stream)) {
             MemorySegment.copy(data, 0, src.segment(), ValueLayout.JAVA_BYTE, 0, size);
             CudaCopies.hostToDeviceAsync(src.segment(), a, 0, stream);
-            CudaCopies.deviceToDeviceAsync(a, 0, b, 0, size, stream);
+            CudaCopies.deviceToDeviceAsync(a.range(0, size), b, 0, stream);
             CudaCopies.deviceToHostAsync(b, 0, dst.segment(), stream);
             stream.synchronize();
             assertTrue(stream.query());
@@ -127,7 +128,7 @@ class CudaMemoryTest {
     void copiesHonourOffsetsAndRejectRangesOutsideTheBuffer() {
         try (Arena arena = Arena.ofConfined(); DeviceBuffer d = DeviceBuffer.allocate(DEVICE, 100)) {
             MemorySegment host = arena.allocate(100);
-            CudaCopies.fill(d, 0, 100, (byte) 7);
+            CudaCopies.fill(d.range(0, 100), (byte) 7);
             MemorySegment ten = arena.allocate(10);
             ten.fill((byte) 42);
             CudaCopies.hostToDevice(ten, d, 90);
@@ -135,11 +136,12 @@ class CudaMemoryTest {
             for (int i = 0; i < 100; i++) {
                 assertEquals(i >= 90 ? 42 : 7, host.get(ValueLayout.JAVA_BYTE, i), "byte " + i);
             }
-            assertThrows(IndexOutOfBoundsException.class, () -> CudaCopies.hostToDevice(ten, d, 91));
-            assertThrows(IndexOutOfBoundsException.class, () -> CudaCopies.deviceToHost(d, -1, ten));
-            assertThrows(IndexOutOfBoundsException.class, () -> CudaCopies.deviceToDevice(d, 50, d, 0, 51));
-            assertThrows(IndexOutOfBoundsException.class, () -> CudaCopies.fill(d, 0, 101, (byte) 0));
-            assertThrows(IllegalArgumentException.class,
+            assertThrows(InvalidArgumentException.class, () -> CudaCopies.hostToDevice(ten, d, 91));
+            assertThrows(InvalidArgumentException.class, () -> CudaCopies.deviceToHost(d, -1, ten));
+            assertThrows(InvalidArgumentException.class, () -> d.range(50, 51));
+            assertThrows(InvalidArgumentException.class, () -> CudaCopies.deviceToDevice(d.range(50, 50), d, 51));
+            assertThrows(InvalidArgumentException.class, () -> d.range(0, 101));
+            assertThrows(InvalidArgumentException.class,
                     () -> CudaCopies.deviceToHost(d, 0, MemorySegment.ofArray(new byte[4])));
         }
     }
@@ -149,7 +151,7 @@ class CudaMemoryTest {
         int size = 3 << 20;
         byte[] data = pattern(size, 5);
         try (Arena arena = Arena.ofShared();
-             CudaStream stream = CudaStream.create(DEVICE, false);
+             CudaStream stream = CudaStream.create(DEVICE, StreamKind.BLOCKING);
              DeviceBuffer d = DeviceBuffer.allocate(DEVICE, size)) {
             MemorySegment src = arena.allocate(size, 4096);
             MemorySegment dst = arena.allocate(size, 4096);
@@ -235,7 +237,7 @@ class CudaMemoryTest {
                 PinnedHostBuffer[] pinned = new PinnedHostBuffer[4];
                 for (int i = 0; i < n; i++) {
                     buffers[i] = DeviceBuffer.allocate(DEVICE, 4096);
-                    streams[i] = CudaStream.create(DEVICE, true);
+                    streams[i] = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
                     events[i] = CudaEvent.acquire(DEVICE);
                 }
                 for (int i = 0; i < pinned.length; i++) {
@@ -273,13 +275,13 @@ class CudaMemoryTest {
     @Test
     void asyncAllocationOnAStreamOfAnotherDeviceIsRejected() {
         try (CudaStream s = CudaStream.borrow(DEVICE, 0)) {
-            assertThrows(IllegalArgumentException.class, () -> DeviceBuffer.allocateAsync(DEVICE + 1, 16, s));
+            assertThrows(InvalidArgumentException.class, () -> DeviceBuffer.allocateAsync(DEVICE + 1, 16, s));
         }
     }
 
     @Test
     void streamOrderedBufferKeepsItsStreamAliveUntilFreed() {
-        CudaStream stream = CudaStream.create(DEVICE, true);
+        CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
         DeviceBuffer b = DeviceBuffer.allocateAsync(DEVICE, 1 << 20, stream);
         assertTrue(b.isStreamOrdered());
         stream.close(); // the CUstream stays until the buffer's cuMemFreeAsync was queued on it

@@ -52,7 +52,7 @@ class CudaStreamEventTest {
         }
         assertEquals(n, addresses.size(), "distinct events while held together");
         long created = CudaCounters.snapshot().eventCreateCalls();
-        try (CudaStream s = CudaStream.create(DEVICE, true)) {
+        try (CudaStream s = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING)) {
             for (int round = 0; round < 100; round++) {
                 List<CudaEvent> again = new ArrayList<>();
                 for (int i = 0; i < n; i++) {
@@ -70,7 +70,7 @@ class CudaStreamEventTest {
 
     @Test
     void eventRecordQuerySynchronizeAndUseAfterClose() {
-        try (CudaStream s = CudaStream.create(DEVICE, true);
+        try (CudaStream s = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
              DeviceBuffer big = DeviceBuffer.allocate(DEVICE, 256L << 20);
              DeviceBuffer big2 = DeviceBuffer.allocate(DEVICE, 256L << 20)) {
             CudaEvent e = CudaEvent.acquire(DEVICE);
@@ -78,7 +78,7 @@ class CudaStreamEventTest {
             e.record(s);
             e.synchronize();
             assertTrue(e.query());
-            CudaCopies.deviceToDeviceAsync(big, 0, big2, 0, big.byteSize(), s);
+            CudaCopies.deviceToDeviceAsync(big.range(0, big.byteSize()), big2, 0, s);
             e.record(s);
             e.synchronize();
             assertTrue(e.query(), "synchronize returned, so the recorded copy is done");
@@ -91,7 +91,7 @@ class CudaStreamEventTest {
 
     @Test
     void borrowedStreamIsNotDestroyedByClose() {
-        try (CudaStream owner = CudaStream.create(DEVICE, true)) {
+        try (CudaStream owner = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING)) {
             CudaStream view = CudaStream.borrow(DEVICE, owner.address());
             assertEquals(owner.address(), view.address());
             view.close();
@@ -137,8 +137,8 @@ class CudaStreamEventTest {
     /** Runs the race TRIALS times and returns how often the consumer saw the new data. */
     private static int raceTrials(boolean wait) {
         int fresh = 0;
-        try (CudaStream producer = CudaStream.create(DEVICE, true);
-             CudaStream consumer = CudaStream.create(DEVICE, true);
+        try (CudaStream producer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             CudaStream consumer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
              DeviceBuffer scratch = DeviceBuffer.allocate(DEVICE, BIG);
              DeviceBuffer src = DeviceBuffer.allocate(DEVICE, BIG);
              DeviceBuffer dst = DeviceBuffer.allocate(DEVICE, BIG);
@@ -147,12 +147,12 @@ class CudaStreamEventTest {
             for (int t = 0; t < TRIALS; t++) {
                 byte stale = (byte) (2 * t + 1);
                 byte fresh0 = (byte) (2 * t + 2);
-                CudaCopies.fill(dst, 0, BIG, stale);
-                CudaCopies.fill(src, 0, BIG, fresh0);
+                CudaCopies.fill(dst.range(0, BIG), stale);
+                CudaCopies.fill(src.range(0, BIG), fresh0);
                 host.fill((byte) 0);
                 Cuda.synchronize(DEVICE);
-                CudaCopies.deviceToDeviceAsync(src, 0, scratch, 0, BIG, producer);
-                CudaCopies.deviceToDeviceAsync(src, 0, dst, 0, BIG, producer);
+                CudaCopies.deviceToDeviceAsync(src.range(0, BIG), scratch, 0, producer);
+                CudaCopies.deviceToDeviceAsync(src.range(0, BIG), dst, 0, producer);
                 try (CudaEvent ready = CudaEvent.acquire(DEVICE)) {
                     ready.record(producer);
                     if (wait) {

@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import org.devicebridge.HandleClosedException;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.testing.RequiresCuda;
@@ -41,7 +42,7 @@ class HostDeviceTransferTest {
         // sizes 0, 1, odd, a buffer larger than one staging half (forces several chunks), 64 MiB
         long[] sizes = {0, 1, 7, 4093, 1 << 20, (3 << 20) + 5, 0, 64 << 20, 65};
         try (Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create(DEVICE, true);
+             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
             long allocationsBefore = CudaCounters.snapshot().memAllocAsyncCalls();
@@ -61,7 +62,7 @@ class HostDeviceTransferTest {
                     CudaCopies.deviceToHost(up.buffer(), offsets[i], check);
                     assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE), check.toArray(ValueLayout.JAVA_BYTE));
                 }
-                List<MemorySegment> back = transfer.download(up.buffer(), offsets, sizes, arena, stream);
+                List<MemorySegment> back = transfer.download(new DeviceRanges(up.buffer(), offsets, sizes), arena, stream);
                 for (int i = 0; i < sizes.length; i++) {
                     assertEquals(0, back.get(i).address() % HostDeviceTransfer.ALIGNMENT);
                     assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE), back.get(i).toArray(ValueLayout.JAVA_BYTE),
@@ -80,12 +81,12 @@ class HostDeviceTransferTest {
         // 32 MiB halves: the 40 MiB buffer spans both, the 9 MiB and 17 MiB ones are split over threads
         long[] sizes = {9 << 20, 3, (17 << 20) + 1, 40 << 20, 4099};
         try (Arena arena = Arena.ofShared(); // not thread-confined: the staging copies may use the pool
-             CudaStream stream = CudaStream.create(DEVICE, true);
+             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 64 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
             for (int round = 0; round < 3; round++) {
                 try (HostDeviceTransfer.Upload up = transfer.upload(host, stream)) {
-                    List<MemorySegment> back = transfer.download(up.buffer(), up.offsets(), sizes, arena, stream);
+                    List<MemorySegment> back = transfer.download(new DeviceRanges(up.buffer(), up.offsets(), sizes), arena, stream);
                     for (int i = 0; i < sizes.length; i++) {
                         assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE),
                                 back.get(i).toArray(ValueLayout.JAVA_BYTE), "round " + round + ", buffer " + i);
@@ -101,7 +102,7 @@ class HostDeviceTransferTest {
         Random r = new Random(9);
         long[] sizes = {4096, 123, 0, 100_000, 64, 65, 8 << 10};
         try (Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create(DEVICE, true);
+             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
             List<MemorySegment> back = batch(arena, r, sizes);
@@ -129,14 +130,16 @@ class HostDeviceTransferTest {
     @Test
     void closedTransferAndBadRangesAreRejected() {
         try (Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create(DEVICE, true);
+             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
              DeviceBuffer d = DeviceBuffer.allocate(DEVICE, 100)) {
             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 16);
-            assertThrows(IndexOutOfBoundsException.class,
-                    () -> transfer.download(d, new long[] {90}, new long[] {11}, arena, stream));
-            assertThrows(IllegalArgumentException.class,
-                    () -> transfer.download(d, new long[] {0, 1}, new long[] {1}, arena, stream));
-            assertThrows(IllegalArgumentException.class,
+            assertThrows(InvalidArgumentException.class,
+                    () -> transfer.download(new DeviceRanges(d, new long[] {90}, new long[] {11}), arena, stream));
+            assertThrows(InvalidArgumentException.class,
+                    () -> transfer.download(new DeviceRanges(d, new long[] {0, 1}, new long[] {1}), arena, stream));
+            assertThrows(InvalidArgumentException.class,
+                    () -> transfer.download(d, new long[] {0, 1}, List.of(arena.allocate(1)), stream));
+            assertThrows(InvalidArgumentException.class,
                     () -> transfer.upload(List.of(MemorySegment.ofArray(new byte[3])), stream));
             transfer.close();
             transfer.close();

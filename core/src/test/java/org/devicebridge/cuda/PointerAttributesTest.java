@@ -33,7 +33,7 @@ class PointerAttributesTest {
     @Test
     void deviceMemoryIsDeviceOfItsOrdinalWithItsRange() {
         long bytes = 3 << 20;
-        try (CudaStream s = CudaStream.create(DEVICE, true);
+        try (CudaStream s = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
              DeviceBuffer plain = DeviceBuffer.allocate(DEVICE, bytes);
              DeviceBuffer pooled = DeviceBuffer.allocateAsync(DEVICE, bytes, s)) {
             for (DeviceBuffer b : new DeviceBuffer[] {plain, pooled}) {

@@ -58,14 +58,13 @@ class ConsumerStreamTest {
             MemorySegment data = arena.allocate(64);
             Device gpu = Device.cuda(0);
             ConsumerStream consumer = ConsumerStream.of(gpu, 2L);
-            try (ExportedTensor e = DLPack.exportVersioned(data, DType.FLOAT32, new long[] {16}, null, 0, gpu, false,
-                    closes::incrementAndGet, recorder, consumer)) {
+            TensorSpec spec = TensorSpec.of(data, DType.FLOAT32, 16).withDevice(gpu).withConsumerStream(consumer, recorder);
+            try (ExportedTensor e = DLPack.exportVersioned(spec, closes::incrementAndGet)) {
                 assertEquals(List.of(consumer), seen);
             }
             assertEquals(1, closes.get());
-            ValidationException e = assertThrows(ValidationException.class, () -> DLPack.exportVersioned(data,
-                    DType.FLOAT32, new long[] {16}, null, 0, Device.cuda(1), false, closes::incrementAndGet, recorder,
-                    consumer));
+            ValidationException e = assertThrows(ValidationException.class, () -> DLPack.exportVersioned(
+                    spec.withDevice(Device.cuda(1)), closes::incrementAndGet));
             assertEquals(Category.DEVICE, e.category());
             assertEquals(1, seen.size(), "no synchronisation for a refused export");
             assertEquals(1, closes.get());

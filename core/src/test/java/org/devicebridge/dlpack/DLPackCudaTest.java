@@ -74,8 +74,8 @@ class DLPackCudaTest {
             frees.incrementAndGet();
             check("cuMemFree_v2", cuda_driver_h.cuMemFree_v2(dptr));
         };
-        ExportedTensor e = DLPack.exportVersioned(MemorySegment.ofAddress(dptr).reinterpret(bytes), DType.FLOAT32,
-                new long[] {16, 32}, new long[] {64, 1}, 256, Device.cuda(0), false, owner);
+        ExportedTensor e = DLPack.exportVersioned(TensorSpec.of(MemorySegment.ofAddress(dptr).reinterpret(bytes),
+                DType.FLOAT32, 16, 32).withStrides(64, 1).withByteOffset(256).withDevice(Device.cuda(0)), owner);
         try (ImportedTensor t = DLPack.importTensor(e, ImportOptions.expecting(Device.cuda(0)))) {
             assertEquals(dptr + 256, t.devicePointer().address());
             assertEquals((15 * 64 + 31 + 1) * 4L, t.byteExtent());
@@ -92,8 +92,8 @@ class DLPackCudaTest {
     void importExpectingAnotherDeviceIsRefusedAndStillFreesOnce() {
         long dptr = deviceAlloc(256);
         AtomicInteger frees = new AtomicInteger();
-        ExportedTensor e = DLPack.exportVersioned(MemorySegment.ofAddress(dptr).reinterpret(256), DType.INT8,
-                new long[] {256}, null, 0, Device.cuda(0), false, () -> {
+        ExportedTensor e = DLPack.exportVersioned(TensorSpec.of(MemorySegment.ofAddress(dptr).reinterpret(256),
+                DType.INT8, 256).withDevice(Device.cuda(0)), () -> {
                     frees.incrementAndGet();
                     check("cuMemFree_v2", cuda_driver_h.cuMemFree_v2(dptr));
                 });
@@ -110,8 +110,8 @@ class DLPackCudaTest {
             pinned.setAtIndex(ValueLayout.JAVA_INT, i, i * 3);
         }
         AtomicInteger frees = new AtomicInteger();
-        ExportedTensor e = DLPack.exportVersioned(pinned, DType.INT32, new long[] {128}, new long[] {2}, 0,
-                Device.cudaHost(0), true, () -> {
+        ExportedTensor e = DLPack.exportVersioned(TensorSpec.of(pinned, DType.INT32, 128).withStrides(2)
+                .withDevice(Device.cudaHost(0)).withFlags(TensorFlag.READ_ONLY), () -> {
                     frees.incrementAndGet();
                     check("cuMemFreeHost", cuda_driver_h.cuMemFreeHost(pinned));
                 });
@@ -140,8 +140,8 @@ class DLPackCudaTest {
             check("cuMemsetD8_v2", cuda_driver_h.cuMemsetD8_v2(dptr, (byte) 0, n));
             check("cuMemsetD8Async", cuda_driver_h.cuMemsetD8Async(dptr, (byte) 7, n, producer));
             ConsumerStream consumer = ConsumerStream.of(Device.cuda(0), consumerStream.address());
-            ExportedTensor e = DLPack.exportVersioned(MemorySegment.ofAddress(dptr).reinterpret(n), DType.UINT8,
-                    new long[] {n}, null, 0, Device.cuda(0), false, null, StreamSynchronizer.cuda(producer), consumer);
+            ExportedTensor e = DLPack.exportVersioned(TensorSpec.of(MemorySegment.ofAddress(dptr).reinterpret(n),
+                    DType.UINT8, n).withDevice(Device.cuda(0)).withConsumerStream(consumer, StreamSynchronizer.cuda(producer)));
             try (ImportedTensor t = DLPack.importTensor(e, ImportOptions.expecting(Device.cuda(0)))) {
                 check("cuMemcpyDtoHAsync_v2", cuda_driver_h.cuMemcpyDtoHAsync_v2(pinned, t.devicePointer().address(), n,
                         consumerStream));

@@ -50,8 +50,8 @@ class DLPackOwnershipTest {
     private ExportedTensor export(boolean versioned) {
         MemorySegment data = arena.allocate(64, 16);
         return versioned
-                ? DLPack.exportVersioned(data, DType.INT32, new long[] {4}, null, 0, Device.CPU, false, ownerCloses::incrementAndGet)
-                : DLPack.exportLegacy(data, DType.INT32, new long[] {4}, null, 0, Device.CPU, ownerCloses::incrementAndGet);
+                ? DLPack.exportVersioned(TensorSpec.of(data, DType.INT32, 4), ownerCloses::incrementAndGet)
+                : DLPack.exportLegacy(TensorSpec.of(data, DType.INT32, 4), ownerCloses::incrementAndGet);
     }
 
     private static void callDeleter(MemorySegment struct, boolean versioned) {
@@ -103,7 +103,7 @@ class DLPackOwnershipTest {
     @Test
     void anOwnerWhoseCloseThrowsNeverEscapesTheDeleter() {
         MemorySegment data = arena.allocate(16);
-        ExportedTensor e = DLPack.exportVersioned(data, DType.UINT8, new long[] {16}, null, 0, Device.CPU, false,
+        ExportedTensor e = DLPack.exportVersioned(TensorSpec.of(data, DType.UINT8, 16),
                 () -> {
                     ownerCloses.incrementAndGet();
                     throw new IllegalStateException("owner broke");
@@ -115,34 +115,56 @@ class DLPackOwnershipTest {
     @Test
     void invalidExportArgumentsThrowAndLeaveTheOwnerToTheCaller() {
         MemorySegment small = arena.allocate(16);
-        ValidationException e = assertThrows(ValidationException.class, () -> DLPack.exportVersioned(small,
-                DType.FLOAT64, new long[] {3}, null, 0, Device.CPU, false, ownerCloses::incrementAndGet));
+        ValidationException e = assertThrows(ValidationException.class, () -> DLPack.exportVersioned(
+                TensorSpec.of(small, DType.FLOAT64, 3), ownerCloses::incrementAndGet));
         assertEquals(Category.LENGTH, e.category());
-        e = assertThrows(ValidationException.class, () -> DLPack.exportVersioned(small, DType.UINT8,
-                new long[] {4}, new long[] {-1}, 0, Device.CPU, false, ownerCloses::incrementAndGet));
+        assertEquals("data", e.path());
+        e = assertThrows(ValidationException.class, () -> DLPack.exportVersioned(
+                TensorSpec.of(small, DType.UINT8, 4).withStrides(-1), ownerCloses::incrementAndGet));
         assertEquals(Category.LENGTH, e.category(), "a negative stride must not reach before data");
-        e = assertThrows(ValidationException.class, () -> DLPack.exportVersioned(small, DType.UINT8,
-                new long[] {4, 2}, new long[] {1}, 0, Device.CPU, false, ownerCloses::incrementAndGet));
+        e = assertThrows(ValidationException.class, () -> DLPack.exportLegacy(
+                TensorSpec.of(small, DType.UINT8, 0).withByteOffset(17), ownerCloses::incrementAndGet));
+        assertEquals(Category.LENGTH, e.category(), "an empty range must still start inside data");
+        assertEquals("byte_offset", e.path());
+        assertEquals(0, ownerCloses.get(), "after a throw the caller still owns the owner");
+        // what a spec can check on its own is refused when it is made, before any export
+        e = assertThrows(ValidationException.class, () -> TensorSpec.of(small, DType.UINT8, 4, 2).withStrides(1));
         assertEquals(Category.STRUCTURE, e.category());
-        assertThrows(UnsupportedFeatureException.class, () -> DLPack.exportVersioned(MemorySegment.ofArray(new byte[16]),
-                DType.UINT8, new long[] {16}, null, 0, Device.CPU, false, ownerCloses::incrementAndGet));
-        assertThrows(UnsupportedFeatureException.class, () -> DLPack.exportLegacy(small, DType.FLOAT4_E2M1FN,
-                new long[] {16}, null, 0, Device.CPU, ownerCloses::incrementAndGet));
-        assertThrows(UnsupportedFeatureException.class, () -> DLPack.exportVersioned(small, new DType(DType.KDL_INT, 32, 2),
-                new long[] {2}, null, 0, Device.CPU, false, ownerCloses::incrementAndGet));
+        assertEquals("strides", e.path());
+        e = assertThrows(ValidationException.class, () -> TensorSpec.of(small, DType.UINT8, 4, -2));
+        assertEquals(Category.SIZE, e.category());
+        assertEquals("shape[1]", e.path());
+        e = assertThrows(ValidationException.class, () -> TensorSpec.of(small, DType.UINT8, 4).withByteOffset(-1));
+        assertEquals(Category.SIZE, e.category());
+        e = assertThrows(ValidationException.class, () -> TensorSpec.of(small, DType.UINT8, Long.MAX_VALUE, 3));
+        assertEquals(Category.SIZE, e.category(), "the element count overflows int64");
+        e = assertThrows(ValidationException.class, () -> TensorSpec.of(small, DType.UINT8, new long[65]));
+        assertEquals("ndim", e.path());
+        e = assertThrows(ValidationException.class, () -> TensorSpec.of(small, DType.UINT8, 2)
+                .withStrides(Long.MAX_VALUE));
+        assertEquals(Category.SIZE, e.category(), "the byte range overflows int64");
+        assertThrows(UnsupportedFeatureException.class, () -> TensorSpec.of(MemorySegment.ofArray(new byte[16]),
+                DType.UINT8, 16));
+        assertThrows(UnsupportedFeatureException.class, () -> TensorSpec.of(small, new DType(DType.KDL_INT, 32, 2), 2));
+        assertThrows(UnsupportedFeatureException.class, () -> DLPack.exportLegacy(
+                TensorSpec.of(small, DType.FLOAT4_E2M1FN, 16), ownerCloses::incrementAndGet));
+        assertThrows(UnsupportedFeatureException.class, () -> DLPack.exportLegacy(
+                TensorSpec.of(small, DType.UINT8, 16).withFlags(TensorFlag.IS_COPIED), ownerCloses::incrementAndGet));
         assertEquals(0, ownerCloses.get(), "after a throw the caller still owns the owner");
     }
 
     @Test
     void aReadOnlySegmentIsExportedReadOnlyAndRefusedAsLegacy() {
         MemorySegment data = arena.allocate(32).asReadOnly();
-        try (ImportedTensor t = DLPack.importTensor(DLPack.exportVersioned(data, DType.INT8, new long[] {32}, null, 0,
-                Device.CPU, false, ownerCloses::incrementAndGet), ImportOptions.any())) {
+        try (ImportedTensor t = DLPack.importTensor(DLPack.exportVersioned(TensorSpec.of(data, DType.INT8, 32),
+                ownerCloses::incrementAndGet), ImportOptions.any())) {
             assertTrue(t.isReadOnly(), "READ_ONLY set truthfully");
         }
         assertEquals(1, ownerCloses.get());
-        assertThrows(UnsupportedFeatureException.class, () -> DLPack.exportLegacy(data, DType.INT8, new long[] {32},
-                null, 0, Device.CPU, ownerCloses::incrementAndGet));
+        assertEquals(java.util.Set.of(TensorFlag.READ_ONLY), TensorSpec.of(data, DType.INT8, 32).withFlags().flags(),
+                "clearing the flags keeps READ_ONLY for a read-only segment");
+        assertThrows(UnsupportedFeatureException.class, () -> DLPack.exportLegacy(TensorSpec.of(data, DType.INT8, 32),
+                ownerCloses::incrementAndGet));
         assertEquals(1, ownerCloses.get());
     }
 

@@ -93,9 +93,12 @@ class DLPackRoundTripTest {
             for (int i = 0; i < 512; i++) {
                 data.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 1));
             }
+            TensorSpec spec = TensorSpec.of(data, dtype, shape).withByteOffset(offset).withDevice(device);
+            spec = strides == null ? spec : spec.withStrides(strides);
+            spec = readOnly ? spec.withFlags(TensorFlag.READ_ONLY) : spec;
             ExportedTensor exported = versioned
-                    ? DLPack.exportVersioned(data, dtype, shape, strides, offset, device, readOnly, ownerCloses::incrementAndGet)
-                    : DLPack.exportLegacy(data, dtype, shape, strides, offset, device, ownerCloses::incrementAndGet);
+                    ? DLPack.exportVersioned(spec, ownerCloses::incrementAndGet)
+                    : DLPack.exportLegacy(spec, ownerCloses::incrementAndGet);
             if (versioned) {
                 MemorySegment s = exported.address().reinterpret(DLManagedTensorVersioned.sizeof());
                 assertEquals(1, DLPackVersion.major(DLManagedTensorVersioned.version(s)));

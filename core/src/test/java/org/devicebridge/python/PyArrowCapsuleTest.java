@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.lang.foreign.MemorySegment;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
@@ -83,8 +82,9 @@ class PyArrowCapsuleTest {
         MemorySegment schema = Native.calloc(ArrowSchema.sizeof());
         MemorySegment array = Native.calloc(ArrowArray.sizeof());
         try (PyObjectRef src = python.eval("src", ns)) {
-            List<PyObjectRef> capsules = PythonImport.arrowArray(src, null, false);
-            try (PyObjectRef s = capsules.get(0); PyObjectRef a = capsules.get(1)) {
+            try (ArrowArrayCapsules capsules = PythonImport.arrowArray(src)) {
+                PyObjectRef s = capsules.schema();
+                PyObjectRef a = capsules.array();
                 assertEquals(CapsuleKind.ARROW_SCHEMA, Capsules.kindOf(s));
                 assertEquals(CapsuleKind.ARROW_ARRAY, Capsules.kindOf(a));
                 Capsules.take(s, CapsuleKind.ARROW_SCHEMA, p -> {
@@ -120,8 +120,8 @@ class PyArrowCapsuleTest {
         python.exec("src = pa.array([7, 8, 9], type=pa.int32()).slice(1)", ns);
         try (PyObjectRef src = python.eval("src", ns)) {
             assumeTrue(src.hasAttr("__arrow_c_device_array__"), "this pyarrow has no __arrow_c_device_array__");
-            List<PyObjectRef> capsules = PythonImport.arrowArray(src, null, true);
-            try (PyObjectRef s = capsules.get(0); PyObjectRef a = capsules.get(1)) {
+            try (ArrowArrayCapsules capsules = PythonImport.arrowDeviceArray(src)) {
+                PyObjectRef a = capsules.array();
                 assertEquals(CapsuleKind.ARROW_DEVICE_ARRAY, Capsules.kindOf(a));
                 long[] seen = Capsules.take(a, CapsuleKind.ARROW_DEVICE_ARRAY, p -> new long[] {
                         ArrowDeviceArray.device_type(p), ArrowArray.length(ArrowDeviceArray.array(p)),
@@ -140,7 +140,7 @@ class PyArrowCapsuleTest {
         MemorySegment stream = Native.calloc(ArrowArrayStream.sizeof());
         MemorySegment schema = Native.calloc(ArrowSchema.sizeof());
         MemorySegment batch = Native.calloc(ArrowArray.sizeof());
-        try (PyObjectRef t = python.eval("t", ns); PyObjectRef capsule = PythonImport.arrowStream(t, null, false)) {
+        try (PyObjectRef t = python.eval("t", ns); PyObjectRef capsule = PythonImport.arrowStream(t)) {
             assertEquals(CapsuleKind.ARROW_ARRAY_STREAM, Capsules.kindOf(capsule));
             Capsules.take(capsule, CapsuleKind.ARROW_ARRAY_STREAM, p -> {
                 TestArrow.move(p, stream, CapsuleKind.ARROW_ARRAY_STREAM);
@@ -172,7 +172,7 @@ class PyArrowCapsuleTest {
              PyObjectRef obj = PythonExport.builder()
                      .arrowStream((req, out) -> {
                          requested.set(req.equals(MemorySegment.NULL) ? "none" : TestArrow.format(req));
-                         try (PyObjectRef c = PythonImport.arrowStream(src, null, false)) {
+                         try (PyObjectRef c = PythonImport.arrowStream(src)) {
                              Capsules.take(c, CapsuleKind.ARROW_ARRAY_STREAM, p -> {
                                  TestArrow.move(p, out, CapsuleKind.ARROW_ARRAY_STREAM);
                                  return null;

@@ -20,10 +20,10 @@ import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.dlpack.Device;
 import org.devicebridge.dlpack.ExportedTensor;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
+import org.devicebridge.dlpack.TensorSpec;
 import org.junit.jupiter.api.Test;
 
 /** The README's quick start, verbatim between the BEGIN/END markers: if it stops compiling or working, this fails. */
@@ -82,8 +82,7 @@ class ReadmeQuickStartTest {
                 data.setAtIndex(ValueLayout.JAVA_FLOAT, i, i);
             }
             // Export a 2x3 float32 tensor (NULL strides: row-major); no copy.
-            ExportedTensor exported = DLPack.exportVersioned(data, DType.FLOAT32, new long[] {2, 3}, null,
-                    0, Device.CPU, false, null);
+            ExportedTensor exported = DLPack.exportVersioned(TensorSpec.of(data, DType.FLOAT32, 2, 3));
             // Hand the DLManagedTensorVersioned* to a consumer: from now on only its deleter frees it.
             MemorySegment managed = exported.transferOwnership();
             // Here the consumer is this library: import validates version, dtype, shape and strides.

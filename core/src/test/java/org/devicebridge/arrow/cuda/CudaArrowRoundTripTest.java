@@ -39,6 +39,7 @@ import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.foreign.StreamExport;
+import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.internal.Callbacks;
@@ -80,7 +81,7 @@ class CudaArrowRoundTripTest {
         baseline = new ExportTestSupport.Baseline();
         allocator = ExportTestSupport.allocator();
         treesBefore = CudaStructs.TREES.size();
-        stream = CudaStream.create(DEVICE, true);
+        stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
         transfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
         deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
     }
@@ -164,7 +165,7 @@ class CudaArrowRoundTripTest {
             assertNotEquals(0L, sync.reinterpret(8).get(ValueLayout.JAVA_LONG, 0), "sync_event points to a CUevent");
             DictionaryProvider.MapDictionaryProvider back = new DictionaryProvider.MapDictionaryProvider();
             // a second stream as the consumer: it must wait on the producer's event
-            try (CudaStream consumer = CudaStream.create(DEVICE, true);
+            try (CudaStream consumer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
                  HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20)) {
                 try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(schema, out, level, consumer, consumerTransfer)) {
                     assertEquals(0L, ArrowArray.release(out).address(), "moved: the producer's struct is released");
@@ -375,7 +376,7 @@ class CudaArrowRoundTripTest {
             CudaArrowExport.exportDeviceStream(root.getSchema(), batches.iterator(), stream, out);
             assertEquals(ArrowDeviceType.CUDA.code(), org.devicebridge.generated.arrow.ArrowDeviceArrayStream.device_type(out));
             int count = 0;
-            try (CudaStream consumer = CudaStream.create(DEVICE, true);
+            try (CudaStream consumer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
                  HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
                  ImportedArrayStream in = ArrowImport.importDeviceStream(out)) {
                 assertEquals(ArrowDeviceType.CUDA, in.deviceType());

@@ -1,0 +1,227 @@
+package org.devicebridge.dlpack;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
+
+/**
+ * What {@link DLPack#exportVersioned(TensorSpec)} and {@link DLPack#exportLegacy(TensorSpec)} export: the
+ * memory, element type, shape, strides, byte offset, device, flags and, for data produced asynchronously,
+ * the consumer's stream. A spec is immutable (each {@code with...} returns a new one), owns nothing and
+ * may be exported any number of times, each export a new tensor.
+ *
+ * {@snippet :
+ * TensorSpec spec = TensorSpec.of(data, DType.FLOAT32, 2, 3)    // compact row-major, CPU, writable
+ *         .withStrides(1, 2)                                      // column-major instead
+ *         .withFlags(TensorFlag.READ_ONLY);
+ * try (ExportedTensor tensor = DLPack.exportVersioned(spec)) { ... }
+ * }
+ *
+ * <p>Defaults: compact row-major strides, byte offset 0, {@link Device#CPU}, no flags (but
+ * {@link TensorFlag#READ_ONLY} whenever {@code data} is a read-only segment: the flag tells the truth), no
+ * stream synchronisation.
+ *
+ * <p>Validation: each method checks what it sets when it is called (dtype, shape, strides and byte offset
+ * together, with exact arithmetic, so a spec always has a well-defined byte range). The checks that join
+ * settings which may be made in any order run at export: the range must lie inside {@code data}, and the
+ * consumer's stream must belong to the spec's device.
+ */
+public final class TensorSpec {
+    private final MemorySegment data;
+    private final DType dtype;
+    private final Geometry geometry; // shape, strides (given or compact) and the byte range, checked
+    private final long byteOffset;
+    private final Device device;
+    private final Set<TensorFlag> flags; // unmodifiable
+    private final ConsumerStream consumer; // null: no synchronisation
+    private final StreamSynchronizer producer; // null exactly when consumer is
+
+    private TensorSpec(MemorySegment data, DType dtype, Geometry geometry, long byteOffset, Device device,
+                       Set<TensorFlag> flags, ConsumerStream consumer, StreamSynchronizer producer) {
+        this.data = data;
+        this.dtype = dtype;
+        this.geometry = geometry;
+        this.byteOffset = byteOffset;
+        this.device = device;
+        EnumSet<TensorFlag> f = flags.isEmpty() ? EnumSet.noneOf(TensorFlag.class) : EnumSet.copyOf(flags);
+        if (data.isReadOnly()) {
+            f.add(TensorFlag.READ_ONLY);
+        }
+        this.flags = Collections.unmodifiableSet(f);
+        this.consumer = consumer;
+        this.producer = producer;
+    }
+
+    /**
+     * A compact row-major tensor of {@code dtype} and {@code shape} at the start of {@code data}, on the
+     * CPU, writable (unless {@code data} is read-only), without stream synchronisation.
+     *
+     * @param data  native memory that holds the tensor: host memory for CPU and CUDA_HOST, or, for device
+     *              memory, a segment whose address is the device pointer and whose size is the allocation's
+     *              (it is never dereferenced); element {@code [0, ..., 0]} is at {@code data + byteOffset}
+     * @param dtype the element type (it must pass {@link DType#check})
+     * @param shape the extents, {@code 0 <= ndim <= 64}; none for a scalar
+     * @throws UnsupportedFeatureException for a heap segment, or a dtype this library cannot lay out
+     * @throws ValidationException for an invalid dtype, too many dimensions, a negative extent or an
+     *         element count that overflows
+     */
+    public static TensorSpec of(MemorySegment data, DType dtype, long... shape) {
+        Objects.requireNonNull(data, "data");
+        Objects.requireNonNull(dtype, "dtype");
+        Objects.requireNonNull(shape, "shape");
+        if (!data.isNative()) {
+            throw new UnsupportedFeatureException("data", "a heap segment cannot be exported; DLPack needs native memory");
+        }
+        dtype.check("dtype");
+        if (shape.length > Geometry.MAX_NDIM) {
+            throw new ValidationException(Category.SIZE, "ndim", "expected at most " + Geometry.MAX_NDIM
+                    + " dimensions but found " + shape.length);
+        }
+        Geometry g = Geometry.of(dtype, false, shape.clone(), null, 0, "");
+        return new TensorSpec(data, dtype, g, 0, Device.CPU, Set.of(), null, null);
+    }
+
+    /**
+     * The same spec with explicit strides, in elements (not bytes); zero (broadcast) and negative strides
+     * are allowed (with a negative stride, set a byte offset that keeps the elements inside {@code data}).
+     *
+     * @throws ValidationException {@code STRUCTURE} unless there is one stride per dimension, {@code SIZE}
+     *         if the byte range overflows
+     */
+    public TensorSpec withStrides(long... strides) {
+        Objects.requireNonNull(strides, "strides");
+        Geometry g = Geometry.of(dtype, false, geometry.shape.clone(), strides.clone(), byteOffset, "");
+        return new TensorSpec(data, dtype, g, byteOffset, device, flags, consumer, producer);
+    }
+
+    /**
+     * The same spec with element {@code [0, ..., 0]} at {@code data + byteOffset}.
+     *
+     * @throws ValidationException {@code SIZE} for a negative offset or one whose range overflows
+     */
+    public TensorSpec withByteOffset(long byteOffset) {
+        Geometry g = Geometry.of(dtype, false, geometry.shape.clone(), geometry.strides.clone(), byteOffset, "");
+        return new TensorSpec(data, dtype, g, byteOffset, device, flags, consumer, producer);
+    }
+
+    /** The same spec for data on {@code device} (the default is {@link Device#CPU}). */
+    public TensorSpec withDevice(Device device) {
+        Objects.requireNonNull(device, "device");
+        return new TensorSpec(data, dtype, geometry, byteOffset, device, flags, consumer, producer);
+    }
+
+    /**
+     * The same spec with exactly these flags (none clears them; {@link TensorFlag#READ_ONLY} stays set for a
+     * read-only {@code data} segment). A legacy export refuses every flag, since it cannot tell them.
+     */
+    public TensorSpec withFlags(TensorFlag... flags) {
+        Objects.requireNonNull(flags, "flags");
+        EnumSet<TensorFlag> f = EnumSet.noneOf(TensorFlag.class);
+        for (TensorFlag flag : flags) {
+            f.add(Objects.requireNonNull(flag, "flags[i]"));
+        }
+        return new TensorSpec(data, dtype, geometry, byteOffset, device, f, consumer, producer);
+    }
+
+    /**
+     * The same spec for data produced asynchronously: before the struct is written, export calls
+     * {@code producer.makeReady(consumer)}, which makes the data ready on the consumer's stream as the Python
+     * protocol's {@code stream} argument requires (nothing happens for {@link ConsumerStream.Kind#NO_SYNC}).
+     * The caller keeps owning the streams behind both.
+     *
+     * @param consumer the consumer's stream, parsed with {@link ConsumerStream#of} for the spec's device (export
+     *                 throws {@link ValidationException} {@code DEVICE} if the devices differ)
+     */
+    public TensorSpec withConsumerStream(ConsumerStream consumer, StreamSynchronizer producer) {
+        Objects.requireNonNull(consumer, "consumer");
+        Objects.requireNonNull(producer, "producer");
+        return new TensorSpec(data, dtype, geometry, byteOffset, device, flags, consumer, producer);
+    }
+
+    /** The memory that holds the tensor (borrowed: the spec does not own it). */
+    public MemorySegment data() {
+        return data;
+    }
+
+    public DType dtype() {
+        return dtype;
+    }
+
+    /** A copy of the shape. */
+    public long[] shape() {
+        return geometry.shape.clone();
+    }
+
+    /** A copy of the strides in elements: as given, or compact row-major. */
+    public long[] strides() {
+        return geometry.strides.clone();
+    }
+
+    /** Bytes from {@code data} to element {@code [0, ..., 0]}. */
+    public long byteOffset() {
+        return byteOffset;
+    }
+
+    public Device device() {
+        return device;
+    }
+
+    /** The flags the export sets (unmodifiable); includes {@link TensorFlag#READ_ONLY} for read-only data. */
+    public Set<TensorFlag> flags() {
+        return flags;
+    }
+
+    /** The consumer's stream the data is made ready on, if one was given. */
+    public Optional<ConsumerStream> consumerStream() {
+        return Optional.ofNullable(consumer);
+    }
+
+    /**
+     * The checks that join settings made in any order, run by export: the consumer's stream belongs to the
+     * device, and the tensor's bytes lie inside {@code data}.
+     *
+     * @return the spec's geometry
+     * @throws ValidationException {@code DEVICE} or {@code LENGTH}
+     */
+    Geometry checkedGeometry() {
+        if (consumer != null && !consumer.device().equals(device)) {
+            throw new ValidationException(Category.DEVICE, "stream", "the consumer stream belongs to "
+                    + DLPack.describe(consumer.device()) + " but the data lives on " + DLPack.describe(device));
+        }
+        Geometry g = geometry;
+        if (g.extent > 0) {
+            long first = byteOffset + g.start; // exact: checked by Geometry
+            if (first < 0 || first + g.extent > data.byteSize()) {
+                throw new ValidationException(Category.LENGTH, "data", String.format(Locale.ROOT,
+                        "the tensor spans bytes [%d, %d) of data but data has %d bytes", first, first + g.extent,
+                        data.byteSize()));
+            }
+        } else if (byteOffset > data.byteSize()) {
+            throw new ValidationException(Category.LENGTH, "byte_offset", "expected at most " + data.byteSize()
+                    + " but found " + byteOffset);
+        }
+        return g;
+    }
+
+    /** Makes the data ready on the consumer's stream, if one was given. */
+    void makeReady() {
+        if (consumer != null) {
+            producer.makeReady(consumer);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "TensorSpec[" + dtype + " " + Arrays.toString(geometry.shape) + " strides "
+                + Arrays.toString(geometry.strides) + " byte_offset " + byteOffset + " on " + DLPack.describe(device)
+                + (flags.isEmpty() ? "" : " " + flags) + (consumer == null ? "" : " ready on " + consumer) + "]";
+    }
+}
