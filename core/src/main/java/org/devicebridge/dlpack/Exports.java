@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.util.concurrent.atomic.AtomicLong;
+import org.devicebridge.foreign.LocalCallbacks;
 import org.devicebridge.generated.dlpack.DLManagedTensor;
 import org.devicebridge.generated.dlpack.DLManagedTensorVersioned;
 import org.devicebridge.internal.ExportRegistry;
@@ -39,6 +40,12 @@ final class Exports {
             "deleteVersioned", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
     static final MemorySegment DELETE_LEGACY = Native.upcallStub(MethodHandles.lookup(), Exports.class,
             "deleteLegacy", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
+
+    static {
+        // A tensor exported here and imported here is deleted by a Java call, not a native round trip.
+        LocalCallbacks.register(DELETE_VERSIONED, Exports::deleteVersioned);
+        LocalCallbacks.register(DELETE_LEGACY, Exports::deleteLegacy);
+    }
 
     private Exports() {}
 

@@ -7,6 +7,7 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.arrow.memory.ArrowBuf;
+import org.devicebridge.foreign.LocalCallbacks;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.devicebridge.internal.Callbacks;
@@ -49,6 +50,12 @@ final class ExportRuntime {
             "releaseSchema", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
     static final MemorySegment RELEASE_ARRAY = Native.upcallStub(MethodHandles.lookup(), ExportRuntime.class,
             "releaseArray", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
+
+    static {
+        // A struct exported here and imported here is released by a Java call, not a native round trip.
+        LocalCallbacks.register(RELEASE_SCHEMA, ExportRuntime::releaseSchema);
+        LocalCallbacks.register(RELEASE_ARRAY, ExportRuntime::releaseArray);
+    }
     private static final long RELEASE_SCHEMA_ADDRESS = RELEASE_SCHEMA.address();
     private static final long RELEASE_ARRAY_ADDRESS = RELEASE_ARRAY.address();
 
