@@ -7,6 +7,7 @@ import java.util.Objects;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
+import org.devicebridge.generated.dlpack.dlpack_h;
 import org.devicebridge.generated.dlpack.DLDataType;
 import org.devicebridge.generated.dlpack.DLDevice;
 import org.devicebridge.generated.dlpack.DLManagedTensor;
@@ -31,16 +32,17 @@ import org.devicebridge.internal.Native;
  * }
  */
 public final class DLPack {
-    /** The DLPack ABI version this library implements. */
-    public static final int MAJOR_VERSION = 1;
-    public static final int MINOR_VERSION = 3;
+    /** The DLPack ABI version this library implements ({@code DLPACK_MAJOR_VERSION} of the header). */
+    public static final int MAJOR_VERSION = dlpack_h.DLPACK_MAJOR_VERSION();
+    /** {@code DLPACK_MINOR_VERSION} of the header. */
+    public static final int MINOR_VERSION = dlpack_h.DLPACK_MINOR_VERSION();
 
     /** {@code DLPACK_FLAG_BITMASK_READ_ONLY}; see {@link TensorFlag#READ_ONLY}. */
-    public static final long FLAG_READ_ONLY = 1L;
+    public static final long FLAG_READ_ONLY = dlpack_h.DLPACK_FLAG_BITMASK_READ_ONLY();
     /** {@code DLPACK_FLAG_BITMASK_IS_COPIED}; see {@link TensorFlag#IS_COPIED}. */
-    public static final long FLAG_IS_COPIED = 1L << 1;
-    /** {@code DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED}: set by export for sub-byte dtypes. */
-    public static final long FLAG_IS_SUBBYTE_TYPE_PADDED = 1L << 2;
+    public static final long FLAG_IS_COPIED = dlpack_h.DLPACK_FLAG_BITMASK_IS_COPIED();
+    /** {@code DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED}. */
+    public static final long FLAG_IS_SUBBYTE_TYPE_PADDED = dlpack_h.DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED();
     private static final long KNOWN_FLAGS = FLAG_READ_ONLY | FLAG_IS_COPIED | FLAG_IS_SUBBYTE_TYPE_PADDED;
 
     private DLPack() {}

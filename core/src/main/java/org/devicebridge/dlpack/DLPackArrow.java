@@ -89,35 +89,22 @@ public final class DLPackArrow {
      * exactly once. The vector gets an all-valid validity bitmap of its own.
      *
      * @param name the field name of the new vector
-     * @return a vector owned by the caller; {@code tensor} is CONSUMED. After a throw for a tensor that does
-     *         not fit ({@link UnsupportedFeatureException}) the caller still owns {@code tensor}; after any
-     *         other throw the tensor has been released.
+     * @return a vector owned by the caller; {@code tensor} is CONSUMED. After a throw the tensor has already
+     *         been released (closed), whatever the exception, as after every import.
      * @throws UnsupportedFeatureException for ndim != 1, non-compact strides, read-only or device memory,
      *         more than {@code Integer.MAX_VALUE} elements, or a dtype without an Arrow equivalent
      */
     public static FieldVector importVector(ImportedTensor tensor, BufferAllocator allocator, String name) {
         Objects.requireNonNull(tensor, "tensor");
-        Objects.requireNonNull(allocator, "allocator");
-        Objects.requireNonNull(name, "name");
-        String path = "tensor";
-        if (tensor.ndim() != 1) {
-            throw new UnsupportedFeatureException(path + ".ndim", "expected a 1-D tensor but found ndim " + tensor.ndim());
+        ArrowType type;
+        try {
+            Objects.requireNonNull(allocator, "allocator");
+            Objects.requireNonNull(name, "name");
+            type = checkImportable(tensor);
+        } catch (RuntimeException | Error e) {
+            tensor.close(); // the one rule of every import: the input is released on every throw
+            throw e;
         }
-        if (!tensor.isCompact()) {
-            throw new UnsupportedFeatureException(path + ".strides", "expected stride 1 but found " + tensor.strides()[0]);
-        }
-        if (tensor.isReadOnly()) {
-            throw new UnsupportedFeatureException(path + ".flags", "a read-only tensor cannot back a (writable) Arrow vector");
-        }
-        if (!tensor.device().type().isHostAccessible()) {
-            throw new UnsupportedFeatureException(path + ".device", "Arrow Java needs host memory but found "
-                    + tensor.device().type());
-        }
-        if (tensor.elementCount() > Integer.MAX_VALUE) {
-            throw new UnsupportedFeatureException(path + ".shape", "Arrow vectors hold at most 2^31-1 values but found "
-                    + tensor.elementCount());
-        }
-        ArrowType type = arrowTypeOf(tensor.dtype(), path + ".dtype");
         MemorySegment seg = tensor.segment();
         int n = (int) tensor.elementCount();
         long size = seg.byteSize();
@@ -148,6 +135,29 @@ public final class DLPackArrow {
         } finally {
             data.getReferenceManager().release(); // the vector holds its own reference (or none, after a throw)
         }
+    }
+
+    /** The Arrow type of a tensor {@link #importVector} can take; throws for one it cannot. */
+    private static ArrowType checkImportable(ImportedTensor tensor) {
+        String path = "tensor";
+        if (tensor.ndim() != 1) {
+            throw new UnsupportedFeatureException(path + ".ndim", "expected a 1-D tensor but found ndim " + tensor.ndim());
+        }
+        if (!tensor.isCompact()) {
+            throw new UnsupportedFeatureException(path + ".strides", "expected stride 1 but found " + tensor.strides()[0]);
+        }
+        if (tensor.isReadOnly()) {
+            throw new UnsupportedFeatureException(path + ".flags", "a read-only tensor cannot back a (writable) Arrow vector");
+        }
+        if (!tensor.device().type().isHostAccessible()) {
+            throw new UnsupportedFeatureException(path + ".device", "Arrow Java needs host memory but found "
+                    + tensor.device().type());
+        }
+        if (tensor.elementCount() > Integer.MAX_VALUE) {
+            throw new UnsupportedFeatureException(path + ".shape", "Arrow vectors hold at most 2^31-1 values but found "
+                    + tensor.elementCount());
+        }
+        return arrowTypeOf(tensor.dtype(), path + ".dtype");
     }
 
     static DType dtypeOf(ArrowType type, String path) {

@@ -4,6 +4,7 @@ import java.util.Locale;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
+import org.devicebridge.generated.dlpack.dlpack_h;
 
 /**
  * A DLPack element type, {@code DLDataType}: a type code, a width in bits and a number of lanes.
@@ -20,24 +21,25 @@ import org.devicebridge.ValidationException.Category;
  * @param lanes lanes per element (0..65535); this library supports 1 only
  */
 public record DType(int code, int bits, int lanes) {
-    public static final int KDL_INT = 0;
-    public static final int KDL_UINT = 1;
-    public static final int KDL_FLOAT = 2;
-    public static final int KDL_OPAQUE_HANDLE = 3;
-    public static final int KDL_BFLOAT = 4;
-    public static final int KDL_COMPLEX = 5;
-    public static final int KDL_BOOL = 6;
-    public static final int KDL_FLOAT8_E3M4 = 7;
-    public static final int KDL_FLOAT8_E4M3 = 8;
-    public static final int KDL_FLOAT8_E4M3B11FNUZ = 9;
-    public static final int KDL_FLOAT8_E4M3FN = 10;
-    public static final int KDL_FLOAT8_E4M3FNUZ = 11;
-    public static final int KDL_FLOAT8_E5M2 = 12;
-    public static final int KDL_FLOAT8_E5M2FNUZ = 13;
-    public static final int KDL_FLOAT8_E8M0FNU = 14;
-    public static final int KDL_FLOAT6_E2M3FN = 15;
-    public static final int KDL_FLOAT6_E3M2FN = 16;
-    public static final int KDL_FLOAT4_E2M1FN = 17;
+    /** {@code DLDataTypeCode} values, read from the header's {@code kDL*} constants. */
+    public static final int KDL_INT = dlpack_h.kDLInt();
+    public static final int KDL_UINT = dlpack_h.kDLUInt();
+    public static final int KDL_FLOAT = dlpack_h.kDLFloat();
+    public static final int KDL_OPAQUE_HANDLE = dlpack_h.kDLOpaqueHandle();
+    public static final int KDL_BFLOAT = dlpack_h.kDLBfloat();
+    public static final int KDL_COMPLEX = dlpack_h.kDLComplex();
+    public static final int KDL_BOOL = dlpack_h.kDLBool();
+    public static final int KDL_FLOAT8_E3M4 = dlpack_h.kDLFloat8_e3m4();
+    public static final int KDL_FLOAT8_E4M3 = dlpack_h.kDLFloat8_e4m3();
+    public static final int KDL_FLOAT8_E4M3B11FNUZ = dlpack_h.kDLFloat8_e4m3b11fnuz();
+    public static final int KDL_FLOAT8_E4M3FN = dlpack_h.kDLFloat8_e4m3fn();
+    public static final int KDL_FLOAT8_E4M3FNUZ = dlpack_h.kDLFloat8_e4m3fnuz();
+    public static final int KDL_FLOAT8_E5M2 = dlpack_h.kDLFloat8_e5m2();
+    public static final int KDL_FLOAT8_E5M2FNUZ = dlpack_h.kDLFloat8_e5m2fnuz();
+    public static final int KDL_FLOAT8_E8M0FNU = dlpack_h.kDLFloat8_e8m0fnu();
+    public static final int KDL_FLOAT6_E2M3FN = dlpack_h.kDLFloat6_e2m3fn();
+    public static final int KDL_FLOAT6_E3M2FN = dlpack_h.kDLFloat6_e3m2fn();
+    public static final int KDL_FLOAT4_E2M1FN = dlpack_h.kDLFloat4_e2m1fn();
 
     private static final String[] CODE_NAMES = {"int", "uint", "float", "opaque_handle", "bfloat", "complex", "bool",
         "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
@@ -117,23 +119,28 @@ public record DType(int code, int bits, int lanes) {
             throw new UnsupportedFeatureException(path + ".lanes", "vector types (lanes = " + lanes
                     + ") are not supported; expected 1 lane");
         }
-        boolean ok = switch (code) {
-            case KDL_INT, KDL_UINT -> bits == 8 || bits == 16 || bits == 32 || bits == 64;
-            case KDL_FLOAT -> bits == 16 || bits == 32 || bits == 64;
-            case KDL_BFLOAT -> bits == 16;
-            case KDL_COMPLEX -> bits == 32 || bits == 64 || bits == 128;
-            case KDL_BOOL -> {
-                if (bits == 1) {
-                    throw new UnsupportedFeatureException(path, "bit-packed bool (bits = 1) is not supported; expected 8 bits");
-                }
-                yield bits == 8;
-            }
-            case KDL_OPAQUE_HANDLE -> throw new UnsupportedFeatureException(path + ".code",
-                    "kDLOpaqueHandle has no defined memory layout");
-            case KDL_FLOAT6_E2M3FN, KDL_FLOAT6_E3M2FN -> bits == 6;
-            case KDL_FLOAT4_E2M1FN -> bits == 4;
-            default -> bits == 8; // the float8 family
-        };
+        if (code == KDL_OPAQUE_HANDLE) {
+            throw new UnsupportedFeatureException(path + ".code", "kDLOpaqueHandle has no defined memory layout");
+        }
+        if (code == KDL_BOOL && bits == 1) {
+            throw new UnsupportedFeatureException(path, "bit-packed bool (bits = 1) is not supported; expected 8 bits");
+        }
+        boolean ok;
+        if (code == KDL_INT || code == KDL_UINT) {
+            ok = bits == 8 || bits == 16 || bits == 32 || bits == 64;
+        } else if (code == KDL_FLOAT) {
+            ok = bits == 16 || bits == 32 || bits == 64;
+        } else if (code == KDL_BFLOAT) {
+            ok = bits == 16;
+        } else if (code == KDL_COMPLEX) {
+            ok = bits == 32 || bits == 64 || bits == 128;
+        } else if (code == KDL_FLOAT6_E2M3FN || code == KDL_FLOAT6_E3M2FN) {
+            ok = bits == 6;
+        } else if (code == KDL_FLOAT4_E2M1FN) {
+            ok = bits == 4;
+        } else {
+            ok = bits == 8; // bool and the float8 family
+        }
         if (!ok) {
             throw new ValidationException(Category.FORMAT, path + ".bits", "type " + CODE_NAMES[code]
                     + " with " + bits + " bits is not defined by DLPack");

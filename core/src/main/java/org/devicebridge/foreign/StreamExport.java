@@ -181,26 +181,9 @@ public final class StreamExport {
     }
 
     private static int doGetSchema(MemorySegment stream, MemorySegment out, boolean device) {
-        State st = null;
-        try {
-            st = state(stream, device);
-            if (st == null) {
-                return Errno.EINVAL;
-            }
-            synchronized (st) {
-                if (st.errorCode != 0) {
-                    return st.errorCode;
-                }
-                if (out.equals(MemorySegment.NULL)) {
-                    st.setError("get_schema: the output ArrowSchema pointer is NULL");
-                    return Errno.EINVAL;
-                }
-                st.source.exportSchema(out.reinterpret(ArrowSchema.sizeof()));
-                return 0;
-            }
-        } catch (Throwable t) {
-            return failed(st, t);
-        }
+        return call(stream, out, device, "get_schema: the output ArrowSchema pointer is NULL", (source, o) -> {
+            source.exportSchema(o.reinterpret(ArrowSchema.sizeof()));
+        });
     }
 
     private static int getNext(MemorySegment stream, MemorySegment out) {
@@ -212,6 +195,26 @@ public final class StreamExport {
     }
 
     private static int doGetNext(MemorySegment stream, MemorySegment out, boolean device) {
+        return call(stream, out, device, "get_next: the output array pointer is NULL", (source, o) -> {
+            MemorySegment array = o.reinterpret(device ? ArrowDeviceArray.sizeof() : ArrowArray.sizeof());
+            if (!source.exportNext(array)) {
+                array.fill((byte) 0); // end of stream: a released array (release == NULL)
+            }
+        });
+    }
+
+    /** The body of {@code get_schema} or {@code get_next}: fills {@code out} from {@code source}. */
+    @FunctionalInterface
+    private interface Callback {
+        void run(Source source, MemorySegment out) throws Exception;
+    }
+
+    /**
+     * Runs {@code body} for the stream at {@code stream}, serialised on it: an unknown stream is
+     * {@code EINVAL}, a sticky error is returned again, a NULL {@code out} is {@code EINVAL} with
+     * {@code nullOut} as the last error, and whatever {@code body} throws becomes the stream's error.
+     */
+    private static int call(MemorySegment stream, MemorySegment out, boolean device, String nullOut, Callback body) {
         State st = null;
         try {
             st = state(stream, device);
@@ -223,13 +226,10 @@ public final class StreamExport {
                     return st.errorCode;
                 }
                 if (out.equals(MemorySegment.NULL)) {
-                    st.setError("get_next: the output array pointer is NULL");
+                    st.setError(nullOut);
                     return Errno.EINVAL;
                 }
-                MemorySegment o = out.reinterpret(device ? ArrowDeviceArray.sizeof() : ArrowArray.sizeof());
-                if (!st.source.exportNext(o)) {
-                    o.fill((byte) 0); // end of stream: a released array (release == NULL)
-                }
+                body.run(st.source, out);
                 return 0;
             }
         } catch (Throwable t) {

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.OptionalLong;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.dlpack.DeviceType;
 import org.devicebridge.foreign.NativeCalls;
 import org.devicebridge.internal.ExportRegistry;
 import org.devicebridge.internal.Native;
@@ -50,11 +51,11 @@ public final class PythonExport {
     /** A DLPack device: {@code DLDeviceType} and device ordinal, as {@code __dlpack_device__} returns them. */
     public record DLDeviceId(int deviceType, int deviceId) {
         /** {@code (kDLCPU, 0)}. */
-        public static final DLDeviceId CPU = new DLDeviceId(1, 0);
+        public static final DLDeviceId CPU = new DLDeviceId(DeviceType.CPU.code(), 0);
 
         /** {@code (kDLCUDA, ordinal)}. */
         public static DLDeviceId cuda(int ordinal) {
-            return new DLDeviceId(2, ordinal);
+            return new DLDeviceId(DeviceType.CUDA.code(), ordinal);
         }
     }
 

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Random;
 import org.devicebridge.HandleClosedException;
 import org.devicebridge.InvalidArgumentException;
+import org.devicebridge.NativeHandle;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.testing.RequiresCuda;
@@ -141,9 +142,15 @@ class HostDeviceTransferTest {
                     () -> transfer.download(d, new long[] {0, 1}, List.of(arena.allocate(1)), stream));
             assertThrows(InvalidArgumentException.class,
                     () -> transfer.upload(List.of(MemorySegment.ofArray(new byte[3])), stream));
+            long live = HandleTracker.liveHandles();
+            assertEquals(NativeHandle.State.LIVE, transfer.state());
             transfer.close();
             transfer.close();
+            assertEquals(NativeHandle.State.RELEASED, transfer.state(), "a transfer is an owning handle");
+            assertEquals(live - 1, HandleTracker.liveHandles(), "closed once, counted once");
             assertThrows(HandleClosedException.class, () -> transfer.upload(List.of(), stream));
+            assertThrows(HandleClosedException.class,
+                    () -> transfer.download(d, new long[] {0}, List.of(arena.allocate(1)), stream));
         }
     }
 }

@@ -1,6 +1,7 @@
 package org.devicebridge.dlpack;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -196,7 +197,7 @@ class DLPackArrowTest {
     }
 
     @Test
-    void tensorsThatDoNotFitAVectorStayWithTheCaller() {
+    void tensorsThatDoNotFitAVectorAreRefusedAndReleased() {
         try (Arena arena = Arena.ofConfined()) {
             NativeTensor twoD = NativeTensor.cpu();
             NativeTensor strided = NativeTensor.cpu();
@@ -214,7 +215,7 @@ class DLPackArrowTest {
             for (NativeTensor spec : List.of(twoD, strided, readOnly, complex)) {
                 try (ImportedTensor t = DLPack.importVersioned(spec.build(arena), ImportOptions.any())) {
                     assertThrows(UnsupportedFeatureException.class, () -> DLPackArrow.importVector(t, allocator, "x"));
-                    assertTrue(t.isLive(), "the caller still owns the tensor");
+                    assertFalse(t.isLive(), "released on the throw, as every import releases its input");
                 }
             }
             assertEquals(4, NativeTensor.DELETES.get());

@@ -4,6 +4,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Iterator;
 import java.util.Objects;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
@@ -95,14 +97,8 @@ public final class ArrowExport {
      */
     public static ExportedSchema exportSchema(Schema schema, DictionaryProvider provider) {
         Objects.requireNonNull(schema, "schema");
-        MemorySegment s = Native.calloc(ExportRuntime.SCHEMA_SIZE);
-        try {
-            ExportSchemaWriter.export(ExportSchemaWriter.asStructField(schema), provider, s);
-        } catch (RuntimeException | Error e) {
-            Native.free(s);
-            throw e;
-        }
-        return ARROW.exportedSchema(s);
+        return allocated(ExportRuntime.SCHEMA_SIZE,
+                s -> ExportSchemaWriter.export(ExportSchemaWriter.asStructField(schema), provider, s), ARROW::exportedSchema);
     }
 
     /** {@link #exportSchema(Schema, DictionaryProvider)} for a schema without dictionary-encoded fields. */
@@ -116,14 +112,8 @@ public final class ArrowExport {
      */
     public static ExportedSchema exportField(Field field, DictionaryProvider provider) {
         Objects.requireNonNull(field, "field");
-        MemorySegment s = Native.calloc(ExportRuntime.SCHEMA_SIZE);
-        try {
-            ExportSchemaWriter.export(field, provider, s);
-        } catch (RuntimeException | Error e) {
-            Native.free(s);
-            throw e;
-        }
-        return ARROW.exportedSchema(s);
+        return allocated(ExportRuntime.SCHEMA_SIZE, s -> ExportSchemaWriter.export(field, provider, s),
+                ARROW::exportedSchema);
     }
 
     // ------------------------------------------------------------------ arrays
@@ -147,19 +137,8 @@ public final class ArrowExport {
     public static void exportVector(FieldVector vector, DictionaryProvider provider, MemorySegment outArray,
                                     MemorySegment outSchema) {
         Objects.requireNonNull(vector, "vector");
-        MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
-        MemorySegment schema = outSchema == null ? null : OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
-        if (schema != null) {
-            ExportSchemaWriter.export(vector.getField(), provider, schema);
-        }
-        try {
-            ExportArrayWriter.exportVector(vector, provider, array);
-        } catch (RuntimeException | Error e) {
-            if (schema != null) {
-                ExportRuntime.release(true, schema, 0);
-            }
-            throw e;
-        }
+        exportWithSchema(outArray, outSchema, vector.getField(), provider,
+                array -> ExportArrayWriter.exportVector(vector, provider, array));
     }
 
     /**
@@ -168,14 +147,8 @@ public final class ArrowExport {
      */
     public static ExportedArray exportVector(FieldVector vector, DictionaryProvider provider) {
         Objects.requireNonNull(vector, "vector");
-        MemorySegment s = Native.calloc(ExportRuntime.ARRAY_SIZE);
-        try {
-            ExportArrayWriter.exportVector(vector, provider, s);
-        } catch (RuntimeException | Error e) {
-            Native.free(s);
-            throw e;
-        }
-        return ARROW.exportedArray(s);
+        return allocated(ExportRuntime.ARRAY_SIZE, s -> ExportArrayWriter.exportVector(vector, provider, s),
+                ARROW::exportedArray);
     }
 
     /**
@@ -197,19 +170,8 @@ public final class ArrowExport {
     public static void exportRoot(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment outArray,
                                   MemorySegment outSchema) {
         Objects.requireNonNull(root, "root");
-        MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
-        MemorySegment schema = outSchema == null ? null : OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
-        if (schema != null) {
-            ExportSchemaWriter.export(ExportSchemaWriter.asStructField(root.getSchema()), provider, schema);
-        }
-        try {
-            ExportArrayWriter.exportRoot(root, provider, array);
-        } catch (RuntimeException | Error e) {
-            if (schema != null) {
-                ExportRuntime.release(true, schema, 0);
-            }
-            throw e;
-        }
+        exportWithSchema(outArray, outSchema, ExportSchemaWriter.asStructField(root.getSchema()), provider,
+                array -> ExportArrayWriter.exportRoot(root, provider, array));
     }
 
     /**
@@ -218,14 +180,8 @@ public final class ArrowExport {
      */
     public static ExportedArray exportRoot(VectorSchemaRoot root, DictionaryProvider provider) {
         Objects.requireNonNull(root, "root");
-        MemorySegment s = Native.calloc(ExportRuntime.ARRAY_SIZE);
-        try {
-            ExportArrayWriter.exportRoot(root, provider, s);
-        } catch (RuntimeException | Error e) {
-            Native.free(s);
-            throw e;
-        }
-        return ARROW.exportedArray(s);
+        return allocated(ExportRuntime.ARRAY_SIZE, s -> ExportArrayWriter.exportRoot(root, provider, s),
+                ARROW::exportedArray);
     }
 
     /** {@link #exportRoot(VectorSchemaRoot, DictionaryProvider)} without dictionaries. */
@@ -259,14 +215,8 @@ public final class ArrowExport {
      */
     public static ExportedDeviceArray exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider) {
         Objects.requireNonNull(root, "root");
-        MemorySegment s = Native.calloc(ArrowDeviceArray.sizeof());
-        try {
-            exportDeviceArrayInto(root, provider, s);
-        } catch (RuntimeException | Error e) {
-            Native.free(s);
-            throw e;
-        }
-        return ARROW.exportedDeviceArray(s);
+        return allocated(ArrowDeviceArray.sizeof(), s -> exportDeviceArrayInto(root, provider, s),
+                ARROW::exportedDeviceArray);
     }
 
     /** {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider)} without dictionaries. */
@@ -308,9 +258,8 @@ public final class ArrowExport {
      */
     public static ExportedStream exportStream(ArrowReader reader) {
         Objects.requireNonNull(reader, "reader");
-        MemorySegment s = Native.calloc(STREAM_SIZE);
-        StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot), s);
-        return ARROW.exportedStream(s);
+        return allocated(STREAM_SIZE, s -> StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot), s),
+                ARROW::exportedStream);
     }
 
     /**
@@ -349,9 +298,9 @@ public final class ArrowExport {
      */
     public static ExportedDeviceStream exportDeviceStream(ArrowReader reader) {
         Objects.requireNonNull(reader, "reader");
-        MemorySegment s = Native.calloc(DEVICE_STREAM_SIZE);
-        StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), ArrowDeviceType.CPU, s);
-        return ARROW.exportedDeviceStream(s);
+        return allocated(DEVICE_STREAM_SIZE,
+                s -> StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), ArrowDeviceType.CPU, s),
+                ARROW::exportedDeviceStream);
     }
 
     /**
@@ -365,5 +314,45 @@ public final class ArrowExport {
         StreamExport.exportDevice(Sources.of(schema, batches, provider, ArrowExport::exportDeviceArrayInto),
                 ArrowDeviceType.CPU,
                 OutStructs.sized(outStream, DEVICE_STREAM_SIZE, "outStream"));
+    }
+
+    // ------------------------------------------------------------------
+
+    /**
+     * A library-allocated struct of {@code size} bytes, filled by {@code fill} and owned by the handle
+     * {@code wrap} makes of it; after a throw of {@code fill} the struct is freed and nothing is held.
+     */
+    private static <T> T allocated(long size, Consumer<MemorySegment> fill, Function<MemorySegment, T> wrap) {
+        MemorySegment s = Native.calloc(size);
+        try {
+            fill.accept(s);
+        } catch (RuntimeException | Error e) {
+            Native.free(s);
+            throw e;
+        }
+        return wrap.apply(s);
+    }
+
+    /**
+     * Exports {@code field} into {@code outSchema} unless that is {@code null}, then the array into
+     * {@code outArray} with {@code writeArray}; if the array fails, the schema already written is released
+     * again, so after a throw both outputs are untouched and nothing is held.
+     */
+    private static void exportWithSchema(MemorySegment outArray, MemorySegment outSchema, Field field,
+                                         DictionaryProvider provider, Consumer<MemorySegment> writeArray) {
+        MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
+        MemorySegment schema = outSchema == null ? null
+                : OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
+        if (schema != null) {
+            ExportSchemaWriter.export(field, provider, schema);
+        }
+        try {
+            writeArray.accept(array);
+        } catch (RuntimeException | Error e) {
+            if (schema != null) {
+                ExportRuntime.release(true, schema, 0);
+            }
+            throw e;
+        }
     }
 }

@@ -94,20 +94,7 @@ public final class ArrowJavaImport {
      */
     public static FieldVector importFieldVector(BufferAllocator allocator, ImportedArray array,
                                                 DictionaryProvider.MapDictionaryProvider dictionaries) {
-        Objects.requireNonNull(array, "array");
-        ArrayNode root;
-        FieldMapper mapper;
-        try {
-            Objects.requireNonNull(allocator, "allocator");
-            root = array.root();
-            mapper = prepare(root, array, dictionaries);
-        } catch (RuntimeException | Error e) {
-            array.close();
-            throw e;
-        }
-        Field field = mapper.rootField;
-        Loader loader = new Loader(allocator, ARROW.transfer(array), dictionaries, mapper);
-        return loader.run(() -> loader.loadRoot(field, root));
+        return importInto(allocator, array, dictionaries, root -> { }, Loader::loadRoot);
     }
 
     /**
@@ -118,29 +105,7 @@ public final class ArrowJavaImport {
      */
     public static VectorSchemaRoot importVectorSchemaRoot(BufferAllocator allocator, ImportedArray array,
                                                           DictionaryProvider.MapDictionaryProvider dictionaries) {
-        Objects.requireNonNull(array, "array");
-        ArrayNode root;
-        FieldMapper mapper;
-        try {
-            Objects.requireNonNull(allocator, "allocator");
-            root = array.root();
-            if (root.type().id() != TypeId.STRUCT || root.schema().dictionary() != null) {
-                throw new UnsupportedFeatureException("format", "expected a struct array (a record batch) for a"
-                        + " VectorSchemaRoot but found " + root.type());
-            }
-            mapper = prepare(root, array, dictionaries);
-            long topNulls = Loader.nullCount(root, root.offset(), root.length());
-            if (topNulls > 0) {
-                throw new UnsupportedFeatureException("null_count",
-                        "expected a record batch without top-level nulls but found " + topNulls);
-            }
-        } catch (RuntimeException | Error e) {
-            array.close();
-            throw e;
-        }
-        Field field = mapper.rootField;
-        Loader loader = new Loader(allocator, ARROW.transfer(array), dictionaries, mapper);
-        return loader.run(() -> {
+        return importInto(allocator, array, dictionaries, ArrowJavaImport::requireRecordBatch, (loader, field, root) -> {
             List<FieldVector> vectors = new ArrayList<>();
             try {
                 for (int i = 0; i < root.children().size(); i++) {
@@ -152,6 +117,49 @@ public final class ArrowJavaImport {
             }
             return new VectorSchemaRoot(field.getChildren(), vectors, Math.toIntExact(root.length()));
         });
+    }
+
+    /** Builds the Arrow Java result of one import from the loader, once the array is checked and handed over. */
+    @FunctionalInterface
+    private interface Body<T> {
+        T load(Loader loader, Field field, ArrayNode root);
+    }
+
+    /**
+     * The one import path: checks {@code array} (the common checks, then {@code refuse}), takes it over and
+     * loads it with {@code body}. The input is released on every throw: by closing it while it is still a
+     * handle, by the loader's release step once it was handed over.
+     */
+    private static <T> T importInto(BufferAllocator allocator, ImportedArray array,
+                                    DictionaryProvider.MapDictionaryProvider dictionaries,
+                                    java.util.function.Consumer<ArrayNode> refuse, Body<T> body) {
+        Objects.requireNonNull(array, "array");
+        ArrayNode root;
+        FieldMapper mapper;
+        try {
+            Objects.requireNonNull(allocator, "allocator");
+            root = array.root();
+            mapper = prepare(root, array, dictionaries);
+            refuse.accept(root);
+        } catch (RuntimeException | Error e) {
+            array.close();
+            throw e;
+        }
+        Loader loader = new Loader(allocator, ARROW.transfer(array), dictionaries, mapper);
+        return loader.run(() -> body.load(loader, mapper.rootField, root));
+    }
+
+    /** A record batch is a struct array, not dictionary-encoded, without top-level nulls. */
+    private static void requireRecordBatch(ArrayNode root) {
+        if (root.type().id() != TypeId.STRUCT || root.schema().dictionary() != null) {
+            throw new UnsupportedFeatureException("format", "expected a struct array (a record batch) for a"
+                    + " VectorSchemaRoot but found " + root.type());
+        }
+        long topNulls = Loader.nullCount(root, root.offset(), root.length());
+        if (topNulls > 0) {
+            throw new UnsupportedFeatureException("null_count",
+                    "expected a record batch without top-level nulls but found " + topNulls);
+        }
     }
 
     private static FieldMapper prepare(ArrayNode root, ImportedArray array,

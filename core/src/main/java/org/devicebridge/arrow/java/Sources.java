@@ -12,7 +12,7 @@ import org.devicebridge.foreign.StreamExport;
 final class Sources {
     private Sources() {}
 
-    /** Writes one batch into the struct {@code get_next} fills: an {@code ArrowArray} or a CPU {@code ArrowDeviceArray}. */
+    /** Writes one batch into what {@code get_next} fills: an {@code ArrowArray} or a CPU {@code ArrowDeviceArray}. */
     @FunctionalInterface
     interface BatchWriter {
         void write(VectorSchemaRoot batch, DictionaryProvider provider, MemorySegment out);
@@ -47,8 +47,8 @@ final class Sources {
      * The roots of {@code batches} (all of {@code schema}), written by {@code writer}; the stream closes the
      * iterator on release if it is {@link AutoCloseable}.
      */
-    static StreamExport.Source of(Schema schema, Iterator<? extends VectorSchemaRoot> batches, DictionaryProvider provider,
-                                  BatchWriter writer) {
+    static StreamExport.Source of(Schema schema, Iterator<? extends VectorSchemaRoot> batches,
+                                  DictionaryProvider provider, BatchWriter writer) {
         return new Source(writer) {
             @Override
             Schema schema() {

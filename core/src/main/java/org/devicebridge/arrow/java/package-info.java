@@ -1,0 +1,11 @@
+/**
+ * The Arrow Java bridge (Arrow Java is an optional dependency): zero-copy export of
+ * {@code VectorSchemaRoot}s, vectors, schemas and readers as Arrow C structs and streams
+ * ({@link org.devicebridge.arrow.java.ArrowExport}), and zero-copy import of validated arrays into Arrow Java
+ * ({@link org.devicebridge.arrow.java.ArrowJavaImport}).
+ *
+ * <p>Ownership: {@code export...} gives the struct to its consumer, whose {@code release} frees what the
+ * export holds; {@code import...} consumes the {@link org.devicebridge.arrow.ImportedArray} after a return
+ * and has released it after a throw.
+ */
+package org.devicebridge.arrow.java;

@@ -1,0 +1,8 @@
+/**
+ * Plumbing the public packages share that needs their types (not exported): the one translation of native-call
+ * failures into the library's exceptions ({@link org.devicebridge.foreign.NativeCalls}), the one C stream
+ * exporter ({@link org.devicebridge.foreign.StreamExport}), the check of caller-allocated output structs, and
+ * the package access of {@code org.devicebridge.arrow} for its sibling packages
+ * ({@link org.devicebridge.foreign.Access}).
+ */
+package org.devicebridge.foreign;

@@ -1,0 +1,96 @@
+package org.devicebridge.layout;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The package layout by dependency, checked on the sources: what each package may import, and what the
+ * module exports. A package that imports one above it, or one beside it that it must not need, fails here.
+ */
+class PackageLayoutTest {
+    private static final Path MAIN = Path.of("src/main/java/org/devicebridge");
+    private static final Pattern IMPORT = Pattern.compile("^import (?:static )?([\\w.]+)(?:\\.\\*)?;", Pattern.MULTILINE);
+
+    /** The imports of every source file directly in {@code pkg} (not its subpackages), as "File: import". */
+    private static List<String> imports(String pkg) throws IOException {
+        List<String> out = new ArrayList<>();
+        try (Stream<Path> files = Files.list(MAIN.resolve(pkg))) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".java")).sorted().toList()) {
+                Matcher m = IMPORT.matcher(Files.readString(f));
+                while (m.find()) {
+                    out.add(f.getFileName() + ": " + m.group(1));
+                }
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void theArrowPackageNeedsOnlyTheFfmApiNeitherArrowJavaNorCuda() throws IOException {
+        List<String> wrong = imports("arrow").stream()
+                .filter(i -> i.contains(" org.apache.arrow.") || i.contains(" org.devicebridge.cuda.")
+                        || i.contains(" org.devicebridge.arrow.java.") || i.contains(" org.devicebridge.arrow.cuda."))
+                .toList();
+        assertEquals(List.of(), wrong);
+    }
+
+    @Test
+    void internalImportsOnlyTheJdkAndGeneratedCode() throws IOException {
+        List<String> wrong = imports("internal").stream()
+                // ForeignImport moves to org.devicebridge.foreign with the lifetime rework
+                .filter(i -> !i.startsWith("ForeignImport.java: "))
+                .filter(i -> !i.contains(" java.") && !i.contains(" org.devicebridge.generated.")
+                        && !i.contains(" org.devicebridge.internal."))
+                .toList();
+        assertEquals(List.of(), wrong);
+    }
+
+    @Test
+    void theArrowJavaBridgeAndTheLowerPackagesDoNotNeedCuda() throws IOException {
+        for (String pkg : List.of("arrow/java", "dlpack", "python", "foreign")) {
+            List<String> wrong = imports(pkg).stream()
+                    .filter(i -> i.contains(" org.devicebridge.arrow.cuda.") || i.contains(" org.devicebridge.selfcheck."))
+                    .toList();
+            assertEquals(List.of(), wrong, pkg);
+        }
+    }
+
+    @Test
+    void theModuleExportsThePublicPackagesOnly() throws IOException {
+        String descriptor = Files.readString(Path.of("src/main/jpms/module-info.java"));
+        Set<String> exported = new TreeSet<>();
+        Matcher m = Pattern.compile("^\\s*exports ([\\w.]+);", Pattern.MULTILINE).matcher(descriptor);
+        while (m.find()) {
+            exported.add(m.group(1));
+        }
+        assertEquals(new TreeSet<>(List.of("org.devicebridge", "org.devicebridge.arrow", "org.devicebridge.arrow.cuda",
+                "org.devicebridge.arrow.java", "org.devicebridge.cuda", "org.devicebridge.dlpack",
+                "org.devicebridge.python")), exported);
+    }
+
+    @Test
+    void theSelfCheckHasOnePublicClassItsMain() throws IOException {
+        List<String> publicTypes = new ArrayList<>();
+        try (Stream<Path> files = Files.list(MAIN.resolve("selfcheck"))) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
+                if (Pattern.compile("^public ", Pattern.MULTILINE).matcher(Files.readString(f)).find()) {
+                    publicTypes.add(f.getFileName().toString());
+                }
+            }
+        }
+        assertEquals(List.of("SelfCheck.java"), publicTypes);
+        assertTrue(Files.exists(MAIN.resolve("selfcheck/SelfCheck.java")));
+    }
+}
