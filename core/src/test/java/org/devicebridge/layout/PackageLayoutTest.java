@@ -49,8 +49,6 @@ class PackageLayoutTest {
     @Test
     void internalImportsOnlyTheJdkAndGeneratedCode() throws IOException {
         List<String> wrong = imports("internal").stream()
-                // ForeignImport moves to org.devicebridge.foreign with the lifetime rework
-                .filter(i -> !i.startsWith("ForeignImport.java: "))
                 .filter(i -> !i.contains(" java.") && !i.contains(" org.devicebridge.generated.")
                         && !i.contains(" org.devicebridge.internal."))
                 .toList();
