@@ -1,0 +1,19 @@
+/**
+ * The base of devicebridge: the owning handle and the exceptions. Start with {@link org.devicebridge.NativeHandle}.
+ *
+ * <p><b>One lifetime model.</b> Every segment the library hands out belongs to an FFM
+ * {@link java.lang.foreign.Arena}, and closing that arena is what releases the foreign struct (an Arrow
+ * {@code release}, a DLPack {@code deleter}, a {@code cuMemFreeHost}) as the arena's cleanup. Imports
+ * either own their arena (no {@code Arena} argument: {@code close()} the handle) or take the caller's
+ * (closing it releases every import it holds). A close while a native call holds one of the segments
+ * throws {@link org.devicebridge.HandleBusyException} and frees nothing.
+ *
+ * <p><b>One ownership rule.</b> {@code export…} gives ownership away, {@code import…} takes it,
+ * {@code borrow…}/{@code view…} do neither. After an import returns, the returned handle (or the arena
+ * passed) owns the input; after it throws, the input has been released; {@code HandleBusyException}
+ * alone changes nothing.
+ *
+ * <p><b>One exception hierarchy.</b> Everything the library throws for bad input, unsupported features,
+ * closed or busy handles, missing drivers or native access is a {@link org.devicebridge.DeviceBridgeException}.
+ */
+package org.devicebridge;
