@@ -12,6 +12,7 @@ import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.ArrowDataType.Layout;
 import org.devicebridge.arrow.ArrowDataType.TypeId;
 import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.internal.Bitmaps;
 
 /**
  * The single validation entry point for {@code ArrowArray} trees: checks a struct against its schema at a
@@ -244,7 +245,7 @@ final class ArrayReader {
                 }
                 len[0] = 0;
             } else {
-                len[0] = bitmapBytes(end);
+                len[0] = Bitmaps.bytes(end);
             }
         } else if (minimal() && layoutKind != Layout.NULL && nullCount > 0) {
             throw new ValidationException(Category.STRUCTURE, at(n, "null_count"),
@@ -253,7 +254,7 @@ final class ArrayReader {
         }
         switch (layoutKind) {
             case NULL -> { }
-            case BOOL -> len[1] = bitmapBytes(end);
+            case BOOL -> len[1] = Bitmaps.bytes(end);
             case FIXED_WIDTH, FIXED_SIZE_BINARY -> len[1] = mul(end, type.elementByteWidth(), n, "length");
             case VARIABLE, LARGE_VARIABLE -> {
                 int w = layoutKind.offsetWidth();
@@ -415,7 +416,7 @@ final class ArrayReader {
                 .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
                 .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT);
         for (long i = offset; i < offset + length; i++) {
-            if (validity != null && !bit(validity, i)) {
+            if (validity != null && !Bitmaps.bit(validity, i)) {
                 continue;
             }
             long from = offsetAt(offs, i, w);
@@ -440,7 +441,7 @@ final class ArrayReader {
         MemorySegment views = host(addr[1], len[1], vp);
         MemorySegment validity = addr[0] == 0 ? null : host(addr[0], len[0], at(path, "buffers[0]"));
         for (long i = offset; i < offset + length; i++) {
-            if (validity != null && !bit(validity, i)) {
+            if (validity != null && !Bitmaps.bit(validity, i)) {
                 continue; // the view of a null slot is unspecified (producers leave garbage there)
             }
             long base = i * 16;
@@ -569,9 +570,9 @@ final class ArrayReader {
             default -> false;
         };
         MemorySegment values = host(addr[1], mul(offset + length, w, n, "buffers[1]"), ip);
-        MemorySegment validity = addr[0] == 0 ? null : host(addr[0], bitmapBytes(offset + length), at(path, "buffers[0]"));
+        MemorySegment validity = addr[0] == 0 ? null : host(addr[0], Bitmaps.bytes(offset + length), at(path, "buffers[0]"));
         for (long i = offset; i < offset + length; i++) {
-            if (validity != null && !bit(validity, i)) {
+            if (validity != null && !Bitmaps.bit(validity, i)) {
                 continue;
             }
             long v = switch (w) {
@@ -588,14 +589,6 @@ final class ArrayReader {
                         + (w == 8 && unsigned ? Long.toUnsignedString(v) : String.valueOf(v)));
             }
         }
-    }
-
-    static boolean bit(MemorySegment bitmap, long i) {
-        return (bitmap.get(ValueLayout.JAVA_BYTE, i >>> 3) & (1 << (i & 7))) != 0;
-    }
-
-    static long bitmapBytes(long bits) {
-        return (bits >>> 3) + ((bits & 7) == 0 ? 0 : 1);
     }
 
     /**
