@@ -60,6 +60,11 @@ final class CopyPlan {
             long address = addresses[i];
             long size = byteSizes[i];
             int holder = holder(allocationStarts, allocationSizes, address, size);
+            if (holder < 0) {
+                throw new ValidationException(Category.DEVICE, "buffers", String.format(Locale.ROOT,
+                        "expected %d bytes at 0x%x within one device allocation of the array but found none", size,
+                        address));
+            }
             if (count > 0 && holders[count - 1] == holder && address - starts[count - 1] <= lengths[count - 1]) {
                 // overlaps or touches the previous range of the same allocation: one copy for both
                 lengths[count - 1] = Math.max(lengths[count - 1], address - starts[count - 1] + size);
@@ -80,8 +85,12 @@ final class CopyPlan {
         return new CopyPlan(starts, lengths, holders, hostOffsets, count, end);
     }
 
-    /** The index of the allocation that holds {@code [address, address + size)}. */
-    private static int holder(long[] starts, long[] sizes, long address, long size) {
+    /**
+     * The index of an allocation {@code [starts[k], + sizes[k])} (sorted by start) that holds
+     * {@code [address, address + size)}, or {@code -1} if none does: the one containment rule of a device
+     * array's buffers.
+     */
+    static int holder(long[] starts, long[] sizes, long address, long size) {
         int k = Arrays.binarySearch(starts, address);
         k = k >= 0 ? k : -k - 2; // the last allocation starting at or before the address
         for (; k >= 0; k--) { // allocations may overlap (buffers the driver knows no range for)
@@ -90,8 +99,7 @@ final class CopyPlan {
                 return k;
             }
         }
-        throw new ValidationException(Category.DEVICE, "buffers", String.format(Locale.ROOT,
-                "expected %d bytes at 0x%x within one device allocation of the array but found none", size, address));
+        return -1;
     }
 
     /** Number of copies (merged ranges). */

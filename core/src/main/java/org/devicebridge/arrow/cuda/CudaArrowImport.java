@@ -258,6 +258,13 @@ public final class CudaArrowImport {
             }
             try {
                 ArrayNode root = imported.root();
+                long[] starts = new long[wraps.size()];
+                long[] sizes = new long[wraps.size()];
+                for (int k = 0; k < starts.length; k++) { // sorted: the wraps were made in address order
+                    starts[k] = wraps.get(k).address();
+                    sizes[k] = wraps.get(k).byteSize();
+                }
+                checkInside(root, starts, sizes);
                 List<DeviceBuffer> held = List.copyOf(wraps);
                 CudaArrowBatch batch = new CudaArrowBatch(CudaArrowBatch.describe("imported CUDA ArrowDeviceArray",
                         root, device), schema, root, device, type, held, () -> CudaArrowSupport.closeAll(held), imported);
@@ -336,6 +343,27 @@ public final class CudaArrowImport {
         @Override
         public void close() {
             refs.release();
+        }
+    }
+
+    /**
+     * Every buffer of known, non-zero size lies inside one wrapped allocation, the sizes DEFAULT derives
+     * from contents included (the pointer checks saw only the sizes the structure gives).
+     */
+    private static void checkInside(ArrayNode n, long[] starts, long[] sizes) {
+        for (int i = 0; i < n.bufferCount(); i++) {
+            long addr = Nodes.address(n, i);
+            long len = n.bufferLength(i);
+            if (addr != 0 && len > 0 && CopyPlan.holder(starts, sizes, addr, len) < 0) {
+                throw new ValidationException(Category.DEVICE, FieldPath.join(n.path(), "buffers[" + i + "]"),
+                        "expected " + len + " bytes within the device allocation of the buffer but found fewer");
+            }
+        }
+        for (ArrayNode c : n.children()) {
+            checkInside(c, starts, sizes);
+        }
+        if (n.dictionary() != null) {
+            checkInside(n.dictionary(), starts, sizes);
         }
     }
 
