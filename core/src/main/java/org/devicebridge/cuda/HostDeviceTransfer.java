@@ -18,7 +18,7 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  *
  * <p>{@link #upload} packs a batch of host buffers into <em>one</em> stream-ordered device allocation,
  * each buffer at a {@value #ALIGNMENT}-byte aligned offset, copying them into pinned staging memory and
- * from there with asynchronous copies; {@link #download} copies ranges of a device buffer back. The
+ * from there with asynchronous copies; {@link #download} copies ranges of device buffers back. The
  * staging memory is split in two halves used in turn, each guarded by its own event, so that packing
  * the next chunk (or batch) overlaps the copy of the previous one; the host waits only before reusing a
  * half. A batch that fits in one half costs one {@code cuMemAllocFromPoolAsync} from the device's
