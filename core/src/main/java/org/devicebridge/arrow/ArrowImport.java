@@ -147,7 +147,7 @@ public final class ArrowImport {
             boolean host = deviceType == ArrowDeviceType.CPU;
             MemorySegment array = owned.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());
             ArrayTable table = copier == null ? ArrayReader.read(array, original, schema, level, host)
-                    : DeviceContents.read(array, original, schema, level, copier);
+                    : DeviceContents.read(array, original, schema, level, copier, deviceType, deviceId, sync);
             return new ImportedArray(ForeignImport.Kind.ARROW_DEVICE_ARRAY, owned, table, deviceType, deviceId, sync,
                     level, arena);
         });
@@ -156,8 +156,9 @@ public final class ArrowImport {
     /**
      * Imports an {@code ArrowDeviceArray} of device memory and validates it at any level: at DEFAULT and
      * FULL its contents are read from host copies that {@code copier} makes (at most two batches), by the
-     * same checks as host arrays. The sync event must already have been waited on (on the stream the
-     * copier copies on). Release bound to {@code arena} as in
+     * same checks as host arrays. Before any copy, {@code copier}'s {@link DeviceCopier#prepare} sees the
+     * device, the sync event and the structure (checked at MINIMAL; not at all at NONE): it checks them and
+     * orders its copies after the sync event (on the stream it copies on). Release bound to {@code arena} as in
      * {@link #importArray(SchemaNode, MemorySegment, ValidationLevel, Arena)} ({@code null}: handle-owned).
      *
      * <p>Ownership: after a return the handle (or {@code arena}) owns the struct; after a throw it has

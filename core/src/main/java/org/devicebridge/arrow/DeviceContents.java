@@ -13,9 +13,15 @@ import org.devicebridge.arrow.ArrowDataType.Layout;
 final class DeviceContents {
     private DeviceContents() {}
 
+    /**
+     * Reads the device array {@code array} at {@code level}: its structure first, which {@code copier} then
+     * checks ({@link DeviceCopier#prepare}), then the contents DEFAULT and FULL read, from host copies.
+     */
     static ArrayTable read(MemorySegment array, long originalAddress, SchemaNode schema, ValidationLevel level,
-                           DeviceCopier copier) {
-        ArrayTable structure = ArrayReader.read(array, originalAddress, schema, ValidationLevel.MINIMAL, false);
+                           DeviceCopier copier, ArrowDeviceType deviceType, long deviceId, long syncEvent) {
+        ValidationLevel structureLevel = level == ValidationLevel.NONE ? ValidationLevel.NONE : ValidationLevel.MINIMAL;
+        ArrayTable structure = ArrayReader.read(array, originalAddress, schema, structureLevel, false);
+        copier.prepare(deviceType, deviceId, MemorySegment.ofAddress(syncEvent), structure.node(0));
         if (level != ValidationLevel.DEFAULT && level != ValidationLevel.FULL) {
             return structure;
         }

@@ -5,6 +5,8 @@ import java.lang.foreign.MemorySegment;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.foreign.SegmentSource;
+import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.generated.arrow.ArrowDeviceArray;
 
 /**
  * An {@code ArrowArray} (or {@code ArrowDeviceArray}) taken from native code and validated once into a
@@ -90,6 +92,26 @@ public final class ImportedArray extends NativeHandle {
     Runnable transfer() {
         markConsumed();
         return () -> kind.release(owned);
+    }
+
+    /**
+     * The view of this device array read again at {@code level} through {@code copier}, as an import at
+     * that level reads it (see {@link DeviceContents}): for a batch imported below DEFAULT whose consumer
+     * needs the sizes of its data buffers. This handle keeps owning the struct.
+     *
+     * @throws org.devicebridge.HandleClosedException if the array was closed
+     */
+    ArrayNode reread(ValidationLevel level, DeviceCopier copier) {
+        ensureLive();
+        if (kind != ForeignImport.Kind.ARROW_DEVICE_ARRAY || table.host) {
+            throw new IllegalStateException("expected an imported ArrowDeviceArray of device memory");
+        }
+        MemorySegment array = owned.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());
+        // The producer's root address only served the cycle check, which the import already ran on this tree.
+        ArrayTable reread = DeviceContents.read(array, array.address(), table.layout.schema(0), level, copier,
+                deviceType, deviceId, syncEvent);
+        reread.ownedBy(table.source());
+        return reread.node(0);
     }
 
     /** The root node, without a liveness check, for a consumer that has just taken ownership. */

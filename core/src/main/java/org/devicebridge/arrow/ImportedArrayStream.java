@@ -132,11 +132,38 @@ public final class ImportedArrayStream extends NativeHandle {
     public ImportedArray next(ValidationLevel level, java.lang.foreign.Arena arena) {
         Objects.requireNonNull(level, "level");
         synchronized (callbackLock) {
-            return nextLocked(level, arena);
+            return nextLocked(level, arena, null);
         }
     }
 
-    private ImportedArray nextLocked(ValidationLevel level, java.lang.foreign.Arena arena) {
+    /**
+     * As {@link #next(ValidationLevel, java.lang.foreign.Arena)} for an {@code ArrowDeviceArrayStream} of
+     * device memory: the batch is imported as
+     * {@link ArrowImport#importDeviceArray(SchemaNode, MemorySegment, ValidationLevel, java.lang.foreign.Arena,
+     * DeviceCopier)} does, so it is validated at any level, its contents read from host copies that
+     * {@code copier} makes.
+     *
+     * <p>Ownership: after a return {@code arena} (or the returned handle, for a {@code null} arena) owns the
+     * batch; after a throw the batch the producer handed over (if any) has been released. The stream stays
+     * the caller's to close in both cases.
+     *
+     * @throws org.devicebridge.InvalidArgumentException for an {@code ArrowArrayStream} (nothing is pulled)
+     * @throws ArrowStreamException if {@code get_next} returned an errno
+     * @throws ValidationException as for {@link #next(ValidationLevel)}, or for a batch of CPU memory
+     */
+    public ImportedArray next(ValidationLevel level, java.lang.foreign.Arena arena, DeviceCopier copier) {
+        Objects.requireNonNull(level, "level");
+        Objects.requireNonNull(copier, "copier");
+        if (!device) {
+            throw new org.devicebridge.InvalidArgumentException("copier",
+                    "expected an ArrowDeviceArrayStream for a device copier but found an ArrowArrayStream");
+        }
+        synchronized (callbackLock) {
+            return nextLocked(level, arena, copier);
+        }
+    }
+
+    private ImportedArray nextLocked(ValidationLevel level, java.lang.foreign.Arena arena, DeviceCopier copier) {
         // Checked under the lock: a close that ran first has released the stream, one that comes later waits.
         ensureLive();
         if (ended) {
@@ -168,7 +195,8 @@ public final class ImportedArrayStream extends NativeHandle {
                             + deviceType.code() + " but found " + batchDevice);
                 });
             }
-            return ArrowImport.importDeviceArray(schema, out, level, arena);
+            return copier == null ? ArrowImport.importDeviceArray(schema, out, level, arena)
+                    : ArrowImport.importDeviceArray(schema, out, level, arena, copier);
         } finally {
             Native.free(out);
         }

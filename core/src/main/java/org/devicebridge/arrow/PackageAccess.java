@@ -35,15 +35,10 @@ final class PackageAccess implements ArrowAccess {
     }
 
     @Override
-    public ArrayNode resized(ArrayNode root, Map<ArrayNode, long[]> lengths) {
-        ArrayTable table = root.table().derive(root.isHostAccessible());
-        table.ownedBy(root.table().source());
-        lengths.forEach((node, lens) -> {
-            for (int i = 0; i < lens.length; i++) {
-                table.setBuffer(node.index(), i, node.address(i), lens[i]);
-            }
-        });
-        return table.node(root.index());
+    public ArrayNode reread(ImportedArray array, ValidationLevel level, DeviceCopier copier) {
+        Objects.requireNonNull(level, "level");
+        Objects.requireNonNull(copier, "copier");
+        return Objects.requireNonNull(array, "array").reread(level, copier);
     }
 
     @Override

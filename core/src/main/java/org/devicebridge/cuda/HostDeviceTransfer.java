@@ -18,7 +18,7 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  *
  * <p>{@link #upload} packs a batch of host buffers into <em>one</em> stream-ordered device allocation,
  * each buffer at a {@value #ALIGNMENT}-byte aligned offset, copying them into pinned staging memory and
- * from there with asynchronous copies; {@link #download} copies ranges of a device buffer back. The
+ * from there with asynchronous copies; {@link #download} copies ranges of device buffers back. The
  * staging memory is split in two halves used in turn, each guarded by its own event, so that packing
  * the next chunk (or batch) overlaps the copy of the previous one; the host waits only before reusing a
  * half. A batch that fits in one half costs one {@code cuMemAllocFromPoolAsync} from the device's
@@ -290,6 +290,62 @@ public final class HostDeviceTransfer extends NativeHandle {
         stager.download(src.address(), ranges.offsets(), dst, sizes, new StreamOps(stream));
     }
 
+    /**
+     * Copies ranges of several device buffers into caller-provided host segments, in one batch on
+     * {@code stream}: range {@code i} is {@code sources.get(i)} and fills all of {@code destinations.get(i)}.
+     * The host waits once for the whole batch while it fits half the staging memory (once per half
+     * otherwise), not once per buffer. Ranges of one allocation that follow each other closely are copied
+     * with one call; ranges of different allocations never share a copy (the bytes between two allocations
+     * may not be mapped). Returns when the data arrived. Work that produced the data must be ordered before
+     * this call on {@code stream}, or finished.
+     *
+     * @param sources the ranges (for speed: sorted by device address); the caller keeps owning their buffers
+     * @param destinations one writable native host segment per range, of exactly the range's size; the
+     *     caller keeps owning them
+     * @throws InvalidArgumentException if the lists differ in length, a destination's size differs from its
+     *     range's, for heap or read-only destinations, or a stream or buffer of another device
+     * @throws org.devicebridge.HandleClosedException if a source buffer is closed
+     */
+    public void download(List<DeviceRange> sources, List<MemorySegment> destinations, CudaStream stream) {
+        synchronized (lock) {
+            ensureLive();
+            downloadLocked(sources, destinations, stream);
+        }
+    }
+
+    private void downloadLocked(List<DeviceRange> sources, List<MemorySegment> destinations, CudaStream stream) {
+        Objects.requireNonNull(sources, "sources");
+        Objects.requireNonNull(destinations, "destinations");
+        Objects.requireNonNull(stream, "stream");
+        int n = sources.size();
+        if (destinations.size() != n) {
+            throw new InvalidArgumentException("destinations", "expected one destination per source (" + n
+                    + ") but found " + destinations.size());
+        }
+        checkStream(stream);
+        MemorySegment[] dst = destinations.toArray(new MemorySegment[0]);
+        long[] addresses = new long[n];
+        long[] sizes = new long[n];
+        long[] groups = new long[n];
+        for (int i = 0; i < n; i++) {
+            DeviceRange r = Objects.requireNonNull(sources.get(i), "sources[" + i + "]");
+            CudaCopies.checkHost(dst[i], "destinations[" + i + "]");
+            if (dst[i].isReadOnly()) {
+                throw new InvalidArgumentException("destinations[" + i + "]",
+                        "expected a writable segment but found a read-only one");
+            }
+            if (dst[i].byteSize() != r.byteSize()) {
+                throw new InvalidArgumentException("destinations[" + i + "]", "expected " + r.byteSize()
+                        + " bytes (the size of sources[" + i + "]) but found " + dst[i].byteSize());
+            }
+            checkBuffer(r.buffer());
+            addresses[i] = r.address(); // checks the buffer is live
+            sizes[i] = r.byteSize();
+            groups[i] = r.buffer().address(); // one allocation: one group
+        }
+        stager.download(0, addresses, groups, dst, sizes, new StreamOps(stream));
+    }
+
     /** The driver calls the stager makes for one batch, on one stream. */
     interface Ops {
         /** Queues a copy of {@code bytes} bytes of staging memory to a device address. */
@@ -419,6 +475,14 @@ public final class HostDeviceTransfer extends NativeHandle {
          * call. While one half's copies run, the other half is filled.
          */
         void download(long base, long[] offsets, MemorySegment[] dst, long[] sizes, Ops ops) {
+            download(base, offsets, null, dst, sizes, ops);
+        }
+
+        /**
+         * As {@link #download(long, long[], MemorySegment[], long[], Ops)}, joining only parts of ranges of one
+         * group ({@code groups[i]}, e.g. the allocation holding range {@code i}); {@code null}: one group.
+         */
+        void download(long base, long[] offsets, long[] groups, MemorySegment[] dst, long[] sizes, Ops ops) {
             copies.clear();
             long chunk = chunkBytes();
             List<long[]> pending = new ArrayList<>(); // parts {range, offsetInRange, length, stagingOffset}
@@ -430,7 +494,9 @@ public final class HostDeviceTransfer extends NativeHandle {
             long copyDev = 0; // the copy being assembled: device offset, staging offset, length (0: none)
             long copyStage = 0;
             long copyLen = 0;
+            long copyGroup = 0;
             for (int i = 0; i < dst.length; i++) {
+                long group = groups == null ? 0 : groups[i];
                 long done = 0;
                 while (done < sizes[i]) {
                     if (half == null) {
@@ -440,7 +506,8 @@ public final class HostDeviceTransfer extends NativeHandle {
                     }
                     long dev = offsets[i] + done;
                     long place = alignUp(used);
-                    if (copyLen > 0 && dev >= copyDev + copyLen && dev - (copyDev + copyLen) < ALIGNMENT) {
+                    boolean joinable = copyLen > 0 && group == copyGroup;
+                    if (joinable && dev >= copyDev + copyLen && dev - (copyDev + copyLen) < ALIGNMENT) {
                         place = copyStage + (dev - copyDev); // keep the packed distance: one copy for both
                     }
                     if (place >= chunk) { // this half is full: queue its copy, unpack the previous half
@@ -457,13 +524,14 @@ public final class HostDeviceTransfer extends NativeHandle {
                         continue;
                     }
                     long len = Math.min(sizes[i] - done, chunk - place);
-                    if (copyLen > 0 && place >= copyStage + copyLen && dev - copyDev == place - copyStage) {
+                    if (joinable && place >= copyStage + copyLen && dev - copyDev == place - copyStage) {
                         copyLen = place + len - copyStage; // extends the copy over the gap (inside src)
                     } else {
                         flush(ops, base, copyDev, half, copyStage, copyLen);
                         copyDev = dev;
                         copyStage = place;
                         copyLen = len;
+                        copyGroup = group;
                     }
                     current.add(new long[] {i, done, len, place});
                     used = place + len;

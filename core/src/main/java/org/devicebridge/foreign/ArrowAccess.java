@@ -3,12 +3,14 @@ package org.devicebridge.foreign;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
 import org.devicebridge.arrow.ArrayNode;
+import org.devicebridge.arrow.DeviceCopier;
 import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ExportedDeviceArray;
 import org.devicebridge.arrow.ExportedDeviceStream;
 import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ExportedStream;
 import org.devicebridge.arrow.ImportedArray;
+import org.devicebridge.arrow.ValidationLevel;
 
 /**
  * What {@code org.devicebridge.arrow} lends its sibling packages ({@code arrow.java}, {@code arrow.cuda})
@@ -33,8 +35,16 @@ public interface ArrowAccess {
      */
     ArrayNode relocated(ArrayNode root, Map<ArrayNode, long[]> addresses);
 
-    /** A copy of the view under {@code root} with node {@code n}'s buffer lengths {@code lengths.get(n)} where given. */
-    ArrayNode resized(ArrayNode root, Map<ArrayNode, long[]> lengths);
+    /**
+     * The view of the device array {@code array} (imported at any level) read again at {@code level}
+     * through {@code copier}, as an import with that copier reads it: {@link DeviceCopier#prepare} first,
+     * then host copies of what the level reads. The array keeps owning its struct; the view is valid while
+     * it is live.
+     *
+     * @throws org.devicebridge.ValidationException if the contents are malformed
+     * @throws org.devicebridge.HandleClosedException if {@code array} is not live
+     */
+    ArrayNode reread(ImportedArray array, ValidationLevel level, DeviceCopier copier);
 
     /**
      * Makes {@code owner} the owner of the view under {@code root} (a view built for a device batch), unless

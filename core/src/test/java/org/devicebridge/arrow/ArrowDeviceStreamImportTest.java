@@ -76,8 +76,12 @@ class ArrowDeviceStreamImportTest extends ArrowTestSupport {
     }
 
     private static MemorySegment stream(Arena arena) {
+        return stream(arena, 1);
+    }
+
+    private static MemorySegment stream(Arena arena, int deviceType) {
         MemorySegment s = arena.allocate(ArrowDeviceArrayStream.layout());
-        ArrowDeviceArrayStream.device_type(s, 1);
+        ArrowDeviceArrayStream.device_type(s, deviceType);
         ArrowDeviceArrayStream.get_schema(s, GET_SCHEMA);
         ArrowDeviceArrayStream.get_next(s, GET_NEXT);
         ArrowDeviceArrayStream.get_last_error(s, GET_LAST_ERROR);
@@ -118,6 +122,47 @@ class ArrowDeviceStreamImportTest extends ArrowTestSupport {
                 ValidationException ex = assertThrows(ValidationException.class, () -> s.next(ValidationLevel.MINIMAL));
                 assertEquals(ValidationException.Category.DEVICE, ex.category());
                 assertEquals("device_type: expected the stream's device type 1 but found 2", ex.getMessage());
+            }
+        }
+    }
+
+    @Test
+    void deviceBatchesPulledWithACopierAreValidatedAtFullFromHostCopiesAfterPrepare() {
+        try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("utf8").apply(allocator);
+             Exported b1 = export(v); Exported b2 = export(v);
+             DeviceCopierPrepareTest.RecordingCopier copier = new DeviceCopierPrepareTest.RecordingCopier()) {
+            schemaSource = v;
+            BATCHES.add(b1);
+            BATCHES.add(b2);
+            BATCH_DEVICE.set(ArrowDeviceType.CUDA.code()); // host memory labelled CUDA, read only through the copier
+            try (ImportedArrayStream s = ArrowImport.importDeviceStream(stream(arena, ArrowDeviceType.CUDA.code()))) {
+                for (int b = 0; b < 2; b++) {
+                    try (ImportedArray batch = s.next(ValidationLevel.FULL, null, copier)) {
+                        assertEquals(ArrowDeviceType.CUDA, batch.deviceType());
+                        assertEquals(false, batch.root().isHostAccessible());
+                        assertEquals(((org.apache.arrow.vector.VarCharVector) v).getOffsetBuffer()
+                                .getInt(4L * TestVectors.N), batch.root().bufferLength(2), "sized from the host copies");
+                    }
+                }
+                assertEquals(java.util.List.of("prepare", "copy", "copy", "prepare", "copy", "copy"), copier.calls);
+                assertNull(s.next(ValidationLevel.FULL, null, copier));
+            }
+            assertEquals(1, RELEASES.get());
+        }
+    }
+
+    @Test
+    void aCpuBatchPulledWithACopierIsADeviceErrorAndIsReleased() {
+        try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("int32").apply(allocator);
+             Exported b1 = export(v);
+             DeviceCopierPrepareTest.RecordingCopier copier = new DeviceCopierPrepareTest.RecordingCopier()) {
+            schemaSource = v;
+            BATCHES.add(b1);
+            try (ImportedArrayStream s = ArrowImport.importDeviceStream(stream(arena))) {
+                ValidationException ex = assertThrows(ValidationException.class,
+                        () -> s.next(ValidationLevel.MINIMAL, null, copier));
+                assertEquals(ValidationException.Category.DEVICE, ex.category());
+                assertEquals(java.util.List.of(), copier.calls);
             }
         }
     }

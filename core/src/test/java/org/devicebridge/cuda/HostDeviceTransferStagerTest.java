@@ -229,6 +229,35 @@ class HostDeviceTransferStagerTest {
     }
 
     @Test
+    void downloadJoinsNearbyRangesOfOneGroupButNeverRangesOfTwoGroups() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment staging = arena.allocate(2L * 4096, 64);
+            HostDeviceTransfer.Stager stager = new HostDeviceTransfer.Stager(staging.asSlice(0, 4096),
+                    staging.asSlice(4096, 4096), new StagingCopy(), Long.MAX_VALUE);
+            MemorySegment device = random(arena, new Random(3), 1000);
+            FakeStream stream = new FakeStream().on(device);
+            long[] offsets = {0, 108, 300}; // gaps of 8 and 92 bytes
+            long[] sizes = {100, 100, 50};
+            for (long[] groups : new long[][] {null, {1, 1, 1}, {1, 2, 2}, {1, 1, 2}}) {
+                MemorySegment[] dst = new MemorySegment[3];
+                for (int i = 0; i < 3; i++) {
+                    dst[i] = arena.allocate(sizes[i]);
+                }
+                stream.on(device);
+                stager.download(BASE, offsets, groups, dst, sizes, stream);
+                for (int i = 0; i < 3; i++) {
+                    assertArrayEquals(device.asSlice(offsets[i], sizes[i]).toArray(ValueLayout.JAVA_BYTE),
+                            dst[i].toArray(ValueLayout.JAVA_BYTE), "range " + i);
+                }
+                boolean splitFirstGap = groups != null && groups[0] != groups[1];
+                assertEquals(splitFirstGap ? 3 : 2, stream.toHost,
+                        "the 8-byte gap is copied over only inside one group; the 92-byte gap never");
+                stream.finish();
+            }
+        }
+    }
+
+    @Test
     void aFailedStagingCopyThrowsALibraryExceptionRecordsWhatWasSentAndLeavesTheHalvesUsable() {
         int half = 4096;
         Random r = new Random(11);

@@ -78,6 +78,40 @@ class HostDeviceTransferTest {
     }
 
     @Test
+    void rangesOfSeveralAllocationsComeBackInOneDownload() {
+        long liveBefore = HandleTracker.liveHandles();
+        Random r = new Random(5);
+        try (Arena arena = Arena.ofConfined();
+             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 16)) {
+            List<MemorySegment> first = batch(arena, r, new long[] {100, 3000});
+            List<MemorySegment> second = batch(arena, r, new long[] {40_000, 8});
+            try (HostDeviceTransfer.Upload a = transfer.upload(first, stream);
+                 HostDeviceTransfer.Upload b = transfer.upload(second, stream)) {
+                long[] ao = a.offsets();
+                long[] bo = b.offsets();
+                // interleaved, one larger than a staging half, ranges inside buffers and whole buffers
+                List<DeviceRange> sources = List.of(a.buffer().range(ao[0], 100), b.buffer().range(bo[0], 40_000),
+                        a.buffer().range(ao[1] + 10, 2990), b.buffer().range(bo[1], 8));
+                List<MemorySegment> want = List.of(first.get(0), second.get(0), first.get(1).asSlice(10), second.get(1));
+                List<MemorySegment> back = new ArrayList<>();
+                for (MemorySegment w : want) {
+                    back.add(arena.allocate(w.byteSize()));
+                }
+                transfer.download(sources, back, stream);
+                for (int i = 0; i < want.size(); i++) {
+                    assertArrayEquals(want.get(i).toArray(ValueLayout.JAVA_BYTE), back.get(i).toArray(ValueLayout.JAVA_BYTE),
+                            "range " + i);
+                }
+                assertThrows(InvalidArgumentException.class, () -> transfer.download(List.of(a.buffer().range(0, 8)),
+                        List.of(arena.allocate(9)), stream), "a destination of another size than its range");
+            }
+            stream.synchronize();
+        }
+        assertEquals(liveBefore, HandleTracker.liveHandles());
+    }
+
+    @Test
     void sharedBuffersLargerThanTheParallelThresholdRoundTripThroughTheSplitCopies() {
         Random r = new Random(43);
         // 32 MiB halves: the 40 MiB buffer spans both, the 9 MiB and 17 MiB ones are split over threads

@@ -5,6 +5,7 @@ import java.util.Locale;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.cuda.DeviceBuffer;
@@ -28,15 +29,21 @@ public final class CudaArrowBatch extends NativeHandle {
     private final int device;
     private final ArrowDeviceType deviceType;
     private final List<DeviceBuffer> memory;
+    private final ImportedArray imported;
 
+    /**
+     * @param imported the imported struct behind an imported batch (kept alive by {@code memory}), for
+     *     reading it again; {@code null} for a batch this library built
+     */
     CudaArrowBatch(String description, SchemaNode schema, ArrayNode root, int device, ArrowDeviceType deviceType,
-                   List<DeviceBuffer> memory, ReleaseAction release) {
+                   List<DeviceBuffer> memory, ReleaseAction release, ImportedArray imported) {
         super(description, release);
         this.schema = schema;
         this.root = root;
         this.device = device;
         this.deviceType = deviceType;
         this.memory = List.copyOf(memory);
+        this.imported = imported;
         org.devicebridge.foreign.Access.arrow().bind(root, new org.devicebridge.foreign.SegmentSource() {
             @Override
             public java.lang.foreign.MemorySegment segment(long address, long byteSize) {
@@ -83,6 +90,15 @@ public final class CudaArrowBatch extends NativeHandle {
     /** Number of rows (the root's length). */
     public long length() {
         return root.length();
+    }
+
+    /**
+     * The imported struct behind this batch, or {@code null} for a batch this library built (an upload):
+     * borrowed, live while this batch is; checked live.
+     */
+    ImportedArray imported() {
+        ensureLive();
+        return imported;
     }
 
     /** The device allocations referenced (each buffer lies inside one of them); checked live. */

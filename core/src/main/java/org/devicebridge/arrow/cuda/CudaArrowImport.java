@@ -1,24 +1,21 @@
 package org.devicebridge.arrow.cuda;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
-import java.util.IdentityHashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
-import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowDataType.Layout;
 import org.devicebridge.arrow.ArrowDeviceType;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ArrowStreamException;
+import org.devicebridge.arrow.DeviceCopier;
+import org.devicebridge.arrow.HostCopies;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.SchemaNode;
@@ -30,16 +27,16 @@ import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PointerAttributes;
-import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.internal.FieldPath;
-import org.devicebridge.internal.Native;
 import org.devicebridge.internal.RefCount;
 
 /**
  * Zero-copy import of CUDA {@code ArrowDeviceArray}s (and the batches of a CUDA
  * {@code ArrowDeviceArrayStream}) as {@link CudaArrowBatch}es. The consumer's stream is made to wait on the
  * producer's {@code sync_event} ({@code cuStreamWaitEvent}); the host blocks only for validation at
- * {@link ValidationLevel#DEFAULT} or {@link ValidationLevel#FULL}, which copies the buffers to the host.
+ * {@link ValidationLevel#DEFAULT} or {@link ValidationLevel#FULL}, which reads the array's own struct with
+ * host copies of just the buffers the level reads.
  *
  * <p>Ownership, the same for every import: after a return the caller owns the returned batch; after a
  * throw the input struct has already been released (also when the CUDA driver is missing).
@@ -50,16 +47,16 @@ public final class CudaArrowImport {
     /**
      * Imports the CUDA {@code ArrowDeviceArray} at {@code arrowDeviceArrayPtr} (device type
      * {@link ArrowDeviceType#CUDA}, {@link ArrowDeviceType#CUDA_HOST} or {@link ArrowDeviceType#CUDA_MANAGED})
-     * of type {@code schema} (borrowed), without copying its buffers. The struct is moved and checked at
-     * {@link ValidationLevel#MINIMAL} (no device memory is read); {@code stream} is made to wait on the
+     * of type {@code schema} (borrowed), without copying its buffers. The struct is moved and its structure
+     * checked (at MINIMAL; not at NONE; no device memory is read); {@code stream} is made to wait on the
      * producer's {@code sync_event} ({@code cuStreamWaitEvent}, the host does not block); every non-NULL
      * buffer's pointer attributes must show memory of the declared kind on {@code device_id}, and
      * {@code device_id} must be {@code stream}'s device.
      *
-     * <p>At {@link ValidationLevel#DEFAULT} and {@link ValidationLevel#FULL} the buffers are also copied to
-     * the host through {@code transfer}, ordered on {@code stream} after the wait, and checked by the CPU
-     * validator: one host synchronisation per device allocation holding buffers, plus one before that
-     * when variable-size data buffers must first be sized from their last offsets.
+     * <p>At {@link ValidationLevel#DEFAULT} and {@link ValidationLevel#FULL} the array is then validated
+     * as a host array would be, from host copies of what the level reads, made through {@code transfer}
+     * and ordered on {@code stream} after the wait: DEFAULT copies the offsets, view sizes and run ends
+     * (one batch of copies, one host synchronisation), FULL then every other buffer (a second batch).
      *
      * <p>Ownership: after a return the caller owns the returned batch; the producer's {@code release} is
      * called once when the batch and every export of it are closed. After a throw the struct has already
@@ -77,8 +74,21 @@ public final class CudaArrowImport {
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(arrowDeviceArrayPtr, "arrowDeviceArrayPtr");
         Objects.requireNonNull(level, "level");
-        ImportedArray imported = ArrowImport.importDeviceArray(schema, arrowDeviceArrayPtr, structLevel(level));
-        return toCuda(schema, imported, level, stream, transfer);
+        try {
+            checkArguments(level, stream, transfer);
+        } catch (RuntimeException | Error e) {
+            drop(arrowDeviceArrayPtr, e);
+            throw e;
+        }
+        CudaImport cuda = new CudaImport(level, stream, transfer);
+        ImportedArray imported;
+        try {
+            imported = ArrowImport.importDeviceArray(schema, arrowDeviceArrayPtr, level, null, cuda);
+        } catch (RuntimeException | Error e) {
+            cuda.abandon(e);
+            throw e;
+        }
+        return cuda.finish(schema, imported);
     }
 
     /**
@@ -94,119 +104,234 @@ public final class CudaArrowImport {
      * Pulls the next batch of an imported CUDA {@code ArrowDeviceArrayStream} (see
      * {@link ArrowImport#importDeviceStream}) and imports it as
      * {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel, CudaStream, HostDeviceTransfer)}
-     * does: {@code stream} waits on the batch's sync event, pointers are checked, and DEFAULT/FULL copy to
-     * the host for validation. Returns {@code null} at the end of the stream.
+     * does: {@code stream} waits on the batch's sync event, pointers are checked, and DEFAULT/FULL validate
+     * from host copies. Returns {@code null} at the end of the stream.
      *
      * <p>Ownership: the caller owns a returned batch and still owns {@code deviceStream}; after a throw the
      * batch the producer handed over (if any) has been released.
      *
      * @throws ArrowStreamException if the producer's {@code get_next} returned an errno
      * @throws ValidationException as for a single import
+     * @throws org.devicebridge.InvalidArgumentException if {@code deviceStream} is an {@code ArrowArrayStream}
+     *         (nothing is pulled then)
      * @throws CudaUnavailableException without a CUDA driver (nothing is pulled then)
+     * @throws NullPointerException without a stream, or without a transfer at DEFAULT or FULL (nothing is
+     *         pulled then)
      */
     public static CudaArrowBatch importNext(ImportedArrayStream deviceStream, ValidationLevel level, CudaStream stream,
                                             HostDeviceTransfer transfer) {
         Cuda.require();
         Objects.requireNonNull(deviceStream, "deviceStream");
         Objects.requireNonNull(level, "level");
-        ImportedArray imported = deviceStream.next(structLevel(level));
-        return imported == null ? null : toCuda(deviceStream.schema(), imported, level, stream, transfer);
-    }
-
-    private static ValidationLevel structLevel(ValidationLevel level) {
-        return level == ValidationLevel.NONE ? ValidationLevel.NONE : ValidationLevel.MINIMAL;
-    }
-
-    /** The CUDA part of an import: takes {@code imported} and releases it on every failure. */
-    private static CudaArrowBatch toCuda(SchemaNode schema, ImportedArray imported, ValidationLevel level,
-                                         CudaStream stream, HostDeviceTransfer transfer) {
-        Shared shared = null;
+        checkArguments(level, stream, transfer);
+        CudaImport cuda = new CudaImport(level, stream, transfer);
+        ImportedArray imported;
         try {
-            Cuda.require();
-            Objects.requireNonNull(stream, "stream");
-            boolean reads = level == ValidationLevel.DEFAULT || level == ValidationLevel.FULL;
-            if (reads) {
-                Objects.requireNonNull(transfer, "transfer (needed to validate at " + level + ")");
-                CudaArrowSupport.sameDevice(transfer, stream);
-            }
-            ArrowDeviceType type = imported.deviceType();
-            if (type != ArrowDeviceType.CUDA && type != ArrowDeviceType.CUDA_HOST && type != ArrowDeviceType.CUDA_MANAGED) {
+            imported = deviceStream.next(level, null, cuda);
+        } catch (RuntimeException | Error e) {
+            cuda.abandon(e);
+            throw e;
+        }
+        if (imported == null) {
+            cuda.abandon(null); // the end of the stream: nothing was prepared
+            return null;
+        }
+        return cuda.finish(deviceStream.schema(), imported);
+    }
+
+    private static boolean reads(ValidationLevel level) {
+        return level == ValidationLevel.DEFAULT || level == ValidationLevel.FULL;
+    }
+
+    /**
+     * Refuses what no import can start with: no CUDA driver, no stream, no transfer where the level reads
+     * contents, a transfer of another device than the stream's.
+     */
+    private static void checkArguments(ValidationLevel level, CudaStream stream, HostDeviceTransfer transfer) {
+        Cuda.require();
+        Objects.requireNonNull(stream, "stream");
+        if (reads(level)) {
+            Objects.requireNonNull(transfer, "transfer (needed to validate at " + level + ")");
+            CudaArrowSupport.sameDevice(transfer, stream);
+        }
+    }
+
+    /**
+     * Takes the struct at {@code ptr} and releases it at once, for an import refused before it started: so
+     * that the caller owns nothing of it after the throw, as after every import. A struct that cannot be
+     * taken (NULL, already released) is left alone and the reason added to {@code failure}.
+     */
+    private static void drop(MemorySegment ptr, Throwable failure) {
+        try {
+            MemorySegment owned = ForeignImport.take(ForeignImport.Kind.ARROW_DEVICE_ARRAY, ptr, taken -> taken);
+            ForeignImport.Kind.ARROW_DEVICE_ARRAY.release(owned);
+        } catch (RuntimeException | Error e) {
+            failure.addSuppressed(e);
+        }
+    }
+
+    /**
+     * The CUDA side of one import, handed to the arrow import as its {@link DeviceCopier}: {@link #prepare}
+     * checks the device and the buffer pointers, makes the consumer's stream wait on the sync event and wraps
+     * the producer's allocations; copies come from a {@link HostCopier} over those allocations. Then either
+     * {@link #finish} (the import returned) or {@link #abandon} (it threw, the struct is released).
+     * Single-threaded, as an import is.
+     */
+    private static final class CudaImport implements DeviceCopier {
+        private final ValidationLevel level;
+        private final CudaStream stream;
+        private final HostDeviceTransfer transfer;
+        private final List<DeviceBuffer> wraps = new ArrayList<>();
+        private ArrowDeviceType type;
+        private int device;
+        private Shared shared;
+        private HostCopier copier;
+
+        /** Arguments already checked ({@link #checkArguments}); {@code transfer} is used at DEFAULT and FULL only. */
+        CudaImport(ValidationLevel level, CudaStream stream, HostDeviceTransfer transfer) {
+            this.level = level;
+            this.stream = stream;
+            this.transfer = transfer;
+        }
+
+        @Override
+        public void prepare(ArrowDeviceType deviceType, long deviceId, MemorySegment syncEvent, ArrayNode structure) {
+            if (deviceType != ArrowDeviceType.CUDA && deviceType != ArrowDeviceType.CUDA_HOST
+                    && deviceType != ArrowDeviceType.CUDA_MANAGED) {
                 throw new ValidationException(Category.DEVICE, "device_type", "expected "
                         + ArrowDeviceType.CUDA.cName() + ", " + ArrowDeviceType.CUDA_HOST.cName() + " or "
-                        + ArrowDeviceType.CUDA_MANAGED.cName() + " but found " + type.code());
+                        + ArrowDeviceType.CUDA_MANAGED.cName() + " but found " + deviceType.code());
             }
-            long id = imported.deviceId();
-            if (id < 0 || id >= Cuda.deviceCount()) {
+            if (deviceId < 0 || deviceId >= Cuda.deviceCount()) {
                 throw new ValidationException(Category.DEVICE, "device_id", "expected a CUDA device ordinal in [0, "
-                        + Cuda.deviceCount() + ") but found " + id);
+                        + Cuda.deviceCount() + ") but found " + deviceId);
             }
-            int device = (int) id;
-            if (device != stream.device()) {
+            if (deviceId != stream.device()) {
                 throw new ValidationException(Category.DEVICE, "device_id", "expected " + stream.device()
-                        + " (the device of the consumer's stream) but found " + id);
+                        + " (the device of the consumer's stream) but found " + deviceId);
             }
-            MemorySegment sync = imported.syncEvent();
-            if (!sync.equals(MemorySegment.NULL)) {
-                long event = sync.reinterpret(8).get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+            this.type = deviceType;
+            this.device = (int) deviceId;
+            if (!syncEvent.equals(MemorySegment.NULL)) {
+                long event = syncEvent.reinterpret(8).get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
                 if (event != 0) {
-                    stream.waitEvent(event);
+                    stream.waitEvent(event); // every copy below is queued on this stream, after the wait
                 }
             }
-            ArrayNode root = imported.root();
             TreeMap<Long, Long> ranges = new TreeMap<>();
-            checkPointers(root, type, device, ranges);
-            shared = new Shared(imported, ranges.keySet());
-            List<DeviceBuffer> wraps = new ArrayList<>(ranges.size());
+            checkPointers(structure, deviceType, device, ranges);
+            shared = new Shared(ranges.keySet().stream().mapToLong(Long::longValue).toArray());
+            for (Map.Entry<Long, Long> r : ranges.entrySet()) {
+                shared.retain();
+                try {
+                    wraps.add(DeviceBuffer.wrap(r.getKey(), r.getValue(), device, shared));
+                } catch (RuntimeException | Error e) {
+                    shared.close();
+                    throw e;
+                }
+            }
+            if (reads(level)) {
+                copier = new HostCopier(transfer, stream, wraps);
+            }
+        }
+
+        @Override
+        public HostCopies copyToHost(long[] addresses, long[] byteSizes) {
+            if (copier == null) {
+                throw new IllegalStateException("copies asked for before prepare, or at " + level);
+            }
+            return copier.copyToHost(addresses, byteSizes);
+        }
+
+        /** The import returned {@code imported}: the batch over it, or after a throw everything released. */
+        CudaArrowBatch finish(SchemaNode schema, ImportedArray imported) {
             try {
-                for (Map.Entry<Long, Long> r : ranges.entrySet()) {
-                    shared.retain();
-                    try {
-                        wraps.add(DeviceBuffer.wrap(r.getKey(), r.getValue(), device, shared));
-                    } catch (RuntimeException | Error e) {
-                        shared.close();
-                        throw e;
-                    }
+                closeCopier();
+                if (shared == null) {
+                    throw new IllegalStateException("the import returned without preparing the CUDA checks");
                 }
-                if (reads) {
-                    root = resolveLengths(root, wraps, transfer, stream);
-                    mirror(schema, root, wraps, transfer, stream, level).close();
+                shared.adopt(imported);
+            } catch (RuntimeException | Error e) {
+                abandon(e);
+                imported.close();
+                throw e;
+            }
+            try {
+                ArrayNode root = imported.root();
+                long[] starts = new long[wraps.size()];
+                long[] sizes = new long[wraps.size()];
+                for (int k = 0; k < starts.length; k++) { // sorted: the wraps were made in address order
+                    starts[k] = wraps.get(k).address();
+                    sizes[k] = wraps.get(k).byteSize();
                 }
+                checkInside(root, starts, sizes);
                 List<DeviceBuffer> held = List.copyOf(wraps);
-                CudaArrowBatch batch = new CudaArrowBatch(CudaArrowBatch.describe("imported CUDA ArrowDeviceArray", root,
-                        device), schema, root, device, type, held, () -> CudaArrowSupport.closeAll(held));
+                CudaArrowBatch batch = new CudaArrowBatch(CudaArrowBatch.describe("imported CUDA ArrowDeviceArray",
+                        root, device), schema, root, device, type, held, () -> CudaArrowSupport.closeAll(held), imported);
                 shared.close(); // the creator's reference: the wraps now keep the struct alive
                 return batch;
             } catch (RuntimeException | Error e) {
-                try {
-                    CudaArrowSupport.closeAll(wraps);
-                } finally {
-                    shared.close();
-                }
+                abandon(e); // the last reference releases the struct
                 throw e;
             }
-        } catch (RuntimeException | Error e) {
-            if (shared == null) {
-                imported.close();
+        }
+
+        /**
+         * Drops what {@link #prepare} made: the host copies, the wraps and the creator's reference (which
+         * releases the struct once adopted; an import that threw has released it already). Failures are
+         * added to {@code failure} when there is one.
+         */
+        void abandon(Throwable failure) {
+            try {
+                closeCopier();
+                CudaArrowSupport.closeAll(wraps);
+            } catch (RuntimeException | Error e) {
+                if (failure == null) {
+                    throw e;
+                }
+                failure.addSuppressed(e);
+            } finally {
+                wraps.clear();
+                if (shared != null) {
+                    Shared s = shared;
+                    shared = null;
+                    s.close();
+                }
             }
-            throw e;
+        }
+
+        private void closeCopier() {
+            if (copier != null) {
+                HostCopier c = copier;
+                copier = null;
+                c.close();
+            }
         }
     }
 
     /**
      * Releases the imported struct when the last wrap of its memory (and the importer's own reference) is
-     * closed; the one reference count of the library counts them.
+     * closed; the one reference count of the library counts them. Made before the import returns (its
+     * wraps serve the copies that validate it), it adopts the imported array once there is one.
      */
     private static final class Shared implements AutoCloseable {
         private final RefCount refs;
+        private volatile ImportedArray imported;
 
-        Shared(ImportedArray imported, java.util.Set<Long> rangeStarts) {
-            long[] starts = rangeStarts.stream().mapToLong(Long::longValue).toArray();
+        Shared(long[] rangeStarts) {
             this.refs = new RefCount(() -> {
-                for (long start : starts) {
+                for (long start : rangeStarts) {
                     PointerAttributes.invalidate(start);
                 }
-                imported.close();
+                ImportedArray a = imported;
+                if (a != null) {
+                    a.close();
+                }
             });
+        }
+
+        void adopt(ImportedArray array) {
+            this.imported = array;
         }
 
         void retain() {
@@ -218,6 +343,27 @@ public final class CudaArrowImport {
         @Override
         public void close() {
             refs.release();
+        }
+    }
+
+    /**
+     * Every buffer of known, non-zero size lies inside one wrapped allocation, the sizes DEFAULT derives
+     * from contents included (the pointer checks saw only the sizes the structure gives).
+     */
+    private static void checkInside(ArrayNode n, long[] starts, long[] sizes) {
+        for (int i = 0; i < n.bufferCount(); i++) {
+            long addr = Nodes.address(n, i);
+            long len = n.bufferLength(i);
+            if (addr != 0 && len > 0 && CopyPlan.holder(starts, sizes, addr, len) < 0) {
+                throw new ValidationException(Category.DEVICE, FieldPath.join(n.path(), "buffers[" + i + "]"),
+                        "expected " + len + " bytes within the device allocation of the buffer but found fewer");
+            }
+        }
+        for (ArrayNode c : n.children()) {
+            checkInside(c, starts, sizes);
+        }
+        if (n.dictionary() != null) {
+            checkInside(n.dictionary(), starts, sizes);
         }
     }
 
@@ -265,177 +411,6 @@ public final class CudaArrowImport {
         }
         if (n.dictionary() != null) {
             checkPointers(n.dictionary(), type, device, ranges);
-        }
-    }
-
-    // ------------------------------------------------------------------ device-array validation on the host
-    // replaced by the flat view (lead): resolveLengths, mirror and copyToHost keep CudaArrow's validation
-    // of device arrays working as it was until the flat view validates device arrays itself.
-
-    /** A value that sizes one node's unsized buffers: {@code bytes} at {@code address} on the device. */
-    private record LengthRead(ArrayNode node, long address, long bytes) {}
-
-    /**
-     * Sizes the data buffers an import at MINIMAL left unsized: a variable-size binary's data buffer from
-     * its last offset, a view's variadic buffers from its sizes buffer. Copies only those values (one
-     * host synchronisation per allocation); returns {@code root} itself when nothing is missing.
-     */
-    static ArrayNode resolveLengths(ArrayNode root, List<DeviceBuffer> memory, HostDeviceTransfer transfer,
-                                    CudaStream stream) {
-        List<LengthRead> reads = new ArrayList<>();
-        for (ArrayNode node : Nodes.collect(root)) {
-            Layout layout = node.type().layout();
-            if ((layout == Layout.VARIABLE || layout == Layout.LARGE_VARIABLE) && node.bufferLength(2) < 0) {
-                int w = layout.offsetWidth();
-                long at = Math.addExact(Nodes.address(node, 1),
-                        Math.multiplyExact(Math.addExact(node.offset(), node.length()), w));
-                reads.add(new LengthRead(node, at, w));
-            } else if (layout == Layout.VIEW && node.bufferCount() > 3 && node.bufferLength(2) < 0) {
-                int last = node.bufferCount() - 1;
-                reads.add(new LengthRead(node, Nodes.address(node, last), node.bufferLength(last)));
-            }
-        }
-        if (reads.isEmpty()) {
-            return root;
-        }
-        Map<ArrayNode, long[]> lengths = new IdentityHashMap<>();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment[] dst = new MemorySegment[reads.size()];
-            long[] addrs = new long[reads.size()];
-            for (int k = 0; k < reads.size(); k++) {
-                dst[k] = arena.allocate(reads.get(k).bytes(), 8);
-                addrs[k] = reads.get(k).address();
-            }
-            copyToHost(memory, addrs, dst, transfer, stream, "buffers");
-            for (int k = 0; k < reads.size(); k++) {
-                ArrayNode node = reads.get(k).node();
-                long[] lens = Nodes.lengths(node);
-                Layout layout = node.type().layout();
-                String path = FieldPath.join(node.path(), "buffers[1]");
-                if (layout == Layout.VIEW) {
-                    for (int i = 0; i < lens.length - 3; i++) {
-                        long size = dst[k].getAtIndex(ValueLayout.JAVA_LONG, i);
-                        if (size < 0) {
-                            throw new ValidationException(Category.SIZE, FieldPath.join(node.path(),
-                                    "buffers[" + (lens.length - 1) + "]"),
-                                    "expected a non-negative size of variadic buffer " + i + " but found " + size);
-                        }
-                        lens[2 + i] = size;
-                    }
-                } else {
-                    long last = layout.offsetWidth() == 4 ? dst[k].get(ValueLayout.JAVA_INT, 0)
-                            : dst[k].get(ValueLayout.JAVA_LONG, 0);
-                    if (last < 0) {
-                        throw new ValidationException(Category.CONTENT, path,
-                                "expected a non-negative last offset but found " + last);
-                    }
-                    lens[2] = last;
-                }
-                lengths.put(node, lens);
-            }
-        }
-        return Nodes.resize(root, lengths);
-    }
-
-    /** One buffer's copy into the host block: buffer {@code buffer} of {@code node}, at {@code place}. */
-    private record HostCopy(ArrayNode node, int buffer, long place, long bytes) {}
-
-    /**
-     * Copies every buffer of {@code root} (all sized) into one malloc'ed host block, builds an
-     * {@code ArrowArray} tree over it and imports that at {@code level}. The returned array owns the block.
-     */
-    static ImportedArray mirror(SchemaNode schema, ArrayNode root, List<DeviceBuffer> memory,
-                                HostDeviceTransfer transfer, CudaStream stream, ValidationLevel level) {
-        List<ArrayNode> nodes = Nodes.collect(root);
-        long total = 0;
-        List<HostCopy> copies = new ArrayList<>();
-        for (ArrayNode node : nodes) {
-            for (int i = 0; i < node.bufferCount(); i++) {
-                long len = node.bufferLength(i);
-                if (Nodes.address(node, i) == 0) {
-                    continue;
-                }
-                if (len < 0) {
-                    throw new UnsupportedFeatureException(FieldPath.join(node.path(), "buffers[" + i + "]"),
-                            "expected a known buffer length but found none");
-                }
-                copies.add(new HostCopy(node, i, total, len));
-                total = Math.addExact(total, Math.addExact(len, HostDeviceTransfer.ALIGNMENT - 1)
-                        & -HostDeviceTransfer.ALIGNMENT);
-            }
-        }
-        // 64 spare bytes for alignment and 64 zero bytes that zero-length buffers point at.
-        long blockBytes = Math.addExact(total, 2L * HostDeviceTransfer.ALIGNMENT);
-        // malloc, not calloc: every byte a buffer exposes is overwritten by the copy below, so zeroing the
-        // whole block first would only add a pass over memory; just the shared zero block is cleared.
-        MemorySegment block = Native.malloc(blockBytes);
-        MemorySegment rootStruct = MemorySegment.NULL;
-        boolean handedOver = false;
-        try {
-            long skew = (-block.address()) & (HostDeviceTransfer.ALIGNMENT - 1);
-            MemorySegment data = block.asSlice(skew, total + HostDeviceTransfer.ALIGNMENT);
-            data.asSlice(total, HostDeviceTransfer.ALIGNMENT).fill((byte) 0);
-            Map<ArrayNode, long[]> hostAddrs = new IdentityHashMap<>();
-            for (ArrayNode node : nodes) {
-                hostAddrs.put(node, new long[node.bufferCount()]);
-            }
-            List<Long> addrs = new ArrayList<>();
-            List<MemorySegment> dsts = new ArrayList<>();
-            for (HostCopy c : copies) {
-                hostAddrs.get(c.node())[c.buffer()] = c.bytes() == 0 ? data.address() + total : data.address() + c.place();
-                if (c.bytes() > 0) {
-                    addrs.add(Nodes.address(c.node(), c.buffer()));
-                    dsts.add(data.asSlice(c.place(), c.bytes()));
-                }
-            }
-            copyToHost(memory, addrs.stream().mapToLong(Long::longValue).toArray(), dsts.toArray(new MemorySegment[0]),
-                    transfer, stream, "buffers");
-            rootStruct = Native.calloc(ArrowArray.sizeof());
-            CudaStructs.write(root, (node, i) -> hostAddrs.get(node)[i], rootStruct, () -> Native.free(block));
-            handedOver = true;
-            return ArrowImport.importArray(schema, rootStruct, level);
-        } finally {
-            if (!handedOver) {
-                Native.free(block);
-            }
-            Native.free(rootStruct);
-        }
-    }
-
-    /**
-     * Copies device ranges into host segments, grouped by the device allocation holding them: one
-     * {@link HostDeviceTransfer#download} (one synchronisation) per allocation.
-     */
-    private static void copyToHost(List<DeviceBuffer> memory, long[] addrs, MemorySegment[] dst,
-                                   HostDeviceTransfer transfer, CudaStream stream, String path) {
-        Map<DeviceBuffer, List<Integer>> groups = new LinkedHashMap<>();
-        for (int k = 0; k < addrs.length; k++) {
-            long a = addrs[k];
-            long len = dst[k].byteSize();
-            DeviceBuffer holder = null;
-            for (DeviceBuffer m : memory) {
-                long start = m.address();
-                if (a - start >= 0 && a - start <= m.byteSize() && len <= m.byteSize() - (a - start)) {
-                    holder = m;
-                    break;
-                }
-            }
-            if (holder == null) {
-                throw new ValidationException(Category.DEVICE, path, String.format(Locale.ROOT,
-                        "expected %d bytes at 0x%x within one device allocation of the array but found none", len, a));
-            }
-            groups.computeIfAbsent(holder, h -> new ArrayList<>()).add(k);
-        }
-        for (Map.Entry<DeviceBuffer, List<Integer>> g : groups.entrySet()) {
-            List<Integer> ks = g.getValue();
-            long[] offsets = new long[ks.size()];
-            List<MemorySegment> ds = new ArrayList<>(ks.size());
-            long start = g.getKey().address();
-            for (int j = 0; j < ks.size(); j++) {
-                offsets[j] = addrs[ks.get(j)] - start;
-                ds.add(dst[ks.get(j)]);
-            }
-            transfer.download(g.getKey(), offsets, ds, stream);
         }
     }
 }

@@ -99,7 +99,7 @@ public final class CudaArrowUpload {
                 ArrayNode device = Nodes.relocate(host.root(), placed);
                 DeviceBuffer memory = up.buffer();
                 return new CudaArrowBatch(CudaArrowBatch.describe("uploaded Arrow batch", device, transfer.device()),
-                        schema, device, transfer.device(), ArrowDeviceType.CUDA, List.of(memory), memory::close);
+                        schema, device, transfer.device(), ArrowDeviceType.CUDA, List.of(memory), memory::close, null);
             } catch (RuntimeException | Error e) {
                 up.close();
                 throw e;

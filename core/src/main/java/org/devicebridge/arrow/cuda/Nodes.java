@@ -38,22 +38,8 @@ final class Nodes {
         return n.bufferPointer(i).address();
     }
 
-    /** The byte lengths of every buffer of {@code n}. */
-    static long[] lengths(ArrayNode n) {
-        long[] lens = new long[n.bufferCount()];
-        for (int i = 0; i < lens.length; i++) {
-            lens[i] = n.bufferLength(i);
-        }
-        return lens;
-    }
-
     /** A copy of the tree with the buffer addresses in {@code placed}, as device memory (not host-readable). */
     static ArrayNode relocate(ArrayNode n, Map<ArrayNode, long[]> placed) {
         return ARROW.relocated(n, placed);
-    }
-
-    /** A copy of the tree with the buffer lengths in {@code lengths} where given. */
-    static ArrayNode resize(ArrayNode n, Map<ArrayNode, long[]> lengths) {
-        return ARROW.resized(n, lengths);
     }
 }

@@ -1,0 +1,93 @@
+package org.devicebridge.arrow.cuda;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import org.devicebridge.arrow.DeviceCopier;
+import org.devicebridge.arrow.HostCopies;
+import org.devicebridge.cuda.CudaStream;
+import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.cuda.DeviceRange;
+import org.devicebridge.cuda.HostDeviceTransfer;
+
+/**
+ * Copies device memory of known allocations to the host for validation: each {@link #copyToHost} is one
+ * batch of asynchronous copies through a {@link HostDeviceTransfer}'s pinned staging memory, on one stream,
+ * and one host synchronisation (per half of the staging memory the batch fills), into one block of a
+ * confined arena that lives until {@link #close()} (the end of the import that asked). Single-threaded,
+ * as an import is.
+ *
+ * <p>Borrows the transfer, the stream and the allocations; owns only its arena.
+ */
+final class HostCopier implements DeviceCopier, AutoCloseable {
+    private final HostDeviceTransfer transfer;
+    private final CudaStream stream;
+    private final DeviceBuffer[] memory; // sorted by address
+    private final long[] starts;
+    private final long[] sizes;
+    private Arena arena; // made on the first copy: MINIMAL imports copy nothing
+
+    /** A copier out of {@code memory} (every buffer a copy may read lies inside one of them). */
+    HostCopier(HostDeviceTransfer transfer, CudaStream stream, List<DeviceBuffer> memory) {
+        this.transfer = transfer;
+        this.stream = stream;
+        this.memory = memory.toArray(new DeviceBuffer[0]);
+        Arrays.sort(this.memory, Comparator.comparingLong(DeviceBuffer::address));
+        this.starts = new long[this.memory.length];
+        this.sizes = new long[this.memory.length];
+        for (int k = 0; k < this.memory.length; k++) {
+            starts[k] = this.memory[k].address();
+            sizes[k] = this.memory[k].byteSize();
+        }
+    }
+
+    /** Plans copies of these ranges out of this copier's allocations. */
+    CopyPlan plan(long[] addresses, long[] byteSizes) {
+        return CopyPlan.of(starts, sizes, addresses, byteSizes);
+    }
+
+    @Override
+    public HostCopies copyToHost(long[] addresses, long[] byteSizes) {
+        CopyPlan plan = plan(addresses, byteSizes);
+        if (plan.count() == 0) {
+            return (address, size) -> null;
+        }
+        if (arena == null) {
+            arena = Arena.ofConfined();
+        }
+        MemorySegment block = arena.allocate(plan.hostBytes(), CopyPlan.ALIGNMENT);
+        copy(plan, block);
+        return (address, size) -> {
+            long at = plan.find(address, size);
+            return at < 0 ? null : block.asSlice(at, size);
+        };
+    }
+
+    /**
+     * Runs {@code plan} (made by {@link #plan}) into {@code block}, a host block of at least
+     * {@link CopyPlan#hostBytes()} bytes starting {@value CopyPlan#ALIGNMENT}-byte aligned: one batch of
+     * copies on the stream, and returns when the data arrived.
+     */
+    void copy(CopyPlan plan, MemorySegment block) {
+        List<DeviceRange> sources = new ArrayList<>(plan.count());
+        List<MemorySegment> destinations = new ArrayList<>(plan.count());
+        for (int k = 0; k < plan.count(); k++) {
+            DeviceBuffer holder = memory[plan.allocation(k)];
+            sources.add(holder.range(plan.address(k) - starts[plan.allocation(k)], plan.size(k)));
+            destinations.add(block.asSlice(plan.hostOffset(k), plan.size(k)));
+        }
+        transfer.download(sources, destinations, stream);
+    }
+
+    /** Frees the host copies. */
+    @Override
+    public void close() {
+        if (arena != null) {
+            arena.close();
+            arena = null;
+        }
+    }
+}

@@ -1,0 +1,125 @@
+package org.devicebridge.arrow.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Random;
+import org.devicebridge.ValidationException;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The planning of one batch of device-to-host copies, without a GPU: every range found in exactly one
+ * allocation, ranges merged only inside one allocation, host copies that keep the device alignment and
+ * never overlap, and a lookup that finds every requested range (and nothing else).
+ */
+class CopyPlanTest {
+    private static final long A = 0x7f00_0000_0000L; // two allocations, 4096 bytes apart
+    private static final long B = A + 4096 + 64;
+    private static final long[] STARTS = {A, B};
+    private static final long[] SIZES = {4096, 1000};
+
+    @Test
+    void overlappingAndTouchingRangesOfOneAllocationBecomeOneCopy() {
+        CopyPlan plan = CopyPlan.of(STARTS, SIZES, new long[] {A + 100, A, A + 40, A + 200},
+                new long[] {100, 50, 20, 8});
+        // [A, A+50) + [A+40, A+60) overlap; [A+100, A+200) touches [A+200, A+208); the gap [A+60, A+100) stays
+        assertEquals(2, plan.count());
+        assertEquals(A, plan.address(0));
+        assertEquals(60, plan.size(0));
+        assertEquals(A + 100, plan.address(1));
+        assertEquals(108, plan.size(1));
+        assertEquals(0, plan.allocation(0));
+        assertEquals(0, plan.allocation(1));
+    }
+
+    @Test
+    void rangesOfDifferentAllocationsAreNeverMergedEvenWhenAdjacent() {
+        long[] starts = {A, A + 64};
+        long[] sizes = {64, 64};
+        CopyPlan plan = CopyPlan.of(starts, sizes, new long[] {A, A + 64}, new long[] {64, 64});
+        assertEquals(2, plan.count());
+        assertEquals(0, plan.allocation(0));
+        assertEquals(1, plan.allocation(1));
+    }
+
+    @Test
+    void aRangeOutsideEveryAllocationIsADeviceError() {
+        for (long[] range : new long[][] {{A + 4090, 7}, {A - 8, 8}, {B + 999, 2}, {A + 4096, 8}}) {
+            ValidationException e = assertThrows(ValidationException.class,
+                    () -> CopyPlan.of(STARTS, SIZES, new long[] {range[0]}, new long[] {range[1]}));
+            assertEquals(ValidationException.Category.DEVICE, e.category(), e.getMessage());
+            assertTrue(e.getMessage().contains("within one device allocation"), e.getMessage());
+        }
+        // the last byte of each allocation is fine
+        assertEquals(2, CopyPlan.of(STARTS, SIZES, new long[] {A + 4095, B + 999}, new long[] {1, 1}).count());
+    }
+
+    @Test
+    void emptyRangesAreSkippedAndNotFound() {
+        CopyPlan plan = CopyPlan.of(STARTS, SIZES, new long[] {A, 0, B}, new long[] {0, 0, 0});
+        assertEquals(0, plan.count());
+        assertEquals(0, plan.hostBytes());
+        assertEquals(-1, plan.find(A, 1));
+    }
+
+    @Test
+    void aRangeInOverlappingAllocationsIsFoundInTheOneThatHoldsIt() {
+        // buffers whose allocation the driver does not know are their own "allocations" and may overlap
+        long[] starts = {A, A + 16};
+        long[] sizes = {4096, 8};
+        CopyPlan plan = CopyPlan.of(starts, sizes, new long[] {A + 16, A + 100}, new long[] {64, 8});
+        assertEquals(0, plan.allocation(0), "only the large allocation holds 64 bytes at A + 16");
+        assertTrue(plan.find(A + 16, 64) >= 0);
+        assertTrue(plan.find(A + 100, 8) >= 0);
+    }
+
+    @Test
+    void randomRangesLandAtDisjointHostPlacesThatKeepTheirAlignmentAndAreAllFound() {
+        Random r = new Random(42);
+        for (int round = 0; round < 500; round++) {
+            int n = r.nextInt(12);
+            long[] addresses = new long[n];
+            long[] sizes = new long[n];
+            for (int i = 0; i < n; i++) {
+                int k = r.nextInt(2);
+                sizes[i] = r.nextInt(4) == 0 ? 0 : 1 + r.nextInt((int) SIZES[k] / 4);
+                addresses[i] = STARTS[k] + r.nextLong(SIZES[k] - sizes[i] + 1);
+            }
+            CopyPlan plan = CopyPlan.of(STARTS, SIZES, addresses, sizes);
+            long end = 0;
+            for (int k = 0; k < plan.count(); k++) {
+                assertTrue(plan.hostOffset(k) >= end, "copies are disjoint and in order on the host");
+                assertEquals(plan.address(k) % CopyPlan.ALIGNMENT, plan.hostOffset(k) % CopyPlan.ALIGNMENT,
+                        "a copy keeps its device address modulo 64");
+                long start = STARTS[plan.allocation(k)];
+                assertTrue(plan.address(k) >= start
+                        && plan.address(k) + plan.size(k) <= start + SIZES[plan.allocation(k)], "inside its allocation");
+                if (k > 0 && plan.allocation(k) == plan.allocation(k - 1)) {
+                    assertTrue(plan.address(k) > plan.address(k - 1) + plan.size(k - 1), "merged where they touch");
+                }
+                end = plan.hostOffset(k) + plan.size(k);
+            }
+            assertEquals(end, plan.hostBytes());
+            for (int i = 0; i < n; i++) {
+                if (sizes[i] == 0) {
+                    continue;
+                }
+                long at = plan.find(addresses[i], sizes[i]);
+                assertTrue(at >= 0 && at + sizes[i] <= plan.hostBytes(), "range " + i + " is found");
+                assertEquals(addresses[i] % CopyPlan.ALIGNMENT, at % CopyPlan.ALIGNMENT, "at its device alignment");
+            }
+        }
+    }
+
+    @Test
+    void findRejectsRangesNoCopyCovers() {
+        CopyPlan plan = CopyPlan.of(STARTS, SIZES, new long[] {A + 64, B}, new long[] {64, 10});
+        assertEquals(-1, plan.find(A, 8), "before the first copy");
+        assertEquals(-1, plan.find(A + 120, 16), "past the end of a copy");
+        assertEquals(-1, plan.find(A + 200, 1), "between copies");
+        assertEquals(-1, plan.find(A + 64, -1), "a negative size");
+        assertTrue(plan.find(A + 100, 28) >= 0, "inside a copy");
+        assertEquals(plan.find(A + 64, 64) + 36, plan.find(A + 100, 28), "at its distance from the copy's start");
+    }
+}

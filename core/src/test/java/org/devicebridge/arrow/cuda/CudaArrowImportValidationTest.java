@@ -1,0 +1,234 @@
+package org.devicebridge.arrow.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.compare.VectorEqualsVisitor;
+import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.devicebridge.ValidationException;
+import org.devicebridge.arrow.ArrayNode;
+import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ImportedArrayStream;
+import org.devicebridge.arrow.ImportedSchema;
+import org.devicebridge.arrow.SchemaNode;
+import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ExportTestSupport;
+import org.devicebridge.cuda.CudaCopies;
+import org.devicebridge.cuda.CudaStream;
+import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.cuda.StreamKind;
+import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.generated.arrow.ArrowDeviceArray;
+import org.devicebridge.internal.CudaCounters;
+import org.devicebridge.testing.RequiresCuda;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * CUDA imports validated from the imported struct itself with host copies of what each level reads (no
+ * second struct): buffers spread over several allocations, sizes that DEFAULT derives checked against the
+ * allocations, batches of a device stream at every level, downloads of batches imported at MINIMAL (read
+ * again at DEFAULT), and arguments refused with the struct released once.
+ */
+@RequiresCuda
+class CudaArrowImportValidationTest {
+    private static final int DEVICE = 0;
+
+    private BufferAllocator allocator;
+    private ExportTestSupport.Baseline baseline;
+    private int treesBefore;
+    private long deviceBytesBefore;
+    private CudaStream stream;
+    private HostDeviceTransfer transfer;
+
+    @BeforeEach
+    void setUp() {
+        baseline = new ExportTestSupport.Baseline();
+        allocator = ExportTestSupport.allocator();
+        treesBefore = CudaStructs.TREES.size();
+        stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+        transfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
+        deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
+    }
+
+    @AfterEach
+    void tearDown() {
+        transfer.close();
+        stream.synchronize();
+        stream.close();
+        assertEquals(deviceBytesBefore, CudaCounters.snapshot().deviceBytesOutstanding(), "device memory freed");
+        assertEquals(treesBefore, CudaStructs.TREES.size(), "every CUDA export and host copy released");
+        baseline.assertNothingLeaked(allocator);
+        allocator.close();
+    }
+
+    private VectorSchemaRoot strings(int rows) {
+        List<FieldVector> vectors = ExportTestSupport.family("strings", allocator, rows, true,
+                new DictionaryProvider.MapDictionaryProvider());
+        VectorSchemaRoot root = new VectorSchemaRoot(vectors);
+        root.setRowCount(rows);
+        return root;
+    }
+
+    private static SchemaNode schemaOf(VectorSchemaRoot root) {
+        try (ExportedSchema es = ArrowExport.exportSchema(root.getSchema());
+             ImportedSchema is = ArrowImport.importSchema(es.segment())) {
+            return is.root();
+        }
+    }
+
+    private static void assertSameValues(VectorSchemaRoot want, VectorSchemaRoot got) {
+        assertEquals(want.getRowCount(), got.getRowCount());
+        for (int i = 0; i < want.getFieldVectors().size(); i++) {
+            FieldVector w = want.getVector(i);
+            assertTrue(VectorEqualsVisitor.vectorEquals(w, got.getVector(i)), () -> "values differ for " + w.getField());
+        }
+    }
+
+    /**
+     * A CUDA {@code ArrowDeviceArray} over the buffers of {@code a} and {@code b} (two uploads of one table):
+     * the nodes in odd positions of the tree take their buffers from {@code b}.
+     */
+    private static MemorySegment spreadOver(Arena arena, CudaArrowBatch a, CudaArrowBatch b) {
+        List<ArrayNode> fromA = Nodes.collect(a.root());
+        List<ArrayNode> fromB = Nodes.collect(b.root());
+        Map<ArrayNode, ArrayNode> source = new IdentityHashMap<>();
+        for (int k = 0; k < fromA.size(); k++) {
+            source.put(fromA.get(k), k % 2 == 1 ? fromB.get(k) : fromA.get(k));
+        }
+        MemorySegment d = arena.allocate(ArrowDeviceArray.layout());
+        CudaStructs.write(a.root(), (node, i) -> Nodes.address(source.get(node), i),
+                d.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof()), () -> { });
+        ArrowDeviceArray.device_type(d, ArrowDeviceType.CUDA.code());
+        ArrowDeviceArray.device_id(d, (long) DEVICE);
+        return d;
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = ValidationLevel.class, names = {"MINIMAL", "DEFAULT", "FULL"})
+    void buffersInTwoAllocationsAreValidatedInOneImportAndDownloaded(ValidationLevel level) {
+        try (VectorSchemaRoot root = strings(50);
+             CudaArrowBatch a = CudaArrowUpload.upload(root, transfer, stream);
+             CudaArrowBatch b = CudaArrowUpload.upload(root, transfer, stream);
+             Arena arena = Arena.ofConfined()) {
+            MemorySegment d = spreadOver(arena, a, b);
+            try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(a.schema(), d, level, stream, transfer)) {
+                assertEquals(2, imported.memory().size(), "one wrap per allocation");
+                ArrayNode utf8 = imported.root().children().get(0);
+                assertEquals(level == ValidationLevel.MINIMAL ? -1 : a.root().children().get(0).bufferLength(2),
+                        utf8.bufferLength(2), "DEFAULT and FULL size the data buffer from the copied offsets");
+                try (VectorSchemaRoot down = CudaArrowDownload.download(imported, allocator, transfer, stream)) {
+                    assertSameValues(root, down);
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = ValidationLevel.class, names = {"DEFAULT", "FULL"})
+    void aLastOffsetBeyondTheAllocationIsADeviceErrorAndTheStructIsReleasedOnce(ValidationLevel level) {
+        try (VectorSchemaRoot root = strings(20);
+             CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream);
+             Arena arena = Arena.ofConfined()) {
+            stream.synchronize(); // the synchronous copy below runs on the legacy stream
+            ArrayNode col = batch.root().children().get(0);
+            DeviceBuffer mem = batch.memory().get(0);
+            MemorySegment last = arena.allocate(ValueLayout.JAVA_INT);
+            last.set(ValueLayout.JAVA_INT, 0, 1 << 30); // monotonic, but far past the end of the allocation
+            CudaCopies.hostToDevice(last, mem, col.bufferPointer(1).address() - mem.address() + 4L * 20);
+            int trees = CudaStructs.TREES.size();
+            MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
+            CudaArrowExport.exportDeviceArray(batch, stream, out);
+            ValidationException e = assertThrows(ValidationException.class,
+                    () -> CudaArrowImport.importDeviceArray(batch.schema(), out, level, stream, transfer));
+            assertEquals(ValidationException.Category.DEVICE, e.category(), e.getMessage());
+            assertTrue(e.getMessage().contains("allocation"), e.getMessage());
+            assertEquals(trees, CudaStructs.TREES.size(), "released exactly once");
+        }
+    }
+
+    @Test
+    void aMissingTransferAtDefaultIsRefusedBeforeTheImportAndTheStructIsReleasedOnce() {
+        try (VectorSchemaRoot root = strings(5);
+             CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream);
+             Arena arena = Arena.ofConfined()) {
+            int trees = CudaStructs.TREES.size();
+            MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
+            CudaArrowExport.exportDeviceArray(batch, stream, out);
+            assertThrows(NullPointerException.class,
+                    () -> CudaArrowImport.importDeviceArray(batch.schema(), out, ValidationLevel.DEFAULT, stream, null));
+            assertEquals(0L, ArrowArray.release(out).address(), "moved");
+            assertEquals(trees, CudaStructs.TREES.size(), "released exactly once");
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(ValidationLevel.class)
+    void deviceStreamBatchesImportAtEveryLevelAndDownload(ValidationLevel level) {
+        try (VectorSchemaRoot root = strings(30); Arena arena = Arena.ofConfined()) {
+            List<CudaArrowBatch> batches = new ArrayList<>();
+            for (int i = 0; i < 2; i++) {
+                batches.add(CudaArrowUpload.upload(root, transfer, stream));
+            }
+            MemorySegment out = arena.allocate(org.devicebridge.generated.arrow.ArrowDeviceArrayStream.layout());
+            CudaArrowExport.exportDeviceStream(root.getSchema(), batches.iterator(), stream, out);
+            int count = 0;
+            try (CudaStream consumer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+                 HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
+                 ImportedArrayStream in = ArrowImport.importDeviceStream(out)) {
+                CudaArrowBatch b;
+                while ((b = CudaArrowImport.importNext(in, level, consumer, consumerTransfer)) != null) {
+                    try (CudaArrowBatch batch = b;
+                         VectorSchemaRoot down = CudaArrowDownload.download(batch, allocator, consumerTransfer, consumer)) {
+                        assertSameValues(root, down);
+                        count++;
+                    }
+                }
+                consumer.synchronize();
+            }
+            assertEquals(2, count);
+        }
+    }
+
+    @Test
+    void theImportedBatchKeepsTheValidatedSizesAndTheSchema() {
+        try (VectorSchemaRoot root = strings(10);
+             CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream);
+             Arena arena = Arena.ofConfined()) {
+            SchemaNode schema = schemaOf(root);
+            MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
+            CudaArrowExport.exportDeviceArray(batch, stream, out);
+            try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(schema, out, ValidationLevel.FULL, stream,
+                    transfer)) {
+                List<ArrayNode> want = Nodes.collect(batch.root());
+                List<ArrayNode> got = Nodes.collect(imported.root());
+                assertEquals(want.size(), got.size());
+                for (int k = 0; k < want.size(); k++) {
+                    for (int i = 0; i < want.get(k).bufferCount(); i++) {
+                        assertEquals(want.get(k).bufferLength(i), got.get(k).bufferLength(i), got.get(k).path());
+                        assertEquals(Nodes.address(want.get(k), i), Nodes.address(got.get(k), i), "zero-copy");
+                    }
+                }
+                assertEquals(ArrowDeviceType.CUDA, imported.deviceType());
+            }
+        }
+    }
+}
