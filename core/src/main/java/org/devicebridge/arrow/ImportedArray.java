@@ -10,8 +10,9 @@ import org.devicebridge.generated.arrow.ArrowDeviceArray;
 
 /**
  * An {@code ArrowArray} (or {@code ArrowDeviceArray}) taken from native code and validated once into a
- * flat table ({@link #root()} and its children are light views of it). Owns the moved struct and calls
- * its {@code release} exactly once: when its arena closes (see {@link NativeHandle}: {@link #close()} for
+ * flat table ({@link #root()} and its children are light views of it), or the validated host copies of a
+ * device array's buffers (a download). Owns the moved struct and calls its {@code release} exactly once
+ * (or, for host copies, frees them once): when its arena closes (see {@link NativeHandle}: {@link #close()} for
  * a handle-owned arena, the caller's {@code Arena.close()} for an import given one), or, after the array
  * was handed to Arrow Java ({@link org.devicebridge.arrow.java.ArrowJavaImport}), when the last Arrow buffer
  * is released.
@@ -21,8 +22,9 @@ import org.devicebridge.generated.arrow.ArrowDeviceArray;
  */
 public final class ImportedArray extends NativeHandle {
     private final ArrayTable table;
-    private final ForeignImport.Kind kind;
+    private final ForeignImport.Kind kind; // null for host copies that own a release step instead of a struct
     private final MemorySegment owned;
+    private final Runnable release;
     private final ArrowDeviceType deviceType;
     private final long deviceId;
     private final long syncEvent;
@@ -30,10 +32,26 @@ public final class ImportedArray extends NativeHandle {
 
     ImportedArray(ForeignImport.Kind kind, MemorySegment owned, ArrayTable table, ArrowDeviceType deviceType, long deviceId,
                   long syncEvent, ValidationLevel level, Arena arena) {
-        super(kind == ForeignImport.Kind.ARROW_DEVICE_ARRAY ? "imported ArrowDeviceArray" : "imported ArrowArray",
-                () -> kind.release(owned), arena);
+        this(kind == ForeignImport.Kind.ARROW_DEVICE_ARRAY ? "imported ArrowDeviceArray" : "imported ArrowArray",
+                kind, owned, () -> kind.release(owned), table, deviceType, deviceId, syncEvent, level, arena);
+    }
+
+    /**
+     * A host array that owns no struct but {@code release}, which frees the memory behind {@code table}'s
+     * buffers (host copies of a device array): run once, when this handle closes or, after a hand-over to
+     * Arrow Java, when the last Arrow buffer is released. Handle-owned arena; device type CPU, no sync event.
+     */
+    ImportedArray(ArrayTable table, ValidationLevel level, Runnable release) {
+        this("host copy of a device array", null, null, release, table, ArrowDeviceType.CPU, -1, 0, level, null);
+    }
+
+    private ImportedArray(String description, ForeignImport.Kind kind, MemorySegment owned, Runnable release,
+                          ArrayTable table, ArrowDeviceType deviceType, long deviceId, long syncEvent,
+                          ValidationLevel level, Arena arena) {
+        super(description, release::run, arena);
         this.kind = kind;
         this.owned = owned;
+        this.release = release;
         this.table = table;
         this.deviceType = deviceType;
         this.deviceId = deviceId;
@@ -86,12 +104,13 @@ public final class ImportedArray extends NativeHandle {
     }
 
     /**
-     * Passes ownership of the struct to a consumer (Arrow Java), which must run the returned action exactly
-     * once. The handle becomes CONSUMED first; segments handed out before become unusable.
+     * Passes ownership of the struct (or of the host copies) to a consumer (Arrow Java), which must run the
+     * returned action exactly once. The handle becomes CONSUMED first; segments handed out before become
+     * unusable.
      */
     Runnable transfer() {
         markConsumed();
-        return () -> kind.release(owned);
+        return release;
     }
 
     /**

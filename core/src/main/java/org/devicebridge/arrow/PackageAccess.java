@@ -2,7 +2,10 @@ package org.devicebridge.arrow;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
+import java.util.Locale;
 import java.util.Objects;
+import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.ValidationException;
 import org.devicebridge.foreign.Access;
 import org.devicebridge.foreign.ArrowAccess;
 import org.devicebridge.foreign.SegmentSource;
@@ -39,6 +42,39 @@ final class PackageAccess implements ArrowAccess {
         Objects.requireNonNull(level, "level");
         Objects.requireNonNull(copier, "copier");
         return Objects.requireNonNull(array, "array").reread(level, copier);
+    }
+
+    @Override
+    public ImportedArray hostView(ArrayNode validatedRoot, ValidationLevel level, HostCopies copies, Runnable release) {
+        Objects.requireNonNull(validatedRoot, "validatedRoot");
+        Objects.requireNonNull(level, "level");
+        Objects.requireNonNull(copies, "copies");
+        Objects.requireNonNull(release, "release");
+        if (validatedRoot.index() != 0) {
+            throw new IllegalArgumentException("expected the root of a view but found " + validatedRoot.path());
+        }
+        ArrayTable device = validatedRoot.table();
+        ArrayTable host = device.derive(true);
+        for (int n = 0; n < device.size(); n++) {
+            for (int i = 0; i < device.bufferCount(n); i++) {
+                long address = device.bufferAddress(n, i);
+                if (address == 0) {
+                    continue;
+                }
+                long length = device.bufferLength(n, i);
+                String path = device.layout.path(n, "buffers[" + i + "]");
+                if (length < 0) {
+                    throw new UnsupportedFeatureException(path, "expected a known buffer length but found none");
+                }
+                MemorySegment copy = copies.find(address, length);
+                if (copy == null || copy.byteSize() < length || copy.address() == 0) {
+                    throw new ValidationException(ValidationException.Category.DEVICE, path, String.format(Locale.ROOT,
+                            "expected a host copy of the %d validated bytes at 0x%x but found none", length, address));
+                }
+                host.setBuffer(n, i, copy.address(), length);
+            }
+        }
+        return new ImportedArray(host, level, release);
     }
 
     @Override

@@ -9,6 +9,7 @@ import org.devicebridge.arrow.ExportedDeviceArray;
 import org.devicebridge.arrow.ExportedDeviceStream;
 import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ExportedStream;
+import org.devicebridge.arrow.HostCopies;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ValidationLevel;
 
@@ -45,6 +46,26 @@ public interface ArrowAccess {
      * @throws org.devicebridge.HandleClosedException if {@code array} is not live
      */
     ArrayNode reread(ImportedArray array, ValidationLevel level, DeviceCopier copier);
+
+    /**
+     * The host array Arrow Java reads after a download: the view under {@code validatedRoot} (the root of a
+     * device array's view whose every non-NULL buffer has a known length, validated at {@code level}) with
+     * each buffer moved to its host copy, {@code copies.find(address, length)} for the very length the view
+     * validated, so what the consumer reads is exactly what was validated (a copy that does not cover a
+     * validated buffer, for example because the device memory changed between the validation that sized it
+     * and the copy, is refused). Nothing is copied here. The returned array is host memory of device type
+     * CPU, validated at {@code level}; it reads the copies while live.
+     *
+     * <p>Ownership: after a return the returned array owns {@code release} (the step that frees the
+     * copies), which runs exactly once: when the array is closed or, after a hand-over to Arrow Java, when
+     * the last Arrow buffer is released. After a throw the caller still owns the copies and {@code release}
+     * has not run.
+     *
+     * @throws org.devicebridge.ValidationException {@code DEVICE} if no copy covers a buffer's validated bytes
+     * @throws org.devicebridge.UnsupportedFeatureException if a non-NULL buffer's length is unknown
+     * @throws IllegalArgumentException if {@code validatedRoot} is not the root of its view
+     */
+    ImportedArray hostView(ArrayNode validatedRoot, ValidationLevel level, HostCopies copies, Runnable release);
 
     /**
      * Makes {@code owner} the owner of the view under {@code root} (a view built for a device batch), unless

@@ -1,10 +1,8 @@
 package org.devicebridge.arrow.cuda;
 
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
-import java.util.IdentityHashMap;
+import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -12,9 +10,8 @@ import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.DeviceCopier;
 import org.devicebridge.arrow.ImportedArray;
-import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.cuda.Cuda;
@@ -23,14 +20,12 @@ import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.foreign.Access;
 import org.devicebridge.foreign.ArrowAccess;
-import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.internal.FieldPath;
-import org.devicebridge.internal.Native;
 
 /**
  * Copies device batches into Arrow Java: every buffer goes to host memory through a
- * {@link HostDeviceTransfer}'s pinned staging memory, ordered on the caller's stream, is validated, and is
- * handed to Arrow Java without a further copy.
+ * {@link HostDeviceTransfer}'s pinned staging memory, ordered on the caller's stream; the batch's own struct
+ * is then validated from those very copies, which Arrow Java gets without a further copy.
  */
 public final class CudaArrowDownload {
     private static final ArrowAccess ARROW = Access.arrow();
@@ -40,10 +35,15 @@ public final class CudaArrowDownload {
     /**
      * Copies {@code batch} (a struct array: a record batch) into a new {@link VectorSchemaRoot}: every
      * buffer is copied to host memory through {@code transfer}'s pinned staging memory, ordered on
-     * {@code stream}, in one batch of copies and one host synchronisation, then the host copy is checked at
-     * {@link ValidationLevel#DEFAULT} and handed to Arrow Java without a further copy. A batch imported below
-     * DEFAULT does not know the sizes of its variable-size data buffers: its struct is first read again at
-     * DEFAULT, from host copies of its offsets (one more batch of copies before the other).
+     * {@code stream}, in one batch of copies and one host synchronisation. An imported batch is then
+     * validated at {@link ValidationLevel#DEFAULT} by reading its own struct again with those copies as the
+     * contents (no further device copy, no second struct), and Arrow Java gets the validated view moved to
+     * the copies, without a further copy: what it reads is exactly what was validated, even if the producer
+     * changes the device memory meanwhile. A batch imported below DEFAULT does not know the sizes of its
+     * variable-size data buffers: its struct is first read at DEFAULT from host copies of its offsets (one
+     * more batch of copies before the other; the download then validates the offsets it copied itself,
+     * since they may have changed in between). A batch built by {@link CudaArrowUpload} knows every size
+     * and holds what the upload validated: its view is moved to the copies as it is.
      *
      * <p>Ownership: after a return the caller owns the root (and the dictionaries added to
      * {@code dictionaries}); the host memory is freed when the last Arrow buffer is released. The caller
@@ -52,7 +52,9 @@ public final class CudaArrowDownload {
      * @param dictionaries receives the dictionaries; may be null if the schema has none
      * @throws CudaUnavailableException without a CUDA driver
      * @throws UnsupportedFeatureException if Arrow Java cannot hold a type exactly
-     * @throws ValidationException if the device data is malformed (an import at MINIMAL did not read it)
+     * @throws ValidationException if the device data is malformed (an import at MINIMAL did not read it),
+     *         or changed between the copies of a batch imported below DEFAULT so that the buffers copied no
+     *         longer hold what the copied offsets describe
      */
     public static VectorSchemaRoot download(CudaArrowBatch batch, BufferAllocator allocator,
                                             DictionaryProvider.MapDictionaryProvider dictionaries,
@@ -64,16 +66,20 @@ public final class CudaArrowDownload {
         Objects.requireNonNull(stream, "stream");
         CudaArrowSupport.sameDevice(transfer, stream);
         ArrayNode root = batch.root();
+        ImportedArray imported = batch.imported();
         ImportedArray host;
         try (HostCopier copier = new HostCopier(transfer, stream, batch.memory())) {
-            if (!sized(root)) {
-                ImportedArray imported = batch.imported();
-                if (imported == null) {
-                    throw new UnsupportedFeatureException("", "expected known buffer lengths in a batch built here");
+            host = toHost(root, imported, copier, new BatchCopier() {
+                @Override
+                public CopyPlan plan(long[] addresses, long[] byteSizes) {
+                    return copier.plan(addresses, byteSizes);
                 }
-                root = ARROW.reread(imported, ValidationLevel.DEFAULT, copier);
-            }
-            host = copyToHost(batch.schema(), root, copier);
+
+                @Override
+                public void copy(CopyPlan plan, MemorySegment block) {
+                    copier.copy(plan, block);
+                }
+            });
         }
         return ArrowJavaImport.importVectorSchemaRoot(allocator, host, dictionaries); // releases host on a throw
     }
@@ -99,17 +105,42 @@ public final class CudaArrowDownload {
         return true;
     }
 
-    /** Buffer {@code buffer} of {@code node}: one range a download copies. */
-    private record BufferSlot(ArrayNode node, int buffer) {}
+    /**
+     * One batch of device-to-host copies: a {@link HostCopier} over the batch's allocations (host memory
+     * standing in for device memory in CPU tests).
+     */
+    interface BatchCopier {
+        /** Plans copies of these ranges. */
+        CopyPlan plan(long[] addresses, long[] byteSizes);
+
+        /** Runs {@code plan} into {@code block} (see {@link HostCopier#copy}) and returns when the data arrived. */
+        void copy(CopyPlan plan, MemorySegment block);
+    }
 
     /**
-     * Copies every buffer under {@code root} (all sized) into one malloc'ed host block, in one batch of
-     * copies, writes an {@code ArrowArray} tree over the copies for Arrow Java and imports it at DEFAULT
-     * (what Arrow Java reads is checked on the very bytes it reads). The returned array owns the block.
+     * The host array Arrow Java reads for the batch whose view is {@code root}: for an imported batch
+     * ({@code imported} not null) whose view lacks buffer sizes, first its struct read again at DEFAULT
+     * through {@code sizing} (host copies of its offsets); then every buffer copied in one batch through
+     * {@code copier} into one {@link DownloadedBuffers} block; for an imported batch its struct read again at
+     * DEFAULT with those copies as the contents, for a batch built here ({@code imported} null: an upload,
+     * which validated its source at DEFAULT and knows every size) the view as it is; then that view moved to
+     * the copies ({@link ArrowAccess#hostView}).
+     *
+     * <p>Ownership: after a return the array owns the copies (freed when it is closed or the last Arrow
+     * buffer is released); {@code imported} stays the caller's. After a throw nothing new is held.
      */
-    private static ImportedArray copyToHost(SchemaNode schema, ArrayNode root, HostCopier copier) {
-        List<ArrayNode> nodes = Nodes.collect(root);
-        List<BufferSlot> slots = new ArrayList<>();
+    static ImportedArray toHost(ArrayNode root, ImportedArray imported, DeviceCopier sizing, BatchCopier copier) {
+        ArrayNode sized = root;
+        if (!sized(root)) {
+            if (imported == null) {
+                throw new UnsupportedFeatureException("", "expected known buffer lengths in a batch built here");
+            }
+            sized = ARROW.reread(imported, ValidationLevel.DEFAULT, sizing);
+        }
+        List<ArrayNode> nodes = Nodes.collect(sized);
+        long[] addresses = new long[16];
+        long[] sizes = new long[16];
+        int count = 0;
         for (ArrayNode node : nodes) {
             for (int i = 0; i < node.bufferCount(); i++) {
                 if (node.isBufferNull(i)) {
@@ -119,49 +150,26 @@ public final class CudaArrowDownload {
                     throw new UnsupportedFeatureException(FieldPath.join(node.path(), "buffers[" + i + "]"),
                             "expected a known buffer length but found none");
                 }
-                slots.add(new BufferSlot(node, i));
+                if (count == addresses.length) {
+                    addresses = Arrays.copyOf(addresses, count * 2);
+                    sizes = Arrays.copyOf(sizes, count * 2);
+                }
+                addresses[count] = Nodes.address(node, i);
+                sizes[count] = node.bufferLength(i);
+                count++;
             }
         }
-        long[] addresses = new long[slots.size()];
-        long[] sizes = new long[slots.size()];
-        for (int k = 0; k < addresses.length; k++) {
-            BufferSlot s = slots.get(k);
-            addresses[k] = Nodes.address(s.node(), s.buffer());
-            sizes[k] = s.node().bufferLength(s.buffer());
-        }
-        CopyPlan plan = copier.plan(addresses, sizes);
-        long total = plan.hostBytes();
-        // 64 spare bytes for alignment and 64 zero bytes that zero-length buffers point at.
-        long blockBytes = Math.addExact(total, 2L * CopyPlan.ALIGNMENT);
-        // malloc, not calloc: every byte a buffer exposes is overwritten by the copy below, so zeroing the
-        // whole block first would only add a pass over memory; just the shared zero block is cleared.
-        MemorySegment block = Native.malloc(blockBytes);
-        MemorySegment rootStruct = MemorySegment.NULL;
-        boolean handedOver = false;
+        CopyPlan plan = copier.plan(Arrays.copyOf(addresses, count), Arrays.copyOf(sizes, count));
+        DownloadedBuffers copies = DownloadedBuffers.allocate(plan);
         try {
-            long skew = (-block.address()) & (CopyPlan.ALIGNMENT - 1);
-            MemorySegment data = block.asSlice(skew, total + CopyPlan.ALIGNMENT);
-            long zeros = data.address() + total;
-            data.asSlice(total, CopyPlan.ALIGNMENT).fill((byte) 0);
-            copier.copy(plan, data);
-            Map<ArrayNode, long[]> hostAddresses = new IdentityHashMap<>();
-            for (ArrayNode node : nodes) {
-                hostAddresses.put(node, new long[node.bufferCount()]);
-            }
-            for (int k = 0; k < addresses.length; k++) {
-                BufferSlot s = slots.get(k);
-                hostAddresses.get(s.node())[s.buffer()] = sizes[k] == 0 ? zeros
-                        : data.address() + plan.find(addresses[k], sizes[k]);
-            }
-            rootStruct = Native.calloc(ArrowArray.sizeof());
-            CudaStructs.write(root, (node, i) -> hostAddresses.get(node)[i], rootStruct, () -> Native.free(block));
-            handedOver = true;
-            return ArrowImport.importArray(schema, rootStruct, ValidationLevel.DEFAULT);
-        } finally {
-            if (!handedOver) {
-                Native.free(block);
-            }
-            Native.free(rootStruct);
+            copier.copy(plan, copies.data());
+            // The offsets the copies hold may differ from those that sized the download (the producer may
+            // write device memory meanwhile): the view Arrow Java gets is validated from the copies themselves.
+            ArrayNode validated = imported == null ? sized : ARROW.reread(imported, ValidationLevel.DEFAULT, copies);
+            return ARROW.hostView(validated, ValidationLevel.DEFAULT, copies, copies::free);
+        } catch (RuntimeException | Error e) {
+            copies.free();
+            throw e;
         }
     }
 }

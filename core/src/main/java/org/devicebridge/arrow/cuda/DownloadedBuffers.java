@@ -1,0 +1,84 @@
+package org.devicebridge.arrow.cuda;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.devicebridge.arrow.DeviceCopier;
+import org.devicebridge.arrow.HostCopies;
+import org.devicebridge.internal.Native;
+
+/**
+ * The host copies a download made of every buffer of a device batch, in one malloc'ed block laid out by a
+ * {@link CopyPlan}: first the source a re-read of the batch's struct validates from (as a
+ * {@link DeviceCopier} that copies nothing more: every range it is asked for was downloaded already), then
+ * the memory the host view handed to Arrow Java points at. So Arrow Java reads the very bytes that were
+ * validated. A buffer of no bytes is found at {@value CopyPlan#ALIGNMENT} zero bytes after the copies (a
+ * non-NULL buffer stays non-NULL).
+ *
+ * <p>Owns the block until {@link #free()}, which runs once whoever calls it (the download on a failure,
+ * the host view's release step, possibly on an Arrow Java thread).
+ */
+final class DownloadedBuffers implements DeviceCopier, HostCopies {
+    /** Blocks not yet freed, for tests. */
+    static final AtomicInteger LIVE = new AtomicInteger();
+
+    private final CopyPlan plan;
+    private final MemorySegment block; // malloc'ed: freed by free()
+    private final MemorySegment data;  // the plan's host block, then ALIGNMENT zero bytes
+    private final AtomicBoolean freed = new AtomicBoolean();
+
+    private DownloadedBuffers(CopyPlan plan, MemorySegment block, MemorySegment data) {
+        this.plan = plan;
+        this.block = block;
+        this.data = data;
+    }
+
+    /**
+     * A block for the copies of {@code plan}: {@link CopyPlan#hostBytes()} bytes starting
+     * {@value CopyPlan#ALIGNMENT}-byte aligned (see {@link #data()}), not yet filled. The caller owns it.
+     */
+    static DownloadedBuffers allocate(CopyPlan plan) {
+        long total = plan.hostBytes();
+        // 64 spare bytes for alignment and 64 zero bytes that buffers of no bytes point at.
+        long blockBytes = Math.addExact(total, 2L * CopyPlan.ALIGNMENT);
+        // malloc, not calloc: every byte a buffer exposes is overwritten by the copies, so zeroing the whole
+        // block first would only add a pass over memory; just the shared zero bytes are cleared.
+        MemorySegment block = Native.malloc(blockBytes);
+        long skew = (-block.address()) & (CopyPlan.ALIGNMENT - 1);
+        MemorySegment data = block.asSlice(skew, total + CopyPlan.ALIGNMENT);
+        data.asSlice(total, CopyPlan.ALIGNMENT).fill((byte) 0);
+        LIVE.incrementAndGet();
+        return new DownloadedBuffers(plan, block, data);
+    }
+
+    /** Where the plan's copies land: {@link CopyPlan#hostBytes()} bytes, {@value CopyPlan#ALIGNMENT}-byte aligned. */
+    MemorySegment data() {
+        return data.asSlice(0, plan.hostBytes());
+    }
+
+    @Override
+    public MemorySegment find(long deviceAddress, long byteSize) {
+        if (byteSize == 0) {
+            return data.asSlice(plan.hostBytes(), 0);
+        }
+        long at = plan.find(deviceAddress, byteSize);
+        return at < 0 ? null : data.asSlice(at, byteSize);
+    }
+
+    /**
+     * These copies, whatever is asked: a range that was not downloaded is then missing, which the reader
+     * rejects (a {@code DEVICE} validation error).
+     */
+    @Override
+    public HostCopies copyToHost(long[] addresses, long[] byteSizes) {
+        return this;
+    }
+
+    /** Frees the block, once; later calls do nothing. */
+    void free() {
+        if (freed.compareAndSet(false, true)) {
+            LIVE.decrementAndGet();
+            Native.free(block);
+        }
+    }
+}

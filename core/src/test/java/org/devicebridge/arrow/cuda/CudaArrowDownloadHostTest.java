@@ -1,0 +1,486 @@
+package org.devicebridge.arrow.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import java.util.stream.Stream;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.apache.arrow.vector.extension.UuidType;
+import org.apache.arrow.vector.types.pojo.ExtensionTypeRegistry;
+import org.devicebridge.HandleClosedException;
+import org.devicebridge.NativeHandle;
+import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
+import org.devicebridge.arrow.ArrayNode;
+import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.DeviceCopier;
+import org.devicebridge.arrow.ExportedArray;
+import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.HostCopies;
+import org.devicebridge.arrow.ImportedArray;
+import org.devicebridge.arrow.ImportedSchema;
+import org.devicebridge.arrow.SchemaNode;
+import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ExportTestSupport;
+import org.devicebridge.foreign.Access;
+import org.devicebridge.foreign.ArrowAccess;
+import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.generated.arrow.ArrowDeviceArray;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The host half of a CUDA download, on the CPU, with host memory standing in for device memory: the batch's
+ * own struct re-read at DEFAULT from the downloaded copies ({@link ArrowAccess#reread}), then the validated
+ * view moved to those copies ({@link ArrowAccess#hostView}) and handed to Arrow Java. What Arrow Java reads
+ * is what was validated: device memory changed between the copies that sized the download and the download
+ * itself is refused or validated from the copy, and a change after the download never reaches it.
+ */
+class CudaArrowDownloadHostTest {
+    private static final ArrowAccess ARROW = Access.arrow();
+    private static final int CUDA = 2;
+
+    private BufferAllocator allocator;
+    private ExportTestSupport.Baseline baseline;
+    private int blocksBefore;
+
+    @BeforeEach
+    void setUp() {
+        baseline = new ExportTestSupport.Baseline();
+        allocator = ExportTestSupport.allocator();
+        blocksBefore = DownloadedBuffers.LIVE.get();
+    }
+
+    @AfterEach
+    void tearDown() {
+        assertEquals(blocksBefore, DownloadedBuffers.LIVE.get(), "every downloaded block freed");
+        baseline.assertNothingLeaked(allocator);
+        allocator.close();
+    }
+
+    /** Copies from host memory standing in for device memory into its own arena; counts its batches. */
+    private static final class SizingCopier implements DeviceCopier, AutoCloseable {
+        final Arena arena = Arena.ofConfined();
+        int batches;
+
+        @Override
+        public HostCopies copyToHost(long[] addresses, long[] sizes) {
+            batches++;
+            TreeMap<Long, MemorySegment> copies = new TreeMap<>();
+            for (int i = 0; i < addresses.length; i++) {
+                MemorySegment copy = arena.allocate(sizes[i], 8);
+                MemorySegment.copy(MemorySegment.ofAddress(addresses[i]).reinterpret(sizes[i]), 0, copy, 0, sizes[i]);
+                copies.merge(addresses[i], copy, (a, b) -> a.byteSize() >= b.byteSize() ? a : b);
+            }
+            return (address, size) -> {
+                var e = copies.floorEntry(address);
+                if (e == null || address - e.getKey() + size > e.getValue().byteSize()) {
+                    return null;
+                }
+                return e.getValue().asSlice(address - e.getKey(), size);
+            };
+        }
+
+        @Override
+        public void close() {
+            arena.close();
+        }
+    }
+
+    /**
+     * The download's batch of copies over host memory (one "allocation" spanning the address space), with
+     * hooks for a producer that writes the "device" memory just before or just after it.
+     */
+    private static final class HostBatch implements CudaArrowDownload.BatchCopier {
+        Runnable before = () -> { };
+        Runnable after = () -> { };
+        int batches;
+
+        @Override
+        public CopyPlan plan(long[] addresses, long[] byteSizes) {
+            return CopyPlan.of(new long[] {0}, new long[] {Long.MAX_VALUE}, addresses, byteSizes);
+        }
+
+        @Override
+        public void copy(CopyPlan plan, MemorySegment block) {
+            batches++;
+            before.run();
+            for (int k = 0; k < plan.count(); k++) {
+                MemorySegment.copy(MemorySegment.ofAddress(plan.address(k)).reinterpret(plan.size(k)), 0, block,
+                        plan.hostOffset(k), plan.size(k));
+            }
+            after.run();
+        }
+    }
+
+    /**
+     * {@code root} (borrowed) exported and imported as a CUDA {@code ArrowDeviceArray} over its own host
+     * buffers at {@code level}, through {@code sizing}; the caller closes the array.
+     */
+    private static ImportedArray asDevice(VectorSchemaRoot root, DictionaryProvider dictionaries, SchemaNode schema,
+                                          ValidationLevel level, DeviceCopier sizing) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment d = arena.allocate(ArrowDeviceArray.layout());
+            ArrowExport.exportDeviceArray(root, dictionaries, d);
+            ArrowDeviceArray.device_type(d, CUDA);
+            ArrowDeviceArray.device_id(d, 0);
+            return ArrowImport.importDeviceArray(schema, d, level, null, sizing);
+        }
+    }
+
+    private static SchemaNode schemaOf(VectorSchemaRoot root, DictionaryProvider dictionaries) {
+        try (ExportedSchema es = ArrowExport.exportSchema(root.getSchema(), dictionaries);
+             ImportedSchema is = ArrowImport.importSchema(es.segment())) {
+            return is.root();
+        }
+    }
+
+    /** One string column of {@code values}, every value set. */
+    private VectorSchemaRoot strings(String... values) {
+        VarCharVector v = new VarCharVector("s", allocator);
+        v.allocateNew();
+        for (int i = 0; i < values.length; i++) {
+            v.setSafe(i, values[i].getBytes(StandardCharsets.UTF_8));
+        }
+        v.setValueCount(values.length);
+        VectorSchemaRoot root = new VectorSchemaRoot(List.of(v));
+        root.setRowCount(values.length);
+        return root;
+    }
+
+    /** The offsets of the string column of {@code root}, writable: the "device" memory a producer changes. */
+    private static MemorySegment offsets(VectorSchemaRoot root) {
+        VarCharVector v = (VarCharVector) root.getVector(0);
+        return MemorySegment.ofAddress(v.getOffsetBuffer().memoryAddress()).reinterpret(4L * (v.getValueCount() + 1));
+    }
+
+    private static List<String> values(VectorSchemaRoot root) {
+        List<String> out = new ArrayList<>();
+        VarCharVector v = (VarCharVector) root.getVector(0);
+        for (int i = 0; i < v.getValueCount(); i++) {
+            out.add(new String(v.get(i), StandardCharsets.UTF_8));
+        }
+        return out;
+    }
+
+    static Stream<Arguments> families() {
+        List<Arguments> out = new ArrayList<>();
+        for (String family : ExportTestSupport.FAMILIES) {
+            for (boolean nulls : new boolean[] {false, true}) {
+                for (int rows : new int[] {0, 37}) {
+                    for (ValidationLevel level : new ValidationLevel[] {ValidationLevel.MINIMAL, ValidationLevel.DEFAULT}) {
+                        out.add(Arguments.of(family, nulls, rows, level));
+                    }
+                }
+            }
+        }
+        return out.stream();
+    }
+
+    @ParameterizedTest(name = "{0} nulls={1} rows={2} imported at {3}: downloaded copies read back the same values")
+    @MethodSource("families")
+    void everyFamilyReadsBackFromItsValidatedCopies(String family, boolean nulls, int rows, ValidationLevel level) {
+        ExtensionTypeRegistry.register(UuidType.INSTANCE);
+        DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
+        DictionaryProvider.MapDictionaryProvider back = new DictionaryProvider.MapDictionaryProvider();
+        List<FieldVector> vectors = ExportTestSupport.family(family, allocator, rows, nulls, dictionaries);
+        try (VectorSchemaRoot root = new VectorSchemaRoot(vectors); SizingCopier sizing = new SizingCopier()) {
+            root.setRowCount(rows);
+            SchemaNode schema = schemaOf(root, dictionaries);
+            HostBatch batch = new HostBatch();
+            try (ImportedArray device = asDevice(root, dictionaries, schema, level, sizing)) {
+                int importBatches = sizing.batches;
+                ImportedArray host = CudaArrowDownload.toHost(device.root(), device, sizing, batch);
+                assertTrue(sizing.batches - importBatches <= (level == ValidationLevel.MINIMAL ? 1 : 0),
+                        "at most one batch of offsets to size a batch imported at MINIMAL, none otherwise");
+                assertEquals(1, batch.batches, "one batch of copies of every buffer");
+                assertTrue(host.root().isHostAccessible());
+                assertEquals(ArrowDeviceType.CPU, host.deviceType());
+                try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, back)) {
+                    assertEquals(rows, down.getRowCount());
+                    for (int i = 0; i < vectors.size(); i++) {
+                        FieldVector o = vectors.get(i);
+                        FieldVector c = down.getVector(i);
+                        CudaArrowRoundTripTest.assertSameFieldOrStorage(o.getField(), c.getField());
+                        for (int r = 0; r < rows; r++) {
+                            final int row = r;
+                            assertTrue(java.util.Objects.deepEquals(CudaArrowRoundTripTest.valueOf(o, r),
+                                    CudaArrowRoundTripTest.valueOf(c, r)), () -> o.getName() + "[" + row + "]");
+                        }
+                    }
+                    ExportTestSupport.closeDictionaries(back); // imported dictionaries hold the copies too
+                    if (rows > 0 && !family.equals("null")) { // else Arrow Java may hold no buffer of them
+                        assertEquals(blocksBefore + 1, DownloadedBuffers.LIVE.get(), "held while a vector is open");
+                    }
+                }
+                assertEquals(blocksBefore, DownloadedBuffers.LIVE.get(), "freed with the last Arrow buffer");
+                assertTrue(device.isLive(), "the device array stays the caller's");
+            }
+        } finally {
+            ExportTestSupport.closeDictionaries(dictionaries);
+            ExportTestSupport.closeDictionaries(back);
+        }
+    }
+
+    @Test
+    void aLastOffsetGrownOnTheDeviceAfterSizingIsRefusedAndNeverReachesArrowJava() {
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
+            SchemaNode schema = schemaOf(root, null);
+            MemorySegment offsets = offsets(root);
+            HostBatch batch = new HostBatch();
+            // sized from last offset 6; the producer then points the last value far past the bytes copied
+            batch.before = () -> offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 1 << 20);
+            try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.MINIMAL, sizing)) {
+                ValidationException e = assertThrows(ValidationException.class,
+                        () -> CudaArrowDownload.toHost(device.root(), device, sizing, batch));
+                assertEquals(Category.DEVICE, e.category());
+                assertEquals("children[0].buffers[2]", e.path());
+                assertTrue(device.isLive(), "the device array stays the caller's after a throw");
+            } finally {
+                offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 6);
+            }
+        }
+        // tearDown: the downloaded block was freed
+    }
+
+    @Test
+    void offsetsMadeInvalidOnTheDeviceAfterSizingAreRejectedFromTheCopiedOffsets() {
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
+            SchemaNode schema = schemaOf(root, null);
+            MemorySegment offsets = offsets(root);
+            HostBatch batch = new HostBatch();
+            batch.before = () -> offsets.setAtIndex(ValueLayout.JAVA_INT, 3, -1); // last offset before the first
+            try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.MINIMAL, sizing)) {
+                ValidationException e = assertThrows(ValidationException.class,
+                        () -> CudaArrowDownload.toHost(device.root(), device, sizing, batch));
+                assertTrue(e.path().startsWith("children[0]"), e.getMessage());
+                assertNotEquals(Category.DEVICE, e.category(), "refused by the offset checks themselves: " + e.getMessage());
+            } finally {
+                offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 6);
+            }
+        }
+    }
+
+    @Test
+    void aLastOffsetShrunkOnTheDeviceAfterSizingIsReadFromTheCopyNotFromTheSizing() {
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
+            SchemaNode schema = schemaOf(root, null);
+            MemorySegment offsets = offsets(root);
+            HostBatch batch = new HostBatch();
+            batch.before = () -> offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 5); // "f" becomes ""
+            try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.MINIMAL, sizing)) {
+                int importBatches = sizing.batches;
+                ImportedArray host = CudaArrowDownload.toHost(device.root(), device, sizing, batch);
+                assertEquals(1, sizing.batches - importBatches, "one batch of offsets sized the download");
+                assertEquals(1, batch.batches, "then one batch of every buffer");
+                assertEquals(5, host.root().children().get(0).bufferLength(2), "sized by the validated copy");
+                try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, null)) {
+                    assertEquals(List.of("ab", "cde", ""), values(down));
+                }
+            } finally {
+                offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 6);
+            }
+        }
+    }
+
+    @Test
+    void deviceMemoryWrittenAfterTheDownloadDoesNotReachArrowJava() {
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
+            SchemaNode schema = schemaOf(root, null);
+            MemorySegment offsets = offsets(root);
+            VarCharVector v = (VarCharVector) root.getVector(0);
+            MemorySegment data = MemorySegment.ofAddress(v.getDataBuffer().memoryAddress()).reinterpret(6);
+            HostBatch batch = new HostBatch();
+            batch.after = () -> {
+                offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 1 << 20);
+                data.set(ValueLayout.JAVA_BYTE, 0, (byte) 'X');
+            };
+            try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.DEFAULT, sizing)) {
+                ImportedArray host = CudaArrowDownload.toHost(device.root(), device, sizing, batch);
+                try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, null)) {
+                    assertEquals(List.of("ab", "cde", "f"), values(down));
+                }
+            } finally {
+                offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 6);
+            }
+        }
+    }
+
+    @Test
+    void aViewBuiltHereIsMovedToItsCopiesWithoutAReread() {
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
+            SchemaNode schema = schemaOf(root, null);
+            try (ExportedArray ea = ArrowExport.exportRoot(root);
+                 ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
+                ArrayNode uploaded = ARROW.relocated(source.root(), Map.of()); // as an upload's view: not host-readable
+                assertFalse(uploaded.isHostAccessible());
+                HostBatch batch = new HostBatch();
+                ImportedArray host = CudaArrowDownload.toHost(uploaded, null, sizing, batch);
+                assertEquals(0, sizing.batches);
+                assertEquals(1, batch.batches);
+                try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, null)) {
+                    assertEquals(List.of("ab", "cde", "f"), values(down));
+                }
+            }
+        }
+    }
+
+    @Test
+    void aViewBuiltHereWithoutLengthsIsRefusedBeforeAnyCopy() {
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
+            SchemaNode schema = schemaOf(root, null);
+            try (ExportedArray ea = ArrowExport.exportRoot(root);
+                 ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.MINIMAL)) {
+                ArrayNode unsized = ARROW.relocated(source.root(), Map.of());
+                HostBatch batch = new HostBatch();
+                assertThrows(UnsupportedFeatureException.class,
+                        () -> CudaArrowDownload.toHost(unsized, null, sizing, batch));
+                assertEquals(0, batch.batches);
+            }
+        }
+    }
+
+    // --- the accessor itself ---
+
+    /** Host copies of every buffer under {@code root} (a device view, all sized), in {@code arena}. */
+    private static HostCopies copyAll(ArrayNode root, Arena arena) {
+        TreeMap<Long, MemorySegment> copies = new TreeMap<>();
+        collect(root, n -> {
+            for (int i = 0; i < n.bufferCount(); i++) {
+                long len = n.bufferLength(i);
+                if (!n.isBufferNull(i) && len > 0) {
+                    MemorySegment copy = arena.allocate(len, 8);
+                    MemorySegment.copy(n.bufferPointer(i).reinterpret(len), 0, copy, 0, len);
+                    copies.put(n.bufferPointer(i).address(), copy);
+                }
+            }
+        });
+        return (address, size) -> {
+            MemorySegment c = copies.get(address);
+            return c == null || c.byteSize() < size ? null : c.asSlice(0, size);
+        };
+    }
+
+    private static void collect(ArrayNode n, Consumer<ArrayNode> visit) {
+        visit.accept(n);
+        n.children().forEach(c -> collect(c, visit));
+        if (n.dictionary() != null) {
+            collect(n.dictionary(), visit);
+        }
+    }
+
+    @Test
+    void hostViewPointsEveryBufferAtItsCopyAndFreesTheCopiesOnceOnClose() {
+        AtomicInteger freed = new AtomicInteger();
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier();
+             Arena arena = Arena.ofConfined();
+             ImportedArray device = asDevice(root, null, schemaOf(root, null), ValidationLevel.DEFAULT, sizing)) {
+            HostCopies copies = copyAll(device.root(), arena);
+            ImportedArray host = ARROW.hostView(device.root(), ValidationLevel.DEFAULT, copies, freed::incrementAndGet);
+            ArrayNode column = host.root().children().get(0);
+            ArrayNode onDevice = device.root().children().get(0);
+            assertTrue(column.isHostAccessible());
+            assertFalse(onDevice.isHostAccessible(), "the device view is left as it was");
+            assertEquals(ValidationLevel.DEFAULT, host.validationLevel());
+            assertEquals(ArrowDeviceType.CPU, host.deviceType());
+            for (int i = 0; i < 3; i++) {
+                if (onDevice.isBufferNull(i)) {
+                    assertTrue(column.isBufferNull(i), "a NULL buffer stays NULL");
+                    continue;
+                }
+                long len = onDevice.bufferLength(i);
+                assertEquals(len, column.bufferLength(i));
+                assertEquals(copies.find(onDevice.bufferPointer(i).address(), len).address(), column.bufferPointer(i).address());
+                assertEquals(-1, column.buffer(i).mismatch(onDevice.bufferPointer(i).reinterpret(len)), "same bytes");
+            }
+            MemorySegment held = column.buffer(2);
+            host.close();
+            host.close();
+            assertEquals(1, freed.get(), "freed exactly once");
+            assertEquals(NativeHandle.State.RELEASED, host.state());
+            assertThrows(IllegalStateException.class, () -> held.get(ValueLayout.JAVA_BYTE, 0), "segments die with it");
+            assertThrows(HandleClosedException.class, host::root);
+        }
+    }
+
+    @Test
+    void hostViewHandedToArrowJavaFreesTheCopiesWithTheLastBuffer() {
+        AtomicInteger freed = new AtomicInteger();
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier();
+             Arena arena = Arena.ofConfined();
+             ImportedArray device = asDevice(root, null, schemaOf(root, null), ValidationLevel.DEFAULT, sizing)) {
+            ImportedArray host = ARROW.hostView(device.root(), ValidationLevel.DEFAULT, copyAll(device.root(), arena),
+                    freed::incrementAndGet);
+            try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, null)) {
+                assertEquals(NativeHandle.State.CONSUMED, host.state());
+                assertEquals(List.of("ab", "cde", "f"), values(down));
+                assertEquals(0, freed.get(), "held while Arrow Java holds the buffers");
+            }
+            assertEquals(1, freed.get(), "freed exactly once, with the last Arrow buffer");
+        }
+    }
+
+    @Test
+    void hostViewRefusesABufferNoCopyCoversInFullAndLeavesTheCopiesToTheCaller() {
+        AtomicInteger freed = new AtomicInteger();
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier();
+             Arena arena = Arena.ofConfined();
+             ImportedArray device = asDevice(root, null, schemaOf(root, null), ValidationLevel.DEFAULT, sizing)) {
+            HostCopies all = copyAll(device.root(), arena);
+            long data = device.root().children().get(0).bufferPointer(2).address();
+            HostCopies shortData = (address, size) -> address == data ? all.find(address, size - 1) : all.find(address, size);
+            HostCopies noData = (address, size) -> address == data ? null : all.find(address, size);
+            for (HostCopies copies : List.of(shortData, noData)) {
+                ValidationException e = assertThrows(ValidationException.class,
+                        () -> ARROW.hostView(device.root(), ValidationLevel.DEFAULT, copies, freed::incrementAndGet));
+                assertEquals(Category.DEVICE, e.category());
+                assertEquals("children[0].buffers[2]", e.path());
+            }
+            assertEquals(0, freed.get(), "the caller still owns the copies after a throw");
+        }
+    }
+
+    @Test
+    void hostViewRefusesUnknownLengthsAndNodesOtherThanTheRoot() {
+        AtomicInteger freed = new AtomicInteger();
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier();
+             Arena arena = Arena.ofConfined()) {
+            SchemaNode schema = schemaOf(root, null);
+            try (ImportedArray minimal = asDevice(root, null, schema, ValidationLevel.MINIMAL, sizing)) {
+                HostCopies any = (address, size) -> arena.allocate(size + 1).asSlice(0, size);
+                UnsupportedFeatureException e = assertThrows(UnsupportedFeatureException.class,
+                        () -> ARROW.hostView(minimal.root(), ValidationLevel.DEFAULT, any, freed::incrementAndGet));
+                assertTrue(e.getMessage().startsWith("children[0].buffers[2]"), e.getMessage());
+                ArrayNode sized = ARROW.reread(minimal, ValidationLevel.DEFAULT, sizing);
+                assertThrows(IllegalArgumentException.class, () -> ARROW.hostView(sized.children().get(0),
+                        ValidationLevel.DEFAULT, copyAll(sized, arena), freed::incrementAndGet));
+            }
+            assertEquals(0, freed.get());
+        }
+    }
+}
