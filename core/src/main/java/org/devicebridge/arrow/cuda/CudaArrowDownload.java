@@ -42,8 +42,10 @@ public final class CudaArrowDownload {
      * changes the device memory meanwhile. A batch imported below DEFAULT does not know the sizes of its
      * variable-size data buffers: its struct is first read at DEFAULT from host copies of its offsets (one
      * more batch of copies before the other; the download then validates the offsets it copied itself,
-     * since they may have changed in between). A batch built by {@link CudaArrowUpload} knows every size
-     * and holds what the upload validated: its view is moved to the copies as it is.
+     * since they may have changed in between). A batch built by {@link CudaArrowUpload} has no struct and
+     * knows every size: its view is moved to the copies as it is, with no validation beyond what the upload
+     * established (its source validated at DEFAULT), so device memory the caller's own work wrote since is
+     * trusted.
      *
      * <p>Ownership: after a return the caller owns the root (and the dictionaries added to
      * {@code dictionaries}); the host memory is freed when the last Arrow buffer is released. The caller
@@ -52,9 +54,10 @@ public final class CudaArrowDownload {
      * @param dictionaries receives the dictionaries; may be null if the schema has none
      * @throws CudaUnavailableException without a CUDA driver
      * @throws UnsupportedFeatureException if Arrow Java cannot hold a type exactly
-     * @throws ValidationException if the device data is malformed (an import at MINIMAL did not read it),
-     *         or changed between the copies of a batch imported below DEFAULT so that the buffers copied no
-     *         longer hold what the copied offsets describe
+     * @throws ValidationException if the copied data of an imported batch is malformed (an import at MINIMAL
+     *         did not read it; the producer may also have changed it since the import), or changed between
+     *         the two batches of copies of a batch imported below DEFAULT so that the buffers copied no
+     *         longer hold what the copied offsets describe ({@code DEVICE})
      */
     public static VectorSchemaRoot download(CudaArrowBatch batch, BufferAllocator allocator,
                                             DictionaryProvider.MapDictionaryProvider dictionaries,

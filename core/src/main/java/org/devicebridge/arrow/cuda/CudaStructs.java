@@ -12,9 +12,8 @@ import org.devicebridge.internal.Native;
 import org.devicebridge.internal.RefCount;
 
 /**
- * Writes an {@code ArrowArray} tree whose buffers are given addresses (device memory for a CUDA export,
- * host copies for Arrow Java in a download), all non-root nodes and pointer arrays in one
- * malloc'ed block. Every node carries the same {@code private_data} key and the same release upcall (one
+ * Writes an {@code ArrowArray} tree whose buffers are given addresses (device memory, for a CUDA export),
+ * all non-root nodes and pointer arrays in one malloc'ed block. Every node carries the same {@code private_data} key and the same release upcall (one
  * stub, made once); a node's release first releases its children still in place, and the block (and
  * whatever the tree holds, through {@code onFree}) is freed when the last node of the tree is released,
  * so a consumer may move children out and release them in any order, as the C Data Interface allows.

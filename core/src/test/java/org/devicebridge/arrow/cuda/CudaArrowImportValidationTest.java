@@ -55,6 +55,7 @@ class CudaArrowImportValidationTest {
     private BufferAllocator allocator;
     private ExportTestSupport.Baseline baseline;
     private int treesBefore;
+    private int downloadsBefore;
     private long deviceBytesBefore;
     private CudaStream stream;
     private HostDeviceTransfer transfer;
@@ -64,6 +65,7 @@ class CudaArrowImportValidationTest {
         baseline = new ExportTestSupport.Baseline();
         allocator = ExportTestSupport.allocator();
         treesBefore = CudaStructs.TREES.size();
+        downloadsBefore = DownloadedBuffers.LIVE.get();
         stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
         transfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
         deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
@@ -75,7 +77,8 @@ class CudaArrowImportValidationTest {
         stream.synchronize();
         stream.close();
         assertEquals(deviceBytesBefore, CudaCounters.snapshot().deviceBytesOutstanding(), "device memory freed");
-        assertEquals(treesBefore, CudaStructs.TREES.size(), "every CUDA export and host copy released");
+        assertEquals(treesBefore, CudaStructs.TREES.size(), "every CUDA export released");
+        assertEquals(downloadsBefore, DownloadedBuffers.LIVE.get(), "every downloaded host copy freed");
         baseline.assertNothingLeaked(allocator);
         allocator.close();
     }
@@ -162,6 +165,32 @@ class CudaArrowImportValidationTest {
             assertEquals(ValidationException.Category.DEVICE, e.category(), e.getMessage());
             assertTrue(e.getMessage().contains("allocation"), e.getMessage());
             assertEquals(trees, CudaStructs.TREES.size(), "released exactly once");
+        }
+    }
+
+    /**
+     * The download validates what it copied, not what the import saw: offsets the producer corrupts on the
+     * device after a validated import are caught by the struct re-read from the downloaded copies.
+     */
+    @Test
+    void offsetsCorruptedOnTheDeviceAfterAValidatedImportAreRejectedByTheDownload() {
+        try (VectorSchemaRoot root = strings(20);
+             CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream);
+             Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
+            CudaArrowExport.exportDeviceArray(batch, stream, out);
+            try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(batch.schema(), out, ValidationLevel.DEFAULT,
+                    stream, transfer)) {
+                ArrayNode col = batch.root().children().get(0);
+                DeviceBuffer mem = batch.memory().get(0);
+                MemorySegment bad = arena.allocate(ValueLayout.JAVA_INT);
+                bad.set(ValueLayout.JAVA_INT, 0, 1000); // offsets[0] above the last offset
+                CudaCopies.hostToDeviceAsync(bad, mem, col.bufferPointer(1).address() - mem.address(), stream);
+                ValidationException e = assertThrows(ValidationException.class,
+                        () -> CudaArrowDownload.download(imported, allocator, transfer, stream).close());
+                assertEquals(ValidationException.Category.CONTENT, e.category(), e.getMessage());
+                assertTrue(e.path().startsWith("children[0].buffers[1]"), e.getMessage());
+            }
         }
     }
 

@@ -67,6 +67,7 @@ class CudaArrowRoundTripTest {
     private BufferAllocator allocator;
     private ExportTestSupport.Baseline baseline;
     private int treesBefore;
+    private int downloadsBefore;
     private long deviceBytesBefore;
     private CudaStream stream;
     private HostDeviceTransfer transfer;
@@ -81,6 +82,7 @@ class CudaArrowRoundTripTest {
         baseline = new ExportTestSupport.Baseline();
         allocator = ExportTestSupport.allocator();
         treesBefore = CudaStructs.TREES.size();
+        downloadsBefore = DownloadedBuffers.LIVE.get();
         stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
         transfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
         deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
@@ -92,7 +94,8 @@ class CudaArrowRoundTripTest {
         stream.synchronize();
         stream.close();
         assertEquals(deviceBytesBefore, CudaCounters.snapshot().deviceBytesOutstanding(), "device memory freed");
-        assertEquals(treesBefore, CudaStructs.TREES.size(), "every CUDA export and host copy released");
+        assertEquals(treesBefore, CudaStructs.TREES.size(), "every CUDA export released");
+        assertEquals(downloadsBefore, DownloadedBuffers.LIVE.get(), "every downloaded host copy freed");
         baseline.assertNothingLeaked(allocator);
         allocator.close();
     }

@@ -32,7 +32,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The struct-tree writer behind CUDA exports and host copies, on the CPU: a tree written over host buffers
+ * The struct-tree writer behind CUDA exports, on the CPU: a tree written over host buffers
  * reads back with the same values through the validator and Arrow Java, and its memory is freed exactly
  * once whatever order (or threads) its nodes are released in.
  */
@@ -113,7 +113,7 @@ class CudaStructsTest {
     }
 
     /**
-     * The host half of the CUDA round trip, on the CPU: the tree a CUDA export or a download writes (here
+     * The host half of the CUDA round trip, on the CPU: the tree a CUDA export writes (here
      * over the host buffers themselves) validates at FULL and reads back through Arrow Java with the same
      * values, for every family the GPU test uses.
      */
