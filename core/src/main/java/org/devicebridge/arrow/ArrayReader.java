@@ -94,10 +94,59 @@ final class ArrayReader {
                            boolean host, HostCopies copies) {
         ArrayTable table = new ArrayTable(schema.layout(), host);
         ArrayReader r = new ArrayReader(level, table, host ? null : copies);
+
         r.ancestors[0] = originalAddress;
         r.depth = 1;
         r.check(array.address(), 0);
         return table;
+    }
+
+    /**
+     * Checks again, at {@code level}, the contents of a view whose buffers now lie in host memory (device
+     * buffers downloaded into host copies): the same checks an import makes, over the table instead of a
+     * struct, and every size the contents imply must fit in the buffer the table knows. For data whose
+     * producer could have changed it after it was first validated (a device batch downloaded later).
+     *
+     * @throws ValidationException with the category and field path of the first problem found
+     */
+    static void recheck(ArrayTable hostTable, ValidationLevel level) {
+        if (!hostTable.host) {
+            throw new IllegalArgumentException("expected a view of host memory");
+        }
+        // Every read goes through the table's known sizes: contents that imply more bytes than a buffer has
+        // are refused before anything reads past it.
+        java.util.Map<Long, Long> known = new java.util.HashMap<>();
+        for (int n = 0; n < hostTable.size(); n++) {
+            for (int i = 0; i < hostTable.bufferCount(n); i++) {
+                if (hostTable.bufferAddress(n, i) != 0) {
+                    known.merge(hostTable.bufferAddress(n, i), hostTable.bufferLength(n, i), Math::max);
+                }
+            }
+        }
+        HostCopies bounded = (address, bytes) -> {
+            Long size = known.get(address);
+            return size == null || bytes > size ? null : MemorySegment.ofAddress(address).reinterpret(bytes);
+        };
+        ArrayReader r = new ArrayReader(level, hostTable, bounded);
+        for (int n = hostTable.size() - 1; n >= 0; n--) { // children come after their parent in pre-order
+            int count = hostTable.bufferCount(n);
+            long[] addr = new long[count];
+            long[] len = new long[count];
+            for (int i = 0; i < count; i++) {
+                addr[i] = hostTable.bufferAddress(n, i);
+            }
+            long length = hostTable.length(n);
+            long offset = hostTable.offset(n);
+            long end = r.add(offset, length, n, "offset");
+            r.sizeAndCheckContents(n, addr, len, count, length, offset, hostTable.nullCount(n), end);
+            for (int i = 0; i < count; i++) {
+                long size = hostTable.bufferLength(n, i);
+                if (len[i] > 0 && (size < 0 || len[i] > size)) {
+                    throw new ValidationException(Category.CONTENT, r.at(n, "buffers[" + i + "]"), "expected at most "
+                            + size + " bytes (the buffer's size) as the contents imply, but they need " + len[i]);
+                }
+            }
+        }
     }
 
     /** Whether buffer contents can be read: host memory, or device memory with host copies. */
@@ -233,6 +282,20 @@ final class ArrayReader {
             node(d, dictionary);
         }
 
+        sizeAndCheckContents(n, addr, len, (int) nBuffers, length, offset, nullCount, end);
+        table.setNode(n, length, nullCount, offset, addr, len, (int) nBuffers);
+    }
+
+    /**
+     * Sizes node {@code n}'s buffers into {@code len} from its metadata (and, at DEFAULT/FULL, from the
+     * offsets it reads) and checks the contents the level reads. Children and the dictionary are in the
+     * table already.
+     */
+    private void sizeAndCheckContents(int n, long[] addr, long[] len, int nBuffers, long length, long offset,
+                                      long nullCount, long end) {
+        ArrowDataType type = layout.schema(n).type();
+        Layout layoutKind = type.layout();
+        int dictionary = layout.dictionary(n);
         boolean hasValidity = switch (layoutKind) {
             case NULL, SPARSE_UNION, DENSE_UNION, RUN_END_ENCODED -> false;
             default -> true;
@@ -345,7 +408,6 @@ final class ArrayReader {
         if (dictionary >= 0 && full()) {
             checkDictionaryIndices(addr, type, offset, length, table.length(dictionary), n);
         }
-        table.setNode(n, length, nullCount, offset, addr, len, (int) nBuffers);
     }
 
     /** Every child of a struct or sparse union spans at least the parent's offset + length. */
@@ -602,13 +664,16 @@ final class ArrayReader {
             }
             throw new ValidationException(Category.NULL_POINTER, path, "expected a buffer of " + bytes + " bytes but found NULL");
         }
-        if (host) {
+        if (copies == null) {
             return MemorySegment.ofAddress(address).reinterpret(bytes);
         }
         MemorySegment copy = copies.find(address, bytes);
         if (copy == null || copy.byteSize() < bytes) {
-            throw new ValidationException(Category.DEVICE, path, "expected a host copy of " + bytes
-                    + " bytes of device memory to validate but found none");
+            throw host
+                    ? new ValidationException(Category.CONTENT, path, "expected contents within the buffer's "
+                            + "known size but they imply " + bytes + " bytes")
+                    : new ValidationException(Category.DEVICE, path, "expected a host copy of " + bytes
+                            + " bytes of device memory to validate but found none");
         }
         return copy;
     }

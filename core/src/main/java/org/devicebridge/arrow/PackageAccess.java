@@ -74,6 +74,9 @@ final class PackageAccess implements ArrowAccess {
                 host.setBuffer(n, i, copy.address(), length);
             }
         }
+        // What Arrow Java will read is checked where it lies: the producer (or the caller's own device work)
+        // may have changed it since the view was validated.
+        ArrayReader.recheck(host, level == ValidationLevel.FULL ? ValidationLevel.FULL : ValidationLevel.DEFAULT);
         return new ImportedArray(host, level, release);
     }
 

@@ -54,14 +54,17 @@ public interface ArrowAccess {
      * validated, so what the consumer reads is exactly what was validated (a copy that does not cover a
      * validated buffer, for example because the device memory changed between the validation that sized it
      * and the copy, is refused). Nothing is copied here. The returned array is host memory of device type
-     * CPU, validated at {@code level}; it reads the copies while live.
+     * CPU, validated at {@code level}; it reads the copies while live. Their contents are checked again
+     * here, where they lie (DEFAULT, or FULL if asked), since the device memory could have changed since
+     * the view was validated; contents that imply more bytes than a buffer has are refused before any read.
      *
      * <p>Ownership: after a return the returned array owns {@code release} (the step that frees the
      * copies), which runs exactly once: when the array is closed or, after a hand-over to Arrow Java, when
      * the last Arrow buffer is released. After a throw the caller still owns the copies and {@code release}
      * has not run.
      *
-     * @throws org.devicebridge.ValidationException {@code DEVICE} if no copy covers a buffer's validated bytes
+     * @throws org.devicebridge.ValidationException {@code DEVICE} if no copy covers a buffer's validated bytes;
+     *         {@code CONTENT} (or another category) if the copied contents fail the checks
      * @throws org.devicebridge.UnsupportedFeatureException if a non-NULL buffer's length is unknown
      * @throws IllegalArgumentException if {@code validatedRoot} is not the root of its view
      */

@@ -351,6 +351,30 @@ class CudaArrowDownloadHostTest {
     }
 
     @Test
+    void offsetsOfAViewBuiltHereCorruptedOnTheDeviceAreRefusedWhereArrowJavaWouldReadThem() {
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
+            SchemaNode schema = schemaOf(root, null);
+            MemorySegment offsets = offsets(root);
+            try (ExportedArray ea = ArrowExport.exportRoot(root);
+                 ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
+                ArrayNode uploaded = ARROW.relocated(source.root(), Map.of()); // as an upload's view
+                HostBatch batch = new HostBatch();
+                // the caller's own device work points the last value past the data buffer before the download
+                batch.before = () -> offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 1 << 20);
+                try {
+                    ValidationException e = assertThrows(ValidationException.class,
+                            () -> CudaArrowDownload.toHost(uploaded, null, sizing, batch));
+                    assertEquals(Category.CONTENT, e.category());
+                    assertEquals("children[0].buffers[2]", e.path());
+                } finally {
+                    offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 6);
+                }
+            }
+        }
+        // tearDown: the downloaded block was freed
+    }
+
+    @Test
     void aViewBuiltHereWithoutLengthsIsRefusedBeforeAnyCopy() {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
             SchemaNode schema = schemaOf(root, null);
