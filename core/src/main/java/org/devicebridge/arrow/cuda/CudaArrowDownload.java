@@ -43,9 +43,10 @@ public final class CudaArrowDownload {
      * variable-size data buffers: its struct is first read at DEFAULT from host copies of its offsets (one
      * more batch of copies before the other; the download then validates the offsets it copied itself,
      * since they may have changed in between). A batch built by {@link CudaArrowUpload} has no struct and
-     * knows every size: its view is moved to the copies as it is, with no validation beyond what the upload
-     * established (its source validated at DEFAULT), so device memory the caller's own work wrote since is
-     * trusted.
+     * knows every size: its view is moved to the copies as it is. Either way the copies are checked again
+     * at DEFAULT where Arrow Java will read them (every read bounded by the known buffer sizes), so device
+     * memory changed since validation, by the producer or by the caller's own work, cannot reach Arrow Java
+     * unchecked.
      *
      * <p>Ownership: after a return the caller owns the root (and the dictionaries added to
      * {@code dictionaries}); the host memory is freed when the last Arrow buffer is released. The caller
