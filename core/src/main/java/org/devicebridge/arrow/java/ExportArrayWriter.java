@@ -445,8 +445,7 @@ final class ExportArrayWriter {
         if (validity == null || validity.memoryAddress() == 0 || validity.capacity() < ceilDiv8(len)) {
             return len;
         }
-        MemorySegment bits = MemorySegment.ofAddress(validity.memoryAddress()).reinterpret(ceilDiv8(len));
-        return len - Bitmaps.countSet(bits, 0, len);
+        return len - Bitmaps.countSet(ALL, validity.memoryAddress(), 0, len);
     }
 
     private static long fixedBits(ArrowType type, Plan p, int node) {
