@@ -160,8 +160,7 @@ final class ExportArrayWriter {
         try {
             p.reserveRoot();
             int rows = batch.getRowCount();
-            List<FieldVector> vectors = batch.getFieldVectors();
-            int n = vectors.size();
+            int n = batch.getSchema().getFields().size(); // as many as vectors (VectorSchemaRoot checks)
             p.begin(0);
             p.length[0] = rows;
             p.nullCount[0] = 0;
@@ -169,7 +168,7 @@ final class ExportArrayWriter {
             p.end(0);
             int first = p.reserveDependents(0, n, false);
             for (int i = 0; i < n; i++) {
-                FieldVector v = vectors.get(i);
+                FieldVector v = batch.getVector(i);
                 if (v.getValueCount() != rows) {
                     throw new ValidationException(ValidationException.Category.LENGTH, p.path(first + i), "vector '"
                             + v.getName() + "' has " + v.getValueCount() + " values but the root has " + rows + " rows");

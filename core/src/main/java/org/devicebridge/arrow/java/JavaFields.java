@@ -158,8 +158,38 @@ final class JavaFields {
             checkSparseUnion(s, children);
         }
         Map<String, String> metadata = s.metadata().isEmpty() ? null : s.metadata();
-        return new Field(s.name() == null ? "" : s.name(), new FieldType(s.nullable(), type, encoding, metadata),
+        return new HashedField(s.name() == null ? "" : s.name(), new FieldType(s.nullable(), type, encoding, metadata),
                 children);
+    }
+
+    /**
+     * A {@link Field} that computes its hash code once: a {@code VectorSchemaRoot} hashes every field
+     * when it is made, once per imported batch, and the fields of a cached mapping are the same objects
+     * each time. Equal to, and hashing like, a plain {@code Field} of the same content (a field is
+     * immutable, and {@code Field.equals} accepts any {@code Field}).
+     */
+    private static final class HashedField extends Field {
+        /** 0 until computed (a hash of 0 is computed each time), as {@code String} caches its hash. */
+        private int hash;
+
+        HashedField(String name, FieldType type, List<Field> children) {
+            super(name, type, children);
+        }
+
+        @Override
+        public int hashCode() {
+            int h = hash;
+            if (h == 0) {
+                h = super.hashCode();
+                hash = h;
+            }
+            return h;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return super.equals(o);
+        }
     }
 
     private static void checkSparseUnion(SchemaNode s, List<Field> children) {
