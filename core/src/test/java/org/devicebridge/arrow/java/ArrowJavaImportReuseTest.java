@@ -17,6 +17,7 @@ import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
+import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ArrowTestSupport;
 import org.devicebridge.arrow.ImportedArray;
@@ -115,6 +116,13 @@ class ArrowJavaImportReuseTest extends ArrowTestSupport {
                 assertEquals(plain.hashCode(), imported.hashCode(), "cached hash stays the same");
                 assertSame(back.getVector(i), back.getVector(plain), "found by a plain field");
             }
+            try {
+                assertEquals(producer.getSchema(), Schema.fromJSON(back.getSchema().toJson()), "JSON round trip");
+            } catch (java.io.IOException e) {
+                throw new AssertionError(e);
+            }
+            assertEquals(producer.getSchema(),
+                    Schema.deserializeMessage(java.nio.ByteBuffer.wrap(back.getSchema().serializeAsMessage())), "IPC round trip");
         }
     }
 
