@@ -12,6 +12,44 @@ public final class Bitmaps {
         return (bitmap.get(ValueLayout.JAVA_BYTE, i >>> 3) & (1 << (i & 7))) != 0;
     }
 
+    /**
+     * Set bits among bits {@code [from, from + count)} of {@code bitmap}, a word at a time where the range
+     * allows (the segment must hold every byte the range touches).
+     */
+    public static long countSet(MemorySegment bitmap, long from, long count) {
+        return countSet(bitmap, 0, from, count);
+    }
+
+    /**
+     * {@link #countSet(MemorySegment, long, long)} for the bitmap that starts {@code at} bytes into
+     * {@code bitmap} (for callers that read by address from one segment spanning all memory).
+     */
+    public static long countSet(MemorySegment bitmap, long at, long from, long count) {
+        long end = Math.addExact(from, count);
+        long set = 0;
+        long i = from;
+        for (; i < end && (i & 7) != 0; i++) {
+            set += bit(bitmap, at, i) ? 1 : 0;
+        }
+        long first = at + (i >>> 3);
+        long bytes = (end - i) >>> 3;
+        long b = 0;
+        for (; b + 8 <= bytes; b += 8) {
+            set += Long.bitCount(bitmap.get(ValueLayout.JAVA_LONG_UNALIGNED, first + b));
+        }
+        for (; b < bytes; b++) {
+            set += Integer.bitCount(bitmap.get(ValueLayout.JAVA_BYTE, first + b) & 0xFF);
+        }
+        for (i += bytes << 3; i < end; i++) {
+            set += bit(bitmap, at, i) ? 1 : 0;
+        }
+        return set;
+    }
+
+    private static boolean bit(MemorySegment bitmap, long at, long i) {
+        return (bitmap.get(ValueLayout.JAVA_BYTE, at + (i >>> 3)) & (1 << (i & 7))) != 0;
+    }
+
     /** Bytes that hold {@code bits} bits. */
     public static long bytes(long bits) {
         return (bits >>> 3) + ((bits & 7) == 0 ? 0 : 1);

@@ -27,10 +27,29 @@ public final class ExportRegistry<T> {
 
     /** Stores {@code state}; returns the key to write into {@code private_data}. */
     public long register(T state) {
-        long key = nextKey();
+        long key = nextKeys(1);
         entries.put(key, state);
         OUTSTANDING.increment();
         return key;
+    }
+
+    /**
+     * Stores {@code state} under {@code count} consecutive keys never handed out before (one export whose
+     * structs carry more distinct {@code private_data} values than one key can tell apart) and counts it
+     * as one export; returns the first key. {@link #remove(long, int)} with the same arguments removes it.
+     *
+     * @throws IllegalArgumentException if {@code count} is not positive
+     */
+    public long register(T state, int count) {
+        if (count < 1) {
+            throw new IllegalArgumentException("expected at least one key but found " + count);
+        }
+        long first = nextKeys(count);
+        for (int i = 0; i < count; i++) {
+            entries.put(first + i, state);
+        }
+        OUTSTANDING.increment();
+        return first;
     }
 
     /** Removes and returns the state under {@code key}, or {@code null} if there is none (released twice, forged). */
@@ -42,14 +61,38 @@ public final class ExportRegistry<T> {
         return state;
     }
 
-    /** A key never handed out before: the next of this thread's block, a new block when it is used up. */
-    private static long nextKey() {
+    /**
+     * Removes the state {@link #register(Object, int)} stored under {@code count} keys from {@code first};
+     * returns it, or {@code null} if there was none under {@code first} (released twice, forged).
+     */
+    public T remove(long first, int count) {
+        T state = entries.remove(first);
+        if (state == null) {
+            return null;
+        }
+        for (int i = 1; i < count; i++) {
+            entries.remove(first + i, state);
+        }
+        OUTSTANDING.decrement();
+        return state;
+    }
+
+    /**
+     * {@code count} consecutive keys never handed out before: the next of this thread's block, a new block
+     * when it has too few left; a run longer than a block gets a range of its own.
+     */
+    private static long nextKeys(int count) {
+        if (count > KEY_BLOCK / 4) {
+            return NEXT_BLOCK.getAndAdd(count);
+        }
         KeyBlock block = KEYS.get();
-        if (block.next == block.end) {
+        if (block.end - block.next < count) {
             block.next = NEXT_BLOCK.getAndAdd(KEY_BLOCK);
             block.end = block.next + KEY_BLOCK;
         }
-        return block.next++;
+        long first = block.next;
+        block.next += count;
+        return first;
     }
 
     /** The state under {@code key}, left in place, or {@code null}. */

@@ -76,8 +76,7 @@ public final class ArrowExport {
      */
     public static void exportSchema(Schema schema, DictionaryProvider provider, MemorySegment outSchema) {
         Objects.requireNonNull(schema, "schema");
-        MemorySegment out = OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
-        ExportSchemaWriter.export(ExportSchemaWriter.asStructField(schema), provider, out);
+        ExportSchemaWriter.export(schema, provider, OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema"));
     }
 
     /**
@@ -98,7 +97,7 @@ public final class ArrowExport {
     public static ExportedSchema exportSchema(Schema schema, DictionaryProvider provider) {
         Objects.requireNonNull(schema, "schema");
         return allocated(ExportRuntime.SCHEMA_SIZE,
-                s -> ExportSchemaWriter.export(ExportSchemaWriter.asStructField(schema), provider, s), ARROW::exportedSchema);
+                s -> ExportSchemaWriter.export(schema, provider, s), ARROW::exportedSchema);
     }
 
     /** {@link #exportSchema(Schema, DictionaryProvider)} for a schema without dictionary-encoded fields. */
@@ -137,8 +136,18 @@ public final class ArrowExport {
     public static void exportVector(FieldVector vector, DictionaryProvider provider, MemorySegment outArray,
                                     MemorySegment outSchema) {
         Objects.requireNonNull(vector, "vector");
-        exportWithSchema(outArray, outSchema, vector.getField(), provider,
-                array -> ExportArrayWriter.exportVector(vector, provider, array));
+        MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
+        MemorySegment schema = outSchema == null ? null
+                : OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
+        if (schema != null) {
+            ExportSchemaWriter.export(vector.getField(), provider, schema);
+        }
+        try {
+            ExportArrayWriter.exportVector(vector, provider, array);
+        } catch (RuntimeException | Error e) {
+            releaseWritten(schema);
+            throw e;
+        }
     }
 
     /**
@@ -170,8 +179,18 @@ public final class ArrowExport {
     public static void exportRoot(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment outArray,
                                   MemorySegment outSchema) {
         Objects.requireNonNull(root, "root");
-        exportWithSchema(outArray, outSchema, ExportSchemaWriter.asStructField(root.getSchema()), provider,
-                array -> ExportArrayWriter.exportRoot(root, provider, array));
+        MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
+        MemorySegment schema = outSchema == null ? null
+                : OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
+        if (schema != null) {
+            ExportSchemaWriter.export(root.getSchema(), provider, schema);
+        }
+        try {
+            ExportArrayWriter.exportRoot(root, provider, array);
+        } catch (RuntimeException | Error e) {
+            releaseWritten(schema);
+            throw e;
+        }
     }
 
     /**
@@ -334,25 +353,12 @@ public final class ArrowExport {
     }
 
     /**
-     * Exports {@code field} into {@code outSchema} unless that is {@code null}, then the array into
-     * {@code outArray} with {@code writeArray}; if the array fails, the schema already written is released
-     * again, so after a throw both outputs are untouched and nothing is held.
+     * Releases again the schema an export wrote into {@code schema} (unless {@code null}) before its array
+     * failed, so that after the throw both outputs are untouched and nothing is held.
      */
-    private static void exportWithSchema(MemorySegment outArray, MemorySegment outSchema, Field field,
-                                         DictionaryProvider provider, Consumer<MemorySegment> writeArray) {
-        MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
-        MemorySegment schema = outSchema == null ? null
-                : OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
+    private static void releaseWritten(MemorySegment schema) {
         if (schema != null) {
-            ExportSchemaWriter.export(field, provider, schema);
-        }
-        try {
-            writeArray.accept(array);
-        } catch (RuntimeException | Error e) {
-            if (schema != null) {
-                ExportRuntime.release(true, schema, 0);
-            }
-            throw e;
+            ExportRuntime.release(ExportRuntime.SCHEMA, schema);
         }
     }
 }

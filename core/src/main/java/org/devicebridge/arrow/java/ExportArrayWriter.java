@@ -2,9 +2,10 @@ package org.devicebridge.arrow.java;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.vector.BaseFixedWidthVector;
 import org.apache.arrow.vector.BaseVariableWidthViewVector;
 import org.apache.arrow.vector.ExtensionTypeVector;
 import org.apache.arrow.vector.FieldVector;
@@ -18,15 +19,17 @@ import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrowDataType.Layout;
 import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.internal.Bitmaps;
 import org.devicebridge.internal.FieldPath;
 import org.devicebridge.internal.Native;
 
 /**
  * Fills an ArrowArray tree from Arrow Java vectors without copying data: the buffer pointers are the
  * ArrowBufs' addresses, and each exported node retains its buffers. Everything is planned and checked
- * first (O(1) per node: buffer sizes against lengths, first/last offsets), then one malloc block receives
- * the child structs, pointer arrays and variadic-size buffers, the buffers are retained, and the root
- * struct is written last. A failure leaves the output untouched and holds nothing.
+ * first (O(1) per node: buffer sizes against lengths, first/last offsets) into the thread's reused
+ * {@link Plan}, then the buffers are retained, one malloc block receives the child structs, pointer
+ * arrays, variadic sizes and the node table, the tree is registered, and the structs are written. A
+ * failure leaves the output untouched and holds nothing.
  */
 final class ExportArrayWriter {
     private static final long LENGTH = ArrowArray.length$offset();
@@ -39,163 +42,251 @@ final class ExportArrayWriter {
     private static final long DICTIONARY = ArrowArray.dictionary$offset();
     private static final long RELEASE = ArrowArray.release$offset();
     private static final long PRIVATE = ArrowArray.private_data$offset();
+    private static final MemorySegment ALL = ExportRuntime.ALL;
+    /** In a plan's buffer list: the variadic-sizes buffer, which lives in the block. */
+    private static final long VARIADIC_SIZES = -1L;
+
+    private static final ThreadLocal<Plan> PLANS = ThreadLocal.withInitial(Plan::new);
 
     private ExportArrayWriter() {}
 
-    /** A node's field path, built into a string only for an error message (the export path stays cheap). */
-    private static final class Path {
-        static final Path ROOT = new Path(null, 0);
-        final Path parent;
-        final int index; // child index, or -1 for the dictionary
+    /** One array export, planned: per node its lengths and ranges of the flat buffer, size and retain lists. */
+    static final class Plan extends ExportPlan {
+        long[] length = new long[16];
+        long[] nullCount = new long[16];
+        int[] firstBuffer = new int[16];
+        int[] bufferCount = new int[16];
+        int[] firstVariadic = new int[16];
+        int[] variadicCount = new int[16];
+        int[] firstRetained = new int[16];
+        int[] retainedEnd = new int[16];
+        long[] buffers = new long[64];
+        int bufferTotal;
+        long[] variadic = new long[8];
+        int variadicTotal;
+        ArrowBuf[] retained = new ArrowBuf[64];
+        int retainedTotal;
 
-        Path(Path parent, int index) {
-            this.parent = parent;
-            this.index = index;
-        }
-
-        String join(String part) {
-            return FieldPath.join(toString(), part);
+        @Override
+        void growNodes(int capacity) {
+            length = Arrays.copyOf(length, capacity);
+            nullCount = Arrays.copyOf(nullCount, capacity);
+            firstBuffer = Arrays.copyOf(firstBuffer, capacity);
+            bufferCount = Arrays.copyOf(bufferCount, capacity);
+            firstVariadic = Arrays.copyOf(firstVariadic, capacity);
+            variadicCount = Arrays.copyOf(variadicCount, capacity);
+            firstRetained = Arrays.copyOf(firstRetained, capacity);
+            retainedEnd = Arrays.copyOf(retainedEnd, capacity);
         }
 
         @Override
-        public String toString() {
-            if (parent == null) {
-                return "";
+        void reset() {
+            super.reset();
+            Arrays.fill(retained, 0, retainedTotal, null);
+            bufferTotal = 0;
+            variadicTotal = 0;
+            retainedTotal = 0;
+        }
+
+        void begin(int node) {
+            firstBuffer[node] = bufferTotal;
+            firstVariadic[node] = variadicTotal;
+            variadicCount[node] = 0;
+            firstRetained[node] = retainedTotal;
+        }
+
+        void end(int node) {
+            bufferCount[node] = bufferTotal - firstBuffer[node];
+            retainedEnd[node] = retainedTotal;
+        }
+
+        void buffer(long address) {
+            if (bufferTotal == buffers.length) {
+                buffers = Arrays.copyOf(buffers, bufferTotal * 2);
             }
-            return parent.join(index < 0 ? "dictionary" : "children[" + index + "]");
+            buffers[bufferTotal++] = address;
+        }
+
+        void variadicSize(int node, long size) {
+            if (variadicTotal == variadic.length) {
+                variadic = Arrays.copyOf(variadic, variadicTotal * 2);
+            }
+            variadic[variadicTotal++] = size;
+            variadicCount[node]++;
+        }
+
+        /** Holds {@code b} for node {@code node}: one reference per allocation (a vector's buffers often share one). */
+        void retain(int node, ArrowBuf b) {
+            if (retainedTotal > firstRetained[node]
+                    && retained[retainedTotal - 1].getReferenceManager() == b.getReferenceManager()) {
+                return;
+            }
+            if (retainedTotal == retained.length) {
+                retained = Arrays.copyOf(retained, retainedTotal * 2);
+            }
+            retained[retainedTotal++] = b;
         }
     }
 
-    private static final class Plan {
-        long length;
-        long nullCount;
-        /** Absolute addresses; -1 marks the variadic-sizes buffer, which lives in the block. */
-        long[] buffers;
-        final List<ArrowBuf> retain = new ArrayList<>(3);
-        long[] variadicSizes;
-        final List<Plan> children = new ArrayList<>();
-        Plan dictionary;
-        long structOff = -1;
-        long buffersOff;
-        long childrenOff;
-        long variadicOff;
+    private static Plan plan() {
+        Plan p = PLANS.get();
+        if (p.busy) {
+            return new Plan();
+        }
+        p.busy = true;
+        return p;
+    }
+
+    private static void done(Plan p) {
+        p.reset();
+        p.busy = false;
     }
 
     /** Exports {@code vector} (with its dictionaries) into {@code out}. */
     static void exportVector(FieldVector vector, DictionaryProvider provider, MemorySegment out) {
-        List<Plan> all = new ArrayList<>();
-        Plan root = plan(vector, provider, Path.ROOT, 0, all);
-        write(all, root, out);
+        Plan p = plan();
+        try {
+            p.reserveRoot();
+            planVector(p, 0, vector, provider, 0);
+            write(p, out);
+        } finally {
+            done(p);
+        }
     }
 
     /** Exports {@code root} as a struct array (the record batch) into {@code out}. */
     static void exportRoot(VectorSchemaRoot batch, DictionaryProvider provider, MemorySegment out) {
-        List<Plan> all = new ArrayList<>();
-        Plan root = new Plan();
-        all.add(root);
-        root.length = batch.getRowCount();
-        root.nullCount = 0;
-        root.buffers = new long[] {0L};
-        List<FieldVector> vectors = batch.getFieldVectors();
-        for (int i = 0; i < vectors.size(); i++) {
-            FieldVector v = vectors.get(i);
-            Path path = new Path(Path.ROOT, i);
-            if (v.getValueCount() != batch.getRowCount()) {
-                throw new ValidationException(ValidationException.Category.LENGTH, path.toString(), "vector '" + v.getName()
-                        + "' has " + v.getValueCount() + " values but the root has " + batch.getRowCount() + " rows");
+        Plan p = plan();
+        try {
+            p.reserveRoot();
+            int rows = batch.getRowCount();
+            int n = batch.getSchema().getFields().size(); // as many as vectors (VectorSchemaRoot checks)
+            p.begin(0);
+            p.length[0] = rows;
+            p.nullCount[0] = 0;
+            p.buffer(0L);
+            p.end(0);
+            int first = p.reserveDependents(0, n, false);
+            for (int i = 0; i < n; i++) {
+                FieldVector v = batch.getVector(i);
+                if (v.getValueCount() != rows) {
+                    throw new ValidationException(ValidationException.Category.LENGTH, p.path(first + i), "vector '"
+                            + v.getName() + "' has " + v.getValueCount() + " values but the root has " + rows + " rows");
+                }
+                planVector(p, first + i, v, provider, 1);
             }
-            root.children.add(plan(v, provider, path, 1, all));
+            write(p, out);
+        } finally {
+            done(p);
         }
-        write(all, root, out);
     }
 
-    private static void write(List<Plan> all, Plan root, MemorySegment out) {
-        long size = 0;
-        for (Plan p : all) {
-            if (p != root) {
-                p.structOff = size;
-                size += ExportRuntime.ARRAY_SIZE;
+    private static void write(Plan p, MemorySegment out) {
+        int nodes = p.nodes;
+        long size = Math.multiplyExact(nodes - 1L, ExportRuntime.ARRAY_SIZE);
+        for (int i = 0; i < nodes; i++) {
+            size = Math.addExact(size, 8L * Math.max(1, p.bufferCount[i]));
+            size = Math.addExact(size, 8L * p.childCount[i]);
+            size = Math.addExact(size, 8L * p.variadicCount[i]);
+        }
+        long table = size;
+        size = Math.addExact(size, p.tableBytes());
+        retainAll(p);
+        ExportRuntime.Tree tree;
+        long privateData;
+        try {
+            long base = Native.malloc(size).address();
+            ArrowBuf[] held = p.retainedTotal == 0 ? null : Arrays.copyOf(p.retained, p.retainedTotal);
+            tree = new ExportRuntime.Tree(ExportRuntime.ARRAY, base, table, nodes, held);
+            try {
+                privateData = tree.register();
+            } catch (RuntimeException | Error e) {
+                Native.free(MemorySegment.ofAddress(base));
+                throw e;
             }
-            p.buffersOff = size;
-            size = Math.addExact(size, 8L * Math.max(1, p.buffers.length));
-            p.childrenOff = size;
-            size = Math.addExact(size, 8L * p.children.size());
-            p.variadicOff = size;
-            if (p.variadicSizes != null) {
-                size = Math.addExact(size, 8L * Math.max(1, p.variadicSizes.length));
+        } catch (RuntimeException | Error e) {
+            releaseAll(p, p.retainedTotal);
+            throw e;
+        }
+        // Registered: from here on nothing can fail, only memory is written.
+        long base = tree.base;
+        long cursor = base + (nodes - 1L) * ExportRuntime.ARRAY_SIZE;
+        long stub = ExportRuntime.ARRAY.stub;
+        for (int i = 0; i < nodes; i++) {
+            int nb = p.bufferCount[i];
+            int nc = p.childCount[i];
+            int nv = p.variadicCount[i];
+            long buffers = cursor;
+            long children = buffers + 8L * Math.max(1, nb);
+            long variadic = children + 8L * nc;
+            cursor = variadic + 8L * nv;
+            for (int b = 0; b < nb; b++) {
+                long a = p.buffers[p.firstBuffer[i] + b];
+                ALL.set(ValueLayout.JAVA_LONG, buffers + 8L * b, a == VARIADIC_SIZES ? variadic : a);
+            }
+            if (nb == 0) {
+                ALL.set(ValueLayout.JAVA_LONG, buffers, 0L);
+            }
+            int firstChild = p.firstDependent[i];
+            for (int c = 0; c < nc; c++) {
+                ALL.set(ValueLayout.JAVA_LONG, children + 8L * c, tree.struct(firstChild + c));
+            }
+            for (int k = 0; k < nv; k++) {
+                ALL.set(ValueLayout.JAVA_LONG, variadic + 8L * k, p.variadic[p.firstVariadic[i] + k]);
+            }
+            p.writeTableEntry(base + table, i, p.firstRetained[i], p.retainedEnd[i]);
+            int dictionary = p.dictionaryOf(i);
+            if (i == 0) {
+                writeStruct(out, 0, p, i, buffers, nc == 0 ? 0L : children,
+                        dictionary < 0 ? 0L : tree.struct(dictionary), privateData, stub);
+            } else {
+                writeStruct(ALL, tree.struct(i), p, i, buffers, nc == 0 ? 0L : children,
+                        dictionary < 0 ? 0L : tree.struct(dictionary), privateData + i, stub);
             }
         }
-        MemorySegment block = Native.malloc(size);
-        long base = block.address();
-        int retained = 0;
-        int planIndex = 0;
+    }
+
+    private static void writeStruct(MemorySegment s, long at, Plan p, int i, long buffers, long children,
+                                    long dictionary, long privateData, long release) {
+        s.set(ValueLayout.JAVA_LONG, at + LENGTH, p.length[i]);
+        s.set(ValueLayout.JAVA_LONG, at + NULL_COUNT, p.nullCount[i]);
+        s.set(ValueLayout.JAVA_LONG, at + OFFSET, 0L);
+        s.set(ValueLayout.JAVA_LONG, at + N_BUFFERS, p.bufferCount[i]);
+        s.set(ValueLayout.JAVA_LONG, at + N_CHILDREN, p.childCount[i]);
+        s.set(ValueLayout.JAVA_LONG, at + BUFFERS, buffers);
+        s.set(ValueLayout.JAVA_LONG, at + CHILDREN, children);
+        s.set(ValueLayout.JAVA_LONG, at + DICTIONARY, dictionary);
+        s.set(ValueLayout.JAVA_LONG, at + PRIVATE, privateData);
+        s.set(ValueLayout.JAVA_LONG, at + RELEASE, release);
+    }
+
+    /** Takes a reference to every planned buffer; if one cannot be retained, drops those taken and throws. */
+    private static void retainAll(Plan p) {
+        int taken = 0;
         try {
-            for (planIndex = 0; planIndex < all.size(); planIndex++) {
-                Plan p = all.get(planIndex);
-                for (retained = 0; retained < p.retain.size(); retained++) {
-                    p.retain.get(retained).getReferenceManager().retain();
-                }
+            for (; taken < p.retainedTotal; taken++) {
+                p.retained[taken].getReferenceManager().retain();
             }
         } catch (RuntimeException e) {
-            // undo: a buffer that can no longer be retained (its vector was closed concurrently)
-            for (int i = 0; i <= planIndex && i < all.size(); i++) {
-                Plan p = all.get(i);
-                int n = i == planIndex ? retained : p.retain.size();
-                for (int k = 0; k < n; k++) {
-                    p.retain.get(k).getReferenceManager().release();
-                }
-            }
-            Native.free(block);
+            // a buffer that can no longer be retained (its vector was closed concurrently)
+            releaseAll(p, taken);
             throw new ValidationException(ValidationException.Category.RELEASED, "",
                     "an Arrow buffer was released while it was being exported: " + e.getMessage(), e);
         }
-        ExportRuntime.Block owner = new ExportRuntime.Block(base, all.size());
-        long[] keys = new long[all.size()];
-        for (int i = 0; i < all.size(); i++) {
-            Plan p = all.get(i);
-            for (int b = 0; b < p.buffers.length; b++) {
-                long a = p.buffers[b] == -1L ? base + p.variadicOff : p.buffers[b];
-                block.set(ValueLayout.JAVA_LONG, p.buffersOff + 8L * b, a);
-            }
-            if (p.variadicSizes != null) {
-                for (int k = 0; k < p.variadicSizes.length; k++) {
-                    block.set(ValueLayout.JAVA_LONG, p.variadicOff + 8L * k, p.variadicSizes[k]);
-                }
-            }
-            for (int c = 0; c < p.children.size(); c++) {
-                block.set(ValueLayout.JAVA_LONG, p.childrenOff + 8L * c, base + p.children.get(c).structOff);
-            }
-            long[] dependents = new long[p.children.size() + (p.dictionary == null ? 0 : 1)];
-            for (int c = 0; c < p.children.size(); c++) {
-                dependents[c] = base + p.children.get(c).structOff;
-            }
-            if (p.dictionary != null) {
-                dependents[dependents.length - 1] = base + p.dictionary.structOff;
-            }
-            ArrowBuf[] held = p.retain.isEmpty() ? null : p.retain.toArray(new ArrowBuf[0]);
-            keys[i] = ExportRuntime.ARRAYS.register(new ExportRuntime.Node(owner, held, dependents));
-        }
-        for (int i = 0; i < all.size(); i++) {
-            Plan p = all.get(i);
-            MemorySegment s = p == root ? out : block.asSlice(p.structOff, ExportRuntime.ARRAY_SIZE);
-            s.set(ValueLayout.JAVA_LONG, LENGTH, p.length);
-            s.set(ValueLayout.JAVA_LONG, NULL_COUNT, p.nullCount);
-            s.set(ValueLayout.JAVA_LONG, OFFSET, 0L);
-            s.set(ValueLayout.JAVA_LONG, N_BUFFERS, p.buffers.length);
-            s.set(ValueLayout.JAVA_LONG, N_CHILDREN, p.children.size());
-            s.set(ValueLayout.JAVA_LONG, BUFFERS, base + p.buffersOff);
-            s.set(ValueLayout.JAVA_LONG, CHILDREN, p.children.isEmpty() ? 0L : base + p.childrenOff);
-            s.set(ValueLayout.JAVA_LONG, DICTIONARY, p.dictionary == null ? 0L : base + p.dictionary.structOff);
-            s.set(ValueLayout.JAVA_LONG, PRIVATE, keys[i]);
-            s.set(ValueLayout.JAVA_LONG, RELEASE, ExportRuntime.RELEASE_ARRAY.address());
+    }
+
+    private static void releaseAll(Plan p, int count) {
+        for (int k = 0; k < count; k++) {
+            p.retained[k].getReferenceManager().release();
         }
     }
 
     // ---------------------------------------------------------------- planning
 
-    private static Plan plan(FieldVector vector, DictionaryProvider provider, Path path, int depth, List<Plan> all) {
+    /** Plans node {@code node} (already reserved) from {@code vector}, then its dictionary and children. */
+    private static void planVector(Plan p, int node, FieldVector vector, DictionaryProvider provider, int depth) {
         if (depth > FieldPath.MAX_DEPTH) {
-            throw new ValidationException(ValidationException.Category.DEPTH, path.toString(),
+            throw new ValidationException(ValidationException.Category.DEPTH, p.path(node),
                     "the data nests deeper than " + FieldPath.MAX_DEPTH
                             + " levels (or a dictionary refers back to itself)");
         }
@@ -205,142 +296,158 @@ final class ExportArrayWriter {
             v = ext.getUnderlyingVector();
         }
         ArrowType type = ExportFormats.storage(field.getType());
-        Plan p = new Plan();
-        all.add(p);
         long len = v.getValueCount();
-        p.length = len;
+        p.length[node] = len;
+        p.begin(node);
         List<FieldVector> children = v.getChildrenFromFields() == null ? List.of() : v.getChildrenFromFields();
         int expectedChildren;
         switch (type.getTypeID()) {
             case Null -> {
-                p.nullCount = len;
-                p.buffers = new long[0];
+                p.nullCount[node] = len;
                 expectedChildren = 0;
             }
             case Bool, Int, FloatingPoint, Decimal, Date, Time, Timestamp, Duration, Interval, FixedSizeBinary -> {
-                long bits = fixedBits(type, path);
-                List<ArrowBuf> fb = fieldBuffers(v, 2, type, path);
-                p.nullCount = v.getNullCount();
-                p.buffers = new long[2];
-                p.buffers[0] = validity(p, fb.get(0), path);
-                p.buffers[1] = required(p, fb.get(1), ceilDiv8(Math.multiplyExact(bits, len)), path, 1);
+                long bits = fixedBits(type, p, node);
+                ArrowBuf validity;
+                ArrowBuf data;
+                if (v instanceof BaseFixedWidthVector f) { // no list per export
+                    validity = f.getValidityBuffer();
+                    data = f.getDataBuffer();
+                    p.nullCount[node] = nullCount(validity, len);
+                } else {
+                    List<ArrowBuf> fb = fieldBuffers(v, 2, type, p, node);
+                    validity = fb.get(0);
+                    data = fb.get(1);
+                    p.nullCount[node] = v.getNullCount();
+                }
+                validity(p, node, validity);
+                required(p, node, data, ceilDiv8(Math.multiplyExact(bits, len)), 1);
                 expectedChildren = 0;
             }
             case Utf8, Binary, LargeUtf8, LargeBinary -> {
                 int w = (type instanceof ArrowType.Utf8 || type instanceof ArrowType.Binary ? Layout.VARIABLE
                         : Layout.LARGE_VARIABLE).offsetWidth();
-                List<ArrowBuf> fb = fieldBuffers(v, 3, type, path); // fills offset holes, as arrow-c-data does
-                p.nullCount = v.getNullCount();
-                p.buffers = new long[3];
-                p.buffers[0] = validity(p, fb.get(0), path);
-                long last = offsets(p, fb.get(1), w, len, path);
-                p.buffers[2] = required(p, fb.get(2), last, path, 2);
+                List<ArrowBuf> fb = fieldBuffers(v, 3, type, p, node); // fills offset holes, as arrow-c-data does
+                p.nullCount[node] = v.getNullCount();
+                validity(p, node, fb.get(0));
+                long last = offsets(p, node, fb.get(1), w, len);
+                required(p, node, fb.get(2), last, 2);
                 expectedChildren = 0;
             }
             case Utf8View, BinaryView -> {
                 if (!(v instanceof BaseVariableWidthViewVector view)) {
-                    throw unexpectedVector(v, type, path);
+                    throw unexpectedVector(v, type, p, node);
                 }
                 List<ArrowBuf> data = view.getDataBuffers();
-                p.nullCount = v.getNullCount();
-                p.buffers = new long[3 + data.size()];
-                p.buffers[0] = validity(p, view.getValidityBuffer(), path);
-                p.buffers[1] = required(p, view.getDataBuffer(), Math.multiplyExact(16L, len), path, 1);
-                p.variadicSizes = new long[data.size()];
+                p.nullCount[node] = v.getNullCount();
+                validity(p, node, view.getValidityBuffer());
+                required(p, node, view.getDataBuffer(), Math.multiplyExact(16L, len), 1);
                 for (int k = 0; k < data.size(); k++) {
                     ArrowBuf d = data.get(k);
-                    p.variadicSizes[k] = d.capacity();
-                    p.buffers[2 + k] = required(p, d, d.capacity(), path, 2 + k);
+                    p.variadicSize(node, d.capacity());
+                    required(p, node, d, d.capacity(), 2 + k);
                 }
-                p.buffers[p.buffers.length - 1] = -1L;
+                p.buffer(VARIADIC_SIZES);
                 expectedChildren = 0;
             }
             case List, LargeList, Map -> {
                 int w = (type instanceof ArrowType.LargeList ? Layout.LARGE_LIST : Layout.LIST).offsetWidth();
-                List<ArrowBuf> fb = fieldBuffers(v, 2, type, path);
-                p.nullCount = v.getNullCount();
-                p.buffers = new long[2];
-                p.buffers[0] = validity(p, fb.get(0), path);
-                long last = offsets(p, fb.get(1), w, len, path);
+                List<ArrowBuf> fb = fieldBuffers(v, 2, type, p, node);
+                p.nullCount[node] = v.getNullCount();
+                validity(p, node, fb.get(0));
+                long last = offsets(p, node, fb.get(1), w, len);
                 expectedChildren = 1;
-                checkChildCount(children, expectedChildren, v, path);
-                checkChildLength(children.get(0), last, path, 0);
+                checkChildCount(children, expectedChildren, v, p, node);
+                checkChildLength(children.get(0), last, p, node, 0);
             }
             case ListView, LargeListView -> {
                 int w = (type instanceof ArrowType.LargeListView ? Layout.LARGE_LIST_VIEW : Layout.LIST_VIEW).offsetWidth();
-                List<ArrowBuf> fb = fieldBuffers(v, 3, type, path);
-                p.nullCount = v.getNullCount();
-                p.buffers = new long[3];
-                p.buffers[0] = validity(p, fb.get(0), path);
-                p.buffers[1] = required(p, fb.get(1), Math.multiplyExact((long) w, len), path, 1);
-                p.buffers[2] = required(p, fb.get(2), Math.multiplyExact((long) w, len), path, 2);
+                List<ArrowBuf> fb = fieldBuffers(v, 3, type, p, node);
+                p.nullCount[node] = v.getNullCount();
+                validity(p, node, fb.get(0));
+                required(p, node, fb.get(1), Math.multiplyExact((long) w, len), 1);
+                required(p, node, fb.get(2), Math.multiplyExact((long) w, len), 2);
                 expectedChildren = 1;
             }
             case FixedSizeList -> {
-                List<ArrowBuf> fb = fieldBuffers(v, 1, type, path);
-                p.nullCount = v.getNullCount();
-                p.buffers = new long[] {validity(p, fb.get(0), path)};
+                List<ArrowBuf> fb = fieldBuffers(v, 1, type, p, node);
+                p.nullCount[node] = v.getNullCount();
+                validity(p, node, fb.get(0));
                 expectedChildren = 1;
-                checkChildCount(children, expectedChildren, v, path);
+                checkChildCount(children, expectedChildren, v, p, node);
                 checkChildLength(children.get(0),
-                        Math.multiplyExact(len, (long) ((ArrowType.FixedSizeList) type).getListSize()), path, 0);
+                        Math.multiplyExact(len, (long) ((ArrowType.FixedSizeList) type).getListSize()), p, node, 0);
             }
             case Struct -> {
-                List<ArrowBuf> fb = fieldBuffers(v, 1, type, path);
-                p.nullCount = v.getNullCount();
-                p.buffers = new long[] {validity(p, fb.get(0), path)};
+                List<ArrowBuf> fb = fieldBuffers(v, 1, type, p, node);
+                p.nullCount[node] = v.getNullCount();
+                validity(p, node, fb.get(0));
                 expectedChildren = field.getChildren().size();
-                checkChildCount(children, expectedChildren, v, path);
+                checkChildCount(children, expectedChildren, v, p, node);
                 for (int i = 0; i < children.size(); i++) {
-                    checkChildLength(children.get(i), len, path, i);
+                    checkChildLength(children.get(i), len, p, node, i);
                 }
             }
             case Union -> {
                 ArrowType.Union u = (ArrowType.Union) type;
                 boolean dense = u.getMode() == org.apache.arrow.vector.types.UnionMode.Dense;
-                List<ArrowBuf> fb = fieldBuffers(v, dense ? 2 : 1, type, path);
-                p.nullCount = 0; // unions have no validity bitmap
-                p.buffers = new long[dense ? 2 : 1];
-                p.buffers[0] = required(p, fb.get(0), len, path, 0);
+                List<ArrowBuf> fb = fieldBuffers(v, dense ? 2 : 1, type, p, node);
+                p.nullCount[node] = 0; // unions have no validity bitmap
+                required(p, node, fb.get(0), len, 0);
                 if (dense) {
-                    p.buffers[1] = required(p, fb.get(1), Math.multiplyExact(4L, len), path, 1);
+                    required(p, node, fb.get(1), Math.multiplyExact(4L, len), 1);
                 }
                 expectedChildren = field.getChildren().size();
-                checkChildCount(children, expectedChildren, v, path);
+                checkChildCount(children, expectedChildren, v, p, node);
                 if (!dense) {
                     for (int i = 0; i < children.size(); i++) {
-                        checkChildLength(children.get(i), len, path, i);
+                        checkChildLength(children.get(i), len, p, node, i);
                     }
                 }
             }
             case RunEndEncoded -> {
-                fieldBuffers(v, 0, type, path);
-                p.nullCount = 0; // no validity bitmap: nulls live in the values child
-                p.buffers = new long[0];
+                fieldBuffers(v, 0, type, p, node);
+                p.nullCount[node] = 0; // no validity bitmap: nulls live in the values child
                 expectedChildren = 2;
             }
-            default -> throw new UnsupportedFeatureException(path.toString(), "cannot export Arrow type " + type);
+            default -> throw new UnsupportedFeatureException(p.path(node), "cannot export Arrow type " + type);
         }
-        checkChildCount(children, expectedChildren, v, path);
+        p.end(node);
+        checkChildCount(children, expectedChildren, v, p, node);
         if (field.getChildren().size() != children.size()) {
-            throw new ValidationException(ValidationException.Category.STRUCTURE, path.toString(), "the field declares "
+            throw new ValidationException(ValidationException.Category.STRUCTURE, p.path(node), "the field declares "
                     + field.getChildren().size() + " children but the vector has " + children.size());
         }
         DictionaryEncoding encoding = field.getDictionary();
+        Dictionary dictionary = null;
         if (encoding != null) {
-            ExportSchemaWriter.checkIndexType(field, encoding, path.toString());
-            Dictionary dictionary = ExportSchemaWriter.lookup(provider, encoding, path.toString());
-            p.dictionary = plan(dictionary.getVector(), provider, new Path(path, -1),
-                    depth + 1, all);
+            ExportSchemaWriter.checkIndexType(field, encoding, p.path(node));
+            dictionary = ExportSchemaWriter.lookup(provider, encoding, p.path(node));
+        }
+        int first = p.reserveDependents(node, children.size(), dictionary != null);
+        if (dictionary != null) {
+            planVector(p, first + children.size(), dictionary.getVector(), provider, depth + 1);
         }
         for (int i = 0; i < children.size(); i++) {
-            p.children.add(plan(children.get(i), provider, new Path(path, i),
-                    depth + 1, all));
+            planVector(p, first + i, children.get(i), provider, depth + 1);
         }
-        return p;
     }
 
-    private static long fixedBits(ArrowType type, Path path) {
+    /**
+     * Nulls among the first {@code len} bits of a validity buffer; {@code len} (all) where the buffer is
+     * missing or too short, which {@link #validity} then rejects by name.
+     */
+    private static long nullCount(ArrowBuf validity, long len) {
+        if (len == 0) {
+            return 0;
+        }
+        if (validity == null || validity.memoryAddress() == 0 || validity.capacity() < ceilDiv8(len)) {
+            return len;
+        }
+        return len - Bitmaps.countSet(ALL, validity.memoryAddress(), 0, len);
+    }
+
+    private static long fixedBits(ArrowType type, Plan p, int node) {
         return switch (type.getTypeID()) {
             case Bool -> 1;
             case Int -> ((ArrowType.Int) type).getBitWidth();
@@ -359,20 +466,20 @@ final class ExportArrayWriter {
                 case MONTH_DAY_NANO -> 128;
             };
             case FixedSizeBinary -> 8L * ((ArrowType.FixedSizeBinary) type).getByteWidth();
-            default -> throw new UnsupportedFeatureException(path.toString(), "cannot export Arrow type " + type);
+            default -> throw new UnsupportedFeatureException(p.path(node), "cannot export Arrow type " + type);
         };
     }
 
-    private static List<ArrowBuf> fieldBuffers(FieldVector v, int expected, ArrowType type, Path path) {
+    private static List<ArrowBuf> fieldBuffers(FieldVector v, int expected, ArrowType type, Plan p, int node) {
         List<ArrowBuf> fb = v.getFieldBuffers();
         if (fb.size() != expected) {
-            throw unexpectedVector(v, type, path);
+            throw unexpectedVector(v, type, p, node);
         }
         return fb;
     }
 
-    private static UnsupportedFeatureException unexpectedVector(FieldVector v, ArrowType type, Path path) {
-        return new UnsupportedFeatureException(path.toString(), "vector class " + v.getClass().getName()
+    private static UnsupportedFeatureException unexpectedVector(FieldVector v, ArrowType type, Plan p, int node) {
+        return new UnsupportedFeatureException(p.path(node), "vector class " + v.getClass().getName()
                 + " does not have the buffer layout of Arrow type " + type);
     }
 
@@ -380,68 +487,71 @@ final class ExportArrayWriter {
         return (bits + 7) >>> 3;
     }
 
-    /** The validity bitmap, or NULL where there is none and no value is null (allowed by the spec). */
-    private static long validity(Plan p, ArrowBuf b, Path path) {
-        long need = ceilDiv8(p.length);
-        if (p.length == 0) {
-            return 0L;
+    /** Adds the validity bitmap, or NULL where there is none and no value is null (allowed by the spec). */
+    private static void validity(Plan p, int node, ArrowBuf b) {
+        long len = p.length[node];
+        long need = ceilDiv8(len);
+        if (len == 0) {
+            p.buffer(0L);
+            return;
         }
         if (b != null && b.capacity() >= need && b.memoryAddress() != 0) {
-            p.retain.add(b);
-            return b.memoryAddress();
+            p.retain(node, b);
+            p.buffer(b.memoryAddress());
+            return;
         }
-        if (p.nullCount == 0) {
-            return 0L;
+        if (p.nullCount[node] == 0) {
+            p.buffer(0L);
+            return;
         }
-        throw new ValidationException(ValidationException.Category.SIZE, path.join("buffers[0]"),
+        throw new ValidationException(ValidationException.Category.SIZE, p.path(node, "buffers[0]"),
                 "expected at least " + need + " bytes but found " + (b == null ? 0 : b.capacity()));
     }
 
-    /** A buffer that must hold {@code need} bytes; an empty one points at static zeros rather than NULL. */
-    private static long required(Plan p, ArrowBuf b, long need, Path path, int index) {
+    /** Adds a buffer that must hold {@code need} bytes; an empty one points at static zeros rather than NULL. */
+    private static void required(Plan p, int node, ArrowBuf b, long need, int index) {
         long have = b == null ? 0 : b.capacity();
         if (have < need) {
-            throw new ValidationException(ValidationException.Category.SIZE,
-                    path.join("buffers[" + index + "]"),
+            throw new ValidationException(ValidationException.Category.SIZE, p.path(node, "buffers[" + index + "]"),
                     "expected at least " + need + " bytes but found " + have);
         }
         if (have == 0 || b.memoryAddress() == 0) {
-            return ExportRuntime.ZEROS.address();
+            p.buffer(ExportRuntime.ZEROS.address());
+            return;
         }
-        p.retain.add(b);
-        return b.memoryAddress();
+        p.retain(node, b);
+        p.buffer(b.memoryAddress());
     }
 
-    /** Exports the offsets buffer (buffers[1]) and returns its last offset, checked against the first. */
-    private static long offsets(Plan p, ArrowBuf b, int width, long len, Path path) {
-        String at = path.join("buffers[1]");
+    /** Adds the offsets buffer (buffers[1]) and returns its last offset, checked against the first. */
+    private static long offsets(Plan p, int node, ArrowBuf b, int width, long len) {
         long need = Math.multiplyExact((long) width, len + 1);
         long have = b == null ? 0 : b.capacity();
         if (len == 0 && have < width) {
-            p.buffers[1] = ExportRuntime.ZEROS.address(); // Arrow Java may leave an empty vector without offsets
+            p.buffer(ExportRuntime.ZEROS.address()); // Arrow Java may leave an empty vector without offsets
             return 0;
         }
-        p.buffers[1] = required(p, b, need, path, 1);
+        required(p, node, b, need, 1);
         long first = width == 4 ? b.getInt(0) : b.getLong(0);
         long last = width == 4 ? b.getInt(len * 4) : b.getLong(len * 8);
         if (first < 0 || last < first) {
-            throw new ValidationException(ValidationException.Category.CONTENT, at,
+            throw new ValidationException(ValidationException.Category.CONTENT, p.path(node, "buffers[1]"),
                     "offsets run from " + first + " to " + last);
         }
         return last;
     }
 
-    private static void checkChildCount(List<FieldVector> children, int expected, FieldVector v, Path path) {
+    private static void checkChildCount(List<FieldVector> children, int expected, FieldVector v, Plan p, int node) {
         if (children.size() != expected) {
-            throw new ValidationException(ValidationException.Category.STRUCTURE, path.toString(),
+            throw new ValidationException(ValidationException.Category.STRUCTURE, p.path(node),
                     "expected " + expected + " children but found " + children.size() + " in " + v.getClass().getSimpleName());
         }
     }
 
-    private static void checkChildLength(FieldVector child, long need, Path path, int index) {
+    private static void checkChildLength(FieldVector child, long need, Plan p, int node, int index) {
         if (child.getValueCount() < need) {
             throw new ValidationException(ValidationException.Category.LENGTH,
-                    path.join("children[" + index + "]"),
+                    p.path(node, "children[" + index + "]"),
                     "expected at least " + need + " values but found " + child.getValueCount());
         }
     }

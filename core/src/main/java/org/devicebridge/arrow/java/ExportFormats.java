@@ -33,9 +33,10 @@ final class ExportFormats {
 
     /**
      * The format string of {@code type} (its storage type for extension types). {@code nChildren} is used
-     * for a union without explicit type ids (ids are then the child indices).
+     * for a union without explicit type ids (ids are then the child indices); errors name the path of
+     * {@code node} in {@code plan} (built only then).
      */
-    static String format(ArrowType type, int nChildren, String path) {
+    static String format(ArrowType type, int nChildren, ExportPlan plan, int node) {
         ArrowType t = storage(type);
         return switch (t.getTypeID()) {
             case Null -> "n";
@@ -47,7 +48,7 @@ final class ExportFormats {
                     case 16 -> "s";
                     case 32 -> "i";
                     case 64 -> "l";
-                    default -> throw unsupported(path, t);
+                    default -> throw unsupported(plan.path(node), t);
                 };
                 yield i.getIsSigned() ? f : f.toUpperCase(Locale.ROOT);
             }
@@ -60,7 +61,7 @@ final class ExportFormats {
                 ArrowType.Decimal d = (ArrowType.Decimal) t;
                 int bw = d.getBitWidth();
                 if (bw != 32 && bw != 64 && bw != 128 && bw != 256) {
-                    throw unsupported(path, t);
+                    throw unsupported(plan.path(node), t);
                 }
                 yield bw == 128
                         ? String.format(Locale.ROOT, "d:%d,%d", d.getPrecision(), d.getScale())
@@ -79,7 +80,7 @@ final class ExportFormats {
                     case NANOSECOND -> tt.getBitWidth() == 64 ? "ttn" : null;
                 };
                 if (f == null) {
-                    throw unsupported(path, t);
+                    throw unsupported(plan.path(node), t);
                 }
                 yield f;
             }
@@ -118,13 +119,13 @@ final class ExportFormats {
                 int[] ids = u.getTypeIds();
                 int n = ids == null ? nChildren : ids.length;
                 if (ids != null && ids.length != nChildren) {
-                    throw new ValidationException(ValidationException.Category.SCHEMA, path,
+                    throw new ValidationException(ValidationException.Category.SCHEMA, plan.path(node),
                             "union declares " + ids.length + " type ids but has " + nChildren + " children");
                 }
                 for (int k = 0; k < n; k++) {
                     int id = ids == null ? k : ids[k];
                     if (id < 0 || id > 127) {
-                        throw new ValidationException(ValidationException.Category.SCHEMA, path,
+                        throw new ValidationException(ValidationException.Category.SCHEMA, plan.path(node),
                                 "union type id " + id + " is outside 0..127");
                     }
                     if (k > 0) {
@@ -134,7 +135,7 @@ final class ExportFormats {
                 }
                 yield sb.toString();
             }
-            default -> throw unsupported(path, t);
+            default -> throw unsupported(plan.path(node), t);
         };
     }
 

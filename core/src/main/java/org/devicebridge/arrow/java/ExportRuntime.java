@@ -5,43 +5,53 @@ import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import org.apache.arrow.memory.ArrowBuf;
+import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.foreign.LocalCallbacks;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.devicebridge.internal.Callbacks;
 import org.devicebridge.internal.ExportRegistry;
 import org.devicebridge.internal.Native;
-import org.devicebridge.internal.RefCount;
 
 /**
  * What exported ArrowSchema/ArrowArray trees hold, and their release callbacks (one upcall stub per
  * kind, made once in the global arena).
  *
- * <p>One export is one malloc block (child structs, buffer and child pointer arrays, strings, variadic
- * sizes) shared by its nodes. Every node - the root and each child or dictionary struct - has its own
- * {@code private_data} key, so a consumer may move a child out and release it after the parent, as the
- * C Data Interface allows; the block is freed when its last node is released. A node holds one
+ * <p>One export is one {@link Tree}: one malloc block (the child structs, buffer and child pointer arrays,
+ * strings, variadic sizes and a table of the nodes) and one registry entry. Node {@code i}'s struct
+ * carries {@code private_data = key << NODE_BITS | i}, so a consumer may move a child out and release it
+ * after the parent, as the C Data Interface allows: its release finds the tree by the key, the node by
+ * the index, and releases that node alone. Each node is released exactly once (a bit per node); a release
+ * of a node released already, or of a forged {@code private_data}, is counted and logged and touches
+ * nothing. The block is freed, and the entry removed, when the last node is released. A node holds one
  * reference to each Arrow buffer it exports and drops it in its release.
+ *
+ * <p>Block layout: the structs of nodes {@code 1..n-1} first ({@code (i - 1) * structSize}), node 0 being
+ * the caller's struct; the node table at {@link Tree#table}, 16 bytes per node ({@code int} first retained
+ * buffer, {@code int} end of its retained buffers, {@code int} first dependent, {@code int} number of
+ * dependents). A node's dependents (children, then the dictionary) have consecutive indices. Nothing of
+ * the table is read before the node is claimed, and a claimed node keeps the block alive.
  */
 final class ExportRuntime {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.arrow");
 
-    static final ExportRegistry<Node> SCHEMAS = new ExportRegistry<>();
-    static final ExportRegistry<Node> ARRAYS = new ExportRegistry<>();
-    /** Release calls that found no export under their private_data (a second release, a forged struct). */
-    static final AtomicLong STALE_RELEASES = new AtomicLong();
-    /** Release callbacks that ran (each node counts once); tests compare it with what they exported. */
-    static final AtomicLong SCHEMA_RELEASES = new AtomicLong();
-    static final AtomicLong ARRAY_RELEASES = new AtomicLong();
+    /** Low bits of {@code private_data} that hold the node index; the key is above them. */
+    static final int NODE_BITS = 16;
+    static final int NODES_PER_KEY = 1 << NODE_BITS;
+    /** Keys from {@link ExportRegistry} fit above the node bits below this (2^48: centuries of exports). */
+    private static final long KEY_LIMIT = 1L << (64 - NODE_BITS);
+    /** Bytes of one node table entry. */
+    static final long TABLE_ENTRY = 16;
+
+    /** Every address, for reading and writing our own structs and blocks by address. */
+    static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
 
     static final long SCHEMA_SIZE = ArrowSchema.sizeof();
     static final long ARRAY_SIZE = ArrowArray.sizeof();
-    static final long SCHEMA_RELEASE_OFF = ArrowSchema.release$offset();
-    static final long SCHEMA_PRIVATE_OFF = ArrowSchema.private_data$offset();
-    static final long ARRAY_RELEASE_OFF = ArrowArray.release$offset();
-    static final long ARRAY_PRIVATE_OFF = ArrowArray.private_data$offset();
 
     /** 64 zero bytes: the target of every exported buffer that has no bytes (never NULL, see the spec's note). */
     static final MemorySegment ZEROS = Arena.global().allocate(64, 64);
@@ -51,52 +61,185 @@ final class ExportRuntime {
     static final MemorySegment RELEASE_ARRAY = Native.upcallStub(MethodHandles.lookup(), ExportRuntime.class,
             "releaseArray", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
 
+    /** The exported ArrowSchema trees. */
+    static final Kind SCHEMA = new Kind("ArrowSchema", SCHEMA_SIZE, ArrowSchema.release$offset(),
+            ArrowSchema.private_data$offset(), RELEASE_SCHEMA.address());
+    /** The exported ArrowArray trees. */
+    static final Kind ARRAY = new Kind("ArrowArray", ARRAY_SIZE, ArrowArray.release$offset(),
+            ArrowArray.private_data$offset(), RELEASE_ARRAY.address());
+
+    /** Release calls that found no live node under their private_data (a second release, a forged struct). */
+    static final AtomicLong STALE_RELEASES = new AtomicLong();
+
     static {
         // A struct exported here and imported here is released by a Java call, not a native round trip.
         LocalCallbacks.register(RELEASE_SCHEMA, ExportRuntime::releaseSchema);
         LocalCallbacks.register(RELEASE_ARRAY, ExportRuntime::releaseArray);
     }
-    private static final long RELEASE_SCHEMA_ADDRESS = RELEASE_SCHEMA.address();
-    private static final long RELEASE_ARRAY_ADDRESS = RELEASE_ARRAY.address();
 
     private ExportRuntime() {}
 
-    /** The malloc block of one export tree; freed when the last of its nodes is released. */
-    static final class Block {
-        private final RefCount liveNodes;
+    /** One struct kind: its layout facts, its release stub, its registry and its counters. */
+    static final class Kind {
+        final String name;
+        final long size;
+        final long releaseOff;
+        final long privateOff;
+        final long stub;
+        final ExportRegistry<Tree> registry = new ExportRegistry<>();
+        /** Nodes released (each once); tests compare it with what they exported. */
+        final LongAdder releases = new LongAdder();
+        /** Nodes exported and not released yet; tests assert it returns to its baseline. */
+        final LongAdder liveNodes = new LongAdder();
 
-        Block(long address, int nodes) {
-            this.liveNodes = new RefCount(nodes, () -> Native.free(MemorySegment.ofAddress(address)));
-        }
-
-        void nodeReleased() {
-            liveNodes.release();
+        private Kind(String name, long size, long releaseOff, long privateOff, long stub) {
+            this.name = name;
+            this.size = size;
+            this.releaseOff = releaseOff;
+            this.privateOff = privateOff;
+            this.stub = stub;
         }
     }
 
-    /** One exported struct: the Arrow buffers it retained and the addresses of its child/dictionary structs. */
-    static final class Node {
-        final Block block;
-        final ArrowBuf[] retained;
-        final long[] dependents;
+    /** One exported tree of structs: its block, the buffers its nodes hold, which nodes are released. */
+    static final class Tree {
+        private static final VarHandle LIVE;
+        private static final VarHandle RELEASED;
+        private static final VarHandle BITS = MethodHandles.arrayElementVarHandle(long[].class);
 
-        Node(Block block, ArrowBuf[] retained, long[] dependents) {
-            this.block = block;
-            this.retained = retained;
-            this.dependents = dependents;
+        static {
+            try {
+                MethodHandles.Lookup l = MethodHandles.lookup();
+                LIVE = l.findVarHandle(Tree.class, "live", int.class);
+                RELEASED = l.findVarHandle(Tree.class, "released", long.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
         }
 
-        void free() {
+        final Kind kind;
+        /** The block's address. */
+        final long base;
+        /** Offset of the node table in the block. */
+        final long table;
+        final int nodes;
+        /** The Arrow buffers the nodes hold, node by node (ranges in the node table); {@code null} for none. */
+        final ArrowBuf[] retained;
+        /** The first registry key (set once, when registered). */
+        private long key;
+        /** Nodes not released yet. */
+        @SuppressWarnings("unused")
+        private volatile int live;
+        /** Released nodes, one bit each, for trees of at most 64 nodes. */
+        @SuppressWarnings("unused")
+        private volatile long released;
+        /** Released nodes of larger trees. */
+        private final long[] releasedBits;
+
+        Tree(Kind kind, long base, long table, int nodes, ArrowBuf[] retained) {
+            this.kind = kind;
+            this.base = base;
+            this.table = table;
+            this.nodes = nodes;
+            this.retained = retained;
+            this.releasedBits = nodes > 64 ? new long[(nodes + 63) >>> 6] : null;
+            this.live = nodes;
+        }
+
+        /** Registers this tree; returns the {@code private_data} of node 0 (node i's is that plus i). */
+        long register() {
+            long first = kind.registry.register(this, keyCount());
+            if (first >= KEY_LIMIT - keyCount()) {
+                kind.registry.remove(first, keyCount());
+                throw new DeviceBridgeException("internal error: the export key space is exhausted");
+            }
+            key = first;
+            kind.liveNodes.add(nodes);
+            return first << NODE_BITS;
+        }
+
+        private int keyCount() {
+            return ((nodes - 1) >>> NODE_BITS) + 1;
+        }
+
+        /** The address of node {@code i}'s struct (i >= 1) in the block. */
+        long struct(int i) {
+            return base + (i - 1) * kind.size;
+        }
+
+        long privateData(int i) {
+            return (key << NODE_BITS) + i;
+        }
+
+        /** The node {@code privateData} names in this tree, or -1. */
+        int node(long privateData) {
+            long i = privateData - (key << NODE_BITS);
+            return i >= 0 && i < nodes ? (int) i : -1;
+        }
+
+        /** Marks node {@code i} released; {@code false} if it was already. */
+        boolean claim(int i) {
+            long bit = 1L << (i & 63);
+            if (releasedBits == null) {
+                long old = (long) RELEASED.getAndBitwiseOr(this, bit);
+                return (old & bit) == 0;
+            }
+            long old = (long) BITS.getAndBitwiseOr(releasedBits, i >>> 6, bit);
+            return (old & bit) == 0;
+        }
+
+        /**
+         * Releases claimed node {@code i}: its dependents still in place first (ours recursively, here;
+         * anyone else's through their release), then its buffers. Returns the number of nodes of this tree
+         * released here; the caller marks the struct released and then calls {@link #drop}.
+         */
+        int releaseClaimed(int i, int depth) {
+            int count = 1;
+            long entry = base + table + TABLE_ENTRY * i;
+            int firstDependent = ALL.get(ValueLayout.JAVA_INT, entry + 8);
+            int dependents = ALL.get(ValueLayout.JAVA_INT, entry + 12);
+            for (int d = firstDependent; d < firstDependent + dependents; d++) {
+                long s = struct(d);
+                try {
+                    long fn = ALL.get(ValueLayout.JAVA_LONG, s + kind.releaseOff);
+                    if (fn == 0) {
+                        continue; // moved out by the consumer, or released already
+                    }
+                    if (fn == kind.stub && depth < 1024
+                            && ALL.get(ValueLayout.JAVA_LONG, s + kind.privateOff) == privateData(d) && claim(d)) {
+                        count += releaseClaimed(d, depth + 1);
+                        ALL.set(ValueLayout.JAVA_LONG, s + kind.releaseOff, 0L);
+                    } else if (fn == kind.stub) {
+                        release(kind, MemorySegment.ofAddress(s).reinterpret(kind.size)); // not this node: its own lookup
+                    } else {
+                        Callbacks.invokeVoidPointer(MemorySegment.ofAddress(fn), MemorySegment.ofAddress(s).reinterpret(kind.size));
+                    }
+                } catch (Throwable t) {
+                    LOG.log(System.Logger.Level.ERROR, "devicebridge: releasing an exported child struct failed", t);
+                }
+            }
             if (retained != null) {
-                for (ArrowBuf b : retained) {
+                int from = ALL.get(ValueLayout.JAVA_INT, entry);
+                int to = ALL.get(ValueLayout.JAVA_INT, entry + 4);
+                for (int b = from; b < to; b++) {
                     try {
-                        b.getReferenceManager().release();
+                        retained[b].getReferenceManager().release();
                     } catch (Throwable t) {
                         LOG.log(System.Logger.Level.ERROR, "devicebridge: dropping an exported Arrow buffer failed", t);
                     }
                 }
             }
-            block.nodeReleased();
+            return count;
+        }
+
+        /** {@code n} nodes were released (their structs marked): the last one frees the block. */
+        void drop(int n) {
+            kind.releases.add(n);
+            kind.liveNodes.add(-n);
+            if ((int) LIVE.getAndAdd(this, -n) == n) {
+                kind.registry.remove(key, keyCount());
+                Native.free(MemorySegment.ofAddress(base));
+            }
         }
     }
 
@@ -104,7 +247,7 @@ final class ExportRuntime {
 
     private static void releaseSchema(MemorySegment schema) {
         try {
-            release(true, schema.reinterpret(SCHEMA_SIZE), 0);
+            release(SCHEMA, schema.reinterpret(SCHEMA_SIZE));
         } catch (Throwable t) {
             LOG.log(System.Logger.Level.ERROR, "devicebridge: releasing an exported ArrowSchema failed", t);
         }
@@ -112,7 +255,7 @@ final class ExportRuntime {
 
     private static void releaseArray(MemorySegment array) {
         try {
-            release(false, array.reinterpret(ARRAY_SIZE), 0);
+            release(ARRAY, array.reinterpret(ARRAY_SIZE));
         } catch (Throwable t) {
             LOG.log(System.Logger.Level.ERROR, "devicebridge: releasing an exported ArrowArray failed", t);
         }
@@ -123,46 +266,28 @@ final class ExportRuntime {
      * dictionary still live in place are released first; ones the consumer moved away (release NULL in
      * place) are left to their own release.
      */
-    static void release(boolean schema, MemorySegment struct, int depth) {
-        long releaseOff = schema ? SCHEMA_RELEASE_OFF : ARRAY_RELEASE_OFF;
-        long privateOff = schema ? SCHEMA_PRIVATE_OFF : ARRAY_PRIVATE_OFF;
-        long key = struct.get(ValueLayout.JAVA_LONG, privateOff);
-        Node node = (schema ? SCHEMAS : ARRAYS).remove(key);
-        if (node == null) {
+    static void release(Kind kind, MemorySegment struct) {
+        long privateData = struct.get(ValueLayout.JAVA_LONG, kind.privateOff);
+        Tree tree = kind.registry.get(privateData >>> NODE_BITS);
+        int node = tree == null ? -1 : tree.node(privateData);
+        if (node < 0 || !tree.claim(node)) {
             STALE_RELEASES.incrementAndGet();
-            LOG.log(System.Logger.Level.WARNING, "devicebridge: release called on an exported "
-                    + (schema ? "ArrowSchema" : "ArrowArray") + " that was already released (or not exported by devicebridge)");
-            struct.set(ValueLayout.JAVA_LONG, releaseOff, 0L);
+            LOG.log(System.Logger.Level.WARNING, "devicebridge: release called on an exported " + kind.name
+                    + " that was already released (or not exported by devicebridge)");
+            struct.set(ValueLayout.JAVA_LONG, kind.releaseOff, 0L);
             return;
         }
-        (schema ? SCHEMA_RELEASES : ARRAY_RELEASES).incrementAndGet();
-        long ownStub = schema ? RELEASE_SCHEMA_ADDRESS : RELEASE_ARRAY_ADDRESS;
-        long size = schema ? SCHEMA_SIZE : ARRAY_SIZE;
+        int released = 1;
         try {
-            for (long dependent : node.dependents) {
-                try {
-                    MemorySegment d = MemorySegment.ofAddress(dependent).reinterpret(size);
-                    long fn = d.get(ValueLayout.JAVA_LONG, releaseOff);
-                    if (fn == 0) {
-                        continue; // moved out by the consumer, or released already
-                    }
-                    if (fn == ownStub && depth < 1024) {
-                        release(schema, d, depth + 1); // ours: no native round trip
-                    } else {
-                        Callbacks.invokeVoidPointer(MemorySegment.ofAddress(fn), d);
-                    }
-                } catch (Throwable t) {
-                    LOG.log(System.Logger.Level.ERROR, "devicebridge: releasing an exported child struct failed", t);
-                }
-            }
+            released = tree.releaseClaimed(node, 0);
         } finally {
-            node.free();
-            struct.set(ValueLayout.JAVA_LONG, releaseOff, 0L);
+            struct.set(ValueLayout.JAVA_LONG, kind.releaseOff, 0L);
+            tree.drop(released);
         }
     }
 
-    /** Exports not released yet (schema and array nodes); tests assert this returns to its baseline. */
+    /** Exported nodes (schema and array) not released yet; tests assert this returns to its baseline. */
     static int liveNodes() {
-        return SCHEMAS.size() + ARRAYS.size();
+        return Math.toIntExact(SCHEMA.liveNodes.sum() + ARRAY.liveNodes.sum());
     }
 }

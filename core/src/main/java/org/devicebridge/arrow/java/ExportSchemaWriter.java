@@ -3,14 +3,14 @@ package org.devicebridge.arrow.java;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import org.apache.arrow.vector.dictionary.Dictionary;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.DictionaryEncoding;
 import org.apache.arrow.vector.types.pojo.Field;
-import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.ValidationException;
 import org.devicebridge.generated.arrow.ArrowSchema;
@@ -18,9 +18,10 @@ import org.devicebridge.internal.FieldPath;
 import org.devicebridge.internal.Native;
 
 /**
- * Fills an ArrowSchema tree from an Arrow Java {@link Field}: everything is computed and checked first,
- * then one malloc block receives the child structs, child pointer arrays and strings, and only then is
- * the root struct written. A failure leaves the output untouched and holds nothing.
+ * Fills an ArrowSchema tree from an Arrow Java {@link Schema} or {@link Field}: everything is computed
+ * and checked first into the thread's reused {@link Plan}, then one malloc block receives the child
+ * structs, child pointer arrays, strings and the node table, the tree is registered, and only then are
+ * the structs written. A failure leaves the output untouched and holds nothing.
  */
 final class ExportSchemaWriter {
     private static final long FORMAT = ArrowSchema.format$offset();
@@ -32,122 +33,189 @@ final class ExportSchemaWriter {
     private static final long DICTIONARY = ArrowSchema.dictionary$offset();
     private static final long RELEASE = ArrowSchema.release$offset();
     private static final long PRIVATE = ArrowSchema.private_data$offset();
+    private static final MemorySegment ALL = ExportRuntime.ALL;
+
+    private static final ThreadLocal<Plan> PLANS = ThreadLocal.withInitial(Plan::new);
 
     private ExportSchemaWriter() {}
 
-    private static final class Plan {
-        byte[] format;
-        byte[] name;
-        byte[] metadata;
-        long flags;
-        final List<Plan> children = new ArrayList<>();
-        Plan dictionary;
-        long structOff = -1; // -1: the root, in the caller's struct
-        long childrenOff;
-        long formatOff;
-        long nameOff;
-        long metadataOff;
+    /** One schema export, planned: per node its strings (ASCII {@code String}s or UTF-8 bytes), metadata and flags. */
+    static final class Plan extends ExportPlan {
+        Object[] format = new Object[16];
+        Object[] name = new Object[16];
+        byte[][] metadata = new byte[16][];
+        long[] flags = new long[16];
+
+        @Override
+        void growNodes(int capacity) {
+            format = Arrays.copyOf(format, capacity);
+            name = Arrays.copyOf(name, capacity);
+            metadata = Arrays.copyOf(metadata, capacity);
+            flags = Arrays.copyOf(flags, capacity);
+        }
+
+        @Override
+        void reset() {
+            Arrays.fill(format, 0, nodes, null);
+            Arrays.fill(name, 0, nodes, null);
+            Arrays.fill(metadata, 0, nodes, null);
+            super.reset();
+        }
     }
 
-    /** The record batch schema as the C interface has it: a non-nullable struct with the schema's metadata. */
-    static Field asStructField(Schema schema) {
-        return new Field("", new FieldType(false, ArrowType.Struct.INSTANCE, null, schema.getCustomMetadata()),
-                schema.getFields());
+    private static Plan plan() {
+        Plan p = PLANS.get();
+        if (p.busy) {
+            return new Plan();
+        }
+        p.busy = true;
+        return p;
     }
 
+    /** Exports {@code schema} as the C interface has a record batch schema: a non-nullable struct with its metadata. */
+    static void export(Schema schema, DictionaryProvider provider, MemorySegment out) {
+        Plan p = plan();
+        try {
+            p.reserveRoot();
+            List<Field> fields = schema.getFields();
+            p.format[0] = text(ExportFormats.format(ArrowType.Struct.INSTANCE, fields.size(), p, 0));
+            p.name[0] = "";
+            p.metadata[0] = ExportFormats.encodeMetadata(schema.getCustomMetadata());
+            p.flags[0] = 0;
+            int first = p.reserveDependents(0, fields.size(), false);
+            for (int i = 0; i < fields.size(); i++) {
+                planField(p, first + i, fields.get(i), provider, 1);
+            }
+            write(p, out);
+        } finally {
+            p.reset();
+            p.busy = false;
+        }
+    }
+
+    /** Exports one field (its type, name, flags, metadata, children and dictionary) into {@code out}. */
     static void export(Field field, DictionaryProvider provider, MemorySegment out) {
-        List<Plan> all = new ArrayList<>();
-        Plan root = plan(field, provider, "", 0, all);
-        long size = 0;
-        for (Plan p : all) {
-            if (p != root) {
-                p.structOff = size;
-                size += ExportRuntime.SCHEMA_SIZE;
-            }
-            p.childrenOff = size;
-            size = Math.addExact(size, 8L * p.children.size());
-            p.formatOff = size;
-            size = Math.addExact(size, align8(p.format.length + 1L));
-            p.nameOff = size;
-            size = Math.addExact(size, align8(p.name.length + 1L));
-            p.metadataOff = size;
-            size = Math.addExact(size, align8(p.metadata == null ? 0 : p.metadata.length));
-        }
-        MemorySegment block = Native.malloc(size);
-        long base = block.address();
-        ExportRuntime.Block owner = new ExportRuntime.Block(base, all.size());
-        long[] keys = new long[all.size()];
-        // Strings and pointer arrays first; registration last, so nothing can fail after a key exists.
-        for (int i = 0; i < all.size(); i++) {
-            Plan p = all.get(i);
-            MemorySegment.copy(p.format, 0, block, ValueLayout.JAVA_BYTE, p.formatOff, p.format.length);
-            block.set(ValueLayout.JAVA_BYTE, p.formatOff + p.format.length, (byte) 0);
-            MemorySegment.copy(p.name, 0, block, ValueLayout.JAVA_BYTE, p.nameOff, p.name.length);
-            block.set(ValueLayout.JAVA_BYTE, p.nameOff + p.name.length, (byte) 0);
-            if (p.metadata != null) {
-                MemorySegment.copy(p.metadata, 0, block, ValueLayout.JAVA_BYTE, p.metadataOff, p.metadata.length);
-            }
-            for (int c = 0; c < p.children.size(); c++) {
-                block.set(ValueLayout.JAVA_LONG, p.childrenOff + 8L * c, base + p.children.get(c).structOff);
-            }
-        }
-        for (int i = 0; i < all.size(); i++) {
-            Plan p = all.get(i);
-            long[] dependents = new long[p.children.size() + (p.dictionary == null ? 0 : 1)];
-            for (int c = 0; c < p.children.size(); c++) {
-                dependents[c] = base + p.children.get(c).structOff;
-            }
-            if (p.dictionary != null) {
-                dependents[dependents.length - 1] = base + p.dictionary.structOff;
-            }
-            keys[i] = ExportRuntime.SCHEMAS.register(new ExportRuntime.Node(owner, null, dependents));
-        }
-        for (int i = 0; i < all.size(); i++) {
-            Plan p = all.get(i);
-            MemorySegment s = p == root ? out : block.asSlice(p.structOff, ExportRuntime.SCHEMA_SIZE);
-            write(s, p, base, keys[i]);
+        Plan p = plan();
+        try {
+            p.reserveRoot();
+            planField(p, 0, field, provider, 0);
+            write(p, out);
+        } finally {
+            p.reset();
+            p.busy = false;
         }
     }
 
-    private static void write(MemorySegment s, Plan p, long base, long key) {
-        s.set(ValueLayout.JAVA_LONG, FORMAT, base + p.formatOff);
-        s.set(ValueLayout.JAVA_LONG, NAME, base + p.nameOff);
-        s.set(ValueLayout.JAVA_LONG, METADATA, p.metadata == null ? 0L : base + p.metadataOff);
-        s.set(ValueLayout.JAVA_LONG, FLAGS, p.flags);
-        s.set(ValueLayout.JAVA_LONG, N_CHILDREN, p.children.size());
-        s.set(ValueLayout.JAVA_LONG, CHILDREN, p.children.isEmpty() ? 0L : base + p.childrenOff);
-        s.set(ValueLayout.JAVA_LONG, DICTIONARY, p.dictionary == null ? 0L : base + p.dictionary.structOff);
-        s.set(ValueLayout.JAVA_LONG, PRIVATE, key);
-        s.set(ValueLayout.JAVA_LONG, RELEASE, ExportRuntime.RELEASE_SCHEMA.address());
+    private static void write(Plan p, MemorySegment out) {
+        int nodes = p.nodes;
+        long size = Math.multiplyExact(nodes - 1L, ExportRuntime.SCHEMA_SIZE);
+        for (int i = 0; i < nodes; i++) {
+            size = Math.addExact(size, 8L * p.childCount[i]);
+            size = Math.addExact(size, ExportPlan.align8(length(p.format[i]) + 1L));
+            size = Math.addExact(size, ExportPlan.align8(length(p.name[i]) + 1L));
+            size = Math.addExact(size, ExportPlan.align8(p.metadata[i] == null ? 0 : p.metadata[i].length));
+        }
+        long table = size;
+        size = Math.addExact(size, p.tableBytes());
+        long base = Native.malloc(size).address();
+        ExportRuntime.Tree tree = new ExportRuntime.Tree(ExportRuntime.SCHEMA, base, table, nodes, null);
+        long privateData;
+        try {
+            privateData = tree.register();
+        } catch (RuntimeException | Error e) {
+            Native.free(MemorySegment.ofAddress(base));
+            throw e;
+        }
+        // Registered: from here on nothing can fail, only memory is written.
+        long cursor = base + (nodes - 1L) * ExportRuntime.SCHEMA_SIZE;
+        long stub = ExportRuntime.SCHEMA.stub;
+        for (int i = 0; i < nodes; i++) {
+            int nc = p.childCount[i];
+            long children = cursor;
+            long format = children + 8L * nc;
+            long name = format + ExportPlan.align8(length(p.format[i]) + 1L);
+            long metadata = name + ExportPlan.align8(length(p.name[i]) + 1L);
+            cursor = metadata + ExportPlan.align8(p.metadata[i] == null ? 0 : p.metadata[i].length);
+            int firstChild = p.firstDependent[i];
+            for (int c = 0; c < nc; c++) {
+                ALL.set(ValueLayout.JAVA_LONG, children + 8L * c, tree.struct(firstChild + c));
+            }
+            writeText(p.format[i], format);
+            writeText(p.name[i], name);
+            if (p.metadata[i] != null) {
+                MemorySegment.copy(p.metadata[i], 0, ALL, ValueLayout.JAVA_BYTE, metadata, p.metadata[i].length);
+            }
+            p.writeTableEntry(base + table, i, 0, 0);
+            int dictionary = p.dictionaryOf(i);
+            MemorySegment s = i == 0 ? out : ALL;
+            long at = i == 0 ? 0 : tree.struct(i);
+            s.set(ValueLayout.JAVA_LONG, at + FORMAT, format);
+            s.set(ValueLayout.JAVA_LONG, at + NAME, name);
+            s.set(ValueLayout.JAVA_LONG, at + METADATA, p.metadata[i] == null ? 0L : metadata);
+            s.set(ValueLayout.JAVA_LONG, at + FLAGS, p.flags[i]);
+            s.set(ValueLayout.JAVA_LONG, at + N_CHILDREN, nc);
+            s.set(ValueLayout.JAVA_LONG, at + CHILDREN, nc == 0 ? 0L : children);
+            s.set(ValueLayout.JAVA_LONG, at + DICTIONARY, dictionary < 0 ? 0L : tree.struct(dictionary));
+            s.set(ValueLayout.JAVA_LONG, at + PRIVATE, privateData + i);
+            s.set(ValueLayout.JAVA_LONG, at + RELEASE, stub);
+        }
     }
 
-    private static long align8(long n) {
-        return Math.addExact(n, 7L) & ~7L;
+    /** {@code s} as written into the block: itself when it is ASCII (one byte per char), else its UTF-8 bytes. */
+    private static Object text(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            if (s.charAt(i) >= 0x80) {
+                return s.getBytes(StandardCharsets.UTF_8);
+            }
+        }
+        return s;
     }
 
-    private static Plan plan(Field field, DictionaryProvider provider, String path, int depth, List<Plan> all) {
+    private static int length(Object text) {
+        return text instanceof String s ? s.length() : ((byte[]) text).length;
+    }
+
+    /** Writes {@code text} and a NUL terminator at {@code address}. */
+    private static void writeText(Object text, long address) {
+        int n;
+        if (text instanceof String s) {
+            n = s.length();
+            for (int i = 0; i < n; i++) {
+                ALL.set(ValueLayout.JAVA_BYTE, address + i, (byte) s.charAt(i));
+            }
+        } else {
+            byte[] b = (byte[]) text;
+            n = b.length;
+            MemorySegment.copy(b, 0, ALL, ValueLayout.JAVA_BYTE, address, n);
+        }
+        ALL.set(ValueLayout.JAVA_BYTE, address + n, (byte) 0);
+    }
+
+    /** Plans node {@code node} (already reserved) from {@code field}, then its dictionary and children. */
+    private static void planField(Plan p, int node, Field field, DictionaryProvider provider, int depth) {
         if (depth > FieldPath.MAX_DEPTH) {
-            throw new ValidationException(ValidationException.Category.DEPTH, path,
+            throw new ValidationException(ValidationException.Category.DEPTH, p.path(node),
                     "the schema nests deeper than " + FieldPath.MAX_DEPTH + " levels (or a dictionary refers back to itself)");
         }
-        Plan p = new Plan();
-        all.add(p);
         List<Field> children = field.getChildren() == null ? List.of() : field.getChildren();
-        p.format = ExportFormats.format(field.getType(), children.size(), path)
-                .getBytes(StandardCharsets.UTF_8);
-        p.name = (field.getName() == null ? "" : field.getName()).getBytes(StandardCharsets.UTF_8);
-        p.metadata = ExportFormats.encodeMetadata(ExportFormats.metadata(field));
-        p.flags = ExportFormats.flags(field);
+        p.format[node] = text(ExportFormats.format(field.getType(), children.size(), p, node));
+        p.name[node] = text(field.getName() == null ? "" : field.getName());
+        Map<String, String> metadata = ExportFormats.metadata(field);
+        p.metadata[node] = ExportFormats.encodeMetadata(metadata);
+        p.flags[node] = ExportFormats.flags(field);
         DictionaryEncoding encoding = field.getDictionary();
+        Dictionary dictionary = null;
         if (encoding != null) {
-            checkIndexType(field, encoding, path);
-            Dictionary dictionary = lookup(provider, encoding, path);
-            p.dictionary = plan(dictionary.getVector().getField(), provider, FieldPath.join(path, "dictionary"), depth + 1, all);
+            checkIndexType(field, encoding, p.path(node));
+            dictionary = lookup(provider, encoding, p.path(node));
+        }
+        int first = p.reserveDependents(node, children.size(), dictionary != null);
+        if (dictionary != null) {
+            planField(p, first + children.size(), dictionary.getVector().getField(), provider, depth + 1);
         }
         for (int i = 0; i < children.size(); i++) {
-            p.children.add(plan(children.get(i), provider, FieldPath.join(path, "children[" + i + "]"), depth + 1, all));
+            planField(p, first + i, children.get(i), provider, depth + 1);
         }
-        return p;
     }
 
     /** In Arrow Java's in-memory form, a dictionary-encoded field's type is its index type. */

@@ -91,7 +91,7 @@ final class Sources {
 
         @Override
         public final void exportSchema(MemorySegment out) throws Exception {
-            ExportSchemaWriter.export(ExportSchemaWriter.asStructField(schema()), provider(), out);
+            ExportSchemaWriter.export(schema(), provider(), out);
         }
 
         @Override

@@ -160,7 +160,7 @@ class ArrowExportLifecycleTest {
         MethodHandle join = Native.libc("pthread_join", FunctionDescriptor.of(ValueLayout.JAVA_INT,
                 ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
         MemorySegment array = newArray();
-        long before = ExportRuntime.ARRAY_RELEASES.get();
+        long before = ExportTestSupport.arrayReleases();
         try (VectorSchemaRoot root = intsAndStrings(10, 1)) {
             ArrowExport.exportRoot(root, array, null);
         }
@@ -174,7 +174,7 @@ class ArrowExportLifecycleTest {
             throw new AssertionError(t);
         }
         assertEquals(MemorySegment.NULL, ArrowArray.release(array));
-        assertEquals(3, ExportRuntime.ARRAY_RELEASES.get() - before, "root and two children, once each");
+        assertEquals(3, ExportTestSupport.arrayReleases() - before, "root and two children, once each");
     }
 
     @Test
@@ -182,7 +182,7 @@ class ArrowExportLifecycleTest {
         int batches = 200;
         BlockingQueue<MemorySegment> queue = new ArrayBlockingQueue<>(batches);
         AtomicBoolean failed = new AtomicBoolean();
-        long before = ExportRuntime.ARRAY_RELEASES.get();
+        long before = ExportTestSupport.arrayReleases();
         try (Arena shared = Arena.ofShared()) {
             Thread consumer = new Thread(() -> {
                 try {
@@ -209,7 +209,7 @@ class ArrowExportLifecycleTest {
             assertFalse(consumer.isAlive());
         }
         assertFalse(failed.get());
-        assertEquals(3L * batches, ExportRuntime.ARRAY_RELEASES.get() - before);
+        assertEquals(3L * batches, ExportTestSupport.arrayReleases() - before);
     }
 
     @Test
@@ -218,14 +218,14 @@ class ArrowExportLifecycleTest {
         try (VectorSchemaRoot root = intsAndStrings(6, 3)) {
             ArrowExport.exportRoot(root, array, null);
         }
-        int live = ExportRuntime.ARRAYS.size();
+        int live = ExportTestSupport.exportedArrays();
         MemorySegment child = ArrowArray.children(array).reinterpret(16).get(ValueLayout.ADDRESS, 8)
                 .reinterpret(ArrowArray.sizeof());
         MemorySegment moved = newArray();
         moved.copyFrom(child);
         ArrowArray.release(child, MemorySegment.NULL); // the move: the original is marked released
         Callbacks.invokeVoidPointer(ArrowArray.release(array), array);
-        assertEquals(live - 2, ExportRuntime.ARRAYS.size(), "parent and the other child released; moved child lives");
+        assertEquals(live - 2, ExportTestSupport.exportedArrays(), "parent and the other child released; moved child lives");
         // the moved child's buffers and pointer arrays are still valid
         MemorySegment buffers = ArrowArray.buffers(moved).reinterpret(24);
         MemorySegment offsets = buffers.get(ValueLayout.ADDRESS, 8).reinterpret(7 * 4);
@@ -234,7 +234,7 @@ class ArrowExportLifecycleTest {
                 StandardCharsets.UTF_8);
         assertEquals("v3-0", first);
         Callbacks.invokeVoidPointer(ArrowArray.release(moved), moved);
-        assertEquals(live - 3, ExportRuntime.ARRAYS.size());
+        assertEquals(live - 3, ExportTestSupport.exportedArrays());
         assertEquals(MemorySegment.NULL, ArrowArray.release(moved));
     }
 
@@ -415,7 +415,7 @@ class ArrowExportLifecycleTest {
 
     @Test
     void libraryAllocatedArrayClosedWithoutAConsumerReleasesTheExport() {
-        long before = ExportRuntime.ARRAY_RELEASES.get();
+        long before = ExportTestSupport.arrayReleases();
         ExportedArray handle;
         try (VectorSchemaRoot root = intsAndStrings(3, 5)) {
             handle = ArrowExport.exportRoot(root);
@@ -424,7 +424,7 @@ class ArrowExportLifecycleTest {
         assertEquals(3, ArrowArray.length(handle.segment()));
         handle.close();
         handle.close(); // idempotent
-        assertEquals(3, ExportRuntime.ARRAY_RELEASES.get() - before);
+        assertEquals(3, ExportTestSupport.arrayReleases() - before);
         assertThrows(org.devicebridge.HandleClosedException.class, handle::segment);
     }
 
@@ -435,14 +435,14 @@ class ArrowExportLifecycleTest {
              ExportedArray array = ArrowExport.exportRoot(root);
              ExportedSchema schema = ArrowExport.exportSchema(root.getSchema())) {
             expected = rowsOf(root);
-            long before = ExportRuntime.ARRAY_RELEASES.get();
+            long before = ExportTestSupport.arrayReleases();
             try (CDataDictionaryProvider dp = new CDataDictionaryProvider();
                  VectorSchemaRoot back = Data.importVectorSchemaRoot(allocator,
                          org.apache.arrow.c.ArrowArray.wrap(array.address()),
                          org.apache.arrow.c.ArrowSchema.wrap(schema.address()), dp)) {
                 assertEquals(expected, rowsOf(back));
             }
-            assertEquals(3, ExportRuntime.ARRAY_RELEASES.get() - before, "released by the consumer");
+            assertEquals(3, ExportTestSupport.arrayReleases() - before, "released by the consumer");
             assertEquals(MemorySegment.NULL, ArrowArray.release(array.segment()));
         } // closing the handles frees only the struct memory: nothing is released twice (checked in tearDown)
     }

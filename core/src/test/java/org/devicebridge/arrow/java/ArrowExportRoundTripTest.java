@@ -77,14 +77,14 @@ class ArrowExportRoundTripTest {
             root.setRowCount(rows);
             MemorySegment array = arena.allocate(org.devicebridge.generated.arrow.ArrowArray.layout());
             MemorySegment schema = arena.allocate(org.devicebridge.generated.arrow.ArrowSchema.layout());
-            int nodesBefore = ExportRuntime.ARRAYS.size();
-            long releasesBefore = ExportRuntime.ARRAY_RELEASES.get();
-            long schemaReleasesBefore = ExportRuntime.SCHEMA_RELEASES.get();
-            int schemaNodesBefore = ExportRuntime.SCHEMAS.size();
+            int nodesBefore = ExportTestSupport.exportedArrays();
+            long releasesBefore = ExportTestSupport.arrayReleases();
+            long schemaReleasesBefore = ExportTestSupport.schemaReleases();
+            int schemaNodesBefore = ExportTestSupport.exportedSchemas();
 
             ArrowExport.exportRoot(root, dictionaries, array, schema);
-            int arrayNodes = ExportRuntime.ARRAYS.size() - nodesBefore;
-            int schemaNodes = ExportRuntime.SCHEMAS.size() - schemaNodesBefore;
+            int arrayNodes = ExportTestSupport.exportedArrays() - nodesBefore;
+            int schemaNodes = ExportTestSupport.exportedSchemas() - schemaNodesBefore;
             assertTrue(arrayNodes >= 1 + vectors.size(), "one node per struct at least");
             assertEquals(0L, org.devicebridge.generated.arrow.ArrowArray.offset(array), "offset is always 0");
 
@@ -95,7 +95,7 @@ class ArrowExportRoundTripTest {
                 ExportTestSupport.releaseIfLive(array, schema);
                 throw e;
             }
-            assertEquals(arrayNodes, ExportRuntime.ARRAY_RELEASES.get() - releasesBefore,
+            assertEquals(arrayNodes, ExportTestSupport.arrayReleases() - releasesBefore,
                     "the consumer's release freed every node exactly once");
             assertEquals(0L, org.devicebridge.generated.arrow.ArrowArray.release(array).address(),
                     "the struct is marked released");
@@ -111,7 +111,7 @@ class ArrowExportRoundTripTest {
             try (CDataDictionaryProvider imported = new CDataDictionaryProvider();
                  VectorSchemaRoot back = Data.importVectorSchemaRoot(allocator, ArrowArray.wrap(array.address()),
                          ArrowSchema.wrap(schema.address()), imported)) {
-                assertEquals(schemaNodes, ExportRuntime.SCHEMA_RELEASES.get() - schemaReleasesBefore,
+                assertEquals(schemaNodes, ExportTestSupport.schemaReleases() - schemaReleasesBefore,
                         "arrow-c-data released the schema tree: each node exactly once");
                 assertEquals(rows, back.getRowCount());
                 assertEquals(vectors.size(), back.getFieldVectors().size());
@@ -143,7 +143,7 @@ class ArrowExportRoundTripTest {
                     }
                 }
                 if (!family.equals("null")) { // a batch without buffers is released by arrow-c-data at once
-                    assertEquals(0, ExportRuntime.ARRAY_RELEASES.get() - releasesBefore,
+                    assertEquals(0, ExportTestSupport.arrayReleases() - releasesBefore,
                             "nothing released while the consumer holds the batch");
                 }
             }

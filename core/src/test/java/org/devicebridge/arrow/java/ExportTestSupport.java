@@ -76,12 +76,22 @@ public final class ExportTestSupport {
 
     /** Exported {@code ArrowArray} nodes (of Arrow Java data) not released yet. */
     public static int exportedArrays() {
-        return ExportRuntime.ARRAYS.size();
+        return Math.toIntExact(ExportRuntime.ARRAY.liveNodes.sum());
     }
 
-    /** Release callbacks of exported {@code ArrowArray} nodes that ran since the JVM started. */
+    /** Exported {@code ArrowSchema} nodes not released yet. */
+    static int exportedSchemas() {
+        return Math.toIntExact(ExportRuntime.SCHEMA.liveNodes.sum());
+    }
+
+    /** Exported {@code ArrowArray} nodes released (each once) since the JVM started. */
     public static long arrayReleases() {
-        return ExportRuntime.ARRAY_RELEASES.get();
+        return ExportRuntime.ARRAY.releases.sum();
+    }
+
+    /** Exported {@code ArrowSchema} nodes released (each once) since the JVM started. */
+    static long schemaReleases() {
+        return ExportRuntime.SCHEMA.releases.sum();
     }
 
     public static BufferAllocator allocator() {
@@ -549,10 +559,10 @@ public final class ExportTestSupport {
     /** Releases exported structs a failed consumer left live (so one failure does not hide the next). */
     static void releaseIfLive(java.lang.foreign.MemorySegment array, java.lang.foreign.MemorySegment schema) {
         if (array != null && org.devicebridge.generated.arrow.ArrowArray.release(array).address() != 0) {
-            ExportRuntime.release(false, array, 0);
+            ExportRuntime.release(ExportRuntime.ARRAY, array);
         }
         if (schema != null && org.devicebridge.generated.arrow.ArrowSchema.release(schema).address() != 0) {
-            ExportRuntime.release(true, schema, 0);
+            ExportRuntime.release(ExportRuntime.SCHEMA, schema);
         }
     }
 

@@ -1,0 +1,269 @@
+package org.devicebridge.arrow.java;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import org.apache.arrow.vector.types.DateUnit;
+import org.apache.arrow.vector.types.FloatingPointPrecision;
+import org.apache.arrow.vector.types.IntervalUnit;
+import org.apache.arrow.vector.types.Types;
+import org.apache.arrow.vector.types.UnionMode;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.DictionaryEncoding;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.FieldType;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.arrow.ArrowDataType;
+import org.devicebridge.arrow.ArrowDataType.TypeId;
+import org.devicebridge.arrow.SchemaNode;
+import org.devicebridge.internal.FieldPath;
+
+/**
+ * Maps parsed schemas ({@link SchemaNode}) to Arrow Java {@link Field}s. Dictionary ids are assigned in
+ * depth-first order from a first id. The mapping of a schema without dictionaries is cached per thread
+ * ({@link #of}): importing the same schema again, or an equal one (the schema exported with every batch),
+ * reuses its fields (Arrow Java's fields are immutable) instead of building them again.
+ */
+final class JavaFields {
+    /** The last dictionary-free mapping made on this thread (one entry: a stream imports one schema). */
+    private static final ThreadLocal<Mapping> LAST = new ThreadLocal<>();
+
+    private long nextDictionaryId;
+    /** The value field of each dictionary, as mapped with the ids of the whole tree. */
+    private final IdentityHashMap<SchemaNode, Field> dictionaryValueFields = new IdentityHashMap<>();
+
+    private JavaFields(long firstDictionaryId) {
+        this.nextDictionaryId = firstDictionaryId;
+    }
+
+    /**
+     * The Arrow Java fields of one schema tree: the root's field, the value field of each dictionary (keyed by
+     * the dictionary's node of {@link #schema}), and facts the importer asks of every batch.
+     */
+    static final class Mapping {
+        final SchemaNode schema;
+        final long firstDictionaryId;
+        final Field root;
+        final Map<SchemaNode, Field> dictionaryValueFields;
+        final boolean hasDictionary;
+        final boolean hasRunEndEncoded;
+        /** The root's children as a schema (a record batch's), made on first use. */
+        private Schema childSchema;
+
+        private Mapping(SchemaNode schema, long firstDictionaryId, Field root, Map<SchemaNode, Field> dictionaryValueFields) {
+            this.schema = schema;
+            this.firstDictionaryId = firstDictionaryId;
+            this.root = root;
+            this.dictionaryValueFields = dictionaryValueFields;
+            this.hasDictionary = !dictionaryValueFields.isEmpty();
+            this.hasRunEndEncoded = hasRunEndEncoded(schema);
+        }
+
+        /** The schema of a record batch of this struct type: the root's children, without metadata. */
+        Schema childSchema() {
+            Schema s = childSchema;
+            if (s == null) {
+                s = new Schema(root.getChildren());
+                childSchema = s;
+            }
+            return s;
+        }
+    }
+
+    /** The field of {@code schema}, dictionary ids from 0. */
+    static Field field(SchemaNode schema) {
+        return new JavaFields(0).field0(schema);
+    }
+
+    /**
+     * The mapping of {@code schema} with dictionary ids from {@code firstDictionaryId}: this thread's last
+     * one when it was made for this schema or an equal one without dictionaries, else a new one.
+     *
+     * @throws UnsupportedFeatureException if Arrow Java cannot represent a type of the tree exactly
+     */
+    static Mapping of(SchemaNode schema, long firstDictionaryId) {
+        Mapping last = LAST.get();
+        if (last != null && (last.schema == schema || sameShape(last.schema, schema))) {
+            return last;
+        }
+        JavaFields mapper = new JavaFields(firstDictionaryId);
+        Field root = mapper.field0(schema);
+        Mapping m = new Mapping(schema, firstDictionaryId,
+                root, mapper.dictionaryValueFields.isEmpty() ? Map.of() : mapper.dictionaryValueFields);
+        if (!m.hasDictionary) {
+            LAST.set(m);
+        }
+        return m;
+    }
+
+    /**
+     * {@code true} if {@code a} and {@code b} map to the same Arrow Java fields: equal names, formats, flags
+     * and metadata all the way down, and no dictionary anywhere (dictionary ids depend on the import).
+     */
+    private static boolean sameShape(SchemaNode a, SchemaNode b) {
+        if (a.dictionary() != null || b.dictionary() != null || a.flags() != b.flags()
+                || !Objects.equals(a.name(), b.name()) || !a.format().equals(b.format())
+                || !a.metadata().equals(b.metadata())) {
+            return false;
+        }
+        List<SchemaNode> ac = a.children();
+        List<SchemaNode> bc = b.children();
+        if (ac.size() != bc.size()) {
+            return false;
+        }
+        for (int i = 0; i < ac.size(); i++) {
+            if (!sameShape(ac.get(i), bc.get(i))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static boolean hasRunEndEncoded(SchemaNode s) {
+        if (s.type().id() == TypeId.RUN_END_ENCODED) {
+            return true;
+        }
+        if (s.dictionary() != null && hasRunEndEncoded(s.dictionary())) {
+            return true;
+        }
+        List<SchemaNode> children = s.children();
+        for (int i = 0; i < children.size(); i++) {
+            if (hasRunEndEncoded(children.get(i))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private Field field0(SchemaNode s) {
+        List<Field> children = new ArrayList<>();
+        DictionaryEncoding encoding = null;
+        ArrowType type = type(s);
+        if (s.dictionary() != null) {
+            // Arrow Java's convention for an encoded vector: the index type plus the encoding; the
+            // dictionary's value field is mapped (and checked) here and again when it is loaded.
+            encoding = new DictionaryEncoding(nextDictionaryId++,
+                    (s.flags() & SchemaNode.FLAG_DICTIONARY_ORDERED) != 0, (ArrowType.Int) type);
+            dictionaryValueFields.put(s.dictionary(), field0(s.dictionary()));
+        }
+        for (SchemaNode c : s.children()) {
+            children.add(field0(c));
+        }
+        if (s.type().id() == TypeId.SPARSE_UNION) {
+            checkSparseUnion(s, children);
+        }
+        Map<String, String> metadata = s.metadata().isEmpty() ? null : s.metadata();
+        return new HashedField(s.name() == null ? "" : s.name(), new FieldType(s.nullable(), type, encoding, metadata),
+                children);
+    }
+
+    /**
+     * A {@link Field} that computes its hash code once: a {@code VectorSchemaRoot} hashes every field
+     * when it is made, once per imported batch, and the fields of a cached mapping are the same objects
+     * each time. Equal to, and hashing like, a plain {@code Field} of the same content (a field is
+     * immutable, and {@code Field.equals} accepts any {@code Field}).
+     */
+    private static final class HashedField extends Field {
+        /** 0 until computed (a hash of 0 is computed each time), as {@code String} caches its hash. */
+        private int hash;
+
+        HashedField(String name, FieldType type, List<Field> children) {
+            super(name, type, children);
+        }
+
+        @Override
+        public int hashCode() {
+            int h = hash;
+            if (h == 0) {
+                h = super.hashCode();
+                hash = h;
+            }
+            return h;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return super.equals(o);
+        }
+    }
+
+    private static void checkSparseUnion(SchemaNode s, List<Field> children) {
+        Set<Types.MinorType> seen = new HashSet<>();
+        for (int i = 0; i < children.size(); i++) {
+            Types.MinorType minor = Types.getMinorTypeForArrowType(children.get(i).getType());
+            int declared = s.type().unionTypeIds().get(i);
+            if (declared != minor.ordinal() || !seen.add(minor)) {
+                throw new UnsupportedFeatureException(FieldPath.join(s.path(), "format"),
+                        "expected sparse union type ids equal to Arrow Java's minor-type numbers (one child per type)"
+                                + " but found type id " + declared + " for " + minor + " (" + minor.ordinal() + ")");
+            }
+        }
+    }
+
+    private static ArrowType type(SchemaNode s) {
+        ArrowDataType t = s.type();
+        return switch (t.id()) {
+            case NULL -> ArrowType.Null.INSTANCE;
+            case BOOL -> ArrowType.Bool.INSTANCE;
+            case INT8 -> new ArrowType.Int(8, true);
+            case UINT8 -> new ArrowType.Int(8, false);
+            case INT16 -> new ArrowType.Int(16, true);
+            case UINT16 -> new ArrowType.Int(16, false);
+            case INT32 -> new ArrowType.Int(32, true);
+            case UINT32 -> new ArrowType.Int(32, false);
+            case INT64 -> new ArrowType.Int(64, true);
+            case UINT64 -> new ArrowType.Int(64, false);
+            case FLOAT16 -> new ArrowType.FloatingPoint(FloatingPointPrecision.HALF);
+            case FLOAT32 -> new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE);
+            case FLOAT64 -> new ArrowType.FloatingPoint(FloatingPointPrecision.DOUBLE);
+            case DECIMAL32, DECIMAL64 -> throw new UnsupportedFeatureException(FieldPath.join(s.path(), "format"),
+                    "expected a decimal Arrow Java 19 can hold exactly (128 or 256 bits) but found '" + t.format() + "'");
+            case DECIMAL128 -> new ArrowType.Decimal(t.precision(), t.scale(), 128);
+            case DECIMAL256 -> new ArrowType.Decimal(t.precision(), t.scale(), 256);
+            case DATE32 -> new ArrowType.Date(DateUnit.DAY);
+            case DATE64 -> new ArrowType.Date(DateUnit.MILLISECOND);
+            case TIME32 -> new ArrowType.Time(unit(t), 32);
+            case TIME64 -> new ArrowType.Time(unit(t), 64);
+            case TIMESTAMP -> new ArrowType.Timestamp(unit(t), t.timezone().isEmpty() ? null : t.timezone());
+            case DURATION -> new ArrowType.Duration(unit(t));
+            case INTERVAL_MONTHS -> new ArrowType.Interval(IntervalUnit.YEAR_MONTH);
+            case INTERVAL_DAY_TIME -> new ArrowType.Interval(IntervalUnit.DAY_TIME);
+            case INTERVAL_MONTH_DAY_NANO -> new ArrowType.Interval(IntervalUnit.MONTH_DAY_NANO);
+            case BINARY -> ArrowType.Binary.INSTANCE;
+            case UTF8 -> ArrowType.Utf8.INSTANCE;
+            case LARGE_BINARY -> ArrowType.LargeBinary.INSTANCE;
+            case LARGE_UTF8 -> ArrowType.LargeUtf8.INSTANCE;
+            case BINARY_VIEW -> ArrowType.BinaryView.INSTANCE;
+            case UTF8_VIEW -> ArrowType.Utf8View.INSTANCE;
+            case FIXED_SIZE_BINARY -> new ArrowType.FixedSizeBinary(t.fixedSize());
+            case LIST -> ArrowType.List.INSTANCE;
+            case LARGE_LIST -> ArrowType.LargeList.INSTANCE;
+            case LIST_VIEW -> ArrowType.ListView.INSTANCE;
+            case LARGE_LIST_VIEW -> ArrowType.LargeListView.INSTANCE;
+            case FIXED_SIZE_LIST -> new ArrowType.FixedSizeList(t.fixedSize());
+            case STRUCT -> ArrowType.Struct.INSTANCE;
+            case MAP -> new ArrowType.Map((s.flags() & SchemaNode.FLAG_MAP_KEYS_SORTED) != 0);
+            case SPARSE_UNION -> new ArrowType.Union(UnionMode.Sparse, ids(t));
+            case DENSE_UNION -> new ArrowType.Union(UnionMode.Dense, ids(t));
+            case RUN_END_ENCODED -> ArrowType.RunEndEncoded.INSTANCE;
+        };
+    }
+
+    private static int[] ids(ArrowDataType t) {
+        return t.unionTypeIds().stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    private static org.apache.arrow.vector.types.TimeUnit unit(ArrowDataType t) {
+        return switch (t.unit()) {
+            case SECOND -> org.apache.arrow.vector.types.TimeUnit.SECOND;
+            case MILLISECOND -> org.apache.arrow.vector.types.TimeUnit.MILLISECOND;
+            case MICROSECOND -> org.apache.arrow.vector.types.TimeUnit.MICROSECOND;
+            case NANOSECOND -> org.apache.arrow.vector.types.TimeUnit.NANOSECOND;
+        };
+    }
+}

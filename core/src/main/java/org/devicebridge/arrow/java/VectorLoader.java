@@ -1,0 +1,454 @@
+package org.devicebridge.arrow.java;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.ForeignAllocation;
+import org.apache.arrow.memory.ReferenceManager;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.dictionary.Dictionary;
+import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.apache.arrow.vector.ipc.message.ArrowFieldNode;
+import org.apache.arrow.vector.types.pojo.DictionaryEncoding;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.arrow.ArrayNode;
+import org.devicebridge.arrow.ArrowDataType;
+import org.devicebridge.arrow.ArrowDataType.Layout;
+import org.devicebridge.internal.Bitmaps;
+import org.devicebridge.internal.FieldPath;
+
+/**
+ * Loads one validated import into Arrow Java vectors, in two steps. {@link #plan} makes the vectors and
+ * notes, vector by vector, the buffers each will take: ranges of the producer's memory, or buffers of the
+ * allocator where Arrow Java cannot take that memory as it is (a bitmap not starting at a byte, offsets not
+ * starting at 0). {@link #load} then wraps all the foreign bytes as <em>one</em> Arrow allocation, accounted
+ * to the allocator, whose release releases the C struct (Arrow Java runs it once, when the last buffer of
+ * any of the vectors, or of vectors they were transferred or sliced to, is released), and hands each vector
+ * its buffers. The plan lives in this thread's reused scratch arrays.
+ */
+final class VectorLoader implements AutoCloseable {
+    private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
+
+    private static final VarHandle RELEASED;
+
+    static {
+        try {
+            RELEASED = MethodHandles.lookup().findVarHandle(VectorLoader.class, "released", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final BufferAllocator allocator;
+    private final Runnable release;
+    @SuppressWarnings("unused")
+    private volatile boolean released;
+    private final DictionaryProvider.MapDictionaryProvider dictionaries;
+    private final JavaFields.Mapping fields;
+    private Scratch s;
+    private List<FieldVector> addedDictionaries;
+    /** The foreign allocation's own buffer (its first reference), once made. */
+    private ArrowBuf allocation;
+
+    /** The vectors planned (in load order: children first) and the buffers each takes. */
+    private static final class Scratch {
+        boolean busy;
+        FieldVector[] vectors = new FieldVector[16];
+        int[] lengths = new int[16];
+        int[] nulls = new int[16];
+        /** Each vector's buffers: [start, end) of the buffer arrays. */
+        int[] bufferStarts = new int[16];
+        int[] bufferEnds = new int[16];
+        int vectorCount;
+        /** Per buffer: the allocator's buffer, or {@code null} for a range of foreign memory. */
+        ArrowBuf[] own = new ArrowBuf[32];
+        long[] addresses = new long[32];
+        long[] sizes = new long[32];
+        int bufferCount;
+        final List<ArrowBuf> list = new ArrayList<>(4);
+
+        void clear() {
+            Arrays.fill(vectors, 0, vectorCount, null);
+            Arrays.fill(own, 0, bufferCount, null);
+            vectorCount = 0;
+            bufferCount = 0;
+            list.clear();
+        }
+    }
+
+    /**
+     * @param release the import's release step: run exactly once, by Arrow Java when the last buffer is
+     *        released, or by {@link #close} when no foreign buffer was handed out
+     */
+    VectorLoader(BufferAllocator allocator, Runnable release, DictionaryProvider.MapDictionaryProvider dictionaries,
+                 JavaFields.Mapping fields) {
+        this.allocator = allocator;
+        this.release = release;
+        this.dictionaries = dictionaries;
+        this.fields = fields;
+        Scratch mine = SCRATCH.get();
+        if (mine.busy) {
+            mine = new Scratch();
+        }
+        mine.busy = true;
+        this.s = mine;
+    }
+
+    /**
+     * Ends the import: drops this loader's references (the allocator's buffers it made, the foreign
+     * allocation's first reference; the vectors hold their own) and closes the dictionaries it added if
+     * {@code failed}. After this the struct is released as soon as no vector holds a buffer of it.
+     */
+    void finish(boolean failed) {
+        if (failed && addedDictionaries != null) {
+            for (FieldVector d : addedDictionaries) {
+                d.close();
+            }
+        }
+        close();
+    }
+
+    @Override
+    public void close() {
+        try {
+            for (int b = 0; b < s.bufferCount; b++) {
+                if (s.own[b] != null) {
+                    s.own[b].getReferenceManager().release();
+                }
+            }
+        } finally {
+            s.clear();
+            s.busy = false;
+            s = null;
+            if (allocation != null) {
+                allocation.getReferenceManager().release(); // the vectors' references keep the struct alive
+            } else {
+                releaseOnce(); // nothing of the struct was handed out
+            }
+        }
+    }
+
+    /** A new vector for elements [start, start + count) of {@code n} (logical, before n's own offset), planned. */
+    FieldVector plan(Field field, ArrayNode n, long start, long count) {
+        FieldVector v = field.createVector(allocator);
+        try {
+            fill(v, n, start, count);
+            return v;
+        } catch (RuntimeException | Error e) {
+            v.close();
+            throw e;
+        }
+    }
+
+    /** Wraps the planned foreign ranges as one allocation and loads every planned vector. */
+    void load() {
+        long bytes = 0;
+        long first = 0;
+        for (int b = 0; b < s.bufferCount; b++) {
+            if (s.own[b] == null) {
+                bytes = Math.addExact(bytes, s.sizes[b]);
+                first = first == 0 ? s.addresses[b] : first;
+            }
+        }
+        ReferenceManager ledger = null;
+        if (bytes > 0) {
+            allocation = allocator.wrapForeignAllocation(new Foreign(bytes, first, this));
+            ledger = allocation.getReferenceManager();
+        }
+        List<ArrowBuf> list = s.list;
+        for (int k = 0; k < s.vectorCount; k++) {
+            list.clear();
+            for (int b = s.bufferStarts[k]; b < s.bufferEnds[k]; b++) {
+                list.add(s.own[b] != null ? s.own[b]
+                        : ledger.deriveBuffer(allocation, s.addresses[b] - allocation.memoryAddress(), s.sizes[b]));
+            }
+            s.vectors[k].loadFieldBuffers(new ArrowFieldNode(s.lengths[k], s.nulls[k]), list);
+        }
+        list.clear();
+    }
+
+    private void fill(FieldVector v, ArrayNode n, long start, long count) {
+        long phys = Math.addExact(n.offset(), start);
+        int mark = s.bufferCount;
+        ArrowDataType t = n.type();
+        Layout layout = t.layout();
+        boolean hasValidity = switch (layout) {
+            case NULL, SPARSE_UNION, DENSE_UNION, RUN_END_ENCODED -> false;
+            default -> true;
+        };
+        long nulls = 0;
+        if (hasValidity) {
+            nulls = nullCount(n, phys, count);
+            if (n.isBufferNull(0)) {
+                own(allocator.getEmpty());
+            } else {
+                bitmap(n, 0, phys, count);
+            }
+        }
+        // A vector's own buffers are all planned before its children's, so they stay one range.
+        int ownEnd;
+        boolean nested = switch (layout) {
+            case LIST, LARGE_LIST, LIST_VIEW, LARGE_LIST_VIEW, FIXED_SIZE_LIST, STRUCT, SPARSE_UNION, DENSE_UNION,
+                 RUN_END_ENCODED -> true;
+            default -> false;
+        };
+        List<FieldVector> childVectors = nested ? v.getChildrenFromFields() : List.of();
+        List<ArrayNode> children = nested ? n.children() : List.of();
+        switch (layout) {
+            case NULL -> ownEnd = s.bufferCount;
+            case BOOL -> {
+                bitmap(n, 1, phys, count);
+                ownEnd = s.bufferCount;
+            }
+            case FIXED_WIDTH, FIXED_SIZE_BINARY -> {
+                long w = t.elementByteWidth();
+                slice(n, 1, Math.multiplyExact(phys, w), Math.multiplyExact(count, w));
+                ownEnd = s.bufferCount;
+            }
+            case VARIABLE, LARGE_VARIABLE -> {
+                long[] r = offsets(n, phys, count);
+                slice(n, 2, r[0], r[1] - r[0]);
+                ownEnd = s.bufferCount;
+            }
+            case VIEW -> {
+                slice(n, 1, Math.multiplyExact(phys, 16), Math.multiplyExact(count, 16));
+                for (int i = 2; i < n.bufferCount() - 1; i++) {
+                    slice(n, i, 0, n.bufferLength(i));
+                }
+                ownEnd = s.bufferCount;
+            }
+            case LIST, LARGE_LIST -> {
+                long[] r = offsets(n, phys, count);
+                ownEnd = s.bufferCount;
+                fill(childVectors.get(0), children.get(0), r[0], r[1] - r[0]);
+            }
+            case LIST_VIEW, LARGE_LIST_VIEW -> {
+                long w = layout.offsetWidth();
+                slice(n, 1, Math.multiplyExact(phys, w), Math.multiplyExact(count, w));
+                slice(n, 2, Math.multiplyExact(phys, w), Math.multiplyExact(count, w));
+                ownEnd = s.bufferCount;
+                ArrayNode c = children.get(0);
+                fill(childVectors.get(0), c, 0, c.length());
+            }
+            case FIXED_SIZE_LIST -> {
+                long k = t.fixedSize();
+                ownEnd = s.bufferCount;
+                fill(childVectors.get(0), children.get(0), Math.multiplyExact(phys, k), Math.multiplyExact(count, k));
+            }
+            case STRUCT, SPARSE_UNION -> {
+                if (layout == Layout.SPARSE_UNION) {
+                    slice(n, 0, phys, count);
+                }
+                ownEnd = s.bufferCount;
+                for (int i = 0; i < children.size(); i++) {
+                    fill(childVectors.get(i), children.get(i), phys, count);
+                }
+            }
+            case DENSE_UNION -> {
+                slice(n, 0, phys, count);
+                slice(n, 1, Math.multiplyExact(phys, 4), Math.multiplyExact(count, 4));
+                ownEnd = s.bufferCount;
+                for (int i = 0; i < children.size(); i++) {
+                    ArrayNode c = children.get(i);
+                    fill(childVectors.get(i), c, 0, c.length());
+                }
+            }
+            case RUN_END_ENCODED -> {
+                ownEnd = s.bufferCount;
+                for (int i = 0; i < 2; i++) {
+                    ArrayNode c = children.get(i);
+                    fill(childVectors.get(i), c, 0, c.length());
+                }
+            }
+            default -> throw new DeviceBridgeException("internal error: no loader for layout " + layout);
+        }
+        ArrayNode dictionary = n.dictionary();
+        if (dictionary != null) {
+            loadDictionary(v.getField().getDictionary(), dictionary);
+        }
+        addVector(v, Math.toIntExact(count), Math.toIntExact(nulls), mark, ownEnd);
+    }
+
+    /** Adds {@code v}, which takes buffers [from, to) (planned before its children's). */
+    private void addVector(FieldVector v, int length, int nulls, int from, int to) {
+        if (s.vectorCount == s.vectors.length) {
+            int c = s.vectorCount * 2;
+            s.vectors = Arrays.copyOf(s.vectors, c);
+            s.lengths = Arrays.copyOf(s.lengths, c);
+            s.nulls = Arrays.copyOf(s.nulls, c);
+            s.bufferStarts = Arrays.copyOf(s.bufferStarts, c);
+            s.bufferEnds = Arrays.copyOf(s.bufferEnds, c);
+        }
+        int k = s.vectorCount++;
+        s.vectors[k] = v;
+        s.lengths[k] = length;
+        s.nulls[k] = nulls;
+        s.bufferStarts[k] = from;
+        s.bufferEnds[k] = to;
+    }
+
+    private void loadDictionary(DictionaryEncoding encoding, ArrayNode dictionaryNode) {
+        // Arrow Java keeps a dictionary's value vector separately, under the id the mapping assigned.
+        Field valueField = fields.dictionaryValueFields.get(dictionaryNode.schema());
+        FieldVector values = plan(valueField, dictionaryNode, 0, dictionaryNode.length());
+        if (addedDictionaries == null) {
+            addedDictionaries = new ArrayList<>();
+        }
+        addedDictionaries.add(values);
+        dictionaries.put(new Dictionary(values, encoding));
+    }
+
+    private void grow() {
+        int c = s.bufferCount * 2;
+        s.own = Arrays.copyOf(s.own, c);
+        s.addresses = Arrays.copyOf(s.addresses, c);
+        s.sizes = Arrays.copyOf(s.sizes, c);
+    }
+
+    /** Plans a buffer of the allocator (this loader drops its reference when it ends). */
+    private void own(ArrowBuf b) {
+        if (s.bufferCount == s.own.length) {
+            grow();
+        }
+        s.own[s.bufferCount++] = b;
+    }
+
+    /** Plans bytes [from, from + bytes) of buffer {@code i}, zero-copy, checked against the validated length. */
+    private void slice(ArrayNode n, int i, long from, long bytes) {
+        if (bytes == 0 || n.isBufferNull(i)) {
+            own(allocator.getEmpty());
+            return;
+        }
+        long end = Math.addExact(from, bytes);
+        if (from < 0 || (n.bufferLength(i) >= 0 && end > n.bufferLength(i))) {
+            throw new DeviceBridgeException("internal error: " + FieldPath.join(n.path(), "buffers[" + i + "]")
+                    + " slice [" + from + ", " + end + ") exceeds " + n.bufferLength(i) + " bytes");
+        }
+        if (s.bufferCount == s.own.length) {
+            grow();
+        }
+        int b = s.bufferCount++;
+        s.own[b] = null;
+        s.addresses[b] = n.bufferPointer(i).address() + from;
+        s.sizes[b] = bytes;
+    }
+
+    /** Null count over [phys, phys + count): the producer's count where it covers exactly that range. */
+    static long nullCount(ArrayNode n, long phys, long count) {
+        if (n.isBufferNull(0)) {
+            return 0;
+        }
+        if (phys == n.offset() && count == n.length() && n.nullCount() >= 0) {
+            return n.nullCount();
+        }
+        return count - Bitmaps.countSet(hostBuffer(n, 0), phys, count);
+    }
+
+    /** Bits [phys, phys + count) of bitmap buffer {@code i}: a slice when byte-aligned, else a shifted copy. */
+    private void bitmap(ArrayNode n, int i, long phys, long count) {
+        long bytes = Bitmaps.bytes(count);
+        if ((phys & 7) == 0) {
+            slice(n, i, phys >>> 3, bytes);
+            return;
+        }
+        MemorySegment src = hostBuffer(n, i);
+        ArrowBuf out = allocator.buffer(Math.max(bytes, 1));
+        own(out);
+        out.setZero(0, out.capacity());
+        for (long k = 0; k < count; k++) {
+            if (Bitmaps.bit(src, phys + k)) {
+                out.setByte(k >>> 3, out.getByte(k >>> 3) | (1 << (k & 7)));
+            }
+        }
+    }
+
+    /**
+     * Plans the offsets buffer for [phys, phys + count] (a slice when the first offset is 0, else a copy
+     * rebased to 0) and returns the {first, last} offsets of that range.
+     */
+    private long[] offsets(ArrayNode n, long phys, long count) {
+        int w = n.type().layout().offsetWidth();
+        long[] r = ListRange.of(n, phys, count);
+        if (n.isBufferNull(1) || count == 0) {
+            ArrowBuf empty = allocator.buffer(w);
+            own(empty);
+            empty.setZero(0, w);
+            return new long[] {0, 0};
+        }
+        if (r[0] == 0) {
+            slice(n, 1, Math.multiplyExact(phys, w), Math.multiplyExact(count + 1, w));
+            return r;
+        }
+        MemorySegment src = hostBuffer(n, 1);
+        ArrowBuf out = allocator.buffer(Math.multiplyExact(count + 1, w));
+        own(out);
+        for (long k = 0; k <= count; k++) {
+            long v = ListRange.read(src, phys + k, w) - r[0];
+            if (w == 4) {
+                out.setInt(k * 4, (int) v);
+            } else {
+                out.setLong(k * 8, v);
+            }
+        }
+        return r;
+    }
+
+    /** First and last offsets of a list or variable-size node over physical elements [phys, phys + count]. */
+    static final class ListRange {
+        private ListRange() {}
+
+        static long[] of(ArrayNode n, long phys, long count) {
+            if (n.isBufferNull(1)) {
+                return new long[] {0, 0};
+            }
+            int w = n.type().layout().offsetWidth();
+            MemorySegment s = hostBuffer(n, 1);
+            return new long[] {read(s, phys, w), read(s, phys + count, w)};
+        }
+
+        static long read(MemorySegment s, long i, int w) {
+            return w == 4 ? s.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i) : s.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
+        }
+    }
+
+    /**
+     * Buffer {@code i} of a validated host node, sized to its validated length, for reading offsets and bits
+     * here: the node's address, never a segment handed out (those belong to the import's scope).
+     */
+    static MemorySegment hostBuffer(ArrayNode n, int i) {
+        return n.bufferPointer(i).reinterpret(n.bufferLength(i));
+    }
+
+    /** Runs the import's release, the first time only. */
+    private void releaseOnce() {
+        if (RELEASED.compareAndSet(this, false, true)) {
+            release.run();
+        }
+    }
+
+    /**
+     * All foreign buffers of one import as one Arrow allocation of their total size (its address is one of
+     * them: Arrow Java derives every buffer from it and reads nothing there); its release, which Arrow Java
+     * runs once the last buffer is released, is the import's release.
+     */
+    private static final class Foreign extends ForeignAllocation {
+        private final VectorLoader loader;
+
+        Foreign(long size, long address, VectorLoader loader) {
+            super(size, address);
+            this.loader = loader;
+        }
+
+        @Override
+        protected void release0() {
+            loader.releaseOnce();
+        }
+    }
+}
