@@ -6,8 +6,6 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.util.concurrent.atomic.AtomicLong;
 import org.devicebridge.foreign.LocalCallbacks;
-import org.devicebridge.generated.dlpack.DLManagedTensor;
-import org.devicebridge.generated.dlpack.DLManagedTensorVersioned;
 import org.devicebridge.internal.ExportRegistry;
 import org.devicebridge.internal.Native;
 
@@ -55,8 +53,7 @@ final class Exports {
                 LOG.log(System.Logger.Level.WARNING, "DLManagedTensorVersioned deleter called with NULL");
                 return;
             }
-            MemorySegment s = self.reinterpret(DLManagedTensorVersioned.sizeof());
-            release(DLManagedTensorVersioned.manager_ctx(s).address());
+            release(TensorStruct.pointer(self.reinterpret(TensorStruct.VERSIONED_SIZE), TensorStruct.V_MANAGER_CTX));
         } catch (Throwable t) {
             LOG.log(System.Logger.Level.ERROR, "DLManagedTensorVersioned deleter failed", t);
         }
@@ -68,8 +65,7 @@ final class Exports {
                 LOG.log(System.Logger.Level.WARNING, "DLManagedTensor deleter called with NULL");
                 return;
             }
-            MemorySegment s = self.reinterpret(DLManagedTensor.sizeof());
-            release(DLManagedTensor.manager_ctx(s).address());
+            release(TensorStruct.pointer(self.reinterpret(TensorStruct.LEGACY_SIZE), TensorStruct.L_MANAGER_CTX));
         } catch (Throwable t) {
             LOG.log(System.Logger.Level.ERROR, "DLManagedTensor deleter failed", t);
         }

@@ -22,7 +22,20 @@ import org.devicebridge.foreign.ForeignImport;
 public final class ImportedTensor extends NativeHandle {
 
     /** A DLPack ABI version. */
-    public record Version(int major, int minor) {}
+    public record Version(int major, int minor) {
+        private static final Version[] MAJOR_1 = new Version[16];
+
+        static {
+            for (int minor = 0; minor < MAJOR_1.length; minor++) {
+                MAJOR_1[minor] = new Version(1, minor);
+            }
+        }
+
+        /** The version {@code major.minor}; the common ones (1.0 to 1.15) are shared instances. */
+        static Version of(int major, int minor) {
+            return major == 1 && minor >= 0 && minor < MAJOR_1.length ? MAJOR_1[minor] : new Version(major, minor);
+        }
+    }
 
     private final Version version;
     private final DType dtype;
@@ -32,7 +45,7 @@ public final class ImportedTensor extends NativeHandle {
     private final boolean readOnly;
     private final boolean copied;
     private final boolean subBytePadded;
-    private final MemorySegment origin; // data + byte_offset, zero length
+    private final long originAddress; // data + byte_offset
     private final boolean hostAccessible;
     private final long segmentAddress;
     private final ForeignImport.Kind kind;
@@ -41,8 +54,8 @@ public final class ImportedTensor extends NativeHandle {
 
     private ImportedTensor(ForeignImport.Kind kind, MemorySegment owned, Version version, DType dtype, Device device,
                            Geometry geometry, long byteOffset, boolean readOnly, boolean copied, boolean subBytePadded,
-                           MemorySegment data, Arena arena) {
-        super("imported " + kind.cName(), () -> kind.release(owned), arena);
+                           long data, Arena arena) {
+        super(description(kind), () -> kind.release(owned), arena);
         this.kind = kind;
         this.owned = owned;
         this.version = version;
@@ -53,15 +66,22 @@ public final class ImportedTensor extends NativeHandle {
         this.readOnly = readOnly;
         this.copied = copied;
         this.subBytePadded = subBytePadded;
-        long originAddress = data.address() + byteOffset;
-        this.origin = MemorySegment.ofAddress(originAddress);
+        this.originAddress = data + byteOffset;
         this.hostAccessible = device.type().isHostAccessible();
         this.segmentAddress = originAddress + geometry.start;
     }
 
+    private static String description(ForeignImport.Kind kind) {
+        return switch (kind) {
+            case DL_MANAGED_TENSOR_VERSIONED -> "imported DLManagedTensorVersioned";
+            case DL_MANAGED_TENSOR -> "imported DLManagedTensor";
+            default -> "imported " + kind.cName();
+        };
+    }
+
     static ImportedTensor create(ForeignImport.Kind kind, MemorySegment owned, Version version, DType dtype,
                                  Device device, Geometry geometry, long byteOffset, boolean readOnly, boolean copied,
-                                 boolean subBytePadded, MemorySegment data, Arena arena) {
+                                 boolean subBytePadded, long data, Arena arena) {
         return new ImportedTensor(kind, owned, version, dtype, device, geometry, byteOffset, readOnly, copied,
                 subBytePadded, data, arena);
     }
@@ -164,7 +184,7 @@ public final class ImportedTensor extends NativeHandle {
      */
     public MemorySegment devicePointer() {
         ensureLive();
-        return origin;
+        return MemorySegment.ofAddress(originAddress);
     }
 
     /**
