@@ -127,19 +127,17 @@ public final class DLPack {
         m.set(ValueLayout.JAVA_BYTE, t + TensorStruct.BITS, (byte) dtype.bits());
         m.set(ValueLayout.JAVA_SHORT, t + TensorStruct.LANES, (short) dtype.lanes());
         m.set(ValueLayout.JAVA_LONG, t + TensorStruct.BYTE_OFFSET, spec.byteOffset());
-        long key = Exports.REGISTRY.register(new Exports.State(m, owner,
-                versioned ? "DLManagedTensorVersioned" : "DLManagedTensor"));
+        // manager_ctx stays NULL until a consumer takes the tensor (see Exports)
         if (versioned) {
             m.set(ValueLayout.JAVA_INT, TensorStruct.V_MAJOR, MAJOR_VERSION);
             m.set(ValueLayout.JAVA_INT, TensorStruct.V_MINOR, MINOR_VERSION);
-            TensorStruct.pointer(m, TensorStruct.V_MANAGER_CTX, key);
             m.set(ValueLayout.ADDRESS, TensorStruct.V_DELETER, Exports.DELETE_VERSIONED);
             m.set(ValueLayout.JAVA_LONG, TensorStruct.V_FLAGS, spec.flagBits());
         } else {
-            TensorStruct.pointer(m, TensorStruct.L_MANAGER_CTX, key);
             m.set(ValueLayout.ADDRESS, TensorStruct.L_DELETER, Exports.DELETE_LEGACY);
         }
-        return new ExportedTensor(m, key, versioned);
+        return new ExportedTensor(new Exports.State(m, owner, versioned ? "DLManagedTensorVersioned" : "DLManagedTensor"),
+                versioned);
     }
 
     // ------------------------------------------------------------------------------------------ import
@@ -230,7 +228,7 @@ public final class DLPack {
         Objects.requireNonNull(exported, "exported");
         Objects.requireNonNull(options, "options");
         boolean versioned = exported.isVersioned();
-        MemorySegment p = exported.transferOwnership();
+        MemorySegment p = exported.transferToImport();
         return versioned ? importVersioned(p, options, arena) : importLegacy(p, options, arena);
     }
 

@@ -11,8 +11,19 @@ import org.devicebridge.internal.Native;
 
 /**
  * State of every tensor this library exported and the two deleter upcalls (one per struct kind, created
- * once). {@code manager_ctx} holds the registry key; the deleter removes the entry, frees the one malloc
- * block (struct + shape + strides) and closes the owner the exporter passed. It never throws.
+ * once). An export's {@link State} belongs to its {@link ExportedTensor} until a consumer takes it:
+ * <ul>
+ *   <li>a native consumer ({@link ExportedTensor#transferOwnership()}): the state is registered and
+ *       {@code manager_ctx} holds its registry key; the deleter removes the entry, frees the one malloc
+ *       block (struct + shape + strides) and closes the owner the exporter passed. A stale or forged key
+ *       finds nothing and is only counted and logged.</li>
+ *   <li>this library's own import ({@link DLPack#importTensor}) of an export without an owner: the block is
+ *       all there is to free, and no native code ever holds the pointer, so nothing is registered:
+ *       {@code manager_ctx} holds the struct's own address and the deleter (called once, by the import's
+ *       release) frees the block. With an owner the state is registered as for a native consumer.</li>
+ * </ul>
+ * Until one of these hand-overs {@code manager_ctx} is NULL: a deleter call then finds nothing (a pointer
+ * from {@link ExportedTensor#address()} gives no ownership). The deleter never throws.
  */
 final class Exports {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.dlpack");
@@ -48,26 +59,31 @@ final class Exports {
     private Exports() {}
 
     private static void deleteVersioned(MemorySegment self) {
-        try {
-            if (self.equals(MemorySegment.NULL)) {
-                LOG.log(System.Logger.Level.WARNING, "DLManagedTensorVersioned deleter called with NULL");
-                return;
-            }
-            release(TensorStruct.pointer(self.reinterpret(TensorStruct.VERSIONED_SIZE), TensorStruct.V_MANAGER_CTX));
-        } catch (Throwable t) {
-            LOG.log(System.Logger.Level.ERROR, "DLManagedTensorVersioned deleter failed", t);
-        }
+        delete(self, TensorStruct.VERSIONED_SIZE, TensorStruct.V_MANAGER_CTX, "DLManagedTensorVersioned");
     }
 
     private static void deleteLegacy(MemorySegment self) {
+        delete(self, TensorStruct.LEGACY_SIZE, TensorStruct.L_MANAGER_CTX, "DLManagedTensor");
+    }
+
+    /** The deleter of either struct kind. Never throws. */
+    private static void delete(MemorySegment self, long size, long ctxOffset, String what) {
         try {
             if (self.equals(MemorySegment.NULL)) {
-                LOG.log(System.Logger.Level.WARNING, "DLManagedTensor deleter called with NULL");
+                LOG.log(System.Logger.Level.WARNING, what + " deleter called with NULL");
                 return;
             }
-            release(TensorStruct.pointer(self.reinterpret(TensorStruct.LEGACY_SIZE), TensorStruct.L_MANAGER_CTX));
+            MemorySegment s = self.reinterpret(size);
+            long ctx = TensorStruct.pointer(s, ctxOffset);
+            if (ctx == s.address()) {
+                // handed to this library's own import without an owner: the block is the whole state. A
+                // registry key never equals it (keys count up from 1; a struct lives far above)
+                Native.free(s);
+                return;
+            }
+            release(ctx);
         } catch (Throwable t) {
-            LOG.log(System.Logger.Level.ERROR, "DLManagedTensor deleter failed", t);
+            LOG.log(System.Logger.Level.ERROR, what + " deleter failed", t);
         }
     }
 
@@ -80,6 +96,11 @@ final class Exports {
                     + key + "); ignored");
             return;
         }
+        release(st);
+    }
+
+    /** Frees what {@code st} holds: its block, then its owner. Never throws (a failing owner is logged). */
+    static void release(State st) {
         try {
             st.free();
         } catch (Throwable t) {
