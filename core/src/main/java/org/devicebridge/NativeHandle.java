@@ -170,12 +170,19 @@ public abstract class NativeHandle implements AutoCloseable {
     private static final Module LIBRARY_MODULE = NativeHandle.class.getModule();
     private static final ClassLoader LIBRARY_LOADER = NativeHandle.class.getClassLoader();
 
-    // three field reads (Class caches its package name): cheaper than a ClassValue lookup per handle
+    /** The package of the last handle type accepted (Class caches it, interned: compared by identity first). */
+    private static String acceptedPackage = "";
+
+    // runs for every handle made: field reads and an identity comparison in the common case
     private static void requireLibraryType(Class<?> type) {
+        String pkg = type.getPackageName();
         if (type.getModule() != LIBRARY_MODULE || type.getClassLoader() != LIBRARY_LOADER
-                || !type.getPackageName().startsWith("org.devicebridge")) {
+                || (pkg != acceptedPackage && !pkg.startsWith("org.devicebridge"))) {
             throw new UnsupportedFeatureException("", "expected a devicebridge handle type but found "
                     + type.getName() + ": NativeHandle is not meant to be extended outside the library");
+        }
+        if (pkg != acceptedPackage) {
+            acceptedPackage = pkg; // a benign race: whatever it holds was accepted; written only on a change
         }
     }
 

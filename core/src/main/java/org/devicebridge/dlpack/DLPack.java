@@ -109,16 +109,19 @@ public final class DLPack {
         long[] shape = g.shape;
         Device device = spec.device();
         int ndim = shape.length;
-        // one block: the struct, then shape, then strides; written in place (no slice per nested struct)
+        // one block: the struct, then shape, then strides; written in place (no slice per nested struct).
+        // malloc, not calloc (measured: calloc costs more than the writes): every field is written below
         long header = versioned ? TensorStruct.VERSIONED_SIZE : TensorStruct.LEGACY_SIZE;
         long t = versioned ? TensorStruct.V_TENSOR : TensorStruct.L_TENSOR;
-        MemorySegment m = Native.calloc(header + 16L * ndim);
-        if (ndim != 0) { // a 0-d tensor keeps NULL shape and strides
-            MemorySegment.copy(shape, 0, m, ValueLayout.JAVA_LONG, header, ndim);
-            MemorySegment.copy(g.strides, 0, m, ValueLayout.JAVA_LONG, header + 8L * ndim, ndim);
-            TensorStruct.pointer(m, t + TensorStruct.SHAPE, m.address() + header);
-            TensorStruct.pointer(m, t + TensorStruct.STRIDES, m.address() + header + 8L * ndim);
+        MemorySegment m = Native.malloc(header + 16L * ndim);
+        long[] strides = g.strides;
+        for (int i = 0; i < ndim; i++) {
+            m.set(ValueLayout.JAVA_LONG, header + 8L * i, shape[i]);
+            m.set(ValueLayout.JAVA_LONG, header + 8L * (ndim + i), strides[i]);
         }
+        // a 0-d tensor has NULL shape and strides
+        TensorStruct.pointer(m, t + TensorStruct.SHAPE, ndim == 0 ? 0 : m.address() + header);
+        TensorStruct.pointer(m, t + TensorStruct.STRIDES, ndim == 0 ? 0 : m.address() + header + 8L * ndim);
         TensorStruct.pointer(m, t + TensorStruct.DATA, spec.data().address());
         m.set(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_TYPE, device.type().code());
         m.set(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_ID, device.id());
@@ -127,13 +130,15 @@ public final class DLPack {
         m.set(ValueLayout.JAVA_BYTE, t + TensorStruct.BITS, (byte) dtype.bits());
         m.set(ValueLayout.JAVA_SHORT, t + TensorStruct.LANES, (short) dtype.lanes());
         m.set(ValueLayout.JAVA_LONG, t + TensorStruct.BYTE_OFFSET, spec.byteOffset());
-        // manager_ctx stays NULL until a consumer takes the tensor (see Exports)
+        // manager_ctx is NULL until a consumer takes the tensor (see Exports)
         if (versioned) {
             m.set(ValueLayout.JAVA_INT, TensorStruct.V_MAJOR, MAJOR_VERSION);
             m.set(ValueLayout.JAVA_INT, TensorStruct.V_MINOR, MINOR_VERSION);
+            TensorStruct.pointer(m, TensorStruct.V_MANAGER_CTX, 0);
             m.set(ValueLayout.ADDRESS, TensorStruct.V_DELETER, Exports.DELETE_VERSIONED);
             m.set(ValueLayout.JAVA_LONG, TensorStruct.V_FLAGS, spec.flagBits());
         } else {
+            TensorStruct.pointer(m, TensorStruct.L_MANAGER_CTX, 0);
             m.set(ValueLayout.ADDRESS, TensorStruct.L_DELETER, Exports.DELETE_LEGACY);
         }
         return new ExportedTensor(new Exports.State(m, owner, versioned ? "DLManagedTensorVersioned" : "DLManagedTensor"),
@@ -169,6 +174,12 @@ public final class DLPack {
      * after a throw the deleter has already been called (except for a NULL pointer).
      */
     public static ImportedTensor importVersioned(MemorySegment tensor, ImportOptions options, Arena arena) {
+        return importVersioned(tensor, options, arena, null);
+    }
+
+    /** {@code local}: null for a foreign tensor (its release is the deleter), else see {@link #importTensor}. */
+    private static ImportedTensor importVersioned(MemorySegment tensor, ImportOptions options, Arena arena,
+                                                  Exports.LocalRelease local) {
         Objects.requireNonNull(options, "options");
         return ForeignImport.take(ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED, tensor, owned -> {
             int major = owned.get(ValueLayout.JAVA_INT, TensorStruct.V_MAJOR);
@@ -185,7 +196,7 @@ public final class DLPack {
             }
             boolean nullStridesAllowed = Integer.compareUnsigned(minor, 2) < 0;
             return wrap(ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED, owned, ImportedTensor.Version.of(major, minor),
-                    TensorStruct.V_TENSOR, flags, nullStridesAllowed, options, arena);
+                    TensorStruct.V_TENSOR, flags, nullStridesAllowed, options, arena, local);
         });
     }
 
@@ -205,15 +216,24 @@ public final class DLPack {
      * tensor; after a throw its deleter has already been called (except for a NULL pointer).
      */
     public static ImportedTensor importLegacy(MemorySegment tensor, ImportOptions options, Arena arena) {
+        return importLegacy(tensor, options, arena, null);
+    }
+
+    /** {@code local}: as in {@link #importVersioned(MemorySegment, ImportOptions, Arena, Exports.LocalRelease)}. */
+    private static ImportedTensor importLegacy(MemorySegment tensor, ImportOptions options, Arena arena,
+                                               Exports.LocalRelease local) {
         Objects.requireNonNull(options, "options");
         return ForeignImport.take(ForeignImport.Kind.DL_MANAGED_TENSOR, tensor, owned ->
-                wrap(ForeignImport.Kind.DL_MANAGED_TENSOR, owned, null, TensorStruct.L_TENSOR, 0, true, options, arena));
+                wrap(ForeignImport.Kind.DL_MANAGED_TENSOR, owned, null, TensorStruct.L_TENSOR, 0, true, options, arena,
+                        local));
     }
 
     /**
      * Imports a tensor this library exported, as a consumer would: {@code exported} is transferred first
-     * (it becomes CONSUMED), then imported. After a return the result owns the tensor; after a throw its
-     * deleter has been called.
+     * (it becomes CONSUMED), then its struct is read and validated as a foreign one would be. The struct
+     * never reaches native code, so it is freed as soon as it has been read; what the deleter would still
+     * release (the owner given at export, if any) is released when the result is. After a return the result
+     * owns the tensor; after a throw its deleter has been called and the owner closed.
      */
     public static ImportedTensor importTensor(ExportedTensor exported, ImportOptions options) {
         return importTensor(exported, options, null);
@@ -222,20 +242,32 @@ public final class DLPack {
     /**
      * As {@link #importTensor(ExportedTensor, ImportOptions)}, with the deleter bound to {@code arena} as in
      * {@link #importVersioned(MemorySegment, ImportOptions, Arena)}. After a return {@code arena} owns the
-     * tensor; after a throw its deleter has been called.
+     * tensor; after a throw its deleter has been called and the owner closed.
      */
     public static ImportedTensor importTensor(ExportedTensor exported, ImportOptions options, Arena arena) {
         Objects.requireNonNull(exported, "exported");
         Objects.requireNonNull(options, "options");
         boolean versioned = exported.isVersioned();
-        MemorySegment p = exported.transferToImport();
-        return versioned ? importVersioned(p, options, arena) : importLegacy(p, options, arena);
+        // The struct never reaches native code: it is read and checked as a foreign one would be, then freed
+        // at once (nothing reads it again), and the tensor's release closes only the exporter's owner.
+        Exports.State st = exported.transferToImport();
+        Exports.LocalRelease local = Exports.LocalRelease.of(st);
+        ImportedTensor t;
+        try {
+            t = versioned ? importVersioned(st.block(), options, arena, local)
+                    : importLegacy(st.block(), options, arena, local);
+        } catch (RuntimeException | Error e) {
+            local.run(); // the failed import called the deleter, which freed the block
+            throw e;
+        }
+        Native.free(st.block());
+        return t;
     }
 
     /** Validates the {@code DLTensor} at offset {@code t} of {@code owned}, reading it in place, and wraps it. */
     private static ImportedTensor wrap(ForeignImport.Kind kind, MemorySegment owned, ImportedTensor.Version version,
                                        long t, long flags, boolean nullStridesAllowed, ImportOptions options,
-                                       Arena arena) {
+                                       Arena arena, Exports.LocalRelease local) {
         int typeCode = owned.get(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_TYPE);
         int id = owned.get(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_ID);
         DeviceType type = DeviceType.of(typeCode);
@@ -297,8 +329,8 @@ public final class DLPack {
         }
         boolean readOnly = (flags & FLAG_READ_ONLY) != 0;
         boolean copied = (flags & FLAG_IS_COPIED) != 0;
-        return ImportedTensor.create(kind, owned, version, dtype, device, g, byteOffset, readOnly, copied, padded, data,
-                arena);
+        return ImportedTensor.create(kind, owned, local, version, dtype, device, g, byteOffset, readOnly, copied, padded,
+                data, arena);
     }
 
     /** The {@code n} int64 values at {@code address}, checked for NULL and alignment first. */
@@ -313,8 +345,11 @@ public final class DLPack {
             throw new ValidationException(Category.ALIGNMENT, path, "expected an 8-byte aligned int64 array but found address 0x"
                     + Long.toHexString(address));
         }
+        MemorySegment s = MemorySegment.ofAddress(address).reinterpret(8L * n);
         long[] values = new long[n];
-        MemorySegment.copy(MemorySegment.ofAddress(address).reinterpret(8L * n), ValueLayout.JAVA_LONG, 0, values, 0, n);
+        for (int i = 0; i < n; i++) { // a few values: a loop beats a bulk copy's setup
+            values[i] = s.getAtIndex(ValueLayout.JAVA_LONG, i);
+        }
         return values;
     }
 

@@ -48,15 +48,14 @@ public final class ExportedTensor extends NativeHandle {
     }
 
     /**
-     * Gives the struct to this library's own import ({@link DLPack#importTensor}), which calls its deleter
-     * exactly once: the handle becomes CONSUMED first. Without an owner nothing is registered (see
-     * {@link Exports}). Ownership after a return and after a throw as in {@link #transferOwnership()}.
+     * Gives the struct to this library's own import ({@link DLPack#importTensor}): the handle becomes
+     * CONSUMED first, and nothing is registered (see {@link Exports}). After a return the caller owns the
+     * returned state; after a throw (the handle was not live) nothing changed hands.
      */
-    MemorySegment transferToImport() {
+    Exports.State transferToImport() {
         markConsumed();
-        MemorySegment block = state.block();
-        handOver(state.owner() == null ? block.address() : Exports.REGISTRY.register(state));
-        return block;
+        handOver(state.block().address());
+        return state;
     }
 
     /** Writes {@code manager_ctx}: what the deleter finds the export's state by. */

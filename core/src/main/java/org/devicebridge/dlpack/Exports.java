@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.util.concurrent.atomic.AtomicLong;
+import org.devicebridge.NativeHandle;
 import org.devicebridge.foreign.LocalCallbacks;
 import org.devicebridge.internal.ExportRegistry;
 import org.devicebridge.internal.Native;
@@ -17,10 +18,10 @@ import org.devicebridge.internal.Native;
  *       {@code manager_ctx} holds its registry key; the deleter removes the entry, frees the one malloc
  *       block (struct + shape + strides) and closes the owner the exporter passed. A stale or forged key
  *       finds nothing and is only counted and logged.</li>
- *   <li>this library's own import ({@link DLPack#importTensor}) of an export without an owner: the block is
- *       all there is to free, and no native code ever holds the pointer, so nothing is registered:
- *       {@code manager_ctx} holds the struct's own address and the deleter (called once, by the import's
- *       release) frees the block. With an owner the state is registered as for a native consumer.</li>
+ *   <li>this library's own import ({@link DLPack#importTensor}): no native code ever holds the pointer, so
+ *       nothing is registered. {@code manager_ctx} holds the struct's own address; the import frees the
+ *       block as soon as it has read it (a failed import through the deleter, which then frees only the
+ *       block), and the imported tensor's release closes the owner ({@link LocalRelease}).</li>
  * </ul>
  * Until one of these hand-overs {@code manager_ctx} is NULL: a deleter call then finds nothing (a pointer
  * from {@link ExportedTensor#address()} gives no ownership). The deleter never throws.
@@ -36,6 +37,45 @@ final class Exports {
             } finally {
                 if (owner != null) {
                     owner.close();
+                }
+            }
+        }
+    }
+
+    /**
+     * What is left to release of a tensor this library exported and imported itself once the import freed
+     * its struct block: the exporter's owner, if any. Never throws: a failing owner is logged, as the
+     * deleter does.
+     */
+    static final class LocalRelease implements NativeHandle.ReleaseAction, Runnable {
+        /** For an export without an owner: nothing. */
+        static final LocalRelease NOTHING = new LocalRelease(null, "");
+
+        private final AutoCloseable owner;
+        private final String what;
+
+        private LocalRelease(AutoCloseable owner, String what) {
+            this.owner = owner;
+            this.what = what;
+        }
+
+        /** What releases {@code st} once its block is freed. */
+        static LocalRelease of(State st) {
+            return st.owner() == null ? NOTHING : new LocalRelease(st.owner(), st.what());
+        }
+
+        @Override
+        public void release() {
+            run();
+        }
+
+        @Override
+        public void run() {
+            if (owner != null) {
+                try {
+                    owner.close();
+                } catch (Throwable t) {
+                    LOG.log(System.Logger.Level.ERROR, "releasing the owner of an exported " + what + " failed", t);
                 }
             }
         }
@@ -76,8 +116,9 @@ final class Exports {
             MemorySegment s = self.reinterpret(size);
             long ctx = TensorStruct.pointer(s, ctxOffset);
             if (ctx == s.address()) {
-                // handed to this library's own import without an owner: the block is the whole state. A
-                // registry key never equals it (keys count up from 1; a struct lives far above)
+                // handed to this library's own import, which failed: the block is freed here and the owner
+                // by DLPack.importTensor. A registry key never equals it (keys count up from 1; a struct
+                // lives far above)
                 Native.free(s);
                 return;
             }

@@ -49,15 +49,19 @@ public final class ImportedTensor extends NativeHandle {
     private final boolean hostAccessible;
     private final long segmentAddress;
     private final ForeignImport.Kind kind;
-    private final MemorySegment owned;
-    private volatile MemorySegment segment; // made on the first segment() call
+    private final MemorySegment owned; // null for a local hand-over (its struct is freed)
+    private final Exports.LocalRelease local; // non-null for a tensor this library exported (DLPack.importTensor)
+    // made on the first segment() call; racing first calls make equal segments of the one arena, and a
+    // segment is immutable (final fields), so a plain field suffices (a volatile store would cost a fence)
+    private MemorySegment segment;
 
-    private ImportedTensor(ForeignImport.Kind kind, MemorySegment owned, Version version, DType dtype, Device device,
-                           Geometry geometry, long byteOffset, boolean readOnly, boolean copied, boolean subBytePadded,
-                           long data, Arena arena) {
-        super(description(kind), () -> kind.release(owned), arena);
+    private ImportedTensor(ForeignImport.Kind kind, MemorySegment owned, Exports.LocalRelease local, Version version,
+                           DType dtype, Device device, Geometry geometry, long byteOffset, boolean readOnly,
+                           boolean copied, boolean subBytePadded, long data, Arena arena) {
+        super(description(kind), local != null ? local : () -> kind.release(owned), arena);
         this.kind = kind;
-        this.owned = owned;
+        this.owned = local != null ? null : owned;
+        this.local = local;
         this.version = version;
         this.dtype = dtype;
         this.device = device;
@@ -79,10 +83,15 @@ public final class ImportedTensor extends NativeHandle {
         };
     }
 
-    static ImportedTensor create(ForeignImport.Kind kind, MemorySegment owned, Version version, DType dtype,
-                                 Device device, Geometry geometry, long byteOffset, boolean readOnly, boolean copied,
-                                 boolean subBytePadded, long data, Arena arena) {
-        return new ImportedTensor(kind, owned, version, dtype, device, geometry, byteOffset, readOnly, copied,
+    /**
+     * @param local null for a foreign tensor, whose release calls its deleter on {@code owned}; for a tensor
+     *              this library exported and handed over itself, what is left to release once its struct
+     *              is freed ({@link DLPack#importTensor})
+     */
+    static ImportedTensor create(ForeignImport.Kind kind, MemorySegment owned, Exports.LocalRelease local,
+                                 Version version, DType dtype, Device device, Geometry geometry, long byteOffset,
+                                 boolean readOnly, boolean copied, boolean subBytePadded, long data, Arena arena) {
+        return new ImportedTensor(kind, owned, local, version, dtype, device, geometry, byteOffset, readOnly, copied,
                 subBytePadded, data, arena);
     }
 
@@ -171,7 +180,7 @@ public final class ImportedTensor extends NativeHandle {
         if (s == null) {
             s = segment(segmentAddress, geometry.extent);
             s = readOnly ? s.asReadOnly() : s;
-            segment = s; // racing first calls make equal segments of the one arena
+            segment = s;
         }
         return s;
     }
@@ -193,6 +202,9 @@ public final class ImportedTensor extends NativeHandle {
      */
     Runnable detach() {
         markConsumed();
+        if (local != null) {
+            return local;
+        }
         ForeignImport.Kind k = kind;
         MemorySegment o = owned;
         return () -> k.release(o);
