@@ -2,8 +2,8 @@ package org.devicebridge;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.ref.Cleaner;
 import java.util.Objects;
+import org.devicebridge.internal.HandleCleaner;
 import org.devicebridge.internal.HandleTracker;
 
 /**
@@ -22,8 +22,9 @@ import org.devicebridge.internal.HandleTracker;
  *       segment, {@code close()} throws {@link HandleBusyException}, releases nothing, and a later
  *       {@code close()} succeeds. A handle whose segments were never asked for closes without any arena
  *       (a shared arena's close is a handshake with every thread, so a handle used only by address never
- *       pays for one). A {@link Cleaner} is the safety net for a forgotten handle: it logs the leak and
- *       closes the arena the same way, retrying later while a native call holds a segment.</li>
+ *       pays for one). A Cleaner (the library's own: a {@link java.lang.ref.Cleaner} without its global
+ *       lock) is the safety net for a forgotten handle: it logs the leak and closes the arena the same way,
+ *       retrying later while a native call holds a segment.</li>
  *   <li><b>The caller owns it</b> (imports given an {@code Arena}): the release is registered on the
  *       caller's arena and runs when the caller closes it, so one arena can hold many imports (one close
  *       for a whole batch), a confined arena costs no handshake, and an automatic arena lets the GC
@@ -54,7 +55,7 @@ public abstract class NativeHandle implements AutoCloseable {
     }
 
     private final Lifecycle lifecycle;
-    private final Cleaner.Cleanable cleanable; // null when the caller's arena owns the release
+    private final HandleCleaner.Registration cleanable; // null when the caller's arena owns the release
 
     /**
      * A handle that owns its arena (made lazily, shared).
@@ -78,7 +79,7 @@ public abstract class NativeHandle implements AutoCloseable {
         this.lifecycle = new Lifecycle(Objects.requireNonNull(description, "description"),
                 Objects.requireNonNull(action, "action"), arena);
         if (arena == null) {
-            this.cleanable = HandleTracker.CLEANER.register(this, lifecycle);
+            this.cleanable = HandleCleaner.register(this, lifecycle);
         } else {
             this.cleanable = null;
             lifecycle.bindToCallerArena();
@@ -100,7 +101,7 @@ public abstract class NativeHandle implements AutoCloseable {
             return;
         }
         lifecycle.closeExplicitly();
-        cleanable.clean(); // unregisters from the Cleaner; the cleanup then sees a released handle
+        cleanable.unregister(); // released: the Cleaner has nothing left to do
     }
 
     /** The current state; a snapshot, since another thread may close the handle at any time. */
@@ -158,7 +159,7 @@ public abstract class NativeHandle implements AutoCloseable {
                     + "whose close() releases it: import it without an arena to hand its ownership over");
         }
         lifecycle.consume();
-        cleanable.clean(); // unregisters; the cleanup sees CONSUMED and frees nothing
+        cleanable.unregister(); // consumed: the Cleaner has nothing left to do
     }
 
     @Override
@@ -166,19 +167,22 @@ public abstract class NativeHandle implements AutoCloseable {
         return lifecycle.description + " [" + state() + "]";
     }
 
-    private static final ClassValue<Boolean> LIBRARY_TYPE = new ClassValue<>() {
-        @Override
-        protected Boolean computeValue(Class<?> type) {
-            return type.getModule() == NativeHandle.class.getModule()
-                    && type.getClassLoader() == NativeHandle.class.getClassLoader()
-                    && type.getPackageName().startsWith("org.devicebridge");
-        }
-    };
+    private static final Module LIBRARY_MODULE = NativeHandle.class.getModule();
+    private static final ClassLoader LIBRARY_LOADER = NativeHandle.class.getClassLoader();
 
+    /** The package of the last handle type accepted (Class caches it, interned: compared by identity first). */
+    private static String acceptedPackage = "";
+
+    // runs for every handle made: field reads and an identity comparison in the common case
     private static void requireLibraryType(Class<?> type) {
-        if (!LIBRARY_TYPE.get(type)) {
+        String pkg = type.getPackageName();
+        if (type.getModule() != LIBRARY_MODULE || type.getClassLoader() != LIBRARY_LOADER
+                || (pkg != acceptedPackage && !pkg.startsWith("org.devicebridge"))) {
             throw new UnsupportedFeatureException("", "expected a devicebridge handle type but found "
                     + type.getName() + ": NativeHandle is not meant to be extended outside the library");
+        }
+        if (pkg != acceptedPackage) {
+            acceptedPackage = pkg; // a benign race: whatever it holds was accepted; written only on a change
         }
     }
 
@@ -195,13 +199,15 @@ public abstract class NativeHandle implements AutoCloseable {
         private final ReleaseAction action;
         private final boolean callerArena;
         private volatile Arena arena; // the caller's, or ours once made; written under this monitor
-        volatile int state = LIVE;    // written under this monitor
+        volatile int state;           // starts LIVE (0, not written: a volatile store costs a fence); written under this monitor
 
         Lifecycle(String description, ReleaseAction action, Arena callerArena) {
             this.description = description;
             this.action = action;
             this.callerArena = callerArena != null;
-            this.arena = callerArena;
+            if (callerArena != null) { // a handle-owned arena is made later, if ever
+                this.arena = callerArena;
+            }
         }
 
         void bindToCallerArena() {
@@ -299,7 +305,7 @@ public abstract class NativeHandle implements AutoCloseable {
             }
         }
 
-        /** The Cleaner's entry: the handle became unreachable (or close()/consume() unregistered it). */
+        /** The Cleaner's entry: the handle became unreachable (a no-op if it was released or consumed meanwhile). */
         @Override
         public void run() {
             synchronized (this) {

@@ -8,12 +8,6 @@ import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.generated.dlpack.dlpack_h;
-import org.devicebridge.generated.dlpack.DLDataType;
-import org.devicebridge.generated.dlpack.DLDevice;
-import org.devicebridge.generated.dlpack.DLManagedTensor;
-import org.devicebridge.generated.dlpack.DLManagedTensorVersioned;
-import org.devicebridge.generated.dlpack.DLPackVersion;
-import org.devicebridge.generated.dlpack.DLTensor;
 import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.internal.Native;
 
@@ -113,50 +107,42 @@ public final class DLPack {
         Geometry g = spec.checkedGeometry();
         spec.makeReady(); // the last step that can fail for a reason other than memory
         long[] shape = g.shape;
-        long byteOffset = spec.byteOffset();
         Device device = spec.device();
-        MemorySegment data = spec.data();
-        long flags = dtype.isSubByte() ? FLAG_IS_SUBBYTE_TYPE_PADDED : 0;
-        for (TensorFlag f : spec.flags()) {
-            flags |= f.bit();
-        }
         int ndim = shape.length;
-        long header = versioned ? DLManagedTensorVersioned.sizeof() : DLManagedTensor.sizeof();
-        long block = header + 16L * ndim;
-        MemorySegment m = Native.calloc(block);
-        MemorySegment shapePtr = m.asSlice(header, 8L * ndim);
-        MemorySegment stridesPtr = m.asSlice(header + 8L * ndim, 8L * ndim);
+        // one block: the struct, then shape, then strides; written in place (no slice per nested struct).
+        // malloc, not calloc (measured: calloc costs more than the writes): every field is written below
+        long header = versioned ? TensorStruct.VERSIONED_SIZE : TensorStruct.LEGACY_SIZE;
+        long t = versioned ? TensorStruct.V_TENSOR : TensorStruct.L_TENSOR;
+        MemorySegment m = Native.malloc(header + 16L * ndim);
+        long[] strides = g.strides;
         for (int i = 0; i < ndim; i++) {
-            shapePtr.setAtIndex(ValueLayout.JAVA_LONG, i, shape[i]);
-            stridesPtr.setAtIndex(ValueLayout.JAVA_LONG, i, g.strides[i]);
+            m.set(ValueLayout.JAVA_LONG, header + 8L * i, shape[i]);
+            m.set(ValueLayout.JAVA_LONG, header + 8L * (ndim + i), strides[i]);
         }
-        MemorySegment t = versioned ? DLManagedTensorVersioned.dl_tensor(m) : DLManagedTensor.dl_tensor(m);
-        DLTensor.data(t, MemorySegment.ofAddress(data.address()));
-        MemorySegment dev = DLTensor.device(t);
-        DLDevice.device_type(dev, device.type().code());
-        DLDevice.device_id(dev, device.id());
-        DLTensor.ndim(t, ndim);
-        MemorySegment dt = DLTensor.dtype(t);
-        DLDataType.code(dt, (byte) dtype.code());
-        DLDataType.bits(dt, (byte) dtype.bits());
-        DLDataType.lanes(dt, (short) dtype.lanes());
-        DLTensor.shape(t, ndim == 0 ? MemorySegment.NULL : shapePtr);
-        DLTensor.strides(t, ndim == 0 ? MemorySegment.NULL : stridesPtr);
-        DLTensor.byte_offset(t, byteOffset);
-        long key = Exports.REGISTRY.register(new Exports.State(m, owner,
-                versioned ? "DLManagedTensorVersioned" : "DLManagedTensor"));
+        // a 0-d tensor has NULL shape and strides
+        TensorStruct.pointer(m, t + TensorStruct.SHAPE, ndim == 0 ? 0 : m.address() + header);
+        TensorStruct.pointer(m, t + TensorStruct.STRIDES, ndim == 0 ? 0 : m.address() + header + 8L * ndim);
+        TensorStruct.pointer(m, t + TensorStruct.DATA, spec.data().address());
+        m.set(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_TYPE, device.type().code());
+        m.set(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_ID, device.id());
+        m.set(ValueLayout.JAVA_INT, t + TensorStruct.NDIM, ndim);
+        m.set(ValueLayout.JAVA_BYTE, t + TensorStruct.CODE, (byte) dtype.code());
+        m.set(ValueLayout.JAVA_BYTE, t + TensorStruct.BITS, (byte) dtype.bits());
+        m.set(ValueLayout.JAVA_SHORT, t + TensorStruct.LANES, (short) dtype.lanes());
+        m.set(ValueLayout.JAVA_LONG, t + TensorStruct.BYTE_OFFSET, spec.byteOffset());
+        // manager_ctx is NULL until a consumer takes the tensor (see Exports)
         if (versioned) {
-            MemorySegment v = DLManagedTensorVersioned.version(m);
-            DLPackVersion.major(v, MAJOR_VERSION);
-            DLPackVersion.minor(v, MINOR_VERSION);
-            DLManagedTensorVersioned.manager_ctx(m, MemorySegment.ofAddress(key));
-            DLManagedTensorVersioned.deleter(m, Exports.DELETE_VERSIONED);
-            DLManagedTensorVersioned.flags(m, flags);
+            m.set(ValueLayout.JAVA_INT, TensorStruct.V_MAJOR, MAJOR_VERSION);
+            m.set(ValueLayout.JAVA_INT, TensorStruct.V_MINOR, MINOR_VERSION);
+            TensorStruct.pointer(m, TensorStruct.V_MANAGER_CTX, 0);
+            m.set(ValueLayout.ADDRESS, TensorStruct.V_DELETER, Exports.DELETE_VERSIONED);
+            m.set(ValueLayout.JAVA_LONG, TensorStruct.V_FLAGS, spec.flagBits());
         } else {
-            DLManagedTensor.manager_ctx(m, MemorySegment.ofAddress(key));
-            DLManagedTensor.deleter(m, Exports.DELETE_LEGACY);
+            TensorStruct.pointer(m, TensorStruct.L_MANAGER_CTX, 0);
+            m.set(ValueLayout.ADDRESS, TensorStruct.L_DELETER, Exports.DELETE_LEGACY);
         }
-        return new ExportedTensor(m, key, versioned);
+        return new ExportedTensor(new Exports.State(m, owner, versioned ? "DLManagedTensorVersioned" : "DLManagedTensor"),
+                versioned);
     }
 
     // ------------------------------------------------------------------------------------------ import
@@ -188,24 +174,29 @@ public final class DLPack {
      * after a throw the deleter has already been called (except for a NULL pointer).
      */
     public static ImportedTensor importVersioned(MemorySegment tensor, ImportOptions options, Arena arena) {
+        return importVersioned(tensor, options, arena, null);
+    }
+
+    /** {@code local}: null for a foreign tensor (its release is the deleter), else see {@link #importTensor}. */
+    private static ImportedTensor importVersioned(MemorySegment tensor, ImportOptions options, Arena arena,
+                                                  Exports.LocalRelease local) {
         Objects.requireNonNull(options, "options");
         return ForeignImport.take(ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED, tensor, owned -> {
-            MemorySegment v = DLManagedTensorVersioned.version(owned);
-            int major = DLPackVersion.major(v);
-            int minor = DLPackVersion.minor(v);
+            int major = owned.get(ValueLayout.JAVA_INT, TensorStruct.V_MAJOR);
+            int minor = owned.get(ValueLayout.JAVA_INT, TensorStruct.V_MINOR);
             if (major != MAJOR_VERSION) {
                 throw new ValidationException(Category.VERSION, "version.major", String.format(java.util.Locale.ROOT,
                         "expected DLPack major version %d but found %s.%s", MAJOR_VERSION,
                         Integer.toUnsignedString(major), Integer.toUnsignedString(minor)));
             }
-            long flags = DLManagedTensorVersioned.flags(owned);
+            long flags = owned.get(ValueLayout.JAVA_LONG, TensorStruct.V_FLAGS);
             if ((flags & ~KNOWN_FLAGS) != 0) {
                 throw new ValidationException(Category.SCHEMA, "flags", String.format(java.util.Locale.ROOT,
                         "unknown flag bits 0x%x (DLPack 1.%d defines 0x%x)", flags & ~KNOWN_FLAGS, MINOR_VERSION, KNOWN_FLAGS));
             }
             boolean nullStridesAllowed = Integer.compareUnsigned(minor, 2) < 0;
-            return wrap(ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED, owned, new ImportedTensor.Version(major, minor),
-                    DLManagedTensorVersioned.dl_tensor(owned), flags, nullStridesAllowed, options, arena);
+            return wrap(ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED, owned, ImportedTensor.Version.of(major, minor),
+                    TensorStruct.V_TENSOR, flags, nullStridesAllowed, options, arena, local);
         });
     }
 
@@ -225,16 +216,24 @@ public final class DLPack {
      * tensor; after a throw its deleter has already been called (except for a NULL pointer).
      */
     public static ImportedTensor importLegacy(MemorySegment tensor, ImportOptions options, Arena arena) {
+        return importLegacy(tensor, options, arena, null);
+    }
+
+    /** {@code local}: as in {@link #importVersioned(MemorySegment, ImportOptions, Arena, Exports.LocalRelease)}. */
+    private static ImportedTensor importLegacy(MemorySegment tensor, ImportOptions options, Arena arena,
+                                               Exports.LocalRelease local) {
         Objects.requireNonNull(options, "options");
         return ForeignImport.take(ForeignImport.Kind.DL_MANAGED_TENSOR, tensor, owned ->
-                wrap(ForeignImport.Kind.DL_MANAGED_TENSOR, owned, null, DLManagedTensor.dl_tensor(owned), 0, true, options,
-                        arena));
+                wrap(ForeignImport.Kind.DL_MANAGED_TENSOR, owned, null, TensorStruct.L_TENSOR, 0, true, options, arena,
+                        local));
     }
 
     /**
      * Imports a tensor this library exported, as a consumer would: {@code exported} is transferred first
-     * (it becomes CONSUMED), then imported. After a return the result owns the tensor; after a throw its
-     * deleter has been called.
+     * (it becomes CONSUMED), then its struct is read and validated as a foreign one would be. The struct
+     * never reaches native code, so it is freed as soon as it has been read; what the deleter would still
+     * release (the owner given at export, if any) is released when the result is. After a return the result
+     * owns the tensor; after a throw its deleter has been called and the owner closed.
      */
     public static ImportedTensor importTensor(ExportedTensor exported, ImportOptions options) {
         return importTensor(exported, options, null);
@@ -243,22 +242,34 @@ public final class DLPack {
     /**
      * As {@link #importTensor(ExportedTensor, ImportOptions)}, with the deleter bound to {@code arena} as in
      * {@link #importVersioned(MemorySegment, ImportOptions, Arena)}. After a return {@code arena} owns the
-     * tensor; after a throw its deleter has been called.
+     * tensor; after a throw its deleter has been called and the owner closed.
      */
     public static ImportedTensor importTensor(ExportedTensor exported, ImportOptions options, Arena arena) {
         Objects.requireNonNull(exported, "exported");
         Objects.requireNonNull(options, "options");
         boolean versioned = exported.isVersioned();
-        MemorySegment p = exported.transferOwnership();
-        return versioned ? importVersioned(p, options, arena) : importLegacy(p, options, arena);
+        // The struct never reaches native code: it is read and checked as a foreign one would be, then freed
+        // at once (nothing reads it again), and the tensor's release closes only the exporter's owner.
+        Exports.State st = exported.transferToImport();
+        Exports.LocalRelease local = Exports.LocalRelease.of(st);
+        ImportedTensor t;
+        try {
+            t = versioned ? importVersioned(st.block(), options, arena, local)
+                    : importLegacy(st.block(), options, arena, local);
+        } catch (RuntimeException | Error e) {
+            local.run(); // the failed import called the deleter, which freed the block
+            throw e;
+        }
+        Native.free(st.block());
+        return t;
     }
 
+    /** Validates the {@code DLTensor} at offset {@code t} of {@code owned}, reading it in place, and wraps it. */
     private static ImportedTensor wrap(ForeignImport.Kind kind, MemorySegment owned, ImportedTensor.Version version,
-                                       MemorySegment t, long flags, boolean nullStridesAllowed, ImportOptions options,
-                                       Arena arena) {
-        MemorySegment dev = DLTensor.device(t);
-        int typeCode = DLDevice.device_type(dev);
-        int id = DLDevice.device_id(dev);
+                                       long t, long flags, boolean nullStridesAllowed, ImportOptions options,
+                                       Arena arena, Exports.LocalRelease local) {
+        int typeCode = owned.get(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_TYPE);
+        int id = owned.get(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_ID);
         DeviceType type = DeviceType.of(typeCode);
         if (type == null) {
             throw new ValidationException(Category.DEVICE, "dl_tensor.device.device_type",
@@ -268,44 +279,44 @@ public final class DLPack {
             throw new ValidationException(Category.DEVICE, "dl_tensor.device.device_id", "expected "
                     + (type == DeviceType.CPU ? "device id 0 for kDLCPU" : "a device id >= 0") + " but found " + id);
         }
-        Device device = new Device(type, id);
-        if (options.expectedDevice() != null && !options.expectedDevice().equals(device)) {
-            throw new ValidationException(Category.DEVICE, "dl_tensor.device", "expected " + describe(options.expectedDevice())
+        Device device = type == DeviceType.CPU ? Device.CPU : new Device(type, id);
+        Device expected = options.expectedDevice();
+        if (expected != null && !expected.equals(device)) {
+            throw new ValidationException(Category.DEVICE, "dl_tensor.device", "expected " + describe(expected)
                     + " but found " + describe(device));
         }
-        MemorySegment dtSeg = DLTensor.dtype(t);
-        DType dtype = new DType(Byte.toUnsignedInt(DLDataType.code(dtSeg)), Byte.toUnsignedInt(DLDataType.bits(dtSeg)),
-                Short.toUnsignedInt(DLDataType.lanes(dtSeg)));
-        dtype.check("dl_tensor.dtype");
+        DType dtype = DType.of(Byte.toUnsignedInt(owned.get(ValueLayout.JAVA_BYTE, t + TensorStruct.CODE)),
+                Byte.toUnsignedInt(owned.get(ValueLayout.JAVA_BYTE, t + TensorStruct.BITS)),
+                Short.toUnsignedInt(owned.get(ValueLayout.JAVA_SHORT, t + TensorStruct.LANES)), "dl_tensor.dtype");
         boolean padded = (flags & FLAG_IS_SUBBYTE_TYPE_PADDED) != 0;
         if (padded && !dtype.isSubByte()) {
             throw new ValidationException(Category.SCHEMA, "flags", "IS_SUBBYTE_TYPE_PADDED is set but " + dtype
                     + " is not a sub-byte type");
         }
-        int ndim = DLTensor.ndim(t);
+        int ndim = owned.get(ValueLayout.JAVA_INT, t + TensorStruct.NDIM);
         if (ndim < 0 || ndim > Geometry.MAX_NDIM) {
             throw new ValidationException(Category.SIZE, "dl_tensor.ndim", "expected 0.." + Geometry.MAX_NDIM
                     + " dimensions but found " + ndim);
         }
-        long[] shape = readLongs(DLTensor.shape(t), ndim, "dl_tensor.shape");
-        MemorySegment stridesPtr = DLTensor.strides(t);
-        if (stridesPtr.equals(MemorySegment.NULL) && ndim != 0 && !nullStridesAllowed) {
+        long[] shape = readLongs(TensorStruct.pointer(owned, t + TensorStruct.SHAPE), ndim, "dl_tensor.shape");
+        long stridesPtr = TensorStruct.pointer(owned, t + TensorStruct.STRIDES);
+        if (stridesPtr == 0 && ndim != 0 && !nullStridesAllowed) {
             throw new ValidationException(Category.NULL_POINTER, "dl_tensor.strides",
                     "expected strides (DLPack >= 1.2 forbids NULL strides when ndim != 0) but found NULL");
         }
-        long[] strides = stridesPtr.equals(MemorySegment.NULL) ? null : readLongs(stridesPtr, ndim, "dl_tensor.strides");
-        long byteOffset = DLTensor.byte_offset(t);
+        long[] strides = stridesPtr == 0 ? null : readLongs(stridesPtr, ndim, "dl_tensor.strides");
+        long byteOffset = owned.get(ValueLayout.JAVA_LONG, t + TensorStruct.BYTE_OFFSET);
         Geometry g = Geometry.of(dtype, !padded, shape, strides, byteOffset, "dl_tensor");
-        MemorySegment data = DLTensor.data(t);
+        long data = TensorStruct.pointer(owned, t + TensorStruct.DATA);
         if (g.extent > 0) {
-            if (data.equals(MemorySegment.NULL)) {
+            if (data == 0) {
                 throw new ValidationException(Category.NULL_POINTER, "dl_tensor.data",
                         "expected a data pointer for " + g.elements + " elements but found NULL");
             }
             long first;
             long end;
             try {
-                first = Math.addExact(Math.addExact(data.address(), byteOffset), g.start);
+                first = Math.addExact(Math.addExact(data, byteOffset), g.start);
                 end = Math.addExact(first, g.extent);
             } catch (ArithmeticException e) {
                 throw new ValidationException(Category.SIZE, "dl_tensor.byte_offset",
@@ -318,22 +329,28 @@ public final class DLPack {
         }
         boolean readOnly = (flags & FLAG_READ_ONLY) != 0;
         boolean copied = (flags & FLAG_IS_COPIED) != 0;
-        return ImportedTensor.create(kind, owned, version, dtype, device, g, byteOffset, readOnly, copied, padded, data,
-                arena);
+        return ImportedTensor.create(kind, owned, local, version, dtype, device, g, byteOffset, readOnly, copied, padded,
+                data, arena);
     }
 
-    private static long[] readLongs(MemorySegment p, int n, String path) {
+    /** The {@code n} int64 values at {@code address}, checked for NULL and alignment first. */
+    private static long[] readLongs(long address, int n, String path) {
         if (n == 0) {
             return new long[0];
         }
-        if (p.equals(MemorySegment.NULL)) {
+        if (address == 0) {
             throw new ValidationException(Category.NULL_POINTER, path, "expected " + n + " values but found NULL");
         }
-        if (p.address() % 8 != 0) {
+        if (address % 8 != 0) {
             throw new ValidationException(Category.ALIGNMENT, path, "expected an 8-byte aligned int64 array but found address 0x"
-                    + Long.toHexString(p.address()));
+                    + Long.toHexString(address));
         }
-        return p.reinterpret(8L * n).toArray(ValueLayout.JAVA_LONG);
+        MemorySegment s = MemorySegment.ofAddress(address).reinterpret(8L * n);
+        long[] values = new long[n];
+        for (int i = 0; i < n; i++) { // a few values: a loop beats a bulk copy's setup
+            values[i] = s.getAtIndex(ValueLayout.JAVA_LONG, i);
+        }
+        return values;
     }
 
     static String describe(Device d) {

@@ -80,6 +80,31 @@ public record DType(int code, int bits, int lanes) {
             FLOAT8_E4M3, FLOAT8_E4M3B11FNUZ, FLOAT8_E4M3FN, FLOAT8_E4M3FNUZ, FLOAT8_E5M2, FLOAT8_E5M2FNUZ,
             FLOAT8_E8M0FNU, FLOAT6_E2M3FN, FLOAT6_E3M2FN, FLOAT4_E2M1FN);
 
+    /** The {@link #SUPPORTED} types by {@code code * 256 + bits}, for {@link #of(int, int, int, String)}. */
+    private static final DType[] BY_CODE_AND_BITS = new DType[CODE_NAMES.length * 256];
+
+    static {
+        for (DType t : SUPPORTED) {
+            BY_CODE_AND_BITS[t.code * 256 + t.bits] = t;
+        }
+    }
+
+    /**
+     * The type a struct describes ({@code code}, {@code bits}, {@code lanes} as read from it), checked as
+     * {@link #check(String)} does; a supported type is the shared constant.
+     */
+    static DType of(int code, int bits, int lanes, String path) {
+        if (lanes == 1 && code >= 0 && code < CODE_NAMES.length && bits >= 0 && bits < 256) {
+            DType t = BY_CODE_AND_BITS[code * 256 + bits];
+            if (t != null) {
+                return t; // every SUPPORTED type passes check()
+            }
+        }
+        DType t = new DType(code, bits, lanes);
+        t.check(path);
+        return t;
+    }
+
     /** @throws ValidationException {@code FORMAT} if a field does not fit its C type */
     public DType {
         if (code < 0 || code > 0xFF || bits < 0 || bits > 0xFF || lanes < 0 || lanes > 0xFFFF) {

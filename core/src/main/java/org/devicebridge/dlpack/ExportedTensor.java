@@ -10,12 +10,12 @@ import org.devicebridge.NativeHandle;
  * {@link #close()} frees it as the deleter would: the struct block, and the owner given at export.
  */
 public final class ExportedTensor extends NativeHandle {
-    private final MemorySegment struct;
+    private final Exports.State state; // the struct is state.block()
     private final boolean versioned;
 
-    ExportedTensor(MemorySegment struct, long key, boolean versioned) {
-        super(versioned ? "exported DLManagedTensorVersioned" : "exported DLManagedTensor", () -> Exports.release(key));
-        this.struct = struct;
+    ExportedTensor(Exports.State state, boolean versioned) {
+        super(versioned ? "exported DLManagedTensorVersioned" : "exported DLManagedTensor", () -> Exports.release(state));
+        this.state = state;
         this.versioned = versioned;
     }
 
@@ -31,7 +31,7 @@ public final class ExportedTensor extends NativeHandle {
      */
     public MemorySegment address() {
         ensureLive();
-        return MemorySegment.ofAddress(struct.address());
+        return MemorySegment.ofAddress(state.block().address());
     }
 
     /**
@@ -43,6 +43,23 @@ public final class ExportedTensor extends NativeHandle {
      */
     public MemorySegment transferOwnership() {
         markConsumed();
-        return MemorySegment.ofAddress(struct.address());
+        handOver(Exports.REGISTRY.register(state));
+        return MemorySegment.ofAddress(state.block().address());
+    }
+
+    /**
+     * Gives the struct to this library's own import ({@link DLPack#importTensor}): the handle becomes
+     * CONSUMED first, and nothing is registered (see {@link Exports}). After a return the caller owns the
+     * returned state; after a throw (the handle was not live) nothing changed hands.
+     */
+    Exports.State transferToImport() {
+        markConsumed();
+        handOver(state.block().address());
+        return state;
+    }
+
+    /** Writes {@code manager_ctx}: what the deleter finds the export's state by. */
+    private void handOver(long ctx) {
+        TensorStruct.pointer(state.block(), versioned ? TensorStruct.V_MANAGER_CTX : TensorStruct.L_MANAGER_CTX, ctx);
     }
 }

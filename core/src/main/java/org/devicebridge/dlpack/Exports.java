@@ -5,16 +5,26 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.util.concurrent.atomic.AtomicLong;
+import org.devicebridge.NativeHandle;
 import org.devicebridge.foreign.LocalCallbacks;
-import org.devicebridge.generated.dlpack.DLManagedTensor;
-import org.devicebridge.generated.dlpack.DLManagedTensorVersioned;
 import org.devicebridge.internal.ExportRegistry;
 import org.devicebridge.internal.Native;
 
 /**
  * State of every tensor this library exported and the two deleter upcalls (one per struct kind, created
- * once). {@code manager_ctx} holds the registry key; the deleter removes the entry, frees the one malloc
- * block (struct + shape + strides) and closes the owner the exporter passed. It never throws.
+ * once). An export's {@link State} belongs to its {@link ExportedTensor} until a consumer takes it:
+ * <ul>
+ *   <li>a native consumer ({@link ExportedTensor#transferOwnership()}): the state is registered and
+ *       {@code manager_ctx} holds its registry key; the deleter removes the entry, frees the one malloc
+ *       block (struct + shape + strides) and closes the owner the exporter passed. A stale or forged key
+ *       finds nothing and is only counted and logged.</li>
+ *   <li>this library's own import ({@link DLPack#importTensor}): no native code ever holds the pointer, so
+ *       nothing is registered. {@code manager_ctx} holds the struct's own address; the import frees the
+ *       block as soon as it has read it (a failed import through the deleter, which then frees only the
+ *       block), and the imported tensor's release closes the owner ({@link LocalRelease}).</li>
+ * </ul>
+ * Until one of these hand-overs {@code manager_ctx} is NULL: a deleter call then finds nothing (a pointer
+ * from {@link ExportedTensor#address()} gives no ownership). The deleter never throws.
  */
 final class Exports {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.dlpack");
@@ -27,6 +37,45 @@ final class Exports {
             } finally {
                 if (owner != null) {
                     owner.close();
+                }
+            }
+        }
+    }
+
+    /**
+     * What is left to release of a tensor this library exported and imported itself once the import freed
+     * its struct block: the exporter's owner, if any. Never throws: a failing owner is logged, as the
+     * deleter does.
+     */
+    static final class LocalRelease implements NativeHandle.ReleaseAction, Runnable {
+        /** For an export without an owner: nothing. */
+        static final LocalRelease NOTHING = new LocalRelease(null, "");
+
+        private final AutoCloseable owner;
+        private final String what;
+
+        private LocalRelease(AutoCloseable owner, String what) {
+            this.owner = owner;
+            this.what = what;
+        }
+
+        /** What releases {@code st} once its block is freed. */
+        static LocalRelease of(State st) {
+            return st.owner() == null ? NOTHING : new LocalRelease(st.owner(), st.what());
+        }
+
+        @Override
+        public void release() {
+            run();
+        }
+
+        @Override
+        public void run() {
+            if (owner != null) {
+                try {
+                    owner.close();
+                } catch (Throwable t) {
+                    LOG.log(System.Logger.Level.ERROR, "releasing the owner of an exported " + what + " failed", t);
                 }
             }
         }
@@ -50,28 +99,32 @@ final class Exports {
     private Exports() {}
 
     private static void deleteVersioned(MemorySegment self) {
-        try {
-            if (self.equals(MemorySegment.NULL)) {
-                LOG.log(System.Logger.Level.WARNING, "DLManagedTensorVersioned deleter called with NULL");
-                return;
-            }
-            MemorySegment s = self.reinterpret(DLManagedTensorVersioned.sizeof());
-            release(DLManagedTensorVersioned.manager_ctx(s).address());
-        } catch (Throwable t) {
-            LOG.log(System.Logger.Level.ERROR, "DLManagedTensorVersioned deleter failed", t);
-        }
+        delete(self, TensorStruct.VERSIONED_SIZE, TensorStruct.V_MANAGER_CTX, "DLManagedTensorVersioned");
     }
 
     private static void deleteLegacy(MemorySegment self) {
+        delete(self, TensorStruct.LEGACY_SIZE, TensorStruct.L_MANAGER_CTX, "DLManagedTensor");
+    }
+
+    /** The deleter of either struct kind. Never throws. */
+    private static void delete(MemorySegment self, long size, long ctxOffset, String what) {
         try {
             if (self.equals(MemorySegment.NULL)) {
-                LOG.log(System.Logger.Level.WARNING, "DLManagedTensor deleter called with NULL");
+                LOG.log(System.Logger.Level.WARNING, what + " deleter called with NULL");
                 return;
             }
-            MemorySegment s = self.reinterpret(DLManagedTensor.sizeof());
-            release(DLManagedTensor.manager_ctx(s).address());
+            MemorySegment s = self.reinterpret(size);
+            long ctx = TensorStruct.pointer(s, ctxOffset);
+            if (ctx == s.address()) {
+                // handed to this library's own import, which failed: the block is freed here and the owner
+                // by DLPack.importTensor. A registry key never equals it (keys count up from 1; a struct
+                // lives far above)
+                Native.free(s);
+                return;
+            }
+            release(ctx);
         } catch (Throwable t) {
-            LOG.log(System.Logger.Level.ERROR, "DLManagedTensor deleter failed", t);
+            LOG.log(System.Logger.Level.ERROR, what + " deleter failed", t);
         }
     }
 
@@ -84,6 +137,11 @@ final class Exports {
                     + key + "); ignored");
             return;
         }
+        release(st);
+    }
+
+    /** Frees what {@code st} holds: its block, then its owner. Never throws (a failing owner is logged). */
+    static void release(State st) {
         try {
             st.free();
         } catch (Throwable t) {

@@ -37,16 +37,34 @@ final class Geometry {
 
     static long[] compactStrides(long[] shape, String path) {
         long[] s = new long[shape.length];
+        compactSteps(shape, null, s, path);
+        return s;
+    }
+
+    /**
+     * Walks the compact row-major strides of {@code shape} from the last dimension: writes them to {@code out}
+     * when it is not null, and tells whether {@code strides} (when not null, one per dimension) equals them on
+     * every dimension whose extent is not 1. Allocates nothing.
+     *
+     * @throws ValidationException {@code SIZE} if the product of the extents (zeros counted as 1) overflows
+     */
+    private static boolean compactSteps(long[] shape, long[] strides, long[] out, String path) {
+        boolean compact = true;
         long step = 1;
         for (int i = shape.length - 1; i >= 0; i--) {
-            s[i] = step;
+            if (out != null) {
+                out[i] = step;
+            }
+            if (strides != null && shape[i] != 1 && strides[i] != step) {
+                compact = false;
+            }
             try {
                 step = Math.multiplyExact(step, Math.max(1, shape[i]));
             } catch (ArithmeticException e) {
                 throw new ValidationException(Category.SIZE, field(path, "shape"), "element count overflows int64");
             }
         }
-        return s;
+        return compact;
     }
 
     /**
@@ -61,7 +79,7 @@ final class Geometry {
         long elements = 1;
         for (int i = 0; i < shape.length; i++) {
             if (shape[i] < 0) {
-                throw new ValidationException(Category.SIZE, field(path, "shape[" + i + "]"),
+                throw new ValidationException(Category.SIZE, field(path, "shape", i),
                         "expected a non-negative extent but found " + shape[i]);
             }
         }
@@ -69,19 +87,22 @@ final class Geometry {
             try {
                 elements = Math.multiplyExact(elements, shape[i]);
             } catch (ArithmeticException e) {
-                throw new ValidationException(Category.SIZE, field(path, "shape[" + i + "]"), "element count overflows int64");
+                throw new ValidationException(Category.SIZE, field(path, "shape", i), "element count overflows int64");
             }
         }
-        long[] compactStrides = compactStrides(shape, path);
-        long[] s = strides == null ? compactStrides : strides;
-        if (s.length != shape.length) {
-            throw new ValidationException(Category.STRUCTURE, field(path, "strides"),
-                    "expected " + shape.length + " strides but found " + s.length);
-        }
-        boolean compact = true;
-        for (int i = 0; i < shape.length; i++) {
-            if (shape[i] != 1 && s[i] != compactStrides[i]) {
-                compact = false;
+        // the compact strides are made (an array) only where the producer gave none
+        long[] s;
+        boolean compact;
+        if (strides == null) {
+            s = new long[shape.length];
+            compact = compactSteps(shape, null, s, path);
+        } else {
+            s = strides;
+            boolean sameLength = s.length == shape.length;
+            compact = compactSteps(shape, sameLength ? s : null, null, path);
+            if (!sameLength) {
+                throw new ValidationException(Category.STRUCTURE, field(path, "strides"),
+                        "expected " + shape.length + " strides but found " + s.length);
             }
         }
         if (elements == 0) {
@@ -92,7 +113,7 @@ final class Geometry {
                 throw new ValidationException(Category.SCHEMA, field(path, "strides"), "packed sub-byte type " + dtype
                         + " must be compact row-major (set DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED for strided data)");
             }
-            long bits = multiply(elements, dtype.bits(), field(path, "shape"));
+            long bits = multiply(elements, dtype.bits(), path, "shape");
             long extent = bits / 8 + (bits % 8 == 0 ? 0 : 1);
             checkEnd(byteOffset, 0, extent, path);
             return new Geometry(shape, s, elements, 0, extent, true);
@@ -101,7 +122,12 @@ final class Geometry {
         long min = 0;
         long max = 0;
         for (int i = 0; i < shape.length; i++) {
-            long span = multiply(s[i], shape[i] - 1, field(path, "strides[" + i + "]"));
+            long span;
+            try {
+                span = Math.multiplyExact(s[i], shape[i] - 1);
+            } catch (ArithmeticException e) {
+                throw new ValidationException(Category.SIZE, field(path, "strides", i), "byte size overflows int64");
+            }
             try {
                 if (span >= 0) {
                     max = Math.addExact(max, span);
@@ -109,11 +135,11 @@ final class Geometry {
                     min = Math.addExact(min, span);
                 }
             } catch (ArithmeticException e) {
-                throw new ValidationException(Category.SIZE, field(path, "strides[" + i + "]"), "element offsets overflow int64");
+                throw new ValidationException(Category.SIZE, field(path, "strides", i), "element offsets overflow int64");
             }
         }
-        long start = multiply(min, item, field(path, "strides"));
-        long last = multiply(max, item, field(path, "strides"));
+        long start = multiply(min, item, path, "strides");
+        long last = multiply(max, item, path, "strides");
         long extent;
         try {
             extent = Math.addExact(Math.subtractExact(last, start), item);
@@ -137,11 +163,17 @@ final class Geometry {
         return path.isEmpty() ? name : path + "." + name;
     }
 
-    private static long multiply(long a, long b, String path) {
+    /** {@code path.name[index]}; built only when an error is thrown. */
+    private static String field(String path, String name, int index) {
+        return field(path, name + "[" + index + "]");
+    }
+
+    /** {@code a * b}; the field path of the error is built only when it overflows. */
+    private static long multiply(long a, long b, String path, String name) {
         try {
             return Math.multiplyExact(a, b);
         } catch (ArithmeticException e) {
-            throw new ValidationException(Category.SIZE, path, "byte size overflows int64");
+            throw new ValidationException(Category.SIZE, field(path, name), "byte size overflows int64");
         }
     }
 }

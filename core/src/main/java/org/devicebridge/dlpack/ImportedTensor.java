@@ -22,7 +22,20 @@ import org.devicebridge.foreign.ForeignImport;
 public final class ImportedTensor extends NativeHandle {
 
     /** A DLPack ABI version. */
-    public record Version(int major, int minor) {}
+    public record Version(int major, int minor) {
+        private static final Version[] MAJOR_1 = new Version[16];
+
+        static {
+            for (int minor = 0; minor < MAJOR_1.length; minor++) {
+                MAJOR_1[minor] = new Version(1, minor);
+            }
+        }
+
+        /** The version {@code major.minor}; the common ones (1.0 to 1.15) are shared instances. */
+        static Version of(int major, int minor) {
+            return major == 1 && minor >= 0 && minor < MAJOR_1.length ? MAJOR_1[minor] : new Version(major, minor);
+        }
+    }
 
     private final Version version;
     private final DType dtype;
@@ -32,19 +45,23 @@ public final class ImportedTensor extends NativeHandle {
     private final boolean readOnly;
     private final boolean copied;
     private final boolean subBytePadded;
-    private final MemorySegment origin; // data + byte_offset, zero length
+    private final long originAddress; // data + byte_offset
     private final boolean hostAccessible;
     private final long segmentAddress;
     private final ForeignImport.Kind kind;
-    private final MemorySegment owned;
-    private volatile MemorySegment segment; // made on the first segment() call
+    private final MemorySegment owned; // null for a local hand-over (its struct is freed)
+    private final Exports.LocalRelease local; // non-null for a tensor this library exported (DLPack.importTensor)
+    // made on the first segment() call; racing first calls make equal segments of the one arena, and a
+    // segment is immutable (final fields), so a plain field suffices (a volatile store would cost a fence)
+    private MemorySegment segment;
 
-    private ImportedTensor(ForeignImport.Kind kind, MemorySegment owned, Version version, DType dtype, Device device,
-                           Geometry geometry, long byteOffset, boolean readOnly, boolean copied, boolean subBytePadded,
-                           MemorySegment data, Arena arena) {
-        super("imported " + kind.cName(), () -> kind.release(owned), arena);
+    private ImportedTensor(ForeignImport.Kind kind, MemorySegment owned, Exports.LocalRelease local, Version version,
+                           DType dtype, Device device, Geometry geometry, long byteOffset, boolean readOnly,
+                           boolean copied, boolean subBytePadded, long data, Arena arena) {
+        super(description(kind), local != null ? local : () -> kind.release(owned), arena);
         this.kind = kind;
-        this.owned = owned;
+        this.owned = local != null ? null : owned;
+        this.local = local;
         this.version = version;
         this.dtype = dtype;
         this.device = device;
@@ -53,16 +70,28 @@ public final class ImportedTensor extends NativeHandle {
         this.readOnly = readOnly;
         this.copied = copied;
         this.subBytePadded = subBytePadded;
-        long originAddress = data.address() + byteOffset;
-        this.origin = MemorySegment.ofAddress(originAddress);
+        this.originAddress = data + byteOffset;
         this.hostAccessible = device.type().isHostAccessible();
         this.segmentAddress = originAddress + geometry.start;
     }
 
-    static ImportedTensor create(ForeignImport.Kind kind, MemorySegment owned, Version version, DType dtype,
-                                 Device device, Geometry geometry, long byteOffset, boolean readOnly, boolean copied,
-                                 boolean subBytePadded, MemorySegment data, Arena arena) {
-        return new ImportedTensor(kind, owned, version, dtype, device, geometry, byteOffset, readOnly, copied,
+    private static String description(ForeignImport.Kind kind) {
+        return switch (kind) {
+            case DL_MANAGED_TENSOR_VERSIONED -> "imported DLManagedTensorVersioned";
+            case DL_MANAGED_TENSOR -> "imported DLManagedTensor";
+            default -> "imported " + kind.cName();
+        };
+    }
+
+    /**
+     * @param local null for a foreign tensor, whose release calls its deleter on {@code owned}; for a tensor
+     *              this library exported and handed over itself, what is left to release once its struct
+     *              is freed ({@link DLPack#importTensor})
+     */
+    static ImportedTensor create(ForeignImport.Kind kind, MemorySegment owned, Exports.LocalRelease local,
+                                 Version version, DType dtype, Device device, Geometry geometry, long byteOffset,
+                                 boolean readOnly, boolean copied, boolean subBytePadded, long data, Arena arena) {
+        return new ImportedTensor(kind, owned, local, version, dtype, device, geometry, byteOffset, readOnly, copied,
                 subBytePadded, data, arena);
     }
 
@@ -151,7 +180,7 @@ public final class ImportedTensor extends NativeHandle {
         if (s == null) {
             s = segment(segmentAddress, geometry.extent);
             s = readOnly ? s.asReadOnly() : s;
-            segment = s; // racing first calls make equal segments of the one arena
+            segment = s;
         }
         return s;
     }
@@ -164,7 +193,7 @@ public final class ImportedTensor extends NativeHandle {
      */
     public MemorySegment devicePointer() {
         ensureLive();
-        return origin;
+        return MemorySegment.ofAddress(originAddress);
     }
 
     /**
@@ -173,6 +202,9 @@ public final class ImportedTensor extends NativeHandle {
      */
     Runnable detach() {
         markConsumed();
+        if (local != null) {
+            return local;
+        }
         ForeignImport.Kind k = kind;
         MemorySegment o = owned;
         return () -> k.release(o);

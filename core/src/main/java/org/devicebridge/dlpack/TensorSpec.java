@@ -41,6 +41,7 @@ public final class TensorSpec {
     private final long byteOffset;
     private final Device device;
     private final Set<TensorFlag> flags; // unmodifiable
+    private final long flagBits; // the flags as DLPack bits, plus IS_SUBBYTE_TYPE_PADDED for a sub-byte dtype
     private final ConsumerStream consumer; // null: no synchronisation
     private final StreamSynchronizer producer; // null exactly when consumer is
 
@@ -56,6 +57,11 @@ public final class TensorSpec {
             f.add(TensorFlag.READ_ONLY);
         }
         this.flags = Collections.unmodifiableSet(f);
+        long bits = dtype.isSubByte() ? DLPack.FLAG_IS_SUBBYTE_TYPE_PADDED : 0;
+        for (TensorFlag flag : f) {
+            bits |= flag.bit();
+        }
+        this.flagBits = bits;
         this.consumer = consumer;
         this.producer = producer;
     }
@@ -177,6 +183,14 @@ public final class TensorSpec {
     /** The flags the export sets (unmodifiable); includes {@link TensorFlag#READ_ONLY} for read-only data. */
     public Set<TensorFlag> flags() {
         return flags;
+    }
+
+    /**
+     * The {@code flags} field a versioned export writes: {@link #flags()} as bits, plus
+     * {@code IS_SUBBYTE_TYPE_PADDED} for sub-byte types (exported padded to a byte per element).
+     */
+    long flagBits() {
+        return flagBits;
     }
 
     /** The consumer's stream the data is made ready on, if one was given. */

@@ -1,14 +1,12 @@
 package org.devicebridge.internal;
 
-import java.lang.ref.Cleaner;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Process-wide bookkeeping for owning handles: the one Cleaner, counts of live and leaked handles (tests
- * assert on them), and the log lines for leaks and failed releases.
+ * Process-wide bookkeeping for owning handles: counts of live and leaked handles (tests assert on them),
+ * and the log lines for leaks and failed releases. The safety net itself is {@link HandleCleaner}.
  */
 public final class HandleTracker {
-    public static final Cleaner CLEANER = Cleaner.create();
     private static final System.Logger LOG = System.getLogger("org.devicebridge");
     // Striped counters: every handle's open and close passes here, from any number of threads at once.
     private static final LongAdder LIVE = new LongAdder();

@@ -101,6 +101,62 @@ class DLPackOwnershipTest {
     }
 
     @Test
+    void importTensorFreesTheStructAtOnceAndClosesTheOwnerWithTheResult() {
+        for (boolean versioned : new boolean[] {true, false}) {
+            ownerCloses.set(0);
+            long stray = Exports.STRAY_DELETES.get();
+            ExportedTensor e = export(versioned);
+            try (Arena scope = Arena.ofConfined()) {
+                ImportedTensor t = DLPack.importTensor(e, ImportOptions.expecting(Device.CPU), scope);
+                assertEquals(NativeHandle.State.CONSUMED, e.state());
+                assertEquals(exportsBaseline, Exports.REGISTRY.size(), "a hand-over inside the library registers nothing");
+                assertEquals(0, ownerCloses.get(), "the owner lives as long as the imported tensor");
+                assertEquals(16, t.segment().byteSize(), "four int32");
+                assertArrayEquals(new long[] {4}, t.shape());
+                t.close(); // the arena owns the release: nothing happens
+                assertEquals(0, ownerCloses.get());
+            }
+            assertEquals(1, ownerCloses.get(), "closing the arena closes the owner once");
+            assertEquals(stray, Exports.STRAY_DELETES.get());
+        }
+    }
+
+    @Test
+    void aFailedImportTensorClosesTheOwnerOnceAndCallsNoStrayDeleter() {
+        long stray = Exports.STRAY_DELETES.get();
+        for (boolean versioned : new boolean[] {true, false}) {
+            ownerCloses.set(0);
+            ExportedTensor e = export(versioned);
+            ValidationException v = assertThrows(ValidationException.class,
+                    () -> DLPack.importTensor(e, ImportOptions.expecting(Device.cuda(0))));
+            assertEquals(Category.DEVICE, v.category());
+            assertEquals(NativeHandle.State.CONSUMED, e.state(), "consumed before the step that failed");
+            assertEquals(1, ownerCloses.get(), "after a throw the owner was closed");
+        }
+        Arena closed = Arena.ofConfined();
+        closed.close();
+        ownerCloses.set(0);
+        assertThrows(HandleClosedException.class, () -> DLPack.importTensor(export(true), ImportOptions.any(), closed));
+        assertEquals(1, ownerCloses.get());
+        MemorySegment data = arena.allocate(16);
+        assertThrows(ValidationException.class, () -> DLPack.importTensor(
+                DLPack.exportVersioned(TensorSpec.of(data, DType.UINT8, 16)), ImportOptions.expecting(Device.cuda(0))));
+        assertEquals(stray, Exports.STRAY_DELETES.get(), "every deleter call found its export");
+    }
+
+    @Test
+    void aDeleterCalledOnAnUntransferredExportFindsNothing() {
+        ExportedTensor e = export(true);
+        long stray = Exports.STRAY_DELETES.get();
+        callDeleter(e.address(), true); // address() gives no ownership: manager_ctx is still NULL
+        assertEquals(stray + 1, Exports.STRAY_DELETES.get());
+        assertEquals(0, ownerCloses.get());
+        assertTrue(e.isLive());
+        e.close();
+        assertEquals(1, ownerCloses.get());
+    }
+
+    @Test
     void anOwnerWhoseCloseThrowsNeverEscapesTheDeleter() {
         MemorySegment data = arena.allocate(16);
         ExportedTensor e = DLPack.exportVersioned(TensorSpec.of(data, DType.UINT8, 16),

@@ -1,0 +1,114 @@
+package org.devicebridge.internal;
+
+import java.lang.ref.PhantomReference;
+import java.lang.ref.ReferenceQueue;
+import java.util.Arrays;
+
+/**
+ * The safety net behind every owning handle: runs an action once the handle has become phantom reachable,
+ * unless it was unregistered first. It does what {@link java.lang.ref.Cleaner} does, without its one
+ * lock: a {@code Cleaner} links every registration into one list under one monitor, entered twice per
+ * handle (register and clean), which handles opened and closed on many threads at once all contend on.
+ *
+ * <p>Here a registration is a phantom reference kept reachable by one of several stripes (chosen by the
+ * registering thread, so threads seldom share one); unregistering only clears the reference (no lock,
+ * nothing run), and a stripe drops cleared references when it fills up. A cleared reference is never
+ * enqueued, and one the GC enqueued is held by the queue, so a stripe may drop both. One daemon thread
+ * runs the actions of the references the GC enqueues.
+ */
+public final class HandleCleaner {
+    private static final System.Logger LOG = System.getLogger("org.devicebridge");
+    private static final ReferenceQueue<Object> QUEUE = new ReferenceQueue<>();
+    private static final Stripe[] STRIPES;
+
+    static {
+        int n = Integer.highestOneBit(Math.min(256, Math.max(8, 4 * Runtime.getRuntime().availableProcessors())));
+        STRIPES = new Stripe[n];
+        for (int i = 0; i < n; i++) {
+            STRIPES[i] = new Stripe();
+        }
+        Thread t = new Thread(HandleCleaner::drain, "devicebridge-cleaner");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    /** A registration: {@link #unregister()} it once the handle released its resources another way. */
+    public static final class Registration extends PhantomReference<Object> {
+        private Runnable action; // null once unregistered
+
+        private Registration(Object referent, Runnable action) {
+            super(referent, QUEUE);
+            this.action = action;
+        }
+
+        /**
+         * The action will not run (unless the GC already found the referent unreachable, which a caller that
+         * still holds the referent rules out). Does not run it. Any thread; repeated calls do nothing.
+         */
+        public void unregister() {
+            clear(); // a cleared reference is never enqueued
+            action = null;
+        }
+    }
+
+    private HandleCleaner() {}
+
+    /**
+     * Runs {@code action} on the cleaner thread once {@code referent} has become phantom reachable, unless
+     * the returned registration was unregistered first. {@code action} must not refer to {@code referent}.
+     */
+    public static Registration register(Object referent, Runnable action) {
+        Registration r = new Registration(referent, action);
+        STRIPES[(int) Thread.currentThread().threadId() & (STRIPES.length - 1)].add(r);
+        return r;
+    }
+
+    /** Keeps registrations reachable until they are cleared. */
+    private static final class Stripe {
+        private static final int MIN_CAPACITY = 16;
+        private Registration[] refs = new Registration[MIN_CAPACITY];
+        private int size;
+
+        synchronized void add(Registration r) {
+            if (size == refs.length) {
+                compact();
+            }
+            refs[size++] = r;
+        }
+
+        /** Drops cleared references; grows when more than half are still live, shrinks when few are. */
+        private void compact() {
+            int live = 0;
+            for (int i = 0; i < size; i++) {
+                Registration r = refs[i];
+                if (!r.refersTo(null)) {
+                    refs[live++] = r;
+                }
+            }
+            Arrays.fill(refs, live, size, null);
+            size = live;
+            if (live > refs.length / 2) {
+                refs = Arrays.copyOf(refs, refs.length * 2);
+            } else if (refs.length > MIN_CAPACITY && live < refs.length / 8) {
+                refs = Arrays.copyOf(refs, Math.max(MIN_CAPACITY, refs.length / 4));
+            }
+        }
+    }
+
+    private static void drain() {
+        while (true) {
+            try {
+                Registration r = (Registration) QUEUE.remove();
+                Runnable action = r.action;
+                r.action = null;
+                if (action != null) {
+                    action.run();
+                }
+            } catch (InterruptedException e) {
+                // a daemon: keep serving
+            } catch (Throwable t) {
+                LOG.log(System.Logger.Level.ERROR, "devicebridge: a cleanup action failed", t);
+            }
+        }
+    }
+}
