@@ -79,7 +79,7 @@ public final class ExportRegistry<T> {
 
     /**
      * {@code count} consecutive keys never handed out before: the next of this thread's block, a new block
-     * when it has too few left; a run longer than a block gets a range of its own.
+     * when it has too few left; a run of more than a quarter block gets a range of its own.
      */
     private static long nextKeys(int count) {
         if (count > KEY_BLOCK / 4) {

@@ -210,7 +210,7 @@ final class ExportRuntime {
                         count += releaseClaimed(d, depth + 1);
                         ALL.set(ValueLayout.JAVA_LONG, s + kind.releaseOff, 0L);
                     } else if (fn == kind.stub) {
-                        release(kind, MemorySegment.ofAddress(s).reinterpret(kind.size)); // not this node: its own lookup
+                        release(kind, s); // not this node: its own lookup
                     } else {
                         Callbacks.invokeVoidPointer(MemorySegment.ofAddress(fn), MemorySegment.ofAddress(s).reinterpret(kind.size));
                     }
@@ -247,7 +247,7 @@ final class ExportRuntime {
 
     private static void releaseSchema(MemorySegment schema) {
         try {
-            release(SCHEMA, schema.reinterpret(SCHEMA_SIZE));
+            release(SCHEMA, schema.address());
         } catch (Throwable t) {
             LOG.log(System.Logger.Level.ERROR, "devicebridge: releasing an exported ArrowSchema failed", t);
         }
@@ -255,7 +255,7 @@ final class ExportRuntime {
 
     private static void releaseArray(MemorySegment array) {
         try {
-            release(ARRAY, array.reinterpret(ARRAY_SIZE));
+            release(ARRAY, array.address());
         } catch (Throwable t) {
             LOG.log(System.Logger.Level.ERROR, "devicebridge: releasing an exported ArrowArray failed", t);
         }
@@ -267,21 +267,26 @@ final class ExportRuntime {
      * place) are left to their own release.
      */
     static void release(Kind kind, MemorySegment struct) {
-        long privateData = struct.get(ValueLayout.JAVA_LONG, kind.privateOff);
+        release(kind, struct.address());
+    }
+
+    /** {@link #release(Kind, MemorySegment)} of the struct at {@code struct} (its release callback's argument). */
+    static void release(Kind kind, long struct) {
+        long privateData = ALL.get(ValueLayout.JAVA_LONG, struct + kind.privateOff);
         Tree tree = kind.registry.get(privateData >>> NODE_BITS);
         int node = tree == null ? -1 : tree.node(privateData);
         if (node < 0 || !tree.claim(node)) {
             STALE_RELEASES.incrementAndGet();
             LOG.log(System.Logger.Level.WARNING, "devicebridge: release called on an exported " + kind.name
                     + " that was already released (or not exported by devicebridge)");
-            struct.set(ValueLayout.JAVA_LONG, kind.releaseOff, 0L);
+            ALL.set(ValueLayout.JAVA_LONG, struct + kind.releaseOff, 0L);
             return;
         }
         int released = 1;
         try {
             released = tree.releaseClaimed(node, 0);
         } finally {
-            struct.set(ValueLayout.JAVA_LONG, kind.releaseOff, 0L);
+            ALL.set(ValueLayout.JAVA_LONG, struct + kind.releaseOff, 0L);
             tree.drop(released);
         }
     }
