@@ -27,8 +27,10 @@ public final class HandleCleaner {
         for (int i = 0; i < n; i++) {
             STRIPES[i] = new Stripe();
         }
-        Thread t = new Thread(HandleCleaner::drain, "devicebridge-cleaner");
+        // like the JDK's Cleaner thread: a daemon that inherits no thread-locals and pins no class loader
+        Thread t = new Thread(null, HandleCleaner::drain, "devicebridge-cleaner", 0, false);
         t.setDaemon(true);
+        t.setContextClassLoader(null);
         t.start();
     }
 
