@@ -29,13 +29,22 @@ public enum DeviceType {
         return hostAccessible;
     }
 
+    /** The types by C value (small, dense numbers); null where DLPack 1.3 defines none. */
+    private static final DeviceType[] BY_CODE;
+
+    static {
+        int max = 0;
+        for (DeviceType t : values()) {
+            max = Math.max(max, t.code);
+        }
+        BY_CODE = new DeviceType[max + 1];
+        for (DeviceType t : values()) {
+            BY_CODE[t.code] = t;
+        }
+    }
+
     /** The type with C value {@code code}, or {@code null} if DLPack 1.3 defines none. */
     public static DeviceType of(int code) {
-        for (DeviceType t : values()) {
-            if (t.code == code) {
-                return t;
-            }
-        }
-        return null;
+        return code >= 0 && code < BY_CODE.length ? BY_CODE[code] : null;
     }
 }

@@ -14,7 +14,7 @@ public final class ExportedTensor extends NativeHandle {
     private final boolean versioned;
 
     ExportedTensor(Exports.State state, boolean versioned) {
-        super(versioned ? "exported DLManagedTensorVersioned" : "exported DLManagedTensor", () -> Exports.release(state));
+        super(versioned ? "exported DLManagedTensorVersioned" : "exported DLManagedTensor", state);
         this.state = state;
         this.versioned = versioned;
     }

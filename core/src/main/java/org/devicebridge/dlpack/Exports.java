@@ -29,8 +29,14 @@ import org.devicebridge.internal.Native;
 final class Exports {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.dlpack");
 
-    /** What one export holds. */
-    record State(MemorySegment block, AutoCloseable owner, String what) {
+    /** What one export holds; also its handle's release step while no consumer took it. */
+    record State(MemorySegment block, AutoCloseable owner, String what) implements NativeHandle.ReleaseAction {
+        /** Frees the block, then closes the owner; never throws (see {@link Exports#release(State)}). */
+        @Override
+        public void release() {
+            Exports.release(this);
+        }
+
         void free() throws Exception {
             try {
                 Native.free(block);

@@ -27,8 +27,10 @@ public final class HandleCleaner {
         for (int i = 0; i < n; i++) {
             STRIPES[i] = new Stripe();
         }
-        Thread t = new Thread(HandleCleaner::drain, "devicebridge-cleaner");
+        // like the JDK's Cleaner thread: a daemon that inherits no thread-locals and pins no class loader
+        Thread t = new Thread(null, HandleCleaner::drain, "devicebridge-cleaner", 0, false);
         t.setDaemon(true);
+        t.setContextClassLoader(null);
         t.start();
     }
 
@@ -63,14 +65,28 @@ public final class HandleCleaner {
         return r;
     }
 
-    /** Keeps registrations reachable until they are cleared. */
-    private static final class Stripe {
+    /** Padding before a stripe's fields, so that two stripes never share a cache line (false sharing). */
+    @SuppressWarnings("unused")
+    private static class StripePadding {
+        long p0, p1, p2, p3, p4, p5, p6, p7;
+    }
+
+    /** The fields of a stripe, after the padding of its superclass (a superclass's fields are laid out first). */
+    private static class StripeFields extends StripePadding {
+        Registration[] refs; // allocated by the first registering thread, in its own allocation buffer
+        int size;
+    }
+
+    /** Keeps registrations reachable until they are cleared. Padded on both sides; its monitor guards it. */
+    @SuppressWarnings("unused")
+    private static final class Stripe extends StripeFields {
         private static final int MIN_CAPACITY = 16;
-        private Registration[] refs = new Registration[MIN_CAPACITY];
-        private int size;
+        long q0, q1, q2, q3, q4, q5, q6, q7;
 
         synchronized void add(Registration r) {
-            if (size == refs.length) {
+            if (refs == null) {
+                refs = new Registration[MIN_CAPACITY];
+            } else if (size == refs.length) {
                 compact();
             }
             refs[size++] = r;
