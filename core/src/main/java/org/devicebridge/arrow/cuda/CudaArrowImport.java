@@ -266,9 +266,23 @@ public final class CudaArrowImport {
                 }
                 checkInside(root, starts, sizes);
                 List<DeviceBuffer> held = List.copyOf(wraps);
-                CudaArrowBatch batch = new CudaArrowBatch(CudaArrowBatch.describe("imported CUDA ArrowDeviceArray",
-                        root, device), schema, root, device, type, held, () -> CudaArrowSupport.closeAll(held), imported);
-                shared.close(); // the creator's reference: the wraps now keep the struct alive
+                Shared ours = shared;
+                ours.retain(); // the batch's own reference: a batch with no device allocation (no rows) keeps it too
+                CudaArrowBatch batch;
+                try {
+                    batch = new CudaArrowBatch(CudaArrowBatch.describe("imported CUDA ArrowDeviceArray", root, device),
+                            schema, root, device, type, held, () -> {
+                                try {
+                                    CudaArrowSupport.closeAll(held);
+                                } finally {
+                                    ours.close();
+                                }
+                            }, imported);
+                } catch (RuntimeException | Error e) {
+                    ours.close();
+                    throw e;
+                }
+                shared.close(); // the creator's reference: the batch and the wraps now keep the struct alive
                 return batch;
             } catch (RuntimeException | Error e) {
                 abandon(e); // the last reference releases the struct
