@@ -26,6 +26,7 @@ import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
@@ -43,8 +44,10 @@ import org.openjdk.jmh.annotations.Warmup;
  * the release (the exporter's deleter, a Java upcall), differing only in the scope the import lives in:
  * <ul>
  *   <li>{@link #exportImportReadConfined}: a confined arena per tensor (its close releases; no handshake).</li>
- *   <li>{@link #exportImportReadShared}: one shared arena for {@value #SHARED_BATCH} tensors, closed (one
- *       handshake, every deleter) and renewed every {@value #SHARED_BATCH} operations, inside the measurement.</li>
+ *   <li>{@link #exportImportReadShared}: one shared arena for {@code tensorsPerArena} tensors (1024 or 16384),
+ *       closed (one handshake with every thread, every deleter) and renewed after the last of them, inside the
+ *       measurement. A shared arena's close is a handshake with every thread of the JVM, whose cost grows with
+ *       the threads running: with 16 busy threads the larger count is what keeps it amortised.</li>
  *   <li>{@link #exportImportReadDefault}: the handle-owned scope ({@code close()} of the handle), for the record.</li>
  * </ul>
  * Targets (confined and shared): <= 1 us per tensor and <= 40x a bare downcall; 16 threads <= 1.5x one.
@@ -61,8 +64,6 @@ import org.openjdk.jmh.annotations.Warmup;
 public class B4DLPackBenchmark {
     private static final long[] SHAPE = {8, 16, 32, 64};
     private static final long[] STRIDES = {16 * 32 * 128, 32 * 128, 128, 2};
-    /** Tensors per shared arena in {@link #exportImportReadShared}. */
-    static final int SHARED_BATCH = 1024;
     /** C loop iterations per {@link #cBaseline} invocation: one downcall, many operations. */
     static final int C_OPS = 1000;
 
@@ -108,9 +109,11 @@ public class B4DLPackBenchmark {
         arena.close();
     }
 
-    /** The shared arena of {@link #exportImportReadShared}, per thread, renewed every {@value #SHARED_BATCH} tensors. */
+    /** The shared arena of {@link #exportImportReadShared}, per thread, renewed every {@code tensorsPerArena} tensors. */
     @State(Scope.Thread)
     public static class SharedScope {
+        @Param({"1024", "16384"})
+        public int tensorsPerArena;
         Arena arena;
         int used;
 
@@ -121,7 +124,7 @@ public class B4DLPackBenchmark {
 
         /** Counts one tensor; closes the arena (releasing its tensors) and opens a new one after the last of a batch. */
         void next() {
-            if (++used == SHARED_BATCH) {
+            if (++used == tensorsPerArena) {
                 arena.close();
                 arena = Arena.ofShared();
                 used = 0;

@@ -1,0 +1,2 @@
+bash .gpu/bench.sh 'DowncallBaselineBenchmark|B2ExportImportBenchmark|B3ZeroCopyBenchmark\.cpu|B4DLPackBenchmark' -f 1 -wi 3 -w 1 -i 5 -r 1 -p columns=16 -p rows=1024 -prof gc  -rf json -rff $OUT/results-cpu-gpuhost.json
+bash .gpu/bench.sh 'B2ExportImportBenchmark\.(view|intoRoot|cBaseline|bareDowncall)$|B4DLPackBenchmark\.(exportImportRead(Confined|Shared)|cBaseline)$' -f 1 -wi 3 -w 1 -i 5 -r 1 -p columns=16 -p rows=1024 -prof gc -t 16  -rf json -rff $OUT/results-cpu-gpuhost-t16.json
