@@ -49,6 +49,7 @@ final class ArrayReader {
     // node's buffers are read before its children are checked, so each level needs its own pair.
     private final long[][] addressScratch;
     private final long[][] lengthScratch;
+    private final Scratch scratch;
 
     private ArrayReader(ValidationLevel level, ArrayTable table, HostCopies copies) {
         this.level = level;
@@ -56,9 +57,49 @@ final class ArrayReader {
         this.copies = copies;
         this.layout = table.layout;
         this.table = table;
-        this.ancestors = new long[layout.depth() + 1];
-        this.addressScratch = new long[layout.depth() + 1][];
-        this.lengthScratch = new long[layout.depth() + 1][];
+        Scratch mine = Scratch.take(layout.depth() + 1);
+        this.scratch = mine;
+        this.ancestors = mine.ancestors;
+        this.addressScratch = mine.addresses;
+        this.lengthScratch = mine.lengths;
+    }
+
+    /**
+     * The working arrays of a read, kept per thread between imports so that validating a batch allocates
+     * only its table. A read that finds them in use (a read started inside another on the same thread)
+     * makes its own.
+     */
+    private static final class Scratch {
+        private static final ThreadLocal<Scratch> PER_THREAD = new ThreadLocal<>();
+        final long[] ancestors;
+        final long[][] addresses;
+        final long[][] lengths;
+        boolean inUse;
+
+        private Scratch(int levels) {
+            ancestors = new long[levels];
+            addresses = new long[levels][];
+            lengths = new long[levels][];
+        }
+
+        static Scratch take(int levels) {
+            Scratch cached = PER_THREAD.get();
+            if (cached != null && !cached.inUse && cached.ancestors.length >= levels) {
+                cached.inUse = true;
+                return cached;
+            }
+            Scratch s = new Scratch(Math.max(levels, 4));
+            if (cached == null || !cached.inUse) {
+                PER_THREAD.set(s); // the first, or a deeper schema: keep the larger one
+            }
+            s.inUse = true;
+            return s;
+        }
+    }
+
+    /** Gives the scratch arrays back to the thread; the reader is not used afterwards. */
+    private void done() {
+        scratch.inUse = false;
     }
 
     /** This depth's scratch array of at least {@code n} entries, its first {@code n} cleared. */
@@ -94,11 +135,14 @@ final class ArrayReader {
                            boolean host, HostCopies copies) {
         ArrayTable table = new ArrayTable(schema.layout(), host);
         ArrayReader r = new ArrayReader(level, table, host ? null : copies);
-
-        r.ancestors[0] = originalAddress;
-        r.depth = 1;
-        r.check(array.address(), 0);
-        return table;
+        try {
+            r.ancestors[0] = originalAddress;
+            r.depth = 1;
+            r.check(array.address(), 0);
+            return table;
+        } finally {
+            r.done();
+        }
     }
 
     /**
@@ -128,24 +172,28 @@ final class ArrayReader {
             return size == null || bytes > size ? null : MemorySegment.ofAddress(address).reinterpret(bytes);
         };
         ArrayReader r = new ArrayReader(level, hostTable, bounded);
-        for (int n = hostTable.size() - 1; n >= 0; n--) { // children come after their parent in pre-order
-            int count = hostTable.bufferCount(n);
-            long[] addr = new long[count];
-            long[] len = new long[count];
-            for (int i = 0; i < count; i++) {
-                addr[i] = hostTable.bufferAddress(n, i);
-            }
-            long length = hostTable.length(n);
-            long offset = hostTable.offset(n);
-            long end = r.add(offset, length, n, "offset");
-            r.sizeAndCheckContents(n, addr, len, count, length, offset, hostTable.nullCount(n), end);
-            for (int i = 0; i < count; i++) {
-                long size = hostTable.bufferLength(n, i);
-                if (len[i] > 0 && (size < 0 || len[i] > size)) {
-                    throw new ValidationException(Category.CONTENT, r.at(n, "buffers[" + i + "]"), "expected at most "
-                            + size + " bytes (the buffer's size) as the contents imply, but they need " + len[i]);
+        try {
+            for (int n = hostTable.size() - 1; n >= 0; n--) { // children come after their parent in pre-order
+                int count = hostTable.bufferCount(n);
+                long[] addr = new long[count];
+                long[] len = new long[count];
+                for (int i = 0; i < count; i++) {
+                    addr[i] = hostTable.bufferAddress(n, i);
+                }
+                long length = hostTable.length(n);
+                long offset = hostTable.offset(n);
+                long end = r.add(offset, length, n, "offset");
+                r.sizeAndCheckContents(n, addr, len, count, length, offset, hostTable.nullCount(n), end);
+                for (int i = 0; i < count; i++) {
+                    long size = hostTable.bufferLength(n, i);
+                    if (len[i] > 0 && (size < 0 || len[i] > size)) {
+                        throw new ValidationException(Category.CONTENT, r.at(n, "buffers[" + i + "]"), "expected at most "
+                                + size + " bytes (the buffer's size) as the contents imply, but they need " + len[i]);
+                    }
                 }
             }
+        } finally {
+            r.done();
         }
     }
 

@@ -14,68 +14,59 @@ final class ArrayTable {
 
     final SchemaLayout layout;
     final boolean host;
-    private final long[] lengths;
-    private final long[] nullCounts;
-    private final long[] offsets;
-    private final int[] bufferStart; // node i's buffers: [bufferStart[i], bufferStart[i] + bufferCount[i])
-    private final int[] bufferCount; // (nodes are filled in post-order, so the ranges are not in node order)
-    private long[] bufferAddresses;
-    private long[] bufferLengths;
+    // Three arrays for the whole tree (each array is an object, so few of them keep an import cheap):
+    private final long[] nodeFields;  // node i: [3i] length, [3i + 1] null count, [3i + 2] offset
+    private final int[] bufferRange;  // node i: [2i] first buffer, [2i + 1] count (filled in post-order)
+    private long[] buffers;           // buffer b: [2b] address, [2b + 1] byte length
     private int buffersUsed;
     private SegmentSource source;
-    private ArrayNode[] nodes;       // made on demand
+    private ArrayNode root;           // made on demand, like every node
+    private ArrayNode[] nodes;        // the others, made on demand
 
     ArrayTable(SchemaLayout layout, boolean host) {
         this.layout = layout;
         this.host = host;
         int n = layout.size();
-        lengths = new long[n];
-        nullCounts = new long[n];
-        offsets = new long[n];
-        bufferStart = new int[n];
-        bufferCount = new int[n];
-        bufferAddresses = new long[layout.bufferCount()];
-        bufferLengths = new long[layout.bufferCount()];
+        nodeFields = new long[3 * n];
+        bufferRange = new int[2 * n];
+        buffers = new long[2 * layout.bufferCount()];
     }
 
     /** Records node {@code i}, once (the reader fills children before their parent). */
     void setNode(int i, long length, long nullCount, long offset, long[] addresses, long[] byteLengths, int count) {
-        lengths[i] = length;
-        nullCounts[i] = nullCount;
-        offsets[i] = offset;
-        bufferStart[i] = buffersUsed;
-        if (buffersUsed + count > bufferAddresses.length) {
-            int grown = Math.max(buffersUsed + count, bufferAddresses.length * 2);
-            bufferAddresses = Arrays.copyOf(bufferAddresses, grown);
-            bufferLengths = Arrays.copyOf(bufferLengths, grown);
+        nodeFields[3 * i] = length;
+        nodeFields[3 * i + 1] = nullCount;
+        nodeFields[3 * i + 2] = offset;
+        if (2 * (buffersUsed + count) > buffers.length) {
+            buffers = Arrays.copyOf(buffers, Math.max(2 * (buffersUsed + count), buffers.length * 2));
         }
-        System.arraycopy(addresses, 0, bufferAddresses, buffersUsed, count);
-        System.arraycopy(byteLengths, 0, bufferLengths, buffersUsed, count);
-        bufferCount[i] = count;
+        for (int k = 0; k < count; k++) {
+            buffers[2 * (buffersUsed + k)] = addresses[k];
+            buffers[2 * (buffersUsed + k) + 1] = byteLengths[k];
+        }
+        bufferRange[2 * i] = buffersUsed;
+        bufferRange[2 * i + 1] = count;
         buffersUsed += count;
     }
 
     /**
      * A copy of this table (same layout and fields, no owner yet), for a tree whose buffers moved (an
-     * upload to the device) or whose lengths became known (offsets copied back from the device).
+     * upload to the device, a download to host copies).
      */
     ArrayTable derive(boolean onHost) {
         ArrayTable t = new ArrayTable(layout, onHost);
-        System.arraycopy(lengths, 0, t.lengths, 0, lengths.length);
-        System.arraycopy(nullCounts, 0, t.nullCounts, 0, nullCounts.length);
-        System.arraycopy(offsets, 0, t.offsets, 0, offsets.length);
-        System.arraycopy(bufferStart, 0, t.bufferStart, 0, bufferStart.length);
-        System.arraycopy(bufferCount, 0, t.bufferCount, 0, bufferCount.length);
-        t.bufferAddresses = bufferAddresses.clone();
-        t.bufferLengths = bufferLengths.clone();
+        System.arraycopy(nodeFields, 0, t.nodeFields, 0, nodeFields.length);
+        System.arraycopy(bufferRange, 0, t.bufferRange, 0, bufferRange.length);
+        t.buffers = buffers.clone();
         t.buffersUsed = buffersUsed;
         return t;
     }
 
     /** Replaces buffer {@code i} of {@code node} (only on a table made by {@link #derive}, before it is shared). */
     void setBuffer(int node, int i, long address, long byteLength) {
-        bufferAddresses[bufferStart[node] + i] = address;
-        bufferLengths[bufferStart[node] + i] = byteLength;
+        int b = bufferRange[2 * node] + i;
+        buffers[2 * b] = address;
+        buffers[2 * b + 1] = byteLength;
     }
 
     /** Called once, by the handle that owns the memory. */
@@ -84,31 +75,31 @@ final class ArrayTable {
     }
 
     int size() {
-        return lengths.length;
+        return layout.size();
     }
 
     long length(int node) {
-        return lengths[node];
+        return nodeFields[3 * node];
     }
 
     long nullCount(int node) {
-        return nullCounts[node];
+        return nodeFields[3 * node + 1];
     }
 
     long offset(int node) {
-        return offsets[node];
+        return nodeFields[3 * node + 2];
     }
 
     int bufferCount(int node) {
-        return bufferCount[node];
+        return bufferRange[2 * node + 1];
     }
 
     long bufferAddress(int node, int i) {
-        return bufferAddresses[bufferStart[node] + i];
+        return buffers[2 * (bufferRange[2 * node] + i)];
     }
 
     long bufferLength(int node, int i) {
-        return bufferLengths[bufferStart[node] + i];
+        return buffers[2 * (bufferRange[2 * node] + i) + 1];
     }
 
     SegmentSource source() {
@@ -116,6 +107,14 @@ final class ArrayTable {
     }
 
     ArrayNode node(int i) {
+        if (i == 0) {
+            ArrayNode r = root;
+            if (r == null) {
+                r = new ArrayNode(this, 0);
+                root = r; // racing first calls may make two equal views of the root
+            }
+            return r;
+        }
         ArrayNode[] made = nodes;
         if (made == null) {
             made = new ArrayNode[size()];
