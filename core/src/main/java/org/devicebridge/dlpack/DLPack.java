@@ -140,8 +140,8 @@ public final class DLPack {
             TensorStruct.pointer(m, TensorStruct.L_MANAGER_CTX, 0);
             m.set(ValueLayout.ADDRESS, TensorStruct.L_DELETER, Exports.DELETE_LEGACY);
         }
-        return new ExportedTensor(new Exports.State(m, owner, versioned ? "DLManagedTensorVersioned" : "DLManagedTensor"),
-                versioned);
+        String what = versioned ? "DLManagedTensorVersioned" : "DLManagedTensor";
+        return new ExportedTensor(new Exports.State(m, owner, what), versioned);
     }
 
     // ------------------------------------------------------------------------------------------ import
@@ -328,8 +328,8 @@ public final class DLPack {
         }
         boolean readOnly = (flags & FLAG_READ_ONLY) != 0;
         boolean copied = (flags & FLAG_IS_COPIED) != 0;
-        return ImportedTensor.create(kind, owned, local, version, dtype, device, g, byteOffset, readOnly, copied, padded,
-                data, arena);
+        return ImportedTensor.create(kind, owned, local, version, dtype, device, g, byteOffset, readOnly, copied,
+                padded, data, arena);
     }
 
     /** The {@code n} int64 values at {@code address}, checked for NULL and alignment first. */

@@ -10,7 +10,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
-/** The lock-free safety net: actions run once per unreachable referent, never for unregistered ones, whichever thread registered. */
+/**
+ * The lock-free safety net: an action runs once its referent is unreachable, never once unregistered, whichever
+ * thread registered it (one that ended, a virtual one).
+ */
 class HandleCleanerTest {
 
     /** Drops {@code referents} and drives the GC until {@code done} reaches zero or 30 s passed. */
