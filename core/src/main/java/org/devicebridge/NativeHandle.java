@@ -199,7 +199,8 @@ public abstract class NativeHandle implements AutoCloseable {
         private final ReleaseAction action;
         private final boolean callerArena;
         private volatile Arena arena; // the caller's, or ours once made; written under this monitor
-        volatile int state;           // starts LIVE (0, not written: a volatile store costs a fence); written under this monitor
+        // written under this monitor; starts LIVE (0), not written here: a volatile store costs a fence
+        volatile int state;
 
         Lifecycle(String description, ReleaseAction action, Arena callerArena) {
             this.description = description;

@@ -42,8 +42,14 @@ public final class ExportedTensor extends NativeHandle {
      * @throws org.devicebridge.HandleClosedException if the handle was closed or already transferred
      */
     public MemorySegment transferOwnership() {
-        markConsumed();
-        handOver(Exports.REGISTRY.register(state));
+        long key = Exports.REGISTRY.register(state); // first: after markConsumed() nothing may fail
+        try {
+            markConsumed();
+        } catch (RuntimeException | Error e) {
+            Exports.REGISTRY.remove(key); // nobody saw the key: manager_ctx is written below
+            throw e;
+        }
+        handOver(key);
         return MemorySegment.ofAddress(state.block().address());
     }
 

@@ -31,15 +31,23 @@ final class Exports {
 
     /** What one export holds; also its handle's release step while no consumer took it. */
     record State(MemorySegment block, AutoCloseable owner, String what) implements NativeHandle.ReleaseAction {
-        /** Frees the block, then closes the owner; never throws (see {@link Exports#release(State)}). */
+        /**
+         * Frees the block (kept for this thread's next export: the handle is closed on a Java thread), then
+         * closes the owner; never throws (see {@link Exports#release(State, boolean)}).
+         */
         @Override
         public void release() {
-            Exports.release(this);
+            Exports.release(this, true);
         }
 
-        void free() throws Exception {
+        /** {@code keep}: the block may be kept for this thread's next export ({@link StructBlocks}). */
+        void free(boolean keep) throws Exception {
             try {
-                Native.free(block);
+                if (keep) {
+                    StructBlocks.free(block);
+                } else {
+                    Native.free(block);
+                }
             } finally {
                 if (owner != null) {
                     owner.close();
@@ -143,13 +151,16 @@ final class Exports {
                     + key + "); ignored");
             return;
         }
-        release(st);
+        release(st, false); // a deleter may run on a native thread, briefly attached: keep nothing for it
     }
 
-    /** Frees what {@code st} holds: its block, then its owner. Never throws (a failing owner is logged). */
-    static void release(State st) {
+    /**
+     * Frees what {@code st} holds: its block, then its owner. Never throws (a failing owner is logged).
+     * {@code keep}: as in {@link State#free(boolean)}.
+     */
+    static void release(State st, boolean keep) {
         try {
-            st.free();
+            st.free(keep);
         } catch (Throwable t) {
             LOG.log(System.Logger.Level.ERROR, "releasing the owner of an exported " + st.what() + " failed", t);
         }

@@ -135,7 +135,8 @@ final class Geometry {
                     min = Math.addExact(min, span);
                 }
             } catch (ArithmeticException e) {
-                throw new ValidationException(Category.SIZE, field(path, "strides", i), "element offsets overflow int64");
+                throw new ValidationException(Category.SIZE, field(path, "strides", i),
+                        "element offsets overflow int64");
             }
         }
         long start = multiply(min, item, path, "strides");

@@ -12,7 +12,9 @@ import org.devicebridge.foreign.ForeignImport;
  * deleter exactly once, when its arena closes (see {@link NativeHandle}: {@link #close()} for a handle-owned
  * arena, the caller's {@code Arena.close()} for an import given one; the Cleaner, with a leak warning, for a
  * forgotten handle). The segment it hands out belongs to that arena: unusable after the deleter ran, and
- * holding it in a native call keeps the deleter from running.
+ * holding it in a native call keeps the deleter from running. A tensor this library exported and imported
+ * itself ({@link DLPack#importTensor}) has no struct left to delete (it was freed once read): its release,
+ * at the same moment, closes the owner given at export, if any.
  *
  * <p>Geometry: {@link #shape()} and {@link #strides()} are in elements ({@code strides()} is filled with
  * compact row-major strides where the producer passed NULL). {@link #segment()} covers exactly the bytes

@@ -2,7 +2,10 @@ package org.devicebridge.internal;
 
 import java.lang.ref.PhantomReference;
 import java.lang.ref.ReferenceQueue;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Iterator;
+import java.util.List;
 
 /**
  * The safety net behind every owning handle: runs an action once the handle has become phantom reachable,
@@ -10,22 +13,27 @@ import java.util.Arrays;
  * lock: a {@code Cleaner} links every registration into one list under one monitor, entered twice per
  * handle (register and clean), which handles opened and closed on many threads at once all contend on.
  *
- * <p>Here a registration is a phantom reference kept reachable by one of several stripes (chosen by the
- * registering thread, so threads seldom share one); unregistering only clears the reference (no lock,
- * nothing run), and a stripe drops cleared references when it fills up. A cleared reference is never
- * enqueued, and one the GC enqueued is held by the queue, so a stripe may drop both. One daemon thread
- * runs the actions of the references the GC enqueues.
+ * <p>Here a registration is a phantom reference kept reachable by a stripe: each platform thread has its
+ * own, which only it adds to (no lock, no atomic operation), virtual threads share a few, each under its
+ * monitor. Unregistering only clears the reference (no lock, nothing run), and a stripe drops cleared
+ * references when it fills up: a cleared reference is never enqueued, and one the GC enqueued is held by
+ * the queue, so a stripe may drop both. The stripe of a thread that ended is adopted into a shared one
+ * when the next thread makes its own. One daemon thread runs the actions of the references the GC enqueues.
  */
 public final class HandleCleaner {
     private static final System.Logger LOG = System.getLogger("org.devicebridge");
     private static final ReferenceQueue<Object> QUEUE = new ReferenceQueue<>();
-    private static final Stripe[] STRIPES;
+    /** Stripes shared by virtual threads and inheriting those of ended threads; each under its monitor. */
+    private static final Stripe[] SHARED;
+    /** The stripe of every platform thread that registered; guarded by itself. */
+    private static final List<Stripe> OWNED = new ArrayList<>();
+    private static final ThreadLocal<Stripe> OWN = ThreadLocal.withInitial(HandleCleaner::newOwnStripe);
 
     static {
-        int n = Integer.highestOneBit(Math.min(256, Math.max(8, 4 * Runtime.getRuntime().availableProcessors())));
-        STRIPES = new Stripe[n];
+        int n = Integer.highestOneBit(Math.min(64, Math.max(4, Runtime.getRuntime().availableProcessors())));
+        SHARED = new Stripe[n];
         for (int i = 0; i < n; i++) {
-            STRIPES[i] = new Stripe();
+            SHARED[i] = new Stripe(null);
         }
         // like the JDK's Cleaner thread: a daemon that inherits no thread-locals and pins no class loader
         Thread t = new Thread(null, HandleCleaner::drain, "devicebridge-cleaner", 0, false);
@@ -61,8 +69,47 @@ public final class HandleCleaner {
      */
     public static Registration register(Object referent, Runnable action) {
         Registration r = new Registration(referent, action);
-        STRIPES[(int) Thread.currentThread().threadId() & (STRIPES.length - 1)].add(r);
+        Thread t = Thread.currentThread();
+        if (t.isVirtual()) {
+            Stripe s = SHARED[(int) t.threadId() & (SHARED.length - 1)];
+            synchronized (s) {
+                s.add(r);
+            }
+        } else {
+            OWN.get().add(r); // only this thread adds to its own stripe while it runs
+        }
         return r;
+    }
+
+    private static Stripe newOwnStripe() {
+        Stripe own = new Stripe(Thread.currentThread());
+        synchronized (OWNED) {
+            adoptEnded();
+            OWNED.add(own);
+        }
+        return own;
+    }
+
+    /**
+     * Moves what the stripes of ended threads still hold into the shared stripes. Holds {@code OWNED}; an
+     * ended thread's writes are visible to whoever saw it ended ({@link Thread#isAlive()}).
+     */
+    private static void adoptEnded() {
+        for (Iterator<Stripe> it = OWNED.iterator(); it.hasNext(); ) {
+            Stripe ended = it.next();
+            if (ended.owner.isAlive()) {
+                continue;
+            }
+            it.remove();
+            Stripe heir = SHARED[(int) ended.owner.threadId() & (SHARED.length - 1)];
+            synchronized (heir) {
+                for (int i = 0; i < ended.size; i++) {
+                    if (!ended.refs[i].refersTo(null)) {
+                        heir.add(ended.refs[i]);
+                    }
+                }
+            }
+        }
     }
 
     /** Padding before a stripe's fields, so that two stripes never share a cache line (false sharing). */
@@ -77,13 +124,21 @@ public final class HandleCleaner {
         int size;
     }
 
-    /** Keeps registrations reachable until they are cleared. Padded on both sides; its monitor guards it. */
+    /**
+     * Keeps registrations reachable until they are cleared; padded on both sides. A thread's own stripe is
+     * touched by that thread alone while it runs; a shared one under its monitor.
+     */
     @SuppressWarnings("unused")
     private static final class Stripe extends StripeFields {
         private static final int MIN_CAPACITY = 16;
+        final Thread owner; // null for a shared stripe
         long q0, q1, q2, q3, q4, q5, q6, q7;
 
-        synchronized void add(Registration r) {
+        Stripe(Thread owner) {
+            this.owner = owner;
+        }
+
+        void add(Registration r) {
             if (refs == null) {
                 refs = new Registration[MIN_CAPACITY];
             } else if (size == refs.length) {

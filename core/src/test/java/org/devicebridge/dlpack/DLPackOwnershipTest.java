@@ -109,7 +109,8 @@ class DLPackOwnershipTest {
             try (Arena scope = Arena.ofConfined()) {
                 ImportedTensor t = DLPack.importTensor(e, ImportOptions.expecting(Device.CPU), scope);
                 assertEquals(NativeHandle.State.CONSUMED, e.state());
-                assertEquals(exportsBaseline, Exports.REGISTRY.size(), "a hand-over inside the library registers nothing");
+                assertEquals(exportsBaseline, Exports.REGISTRY.size(),
+                        "a hand-over inside the library registers nothing");
                 assertEquals(0, ownerCloses.get(), "the owner lives as long as the imported tensor");
                 assertEquals(16, t.segment().byteSize(), "four int32");
                 assertArrayEquals(new long[] {4}, t.shape());
