@@ -11,7 +11,7 @@ import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.ArrowDataType.Layout;
 import org.devicebridge.arrow.ArrowDataType.TypeId;
-import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.internal.ArrowArrayFields;
 import org.devicebridge.internal.Bitmaps;
 
 /**
@@ -21,22 +21,17 @@ import org.devicebridge.internal.Bitmaps;
  * and only for host memory, always through unaligned layouts.
  */
 final class ArrayReader {
-    /**
-     * Reads the fields of {@code ArrowArray} structs and their pointer arrays by address, so that walking a
-     * tree allocates no segment per field. Used only here, only at addresses checked non-NULL and aligned,
-     * for the struct's own size or a pointer array of the validated count; never handed out: the buffers
-     * themselves are sized from validated metadata before anything reads them.
-     */
-    private static final MemorySegment STRUCTS = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
-    private static final long LENGTH = ArrowArray.length$offset();
-    private static final long NULL_COUNT = ArrowArray.null_count$offset();
-    private static final long OFFSET = ArrowArray.offset$offset();
-    private static final long N_BUFFERS = ArrowArray.n_buffers$offset();
-    private static final long N_CHILDREN = ArrowArray.n_children$offset();
-    private static final long BUFFERS = ArrowArray.buffers$offset();
-    private static final long CHILDREN = ArrowArray.children$offset();
-    private static final long DICTIONARY = ArrowArray.dictionary$offset();
-    private static final long RELEASE = ArrowArray.release$offset();
+    // Fields read by address (one home for the offsets and the by-address segment: ArrowArrayFields).
+    private static final MemorySegment STRUCTS = ArrowArrayFields.BY_ADDRESS;
+    private static final long LENGTH = ArrowArrayFields.LENGTH;
+    private static final long NULL_COUNT = ArrowArrayFields.NULL_COUNT;
+    private static final long OFFSET = ArrowArrayFields.OFFSET;
+    private static final long N_BUFFERS = ArrowArrayFields.N_BUFFERS;
+    private static final long N_CHILDREN = ArrowArrayFields.N_CHILDREN;
+    private static final long BUFFERS = ArrowArrayFields.BUFFERS;
+    private static final long CHILDREN = ArrowArrayFields.CHILDREN;
+    private static final long DICTIONARY = ArrowArrayFields.DICTIONARY;
+    private static final long RELEASE = ArrowArrayFields.RELEASE;
 
     private final ValidationLevel level;
     private final boolean host;

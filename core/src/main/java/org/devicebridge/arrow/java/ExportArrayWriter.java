@@ -18,7 +18,7 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrowDataType.Layout;
-import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.internal.ArrowArrayFields;
 import org.devicebridge.internal.Bitmaps;
 import org.devicebridge.internal.FieldPath;
 import org.devicebridge.internal.Native;
@@ -32,16 +32,16 @@ import org.devicebridge.internal.Native;
  * failure leaves the output untouched and holds nothing.
  */
 final class ExportArrayWriter {
-    private static final long LENGTH = ArrowArray.length$offset();
-    private static final long NULL_COUNT = ArrowArray.null_count$offset();
-    private static final long OFFSET = ArrowArray.offset$offset();
-    private static final long N_BUFFERS = ArrowArray.n_buffers$offset();
-    private static final long N_CHILDREN = ArrowArray.n_children$offset();
-    private static final long BUFFERS = ArrowArray.buffers$offset();
-    private static final long CHILDREN = ArrowArray.children$offset();
-    private static final long DICTIONARY = ArrowArray.dictionary$offset();
-    private static final long RELEASE = ArrowArray.release$offset();
-    private static final long PRIVATE = ArrowArray.private_data$offset();
+    private static final long LENGTH = ArrowArrayFields.LENGTH;
+    private static final long NULL_COUNT = ArrowArrayFields.NULL_COUNT;
+    private static final long OFFSET = ArrowArrayFields.OFFSET;
+    private static final long N_BUFFERS = ArrowArrayFields.N_BUFFERS;
+    private static final long N_CHILDREN = ArrowArrayFields.N_CHILDREN;
+    private static final long BUFFERS = ArrowArrayFields.BUFFERS;
+    private static final long CHILDREN = ArrowArrayFields.CHILDREN;
+    private static final long DICTIONARY = ArrowArrayFields.DICTIONARY;
+    private static final long RELEASE = ArrowArrayFields.RELEASE;
+    private static final long PRIVATE = ArrowArrayFields.PRIVATE_DATA;
     private static final MemorySegment ALL = ExportRuntime.ALL;
     /** In a plan's buffer list: the variadic-sizes buffer, which lives in the block. */
     private static final long VARIADIC_SIZES = -1L;

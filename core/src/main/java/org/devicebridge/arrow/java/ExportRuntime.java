@@ -13,6 +13,7 @@ import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.foreign.LocalCallbacks;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
+import org.devicebridge.internal.ArrowArrayFields;
 import org.devicebridge.internal.Callbacks;
 import org.devicebridge.internal.ExportRegistry;
 import org.devicebridge.internal.Native;
@@ -48,7 +49,7 @@ final class ExportRuntime {
     static final long TABLE_ENTRY = 16;
 
     /** Every address, for reading and writing our own structs and blocks by address. */
-    static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+    static final MemorySegment ALL = ArrowArrayFields.BY_ADDRESS;
 
     static final long SCHEMA_SIZE = ArrowSchema.sizeof();
     static final long ARRAY_SIZE = ArrowArray.sizeof();
