@@ -2,11 +2,7 @@ package org.devicebridge.arrow;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.ArrayList;
-import java.util.HashSet;
-import java.util.List;
 import java.util.Locale;
-import java.util.Set;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.ArrowDataType.Layout;
@@ -34,8 +30,6 @@ final class ArrayReader {
     private static final long RELEASE = ArrowArrayFields.RELEASE;
 
     private final ValidationLevel level;
-    private final boolean host;
-    private final HostCopies copies; // where device contents are read from; null for host memory
     private final SchemaLayout layout;
     private final ArrayTable table;
     private final long[] ancestors; // producer addresses of the nodes on the current path, for cycles
@@ -45,13 +39,13 @@ final class ArrayReader {
     private final long[][] addressScratch;
     private final long[][] lengthScratch;
     private final Scratch scratch;
+    private final ContentChecks contents;
 
     private ArrayReader(ValidationLevel level, ArrayTable table, HostCopies copies) {
         this.level = level;
-        this.host = table.host;
-        this.copies = copies;
         this.layout = table.layout;
         this.table = table;
+        this.contents = new ContentChecks(level, table, copies);
         Scratch mine = Scratch.take(layout.depth() + 1);
         this.scratch = mine;
         this.ancestors = mine.ancestors;
@@ -177,7 +171,7 @@ final class ArrayReader {
                 }
                 long length = hostTable.length(n);
                 long offset = hostTable.offset(n);
-                long end = r.add(offset, length, n, "offset");
+                long end = r.contents.add(offset, length, n, "offset");
                 r.sizeAndCheckContents(n, addr, len, count, length, offset, hostTable.nullCount(n), end);
                 for (int i = 0; i < count; i++) {
                     long size = hostTable.bufferLength(n, i);
@@ -190,19 +184,6 @@ final class ArrayReader {
         } finally {
             r.done();
         }
-    }
-
-    /** Whether buffer contents can be read: host memory, or device memory with host copies. */
-    private boolean readable() {
-        return host || copies != null;
-    }
-
-    private boolean reads() {
-        return readable() && (level == ValidationLevel.DEFAULT || level == ValidationLevel.FULL);
-    }
-
-    private boolean full() {
-        return readable() && level == ValidationLevel.FULL;
     }
 
     private boolean minimal() {
@@ -262,7 +243,7 @@ final class ArrayReader {
         if (offset < 0) {
             throw new ValidationException(Category.SIZE, at(n, "offset"), "expected a non-negative offset but found " + offset);
         }
-        long end = add(offset, length, n, "offset");
+        long end = contents.add(offset, length, n, "offset");
         if (minimal() && (nullCount < -1 || nullCount > length)) {
             throw new ValidationException(Category.SIZE, at(n, "null_count"),
                     "expected a null count in [-1, " + length + "] but found " + nullCount);
@@ -361,31 +342,31 @@ final class ArrayReader {
         switch (layoutKind) {
             case NULL -> { }
             case BOOL -> len[1] = Bitmaps.bytes(end);
-            case FIXED_WIDTH, FIXED_SIZE_BINARY -> len[1] = mul(end, type.elementByteWidth(), n, "length");
+            case FIXED_WIDTH, FIXED_SIZE_BINARY -> len[1] = contents.mul(end, type.elementByteWidth(), n, "length");
             case VARIABLE, LARGE_VARIABLE -> {
                 int w = layoutKind.offsetWidth();
                 len[1] = offsetsBytes(addr[1], length, end, w, n);
                 long data = -1;
                 if (len[1] == 0) {
                     data = 0;
-                } else if (reads()) {
-                    data = checkOffsets(addr[1], offset, length, w, n).last();
+                } else if (contents.reads()) {
+                    data = contents.checkOffsets(addr[1], offset, length, w, n).last();
                 }
                 len[2] = data;
-                if (full() && len[1] != 0 && (type.id() == TypeId.UTF8 || type.id() == TypeId.LARGE_UTF8)) {
-                    checkUtf8(addr, len, offset, length, w, n);
+                if (contents.full() && len[1] != 0 && (type.id() == TypeId.UTF8 || type.id() == TypeId.LARGE_UTF8)) {
+                    contents.checkUtf8(addr, len, offset, length, w, n);
                 }
             }
             case VIEW -> {
                 int variadic = (int) nBuffers - 3;
-                len[1] = mul(end, 16, n, "length");
-                len[(int) nBuffers - 1] = mul(variadic, 8, n, "n_buffers");
+                len[1] = contents.mul(end, 16, n, "length");
+                len[(int) nBuffers - 1] = contents.mul(variadic, 8, n, "n_buffers");
                 for (int i = 2; i < nBuffers - 1; i++) {
                     len[i] = -1;
                 }
-                if (reads() && variadic > 0) {
+                if (contents.reads() && variadic > 0) {
                     String sp = at(n, "buffers[" + (nBuffers - 1) + "]");
-                    MemorySegment sizes = host(addr[(int) nBuffers - 1], len[(int) nBuffers - 1], sp);
+                    MemorySegment sizes = contents.host(addr[(int) nBuffers - 1], len[(int) nBuffers - 1], sp);
                     for (int i = 0; i < variadic; i++) {
                         long size = sizes.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
                         if (size < 0) {
@@ -395,15 +376,15 @@ final class ArrayReader {
                         len[2 + i] = size;
                     }
                 }
-                if (full()) {
-                    checkViews(addr, len, offset, length, variadic, n);
+                if (contents.full()) {
+                    contents.checkViews(addr, len, offset, length, variadic, n);
                 }
             }
             case LIST, LARGE_LIST -> {
                 int w = layoutKind.offsetWidth();
                 len[1] = offsetsBytes(addr[1], length, end, w, n);
-                if (len[1] != 0 && reads()) {
-                    long last = checkOffsets(addr[1], offset, length, w, n).last();
+                if (len[1] != 0 && contents.reads()) {
+                    long last = contents.checkOffsets(addr[1], offset, length, w, n).last();
                     long childLength = table.length(layout.child(n, 0));
                     if (last > childLength) {
                         throw new ValidationException(Category.LENGTH, at(n, "children[0].length"),
@@ -413,14 +394,14 @@ final class ArrayReader {
             }
             case LIST_VIEW, LARGE_LIST_VIEW -> {
                 int w = layoutKind.offsetWidth();
-                len[1] = mul(end, w, n, "length");
+                len[1] = contents.mul(end, w, n, "length");
                 len[2] = len[1];
-                if (full()) {
-                    checkListViews(addr, offset, length, w, table.length(layout.child(n, 0)), n);
+                if (contents.full()) {
+                    contents.checkListViews(addr, offset, length, w, table.length(layout.child(n, 0)), n);
                 }
             }
             case FIXED_SIZE_LIST -> {
-                long need = mul(end, type.fixedSize(), n, "length");
+                long need = contents.mul(end, type.fixedSize(), n, "length");
                 long childLength = table.length(layout.child(n, 0));
                 if (minimal() && childLength < need) {
                     throw new ValidationException(Category.LENGTH, at(n, "children[0].length"),
@@ -434,13 +415,13 @@ final class ArrayReader {
                 if (layoutKind == Layout.SPARSE_UNION) {
                     checkChildLengths(n, end);
                 } else {
-                    len[1] = mul(end, 4, n, "length");
+                    len[1] = contents.mul(end, 4, n, "length");
                 }
-                if (full()) {
-                    checkUnion(addr, layoutKind == Layout.DENSE_UNION, type, offset, length, n);
+                if (contents.full()) {
+                    contents.checkUnion(addr, layoutKind == Layout.DENSE_UNION, type, offset, length, n);
                 }
             }
-            case RUN_END_ENCODED -> checkRunEnds(n, end, length);
+            case RUN_END_ENCODED -> contents.checkRunEnds(n, end, length);
         }
         for (int i = 0; i < nBuffers; i++) {
             if (addr[i] == 0 && len[i] > 0) {
@@ -448,8 +429,8 @@ final class ArrayReader {
                         "expected a buffer of " + len[i] + " bytes but found NULL");
             }
         }
-        if (dictionary >= 0 && full()) {
-            checkDictionaryIndices(addr, type, offset, length, table.length(dictionary), n);
+        if (dictionary >= 0 && contents.full()) {
+            contents.checkDictionaryIndices(addr, type, offset, length, table.length(dictionary), n);
         }
     }
 
@@ -478,270 +459,7 @@ final class ArrayReader {
         if (length == 0 && address == 0) {
             return 0;
         }
-        return mul(add(end, 1, n, "length"), width, n, "length");
+        return contents.mul(contents.add(end, 1, n, "length"), width, n, "length");
     }
 
-    /** The first and last offsets of a node's elements. */
-    private record OffsetRange(long first, long last) {}
-
-    /** Reads the first and last offsets (and at FULL every offset) of elements [offset, offset + length]. */
-    private OffsetRange checkOffsets(long address, long offset, long length, int width, int n) {
-        String path = at(n, "buffers[1]");
-        MemorySegment s = host(address, mul(add(add(offset, length, n, "buffers[1]"), 1, n, "buffers[1]"), width, n,
-                "buffers[1]"), path);
-        long first = offsetAt(s, offset, width);
-        long last = offsetAt(s, offset + length, width);
-        if (first < 0) {
-            throw new ValidationException(Category.CONTENT, path, "expected a non-negative first offset but found " + first);
-        }
-        if (last < first) {
-            throw new ValidationException(Category.CONTENT, path,
-                    "expected the last offset to be at least the first (" + first + ") but found " + last);
-        }
-        if (full()) {
-            long prev = first;
-            for (long i = offset + 1; i <= offset + length; i++) {
-                long v = offsetAt(s, i, width);
-                if (v < prev) {
-                    throw new ValidationException(Category.CONTENT, path, "offsets not monotonic at index " + (i - offset)
-                            + ": expected at least " + prev + " but found " + v);
-                }
-                prev = v;
-            }
-        }
-        return new OffsetRange(first, last);
-    }
-
-    private void checkUtf8(long[] addr, long[] len, long offset, long length, int w, int n) {
-        String path = layout.path(n);
-        MemorySegment offs = host(addr[1], len[1], at(path, "buffers[1]"));
-        MemorySegment data = host(addr[2], len[2], at(path, "buffers[2]"));
-        MemorySegment validity = addr[0] == 0 ? null : host(addr[0], len[0], at(path, "buffers[0]"));
-        java.nio.charset.CharsetDecoder decoder = java.nio.charset.StandardCharsets.UTF_8.newDecoder()
-                .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
-                .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT);
-        for (long i = offset; i < offset + length; i++) {
-            if (validity != null && !Bitmaps.bit(validity, i)) {
-                continue;
-            }
-            long from = offsetAt(offs, i, w);
-            long to = offsetAt(offs, i + 1, w);
-            try {
-                decoder.reset().decode(data.asSlice(from, to - from).asByteBuffer());
-            } catch (java.nio.charset.CharacterCodingException e) {
-                throw new ValidationException(Category.CONTENT, at(path, "buffers[2]"), "value " + (i - offset)
-                        + ": expected valid UTF-8 but found an invalid byte sequence");
-            }
-        }
-    }
-
-    private static long offsetAt(MemorySegment s, long index, int width) {
-        return width == 4 ? s.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, index)
-                : s.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, index);
-    }
-
-    private void checkViews(long[] addr, long[] len, long offset, long length, int variadic, int n) {
-        String path = layout.path(n);
-        String vp = at(path, "buffers[1]");
-        MemorySegment views = host(addr[1], len[1], vp);
-        MemorySegment validity = addr[0] == 0 ? null : host(addr[0], len[0], at(path, "buffers[0]"));
-        for (long i = offset; i < offset + length; i++) {
-            if (validity != null && !Bitmaps.bit(validity, i)) {
-                continue; // the view of a null slot is unspecified (producers leave garbage there)
-            }
-            long base = i * 16;
-            int size = views.get(ValueLayout.JAVA_INT_UNALIGNED, base);
-            if (size < 0) {
-                throw new ValidationException(Category.CONTENT, vp, "view " + (i - offset)
-                        + ": expected a non-negative length but found " + size);
-            }
-            if (size <= 12) {
-                continue;
-            }
-            int buffer = views.get(ValueLayout.JAVA_INT_UNALIGNED, base + 8);
-            int off = views.get(ValueLayout.JAVA_INT_UNALIGNED, base + 12);
-            if (buffer < 0 || buffer >= variadic) {
-                throw new ValidationException(Category.CONTENT, vp, "view " + (i - offset)
-                        + ": expected a buffer index in [0, " + variadic + ") but found " + buffer);
-            }
-            if (off < 0 || (long) off + size > len[2 + buffer]) {
-                throw new ValidationException(Category.CONTENT, vp, "view " + (i - offset) + ": expected bytes ["
-                        + off + ", " + ((long) off + size) + ") within variadic buffer " + buffer + " of "
-                        + len[2 + buffer] + " bytes");
-            }
-        }
-    }
-
-    private void checkListViews(long[] addr, long offset, long length, int width, long childLength, int n) {
-        String path = layout.path(n);
-        long bytes = mul(add(offset, length, n, ""), width, n, "");
-        MemorySegment offs = host(addr[1], bytes, at(path, "buffers[1]"));
-        MemorySegment sizes = host(addr[2], bytes, at(path, "buffers[2]"));
-        for (long i = offset; i < offset + length; i++) {
-            long o = offsetAt(offs, i, width);
-            long s = offsetAt(sizes, i, width);
-            if (o < 0 || s < 0 || o > childLength - s) {
-                throw new ValidationException(Category.CONTENT, at(path, "buffers[1]"), "list view " + (i - offset)
-                        + ": expected offset and size within the child's " + childLength + " elements but found offset "
-                        + o + " and size " + s);
-            }
-        }
-    }
-
-    private void checkUnion(long[] addr, boolean dense, ArrowDataType type, long offset, long length, int n) {
-        String path = layout.path(n);
-        String tp = at(path, "buffers[0]");
-        MemorySegment ids = host(addr[0], offset + length, tp);
-        MemorySegment offs = dense ? host(addr[1], mul(offset + length, 4, n, ""), at(path, "buffers[1]")) : null;
-        List<Integer> declared = type.unionTypeIds();
-        for (long i = offset; i < offset + length; i++) {
-            int id = ids.get(ValueLayout.JAVA_BYTE, i);
-            int child = declared.indexOf(id);
-            if (child < 0) {
-                throw new ValidationException(Category.CONTENT, tp, "type id at index " + (i - offset)
-                        + ": expected one of " + declared + " but found " + id);
-            }
-            if (dense) {
-                int o = offs.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i);
-                long childLength = table.length(layout.child(n, child));
-                if (o < 0 || o >= childLength) {
-                    throw new ValidationException(Category.CONTENT, at(path, "buffers[1]"), "offset at index "
-                            + (i - offset) + ": expected a value in [0, " + childLength + ") but found " + o);
-                }
-            }
-        }
-    }
-
-    private void checkRunEnds(int n, long end, long length) {
-        String path = layout.path(n);
-        int runEnds = layout.child(n, 0);
-        int values = layout.child(n, 1);
-        if (!minimal()) {
-            return;
-        }
-        long runs = table.length(runEnds);
-        if (runs != table.length(values)) {
-            throw new ValidationException(Category.LENGTH, at(path, "children[1].length"),
-                    "expected " + runs + " (the run ends length) but found " + table.length(values));
-        }
-        if (table.nullCount(runEnds) > 0) {
-            throw new ValidationException(Category.CONTENT, at(path, "children[0].null_count"),
-                    "expected no null run ends but found " + table.nullCount(runEnds));
-        }
-        if (length > 0 && runs == 0) {
-            throw new ValidationException(Category.LENGTH, at(path, "children[0].length"),
-                    "expected at least 1 run for length " + length + " but found 0");
-        }
-        if (!reads() || runs == 0) {
-            return;
-        }
-        int w = layout.schema(runEnds).type().elementByteWidth();
-        String rp = at(path, "children[0].buffers[1]");
-        long first = table.offset(runEnds);
-        MemorySegment s = host(table.bufferAddress(runEnds, 1), mul(first + runs, w, runEnds, "buffers[1]"), rp);
-        long last = runEnd(s, first + runs - 1, w);
-        if (last < end) {
-            throw new ValidationException(Category.CONTENT, rp, "expected the last run end to be at least " + end
-                    + " (offset + length) but found " + last);
-        }
-        if (full()) {
-            long prev = 0;
-            for (long i = 0; i < runs; i++) {
-                long v = runEnd(s, first + i, w);
-                if (v <= prev) {
-                    throw new ValidationException(Category.CONTENT, rp, "run ends not strictly increasing at index " + i
-                            + ": expected more than " + prev + " but found " + v);
-                }
-                prev = v;
-            }
-        }
-    }
-
-    private static long runEnd(MemorySegment s, long i, int w) {
-        return switch (w) {
-            case 2 -> s.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i);
-            case 4 -> s.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i);
-            default -> s.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
-        };
-    }
-
-    private void checkDictionaryIndices(long[] addr, ArrowDataType type, long offset, long length, long dictLength,
-                                        int n) {
-        String path = layout.path(n);
-        String ip = at(path, "buffers[1]");
-        int w = type.elementByteWidth();
-        boolean unsigned = switch (type.id()) {
-            case UINT8, UINT16, UINT32, UINT64 -> true;
-            default -> false;
-        };
-        MemorySegment values = host(addr[1], mul(offset + length, w, n, "buffers[1]"), ip);
-        MemorySegment validity = addr[0] == 0 ? null : host(addr[0], Bitmaps.bytes(offset + length), at(path, "buffers[0]"));
-        for (long i = offset; i < offset + length; i++) {
-            if (validity != null && !Bitmaps.bit(validity, i)) {
-                continue;
-            }
-            long v = switch (w) {
-                case 1 -> unsigned ? Byte.toUnsignedLong(values.get(ValueLayout.JAVA_BYTE, i)) : values.get(ValueLayout.JAVA_BYTE, i);
-                case 2 -> unsigned ? Short.toUnsignedLong(values.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i))
-                        : values.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i);
-                case 4 -> unsigned ? Integer.toUnsignedLong(values.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i))
-                        : values.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i);
-                default -> values.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
-            };
-            if (v < 0 || v >= dictLength) {
-                throw new ValidationException(Category.CONTENT, ip, "dictionary index at " + (i - offset)
-                        + ": expected a value in [0, " + dictLength + ") but found "
-                        + (w == 8 && unsigned ? Long.toUnsignedString(v) : String.valueOf(v)));
-            }
-        }
-    }
-
-    /**
-     * A host segment of {@code bytes} validated bytes at {@code address} (for device memory: its host copy),
-     * for reading contents; internal only (never handed out).
-     */
-    private MemorySegment host(long address, long bytes, String path) {
-        if (address == 0) {
-            if (bytes == 0) {
-                return MemorySegment.NULL;
-            }
-            throw new ValidationException(Category.NULL_POINTER, path, "expected a buffer of " + bytes + " bytes but found NULL");
-        }
-        if (copies == null) {
-            return MemorySegment.ofAddress(address).reinterpret(bytes);
-        }
-        MemorySegment copy = copies.find(address, bytes);
-        if (copy == null || copy.byteSize() < bytes) {
-            throw host
-                    ? new ValidationException(Category.CONTENT, path, "expected contents within the buffer's "
-                            + "known size but they imply " + bytes + " bytes")
-                    : new ValidationException(Category.DEVICE, path, "expected a host copy of " + bytes
-                            + " bytes of device memory to validate but found none");
-        }
-        return copy;
-    }
-
-    /** {@code a + b}, exactly; on overflow a SIZE error at {@code field} of node {@code n}. */
-    private long add(long a, long b, int n, String field) {
-        try {
-            return Math.addExact(a, b);
-        } catch (ArithmeticException e) {
-            throw new ValidationException(Category.SIZE, at(n, field), String.format(Locale.ROOT,
-                    "expected %d + %d to fit in 64 bits but it overflows", a, b));
-        }
-    }
-
-    /** {@code a * b}, exactly; on overflow a SIZE error at {@code field} of node {@code n}. */
-    private long mul(long a, long b, int n, String field) {
-        try {
-            return Math.multiplyExact(a, b);
-        } catch (ArithmeticException e) {
-            throw new ValidationException(Category.SIZE, at(n, field), String.format(Locale.ROOT,
-                    "expected %d x %d bytes to fit in 64 bits but it overflows", a, b));
-        }
-    }
-
-    private static String at(String path, String field) {
-        return SchemaReader.join(path, field);
-    }
 }

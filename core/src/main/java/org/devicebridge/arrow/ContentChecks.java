@@ -1,0 +1,317 @@
+package org.devicebridge.arrow;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import java.util.Locale;
+import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
+import org.devicebridge.internal.Bitmaps;
+
+/**
+ * The checks that read buffer contents (offsets, UTF-8, views, list views, union type ids and offsets, run
+ * ends, dictionary indices) for {@link ArrayReader}, at DEFAULT and FULL: over host memory directly, or
+ * over host copies of device memory ({@link HostCopies}). Every read goes through {@link #host}, sized
+ * from validated metadata with exact arithmetic.
+ */
+final class ContentChecks {
+    private final ValidationLevel level;
+    private final boolean host;
+    private final HostCopies copies; // where device contents are read from; null for host memory
+    private final SchemaLayout layout;
+    private final ArrayTable table;
+
+    ContentChecks(ValidationLevel level, ArrayTable table, HostCopies copies) {
+        this.level = level;
+        this.host = table.host;
+        this.copies = copies;
+        this.layout = table.layout;
+        this.table = table;
+    }
+
+    boolean minimal() {
+        return level != ValidationLevel.NONE;
+    }
+
+    /** The field path of {@code field} of node {@code n}, built only for a message. */
+    String at(int n, String field) {
+        return layout.path(n, field);
+    }
+
+    /** Whether buffer contents can be read: host memory, or device memory with host copies. */
+    boolean readable() {
+        return host || copies != null;
+    }
+
+    boolean reads() {
+        return readable() && (level == ValidationLevel.DEFAULT || level == ValidationLevel.FULL);
+    }
+
+    boolean full() {
+        return readable() && level == ValidationLevel.FULL;
+    }
+
+    /** The first and last offsets of a node's elements. */
+    record OffsetRange(long first, long last) {}
+
+    /** Reads the first and last offsets (and at FULL every offset) of elements [offset, offset + length]. */
+    OffsetRange checkOffsets(long address, long offset, long length, int width, int n) {
+        String path = at(n, "buffers[1]");
+        MemorySegment s = host(address, mul(add(add(offset, length, n, "buffers[1]"), 1, n, "buffers[1]"), width, n,
+                "buffers[1]"), path);
+        long first = offsetAt(s, offset, width);
+        long last = offsetAt(s, offset + length, width);
+        if (first < 0) {
+            throw new ValidationException(Category.CONTENT, path, "expected a non-negative first offset but found " + first);
+        }
+        if (last < first) {
+            throw new ValidationException(Category.CONTENT, path,
+                    "expected the last offset to be at least the first (" + first + ") but found " + last);
+        }
+        if (full()) {
+            long prev = first;
+            for (long i = offset + 1; i <= offset + length; i++) {
+                long v = offsetAt(s, i, width);
+                if (v < prev) {
+                    throw new ValidationException(Category.CONTENT, path, "offsets not monotonic at index " + (i - offset)
+                            + ": expected at least " + prev + " but found " + v);
+                }
+                prev = v;
+            }
+        }
+        return new OffsetRange(first, last);
+    }
+
+    void checkUtf8(long[] addr, long[] len, long offset, long length, int w, int n) {
+        String path = layout.path(n);
+        MemorySegment offs = host(addr[1], len[1], at(path, "buffers[1]"));
+        MemorySegment data = host(addr[2], len[2], at(path, "buffers[2]"));
+        MemorySegment validity = addr[0] == 0 ? null : host(addr[0], len[0], at(path, "buffers[0]"));
+        java.nio.charset.CharsetDecoder decoder = java.nio.charset.StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+                .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT);
+        for (long i = offset; i < offset + length; i++) {
+            if (validity != null && !Bitmaps.bit(validity, i)) {
+                continue;
+            }
+            long from = offsetAt(offs, i, w);
+            long to = offsetAt(offs, i + 1, w);
+            try {
+                decoder.reset().decode(data.asSlice(from, to - from).asByteBuffer());
+            } catch (java.nio.charset.CharacterCodingException e) {
+                throw new ValidationException(Category.CONTENT, at(path, "buffers[2]"), "value " + (i - offset)
+                        + ": expected valid UTF-8 but found an invalid byte sequence");
+            }
+        }
+    }
+
+    private static long offsetAt(MemorySegment s, long index, int width) {
+        return width == 4 ? s.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, index)
+                : s.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, index);
+    }
+
+    void checkViews(long[] addr, long[] len, long offset, long length, int variadic, int n) {
+        String path = layout.path(n);
+        String vp = at(path, "buffers[1]");
+        MemorySegment views = host(addr[1], len[1], vp);
+        MemorySegment validity = addr[0] == 0 ? null : host(addr[0], len[0], at(path, "buffers[0]"));
+        for (long i = offset; i < offset + length; i++) {
+            if (validity != null && !Bitmaps.bit(validity, i)) {
+                continue; // the view of a null slot is unspecified (producers leave garbage there)
+            }
+            long base = i * 16;
+            int size = views.get(ValueLayout.JAVA_INT_UNALIGNED, base);
+            if (size < 0) {
+                throw new ValidationException(Category.CONTENT, vp, "view " + (i - offset)
+                        + ": expected a non-negative length but found " + size);
+            }
+            if (size <= 12) {
+                continue;
+            }
+            int buffer = views.get(ValueLayout.JAVA_INT_UNALIGNED, base + 8);
+            int off = views.get(ValueLayout.JAVA_INT_UNALIGNED, base + 12);
+            if (buffer < 0 || buffer >= variadic) {
+                throw new ValidationException(Category.CONTENT, vp, "view " + (i - offset)
+                        + ": expected a buffer index in [0, " + variadic + ") but found " + buffer);
+            }
+            if (off < 0 || (long) off + size > len[2 + buffer]) {
+                throw new ValidationException(Category.CONTENT, vp, "view " + (i - offset) + ": expected bytes ["
+                        + off + ", " + ((long) off + size) + ") within variadic buffer " + buffer + " of "
+                        + len[2 + buffer] + " bytes");
+            }
+        }
+    }
+
+    void checkListViews(long[] addr, long offset, long length, int width, long childLength, int n) {
+        String path = layout.path(n);
+        long bytes = mul(add(offset, length, n, ""), width, n, "");
+        MemorySegment offs = host(addr[1], bytes, at(path, "buffers[1]"));
+        MemorySegment sizes = host(addr[2], bytes, at(path, "buffers[2]"));
+        for (long i = offset; i < offset + length; i++) {
+            long o = offsetAt(offs, i, width);
+            long s = offsetAt(sizes, i, width);
+            if (o < 0 || s < 0 || o > childLength - s) {
+                throw new ValidationException(Category.CONTENT, at(path, "buffers[1]"), "list view " + (i - offset)
+                        + ": expected offset and size within the child's " + childLength + " elements but found offset "
+                        + o + " and size " + s);
+            }
+        }
+    }
+
+    void checkUnion(long[] addr, boolean dense, ArrowDataType type, long offset, long length, int n) {
+        String path = layout.path(n);
+        String tp = at(path, "buffers[0]");
+        MemorySegment ids = host(addr[0], offset + length, tp);
+        MemorySegment offs = dense ? host(addr[1], mul(offset + length, 4, n, ""), at(path, "buffers[1]")) : null;
+        List<Integer> declared = type.unionTypeIds();
+        for (long i = offset; i < offset + length; i++) {
+            int id = ids.get(ValueLayout.JAVA_BYTE, i);
+            int child = declared.indexOf(id);
+            if (child < 0) {
+                throw new ValidationException(Category.CONTENT, tp, "type id at index " + (i - offset)
+                        + ": expected one of " + declared + " but found " + id);
+            }
+            if (dense) {
+                int o = offs.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i);
+                long childLength = table.length(layout.child(n, child));
+                if (o < 0 || o >= childLength) {
+                    throw new ValidationException(Category.CONTENT, at(path, "buffers[1]"), "offset at index "
+                            + (i - offset) + ": expected a value in [0, " + childLength + ") but found " + o);
+                }
+            }
+        }
+    }
+
+    void checkRunEnds(int n, long end, long length) {
+        String path = layout.path(n);
+        int runEnds = layout.child(n, 0);
+        int values = layout.child(n, 1);
+        if (!minimal()) {
+            return;
+        }
+        long runs = table.length(runEnds);
+        if (runs != table.length(values)) {
+            throw new ValidationException(Category.LENGTH, at(path, "children[1].length"),
+                    "expected " + runs + " (the run ends length) but found " + table.length(values));
+        }
+        if (table.nullCount(runEnds) > 0) {
+            throw new ValidationException(Category.CONTENT, at(path, "children[0].null_count"),
+                    "expected no null run ends but found " + table.nullCount(runEnds));
+        }
+        if (length > 0 && runs == 0) {
+            throw new ValidationException(Category.LENGTH, at(path, "children[0].length"),
+                    "expected at least 1 run for length " + length + " but found 0");
+        }
+        if (!reads() || runs == 0) {
+            return;
+        }
+        int w = layout.schema(runEnds).type().elementByteWidth();
+        String rp = at(path, "children[0].buffers[1]");
+        long first = table.offset(runEnds);
+        MemorySegment s = host(table.bufferAddress(runEnds, 1), mul(first + runs, w, runEnds, "buffers[1]"), rp);
+        long last = runEnd(s, first + runs - 1, w);
+        if (last < end) {
+            throw new ValidationException(Category.CONTENT, rp, "expected the last run end to be at least " + end
+                    + " (offset + length) but found " + last);
+        }
+        if (full()) {
+            long prev = 0;
+            for (long i = 0; i < runs; i++) {
+                long v = runEnd(s, first + i, w);
+                if (v <= prev) {
+                    throw new ValidationException(Category.CONTENT, rp, "run ends not strictly increasing at index " + i
+                            + ": expected more than " + prev + " but found " + v);
+                }
+                prev = v;
+            }
+        }
+    }
+
+    private static long runEnd(MemorySegment s, long i, int w) {
+        return switch (w) {
+            case 2 -> s.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i);
+            case 4 -> s.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i);
+            default -> s.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
+        };
+    }
+
+    void checkDictionaryIndices(long[] addr, ArrowDataType type, long offset, long length, long dictLength,
+                                        int n) {
+        String path = layout.path(n);
+        String ip = at(path, "buffers[1]");
+        int w = type.elementByteWidth();
+        boolean unsigned = switch (type.id()) {
+            case UINT8, UINT16, UINT32, UINT64 -> true;
+            default -> false;
+        };
+        MemorySegment values = host(addr[1], mul(offset + length, w, n, "buffers[1]"), ip);
+        MemorySegment validity = addr[0] == 0 ? null : host(addr[0], Bitmaps.bytes(offset + length), at(path, "buffers[0]"));
+        for (long i = offset; i < offset + length; i++) {
+            if (validity != null && !Bitmaps.bit(validity, i)) {
+                continue;
+            }
+            long v = switch (w) {
+                case 1 -> unsigned ? Byte.toUnsignedLong(values.get(ValueLayout.JAVA_BYTE, i)) : values.get(ValueLayout.JAVA_BYTE, i);
+                case 2 -> unsigned ? Short.toUnsignedLong(values.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i))
+                        : values.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i);
+                case 4 -> unsigned ? Integer.toUnsignedLong(values.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i))
+                        : values.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i);
+                default -> values.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
+            };
+            if (v < 0 || v >= dictLength) {
+                throw new ValidationException(Category.CONTENT, ip, "dictionary index at " + (i - offset)
+                        + ": expected a value in [0, " + dictLength + ") but found "
+                        + (w == 8 && unsigned ? Long.toUnsignedString(v) : String.valueOf(v)));
+            }
+        }
+    }
+
+    /**
+     * A host segment of {@code bytes} validated bytes at {@code address} (for device memory: its host copy),
+     * for reading contents; internal only (never handed out).
+     */
+    MemorySegment host(long address, long bytes, String path) {
+        if (address == 0) {
+            if (bytes == 0) {
+                return MemorySegment.NULL;
+            }
+            throw new ValidationException(Category.NULL_POINTER, path, "expected a buffer of " + bytes + " bytes but found NULL");
+        }
+        if (copies == null) {
+            return MemorySegment.ofAddress(address).reinterpret(bytes);
+        }
+        MemorySegment copy = copies.find(address, bytes);
+        if (copy == null || copy.byteSize() < bytes) {
+            throw host
+                    ? new ValidationException(Category.CONTENT, path, "expected contents within the buffer's "
+                            + "known size but they imply " + bytes + " bytes")
+                    : new ValidationException(Category.DEVICE, path, "expected a host copy of " + bytes
+                            + " bytes of device memory to validate but found none");
+        }
+        return copy;
+    }
+
+    /** {@code a + b}, exactly; on overflow a SIZE error at {@code field} of node {@code n}. */
+    long add(long a, long b, int n, String field) {
+        try {
+            return Math.addExact(a, b);
+        } catch (ArithmeticException e) {
+            throw new ValidationException(Category.SIZE, at(n, field), String.format(Locale.ROOT,
+                    "expected %d + %d to fit in 64 bits but it overflows", a, b));
+        }
+    }
+
+    /** {@code a * b}, exactly; on overflow a SIZE error at {@code field} of node {@code n}. */
+    long mul(long a, long b, int n, String field) {
+        try {
+            return Math.multiplyExact(a, b);
+        } catch (ArithmeticException e) {
+            throw new ValidationException(Category.SIZE, at(n, field), String.format(Locale.ROOT,
+                    "expected %d x %d bytes to fit in 64 bits but it overflows", a, b));
+        }
+    }
+
+    private static String at(String path, String field) {
+        return SchemaReader.join(path, field);
+    }
+}
