@@ -41,7 +41,9 @@ import org.openjdk.jmh.annotations.Warmup;
  *
  * <p>Each {@code exportImportRead*} operation is what a consumer of the new lifetime API writes:
  * {@code DLPack.exportVersioned} + {@code DLPack.importTensor} + {@code segment()} + one element read +
- * the release (the exporter's deleter, a Java upcall), differing only in the scope the import lives in:
+ * the release, differing only in the scope the import lives in. ({@code importTensor} is the local hand-over:
+ * the struct is validated as a foreign one and freed right after the import; the release then closes the
+ * exporter's owner. A native consumer's import calls the deleter instead.)
  * <ul>
  *   <li>{@link #exportImportReadConfined}: a confined arena per tensor (its close releases; no handshake).</li>
  *   <li>{@link #exportImportReadShared}: one shared arena for {@code tensorsPerArena} tensors (1024 or 16384),
