@@ -1,6 +1,5 @@
 package org.devicebridge.arrow;
 
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -11,9 +10,11 @@ import java.util.List;
  * or a caller needs one.
  */
 final class SchemaLayout {
+    private static final int DICTIONARY_EDGE = -1;
+
     private final SchemaNode[] nodes;
     private final int[] parent;
-    private final String[] edge;
+    private final int[] edge;        // node i is child edge[i] of its parent, or its DICTIONARY_EDGE
     private final int[] childStart;  // children of node i: childList[childStart[i] .. childStart[i] + count)
     private final int[] childList;
     private final int[] dictionary;  // node index of node i's dictionary, or -1
@@ -21,60 +22,60 @@ final class SchemaLayout {
     private final int buffers;       // buffers of an array of this type, counting 3 for each view node
 
     SchemaLayout(SchemaNode root) {
-        List<SchemaNode> order = new ArrayList<>();
-        List<Integer> parents = new ArrayList<>();
-        List<String> edges = new ArrayList<>();
-        collect(root, -1, "", order, parents, edges);
-        int n = order.size();
-        nodes = order.toArray(new SchemaNode[0]);
+        int n = count(root);
+        nodes = new SchemaNode[n];
         parent = new int[n];
-        edge = edges.toArray(new String[0]);
+        edge = new int[n];
+        int[] depths = new int[n];
+        collect(root, -1, DICTIONARY_EDGE, 1, depths, 0);
         childStart = new int[n];
         dictionary = new int[n];
         int children = 0;
-        for (int i = 0; i < n; i++) {
-            parent[i] = parents.get(i);
-            childStart[i] = children;
-            children += nodes[i].children().size();
-            dictionary[i] = -1;
-        }
-        childList = new int[children];
         int deepest = 0;
         int bufferCount = 0;
         for (int i = 0; i < n; i++) {
-            int d = 1;
-            for (int p = parent[i]; p >= 0; p = parent[p]) {
-                d++;
-            }
-            deepest = Math.max(deepest, d);
+            childStart[i] = children;
+            children += nodes[i].children().size();
+            dictionary[i] = -1;
+            deepest = Math.max(deepest, depths[i]);
             bufferCount += ArrayReader.expectedBuffers(nodes[i].type().layout());
         }
         depth = deepest;
         buffers = bufferCount;
-        int[] filled = new int[n];
+        childList = new int[children];
         for (int i = 1; i < n; i++) {
             int p = parent[i];
-            if (edge[i].equals("dictionary")) {
+            if (edge[i] == DICTIONARY_EDGE) {
                 dictionary[p] = i;
             } else {
-                childList[childStart[p] + filled[p]++] = i;
+                childList[childStart[p] + edge[i]] = i;
             }
         }
     }
 
-    private static void collect(SchemaNode node, int parentIndex, String edgeName, List<SchemaNode> order,
-                                List<Integer> parents, List<String> edges) {
-        int self = order.size();
-        order.add(node);
-        parents.add(parentIndex);
-        edges.add(edgeName);
+    private static int count(SchemaNode node) {
+        int n = 1;
+        for (SchemaNode c : node.children()) {
+            n += count(c);
+        }
+        return node.dictionary() == null ? n : n + count(node.dictionary());
+    }
+
+    /** Places {@code node} and its subtree in pre-order from index {@code self} on; returns the next free index. */
+    private int collect(SchemaNode node, int parentIndex, int edgeIndex, int nodeDepth, int[] depths, int self) {
+        nodes[self] = node;
+        parent[self] = parentIndex;
+        edge[self] = edgeIndex;
+        depths[self] = nodeDepth;
+        int next = self + 1;
         List<SchemaNode> children = node.children();
         for (int i = 0; i < children.size(); i++) {
-            collect(children.get(i), self, "children[" + i + "]", order, parents, edges);
+            next = collect(children.get(i), self, i, nodeDepth + 1, depths, next);
         }
         if (node.dictionary() != null) {
-            collect(node.dictionary(), self, "dictionary", order, parents, edges);
+            next = collect(node.dictionary(), self, DICTIONARY_EDGE, nodeDepth + 1, depths, next);
         }
+        return next;
     }
 
     /** Nodes on the longest path from the root to a leaf (1 for a leaf root). */
@@ -115,7 +116,8 @@ final class SchemaLayout {
             return "";
         }
         String up = path(parent[node]);
-        return up.isEmpty() ? edge[node] : up + "." + edge[node];
+        String here = edge[node] == DICTIONARY_EDGE ? "dictionary" : "children[" + edge[node] + "]";
+        return up.isEmpty() ? here : up + "." + here;
     }
 
     /** {@code field} of {@code node}, e.g. {@code children[2].buffers[1]}. */
