@@ -147,10 +147,6 @@ public final class ArrayNode {
         return index;
     }
 
-    long address(int i) {
-        return table.bufferAddress(index, i);
-    }
-
     private String bufferPath(int i) {
         return table.layout.path(index, "buffers[" + i + "]");
     }

@@ -132,9 +132,4 @@ public final class ImportedArray extends NativeHandle {
         reread.ownedBy(table.source());
         return reread.node(0);
     }
-
-    /** The root node, without a liveness check, for a consumer that has just taken ownership. */
-    ArrayNode rootUnchecked() {
-        return table.node(0);
-    }
 }
