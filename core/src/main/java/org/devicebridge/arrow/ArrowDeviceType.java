@@ -1,12 +1,12 @@
 package org.devicebridge.arrow;
 
 import java.util.Optional;
-import org.devicebridge.generated.arrow.arrow_c_abi_h;
 
 /**
  * The {@code ArrowDeviceType} of the C Device Data Interface: where the buffers of an
- * {@code ArrowDeviceArray} (or every batch of an {@code ArrowDeviceArrayStream}) live. The numbers are read
- * from the ABI header's {@code ARROW_DEVICE_*} constants.
+ * {@code ArrowDeviceArray} (or every batch of an {@code ArrowDeviceArrayStream}) live. The numbers are the ABI
+ * header's {@code ARROW_DEVICE_*} constants, written here so that this type loads without native access
+ * ({@code HeaderConstantsTest} pins each to the generated header).
  *
  * {@snippet lang=c :
  * typedef int32_t ArrowDeviceType;
@@ -18,33 +18,33 @@ import org.devicebridge.generated.arrow.arrow_c_abi_h;
  */
 public enum ArrowDeviceType {
     /** {@code ARROW_DEVICE_CPU}: host memory. */
-    CPU(arrow_c_abi_h.ARROW_DEVICE_CPU()),
+    CPU(1),
     /** {@code ARROW_DEVICE_CUDA}: CUDA device memory. */
-    CUDA(arrow_c_abi_h.ARROW_DEVICE_CUDA()),
+    CUDA(2),
     /** {@code ARROW_DEVICE_CUDA_HOST}: pinned host memory registered with CUDA. */
-    CUDA_HOST(arrow_c_abi_h.ARROW_DEVICE_CUDA_HOST()),
+    CUDA_HOST(3),
     /** {@code ARROW_DEVICE_OPENCL}. */
-    OPENCL(arrow_c_abi_h.ARROW_DEVICE_OPENCL()),
+    OPENCL(4),
     /** {@code ARROW_DEVICE_VULKAN}. */
-    VULKAN(arrow_c_abi_h.ARROW_DEVICE_VULKAN()),
+    VULKAN(7),
     /** {@code ARROW_DEVICE_METAL}. */
-    METAL(arrow_c_abi_h.ARROW_DEVICE_METAL()),
+    METAL(8),
     /** {@code ARROW_DEVICE_VPI}. */
-    VPI(arrow_c_abi_h.ARROW_DEVICE_VPI()),
+    VPI(9),
     /** {@code ARROW_DEVICE_ROCM}. */
-    ROCM(arrow_c_abi_h.ARROW_DEVICE_ROCM()),
+    ROCM(10),
     /** {@code ARROW_DEVICE_ROCM_HOST}. */
-    ROCM_HOST(arrow_c_abi_h.ARROW_DEVICE_ROCM_HOST()),
+    ROCM_HOST(11),
     /** {@code ARROW_DEVICE_EXT_DEV}. */
-    EXT_DEV(arrow_c_abi_h.ARROW_DEVICE_EXT_DEV()),
+    EXT_DEV(12),
     /** {@code ARROW_DEVICE_CUDA_MANAGED}: CUDA managed (unified) memory. */
-    CUDA_MANAGED(arrow_c_abi_h.ARROW_DEVICE_CUDA_MANAGED()),
+    CUDA_MANAGED(13),
     /** {@code ARROW_DEVICE_ONEAPI}. */
-    ONEAPI(arrow_c_abi_h.ARROW_DEVICE_ONEAPI()),
+    ONEAPI(14),
     /** {@code ARROW_DEVICE_WEBGPU}. */
-    WEBGPU(arrow_c_abi_h.ARROW_DEVICE_WEBGPU()),
+    WEBGPU(15),
     /** {@code ARROW_DEVICE_HEXAGON}. */
-    HEXAGON(arrow_c_abi_h.ARROW_DEVICE_HEXAGON());
+    HEXAGON(16);
 
     private static final ArrowDeviceType[] VALUES = values();
 

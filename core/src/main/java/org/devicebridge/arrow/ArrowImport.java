@@ -1,5 +1,7 @@
 package org.devicebridge.arrow;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -32,6 +34,7 @@ public final class ArrowImport {
      * @throws ValidationException if the schema is malformed
      */
     public static ImportedSchema importSchema(MemorySegment arrowSchemaPtr) {
+        requireNativeAccess();
         Objects.requireNonNull(arrowSchemaPtr, "arrowSchemaPtr");
         long original = arrowSchemaPtr.address();
         return ForeignImport.take(ForeignImport.Kind.ARROW_SCHEMA, arrowSchemaPtr,
@@ -49,6 +52,7 @@ public final class ArrowImport {
      * @throws ValidationException if the array is malformed or does not match the schema
      */
     public static ImportedArray importArray(SchemaNode schema, MemorySegment arrowArrayPtr, ValidationLevel level) {
+        requireNativeAccess();
         return importArray(schema, arrowArrayPtr, level, null);
     }
 
@@ -66,6 +70,7 @@ public final class ArrowImport {
      */
     public static ImportedArray importArray(SchemaNode schema, MemorySegment arrowArrayPtr, ValidationLevel level,
                                             Arena arena) {
+        requireNativeAccess();
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(arrowArrayPtr, "arrowArrayPtr");
         Objects.requireNonNull(level, "level");
@@ -79,12 +84,14 @@ public final class ArrowImport {
 
     /** {@link #importArray(SchemaNode, MemorySegment, ValidationLevel)} with the root of an imported schema (borrowed). */
     public static ImportedArray importArray(ImportedSchema schema, MemorySegment arrowArrayPtr, ValidationLevel level) {
+        requireNativeAccess();
         return importArray(Objects.requireNonNull(schema, "schema").root(), arrowArrayPtr, level, null);
     }
 
     /** {@link #importArray(SchemaNode, MemorySegment, ValidationLevel, Arena)} with an imported schema's root (borrowed). */
     public static ImportedArray importArray(ImportedSchema schema, MemorySegment arrowArrayPtr, ValidationLevel level,
                                             Arena arena) {
+        requireNativeAccess();
         return importArray(Objects.requireNonNull(schema, "schema").root(), arrowArrayPtr, level, arena);
     }
 
@@ -105,6 +112,7 @@ public final class ArrowImport {
      */
     public static ImportedArray importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
                                                   ValidationLevel level) {
+        requireNativeAccess();
         return importDeviceArray(schema, arrowDeviceArrayPtr, level, null);
     }
 
@@ -117,6 +125,7 @@ public final class ArrowImport {
      */
     public static ImportedArray importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
                                                   ValidationLevel level, Arena arena) {
+        requireNativeAccess();
         return importDeviceArray(schema, arrowDeviceArrayPtr, level, arena, null, false);
     }
 
@@ -168,6 +177,7 @@ public final class ArrowImport {
      */
     public static ImportedArray importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
                                                   ValidationLevel level, Arena arena, DeviceCopier copier) {
+        requireNativeAccess();
         Objects.requireNonNull(copier, "copier");
         return importDeviceArray(schema, arrowDeviceArrayPtr, level, arena, copier, true);
     }
@@ -175,12 +185,14 @@ public final class ArrowImport {
     /** {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel)} with an imported schema's root (borrowed). */
     public static ImportedArray importDeviceArray(ImportedSchema schema, MemorySegment arrowDeviceArrayPtr,
                                                   ValidationLevel level) {
+        requireNativeAccess();
         return importDeviceArray(Objects.requireNonNull(schema, "schema").root(), arrowDeviceArrayPtr, level, null);
     }
 
     /** {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel, Arena)} with an imported schema's root (borrowed). */
     public static ImportedArray importDeviceArray(ImportedSchema schema, MemorySegment arrowDeviceArrayPtr,
                                                   ValidationLevel level, Arena arena) {
+        requireNativeAccess();
         return importDeviceArray(Objects.requireNonNull(schema, "schema").root(), arrowDeviceArrayPtr, level, arena);
     }
 
@@ -195,6 +207,7 @@ public final class ArrowImport {
      * @throws ValidationException if the stream or its schema is malformed
      */
     public static ImportedArrayStream importStream(MemorySegment arrowArrayStreamPtr) {
+        requireNativeAccess();
         return ImportedArrayStream.take(arrowArrayStreamPtr, false);
     }
 
@@ -209,6 +222,7 @@ public final class ArrowImport {
      * @throws ValidationException if the stream or its schema is malformed, or its device type is unknown
      */
     public static ImportedArrayStream importDeviceStream(MemorySegment arrowDeviceArrayStreamPtr) {
+        requireNativeAccess();
         return ImportedArrayStream.take(arrowDeviceArrayStreamPtr, true);
     }
 

@@ -1,5 +1,7 @@
 package org.devicebridge.arrow;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
@@ -22,26 +24,31 @@ public final class ArrowStructs {
 
     /** {@code struct ArrowSchema}. */
     public static MemorySegment allocateSchema(Arena arena) {
+        requireNativeAccess();
         return Objects.requireNonNull(arena, "arena").allocate(ArrowSchema.layout());
     }
 
     /** {@code struct ArrowArray}. */
     public static MemorySegment allocateArray(Arena arena) {
+        requireNativeAccess();
         return Objects.requireNonNull(arena, "arena").allocate(ArrowArray.layout());
     }
 
     /** {@code struct ArrowDeviceArray}. */
     public static MemorySegment allocateDeviceArray(Arena arena) {
+        requireNativeAccess();
         return Objects.requireNonNull(arena, "arena").allocate(ArrowDeviceArray.layout());
     }
 
     /** {@code struct ArrowArrayStream}. */
     public static MemorySegment allocateArrayStream(Arena arena) {
+        requireNativeAccess();
         return Objects.requireNonNull(arena, "arena").allocate(ArrowArrayStream.layout());
     }
 
     /** {@code struct ArrowDeviceArrayStream}. */
     public static MemorySegment allocateDeviceArrayStream(Arena arena) {
+        requireNativeAccess();
         return Objects.requireNonNull(arena, "arena").allocate(ArrowDeviceArrayStream.layout());
     }
 }

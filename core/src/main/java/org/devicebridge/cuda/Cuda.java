@@ -1,5 +1,6 @@
 package org.devicebridge.cuda;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -8,6 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import org.devicebridge.generated.cuda.cuda_driver_h;
+import org.devicebridge.internal.NativeAccess;
 
 /**
  * Entry point to the CUDA driver. The driver is loaded lazily, at the first call of any method here;
@@ -18,14 +20,20 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
 public final class Cuda {
     private Cuda() {}
 
-    /** {@code true} if {@code libcuda.so.1} loaded, {@code cuInit} succeeded and at least one device exists. */
+    /**
+     * {@code true} if native access is enabled, {@code libcuda.so.1} loaded, {@code cuInit} succeeded and at
+     * least one device exists. Never throws.
+     */
     public static boolean isAvailable() {
-        return CudaDriver.status().available();
+        return NativeAccess.granted() && CudaDriver.status().available();
     }
 
-    /** Why CUDA is unavailable, or a line saying where the driver was loaded from. */
+    /**
+     * Why CUDA is unavailable (native access not enabled, naming the flag; no driver; no device), or a line
+     * saying where the driver was loaded from.
+     */
     public static String unavailableReason() {
-        return CudaDriver.status().reason();
+        return NativeAccess.granted() ? CudaDriver.status().reason() : NativeAccess.message();
     }
 
     /**
@@ -34,17 +42,20 @@ public final class Cuda {
      * any other step (an import still releases its input first).
      */
     public static void require() {
+        requireNativeAccess();
         CudaDriver.require();
     }
 
     /** The driver's CUDA version, e.g. 13000 for 13.0. */
     public static int driverVersion() {
+        requireNativeAccess();
         CudaDriver.require();
         return CudaDriver.status().driverVersion();
     }
 
     /** Number of CUDA devices. */
     public static int deviceCount() {
+        requireNativeAccess();
         CudaDriver.require();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment n = arena.allocate(JAVA_INT);
@@ -55,12 +66,14 @@ public final class Cuda {
 
     /** The device with this ordinal. */
     public static CudaDevice device(int ordinal) {
+        requireNativeAccess();
         CudaContext.checkDevice(ordinal);
         return CudaDevice.get(ordinal);
     }
 
     /** Every device, in ordinal order. */
     public static List<CudaDevice> devices() {
+        requireNativeAccess();
         int n = deviceCount();
         List<CudaDevice> all = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
@@ -84,6 +97,7 @@ public final class Cuda {
      * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
      */
     public static MemoryInfo memoryInfo(int device) {
+        requireNativeAccess();
         CudaContext.makeCurrent(device);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment free = arena.allocate(JAVA_LONG);
@@ -98,6 +112,7 @@ public final class Cuda {
      * ({@code cuCtxSynchronize}).
      */
     public static void synchronize(int device) {
+        requireNativeAccess();
         CudaContext.makeCurrent(device);
         CudaDriver.check("cuCtxSynchronize", cuda_driver_h.cuCtxSynchronize());
     }
@@ -108,11 +123,13 @@ public final class Cuda {
      * directly (benchmark baselines, tests, native glue).
      */
     public static void check(String function, int result) {
+        requireNativeAccess();
         CudaDriver.check(function, result);
     }
 
     /** The driver version formatted as major.minor. */
     public static String driverVersionString() {
+        requireNativeAccess();
         int v = driverVersion();
         return (v / 1000) + "." + (v % 1000) / 10;
     }

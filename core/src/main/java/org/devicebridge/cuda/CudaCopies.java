@@ -1,5 +1,7 @@
 package org.devicebridge.cuda;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 import org.devicebridge.HandleClosedException;
@@ -30,6 +32,7 @@ public final class CudaCopies {
 
     /** Copies all of {@code src} into {@code dst} at {@code dstOffset}; returns when the copy is done. */
     public static void hostToDevice(MemorySegment src, DeviceBuffer dst, long dstOffset) {
+        requireNativeAccess();
         checkHost(src, "src");
         Objects.requireNonNull(dst, "dst");
         long bytes = src.byteSize();
@@ -44,6 +47,7 @@ public final class CudaCopies {
 
     /** Queues a copy of all of {@code src} into {@code dst} at {@code dstOffset} on {@code stream}. */
     public static void hostToDeviceAsync(MemorySegment src, DeviceBuffer dst, long dstOffset, CudaStream stream) {
+        requireNativeAccess();
         checkHost(src, "src");
         Objects.requireNonNull(dst, "dst");
         Objects.requireNonNull(stream, "stream");
@@ -59,6 +63,7 @@ public final class CudaCopies {
 
     /** Copies {@code dst.byteSize()} bytes of {@code src} from {@code srcOffset} into {@code dst}; blocks. */
     public static void deviceToHost(DeviceBuffer src, long srcOffset, MemorySegment dst) {
+        requireNativeAccess();
         Objects.requireNonNull(src, "src");
         checkHost(dst, "dst");
         long bytes = dst.byteSize();
@@ -73,6 +78,7 @@ public final class CudaCopies {
 
     /** Queues a copy of {@code dst.byteSize()} bytes of {@code src} from {@code srcOffset} into {@code dst}. */
     public static void deviceToHostAsync(DeviceBuffer src, long srcOffset, MemorySegment dst, CudaStream stream) {
+        requireNativeAccess();
         Objects.requireNonNull(src, "src");
         checkHost(dst, "dst");
         Objects.requireNonNull(stream, "stream");
@@ -92,6 +98,7 @@ public final class CudaCopies {
      * overlapping); returns when the copy is done.
      */
     public static void deviceToDevice(DeviceRange src, DeviceBuffer dst, long dstOffset) {
+        requireNativeAccess();
         Objects.requireNonNull(src, "src");
         Objects.requireNonNull(dst, "dst");
         long bytes = src.byteSize();
@@ -107,6 +114,7 @@ public final class CudaCopies {
 
     /** Queues a copy of all of {@code src} into {@code dst} at {@code dstOffset} on {@code stream}. */
     public static void deviceToDeviceAsync(DeviceRange src, DeviceBuffer dst, long dstOffset, CudaStream stream) {
+        requireNativeAccess();
         Objects.requireNonNull(src, "src");
         Objects.requireNonNull(dst, "dst");
         Objects.requireNonNull(stream, "stream");
@@ -123,6 +131,7 @@ public final class CudaCopies {
 
     /** Sets every byte of {@code dst} to {@code value}; returns when done. */
     public static void fill(DeviceRange dst, byte value) {
+        requireNativeAccess();
         Objects.requireNonNull(dst, "dst");
         long bytes = dst.byteSize();
         long d = dst.address();
@@ -136,6 +145,7 @@ public final class CudaCopies {
 
     /** Queues setting every byte of {@code dst} to {@code value} on {@code stream}. */
     public static void fillAsync(DeviceRange dst, byte value, CudaStream stream) {
+        requireNativeAccess();
         Objects.requireNonNull(dst, "dst");
         Objects.requireNonNull(stream, "stream");
         long bytes = dst.byteSize();

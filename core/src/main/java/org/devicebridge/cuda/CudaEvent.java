@@ -1,5 +1,7 @@
 package org.devicebridge.cuda;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 import java.util.Objects;
@@ -31,6 +33,7 @@ public final class CudaEvent extends NativeHandle {
      * @throws CudaUnavailableException without a CUDA driver
      */
     public static CudaEvent acquire(int device) {
+        requireNativeAccess();
         CudaEventPool pool = CudaEventPool.of(device);
         MemorySegment e = pool.take();
         return new CudaEvent(e, device, describe("pooled CUDA event", e, device), () -> pool.give(e));
@@ -44,6 +47,7 @@ public final class CudaEvent extends NativeHandle {
      * @return an event the caller owns
      */
     public static CudaEvent createInterprocess(int device) {
+        requireNativeAccess();
         MemorySegment e = CudaEventPool.create(device,
                 cuda_driver_h.CU_EVENT_INTERPROCESS() | cuda_driver_h.CU_EVENT_DISABLE_TIMING());
         return new CudaEvent(e, device, describe("interprocess CUDA event", e, device),

@@ -1,5 +1,6 @@
 package org.devicebridge.cuda;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -34,6 +35,7 @@ public final class CudaIpc {
      * @throws CudaException if the driver refuses
      */
     public static byte[] getMemHandle(DeviceBuffer buffer) {
+        requireNativeAccess();
         Objects.requireNonNull(buffer, "buffer");
         if (buffer.kind() != DeviceBuffer.Kind.MEM_ALLOC) {
             throw new UnsupportedFeatureException("buffer", "only memory from DeviceBuffer.allocate (cuMemAlloc)"
@@ -62,6 +64,7 @@ public final class CudaIpc {
      * @throws CudaException if the driver refuses (e.g. {@code CUDA_ERROR_INVALID_HANDLE} for a stale handle)
      */
     public static DeviceBuffer openMemHandle(int device, byte[] handle) {
+        requireNativeAccess();
         checkHandle(handle);
         CudaContext.makeCurrent(device);
         long address;
@@ -93,6 +96,7 @@ public final class CudaIpc {
      * @throws CudaException if the driver refuses (e.g. a pooled event, which is not interprocess)
      */
     public static byte[] getEventHandle(CudaEvent event) {
+        requireNativeAccess();
         Objects.requireNonNull(event, "event");
         MemorySegment e = event.raw();
         CudaContext.makeCurrent(event.device());
@@ -110,6 +114,7 @@ public final class CudaIpc {
      * @return an event the caller owns; close releases this process's reference
      */
     public static CudaEvent openEventHandle(int device, byte[] handle) {
+        requireNativeAccess();
         checkHandle(handle);
         CudaContext.makeCurrent(device);
         try (Arena arena = Arena.ofConfined()) {

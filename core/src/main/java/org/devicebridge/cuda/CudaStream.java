@@ -1,5 +1,6 @@
 package org.devicebridge.cuda;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 
 import java.lang.foreign.Arena;
@@ -60,6 +61,7 @@ public final class CudaStream extends NativeHandle {
      * @throws CudaUnavailableException without a CUDA driver
      */
     public static CudaStream create(int device, StreamKind kind) {
+        requireNativeAccess();
         Objects.requireNonNull(kind, "kind");
         CudaContext.makeCurrent(device);
         try (Arena arena = Arena.ofConfined()) {
@@ -83,6 +85,7 @@ public final class CudaStream extends NativeHandle {
      * @return a non-owning view; the caller still owns nothing but the view
      */
     public static CudaStream borrow(int device, long streamAddress) {
+        requireNativeAccess();
         CudaContext.checkDevice(device);
         MemorySegment raw = MemorySegment.ofAddress(streamAddress);
         return new CudaStream(new Ref(raw, device, false), String.format(Locale.ROOT,

@@ -1,5 +1,6 @@
 package org.devicebridge.cuda;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -73,6 +74,7 @@ public final class DeviceBuffer extends NativeHandle {
      * @throws CudaException if the driver fails (e.g. {@code CUDA_ERROR_OUT_OF_MEMORY})
      */
     public static DeviceBuffer allocate(int device, long bytes) {
+        requireNativeAccess();
         checkBytes(bytes);
         CudaContext.makeCurrent(device);
         if (bytes == 0) {
@@ -109,6 +111,7 @@ public final class DeviceBuffer extends NativeHandle {
      * @throws CudaException if the driver fails (e.g. memory pools unsupported on this device)
      */
     public static DeviceBuffer allocateAsync(int device, long bytes, CudaStream stream) {
+        requireNativeAccess();
         checkBytes(bytes);
         Objects.requireNonNull(stream, "stream");
         if (stream.device() != device) {
@@ -157,6 +160,7 @@ public final class DeviceBuffer extends NativeHandle {
      * @throws InvalidArgumentException if {@code bytes} is negative, or {@code devicePointer} is 0 with bytes
      */
     public static DeviceBuffer wrap(long devicePointer, long bytes, int device, AutoCloseable owner) {
+        requireNativeAccess();
         checkBytes(bytes);
         if (devicePointer == 0 && bytes != 0) {
             throw new InvalidArgumentException("devicePointer", "expected a device address for " + bytes

@@ -1,5 +1,7 @@
 package org.devicebridge.cuda;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -128,6 +130,7 @@ public final class HostDeviceTransfer extends NativeHandle {
      * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
      */
     public static HostDeviceTransfer create(int device, long stagingBytes) {
+        requireNativeAccess();
         if (stagingBytes < 2L * ALIGNMENT) {
             throw new InvalidArgumentException("stagingBytes", "expected at least " + 2 * ALIGNMENT
                     + " bytes of staging memory but found " + stagingBytes);

@@ -1,5 +1,7 @@
 package org.devicebridge.cuda;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 import org.devicebridge.HandleClosedException;
@@ -33,6 +35,7 @@ public final class HostRegistration extends NativeHandle {
      * @throws CudaException if the driver refuses (e.g. {@code CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED})
      */
     public static HostRegistration register(MemorySegment segment) {
+        requireNativeAccess();
         CudaCopies.checkHost(segment, "segment");
         if (segment.byteSize() == 0) {
             throw new InvalidArgumentException("segment", "expected at least one byte to register but found an empty segment");

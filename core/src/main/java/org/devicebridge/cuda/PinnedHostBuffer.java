@@ -1,5 +1,6 @@
 package org.devicebridge.cuda;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 
 import java.lang.foreign.Arena;
@@ -35,6 +36,7 @@ public final class PinnedHostBuffer extends NativeHandle {
      * @throws CudaException if the driver fails
      */
     public static PinnedHostBuffer allocate(long bytes) {
+        requireNativeAccess();
         if (bytes < 0) {
             throw new InvalidArgumentException("bytes", "expected a byte size >= 0 but found " + bytes);
         }

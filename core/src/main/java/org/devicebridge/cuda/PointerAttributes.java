@@ -1,5 +1,6 @@
 package org.devicebridge.cuda;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -63,6 +64,7 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
      * @throws CudaException if the driver fails
      */
     public static PointerAttributes of(long address) {
+        requireNativeAccess();
         CudaDriver.require();
         PointerAttributes a = lookup(OWN, address);
         if (a != null) {
@@ -89,6 +91,7 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
      * @throws CudaException if the driver fails
      */
     public static PointerAttributes query(long address) {
+        requireNativeAccess();
         CudaContext.ensureAnyCurrent();
         int[] kinds = {
             cuda_driver_h.CU_POINTER_ATTRIBUTE_MEMORY_TYPE(),
@@ -126,6 +129,7 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
 
     /** Forgets any cached range containing {@code address} (the memory there was freed). */
     public static void invalidate(long address) {
+        requireNativeAccess();
         Map.Entry<Long, PointerAttributes> e = FOREIGN.floorEntry(address);
         if (e != null && e.getValue().contains(address)) {
             FOREIGN.remove(e.getKey(), e.getValue());

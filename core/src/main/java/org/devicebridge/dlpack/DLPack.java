@@ -1,5 +1,7 @@
 package org.devicebridge.dlpack;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -7,7 +9,6 @@ import java.util.Objects;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.generated.dlpack.dlpack_h;
 import org.devicebridge.foreign.ForeignImport;
 
 /**
@@ -25,17 +26,19 @@ import org.devicebridge.foreign.ForeignImport;
  * }
  */
 public final class DLPack {
+    // The header's values, written here so that this class loads without native access (the generated
+    // header class cannot): HeaderConstantsTest pins each to the generated header.
     /** The DLPack ABI version this library implements ({@code DLPACK_MAJOR_VERSION} of the header). */
-    public static final int MAJOR_VERSION = dlpack_h.DLPACK_MAJOR_VERSION();
+    public static final int MAJOR_VERSION = 1;
     /** {@code DLPACK_MINOR_VERSION} of the header. */
-    public static final int MINOR_VERSION = dlpack_h.DLPACK_MINOR_VERSION();
+    public static final int MINOR_VERSION = 3;
 
     /** {@code DLPACK_FLAG_BITMASK_READ_ONLY}; see {@link TensorFlag#READ_ONLY}. */
-    public static final long FLAG_READ_ONLY = dlpack_h.DLPACK_FLAG_BITMASK_READ_ONLY();
+    public static final long FLAG_READ_ONLY = 1L << 0;
     /** {@code DLPACK_FLAG_BITMASK_IS_COPIED}; see {@link TensorFlag#IS_COPIED}. */
-    public static final long FLAG_IS_COPIED = dlpack_h.DLPACK_FLAG_BITMASK_IS_COPIED();
+    public static final long FLAG_IS_COPIED = 1L << 1;
     /** {@code DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED}. */
-    public static final long FLAG_IS_SUBBYTE_TYPE_PADDED = dlpack_h.DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED();
+    public static final long FLAG_IS_SUBBYTE_TYPE_PADDED = 1L << 2;
     private static final long KNOWN_FLAGS = FLAG_READ_ONLY | FLAG_IS_COPIED | FLAG_IS_SUBBYTE_TYPE_PADDED;
 
     private DLPack() {}
@@ -55,6 +58,7 @@ public final class DLPack {
      *         error); nothing was exported then
      */
     public static ExportedTensor exportVersioned(TensorSpec spec) {
+        requireNativeAccess();
         return export(true, spec, null);
     }
 
@@ -67,6 +71,7 @@ public final class DLPack {
      *         {@code owner}). After a throw nothing was exported and the caller still owns {@code owner}.
      */
     public static ExportedTensor exportVersioned(TensorSpec spec, AutoCloseable owner) {
+        requireNativeAccess();
         return export(true, spec, Objects.requireNonNull(owner, "owner"));
     }
 
@@ -79,6 +84,7 @@ public final class DLPack {
      *         dtype, which a legacy consumer cannot be told
      */
     public static ExportedTensor exportLegacy(TensorSpec spec) {
+        requireNativeAccess();
         return export(false, spec, null);
     }
 
@@ -88,6 +94,7 @@ public final class DLPack {
      * caller still owns {@code owner}.
      */
     public static ExportedTensor exportLegacy(TensorSpec spec, AutoCloseable owner) {
+        requireNativeAccess();
         return export(false, spec, Objects.requireNonNull(owner, "owner"));
     }
 
@@ -161,6 +168,7 @@ public final class DLPack {
      * @throws UnsupportedFeatureException for a valid tensor this library cannot represent (e.g. lanes != 1)
      */
     public static ImportedTensor importVersioned(MemorySegment tensor, ImportOptions options) {
+        requireNativeAccess();
         return importVersioned(tensor, options, null);
     }
 
@@ -173,6 +181,7 @@ public final class DLPack {
      * after a throw the deleter has already been called (except for a NULL pointer).
      */
     public static ImportedTensor importVersioned(MemorySegment tensor, ImportOptions options, Arena arena) {
+        requireNativeAccess();
         return importVersioned(tensor, options, arena, null);
     }
 
@@ -206,6 +215,7 @@ public final class DLPack {
      * already been called (except for a NULL pointer).
      */
     public static ImportedTensor importLegacy(MemorySegment tensor, ImportOptions options) {
+        requireNativeAccess();
         return importLegacy(tensor, options, null);
     }
 
@@ -215,6 +225,7 @@ public final class DLPack {
      * tensor; after a throw its deleter has already been called (except for a NULL pointer).
      */
     public static ImportedTensor importLegacy(MemorySegment tensor, ImportOptions options, Arena arena) {
+        requireNativeAccess();
         return importLegacy(tensor, options, arena, null);
     }
 
@@ -235,6 +246,7 @@ public final class DLPack {
      * owns the tensor; after a throw its deleter has been called and the owner closed.
      */
     public static ImportedTensor importTensor(ExportedTensor exported, ImportOptions options) {
+        requireNativeAccess();
         return importTensor(exported, options, null);
     }
 
@@ -244,6 +256,7 @@ public final class DLPack {
      * tensor; after a throw its deleter has been called and the owner closed.
      */
     public static ImportedTensor importTensor(ExportedTensor exported, ImportOptions options, Arena arena) {
+        requireNativeAccess();
         Objects.requireNonNull(exported, "exported");
         Objects.requireNonNull(options, "options");
         boolean versioned = exported.isVersioned();

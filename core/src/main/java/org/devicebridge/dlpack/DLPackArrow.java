@@ -1,5 +1,7 @@
 package org.devicebridge.dlpack;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -37,6 +39,7 @@ public final class DLPackArrow {
      * @throws UnsupportedFeatureException for a type without a DLPack equivalent, or a vector with nulls
      */
     public static ExportedTensor exportVector(FieldVector vector) {
+        requireNativeAccess();
         Objects.requireNonNull(vector, "vector");
         String path = "vector '" + vector.getName() + "'";
         DType dtype = dtypeOf(vector.getField().getType(), path);
@@ -69,6 +72,7 @@ public final class DLPackArrow {
      *         before the failing column are closed) and the caller still owns {@code root}.
      */
     public static List<ExportedTensor> exportTable(VectorSchemaRoot root) {
+        requireNativeAccess();
         Objects.requireNonNull(root, "root");
         List<ExportedTensor> out = new ArrayList<>();
         try {
@@ -95,6 +99,7 @@ public final class DLPackArrow {
      *         more than {@code Integer.MAX_VALUE} elements, or a dtype without an Arrow equivalent
      */
     public static FieldVector importVector(ImportedTensor tensor, BufferAllocator allocator, String name) {
+        requireNativeAccess();
         Objects.requireNonNull(tensor, "tensor");
         ArrowType type;
         try {

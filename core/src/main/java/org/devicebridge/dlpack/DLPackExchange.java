@@ -1,5 +1,7 @@
 package org.devicebridge.dlpack;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
@@ -65,6 +67,7 @@ public final class DLPackExchange {
      * @throws ValidationException {@code RELEASED} for NULL, {@code VERSION} for another major version or {@code minor < 2}
      */
     public static DLPackExchange of(MemorySegment table) {
+        requireNativeAccess();
         Objects.requireNonNull(table, "table");
         if (table.equals(MemorySegment.NULL)) {
             throw new ValidationException(Category.RELEASED, "", "expected a DLPackExchangeAPI but found a NULL pointer");
@@ -125,7 +128,7 @@ public final class DLPackExchange {
             int rc;
             String[] error;
             try {
-                rc = DLPackManagedTensorAllocator.invoke(fn, proto, out, MemorySegment.ofAddress(key), SET_ERROR);
+                rc = DLPackManagedTensorAllocator.invoke(fn, proto, out, MemorySegment.ofAddress(key), ErrorCalls.SET_ERROR);
             } finally {
                 error = ERRORS.remove(key);
             }
@@ -216,8 +219,14 @@ public final class DLPackExchange {
 
     private static final AtomicLong ERRORS_KEY = new AtomicLong(1);
     private static final ConcurrentHashMap<Long, String[]> ERRORS = new ConcurrentHashMap<>();
-    private static final MemorySegment SET_ERROR = Native.upcallStub(MethodHandles.lookup(), DLPackExchange.class,
-            "setError", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+
+    /** The native handles of the error context, made on first use (never while this class loads: see NativeAccess). */
+    private static final class ErrorCalls {
+        static final MemorySegment SET_ERROR = Native.upcallStub(MethodHandles.lookup(), DLPackExchange.class,
+                "setError", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+        static final MethodHandle CALL_SET_ERROR = Native.LINKER.downcallHandle(
+                FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+    }
 
     private static void setError(MemorySegment ctx, MemorySegment kind, MemorySegment message) {
         try {
@@ -228,9 +237,6 @@ public final class DLPackExchange {
     }
 
     // ------------------------------------------------------------------------------------ published table
-
-    private static final MethodHandle CALL_SET_ERROR = Native.LINKER.downcallHandle(
-            FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS));
 
     private static final class Published {
         static final MemorySegment TABLE = build();
@@ -263,6 +269,7 @@ public final class DLPackExchange {
      * other devices are refused through {@code SetError} with kind {@code "NotImplementedError"}.
      */
     public static DLPackExchange published() {
+        requireNativeAccess();
         return of(Published.TABLE);
     }
 
@@ -306,7 +313,7 @@ public final class DLPackExchange {
     private static int fail(MemorySegment errorCtx, MemorySegment setError, String kind, String message) {
         try (Arena a = Arena.ofConfined()) {
             if (!setError.equals(MemorySegment.NULL)) {
-                CALL_SET_ERROR.invokeExact(setError, errorCtx, a.allocateFrom(kind), a.allocateFrom(message));
+                ErrorCalls.CALL_SET_ERROR.invokeExact(setError, errorCtx, a.allocateFrom(kind), a.allocateFrom(message));
             }
         } catch (Throwable t) {
             LOG.log(System.Logger.Level.ERROR, "DLPack SetError call failed", t);

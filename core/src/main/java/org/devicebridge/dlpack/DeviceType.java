@@ -1,15 +1,16 @@
 package org.devicebridge.dlpack;
 
-import org.devicebridge.generated.dlpack.dlpack_h;
-
-/** {@code DLDeviceType} of DLPack 1.3; the numbers are read from the header's {@code kDL*} constants. */
+/**
+ * {@code DLDeviceType} of DLPack 1.3. The numbers are the header's {@code kDL*} constants, written here so that
+ * this type loads without native access ({@code HeaderConstantsTest} pins each to the generated header).
+ */
 public enum DeviceType {
-    CPU(dlpack_h.kDLCPU(), true), CUDA(dlpack_h.kDLCUDA(), false), CUDA_HOST(dlpack_h.kDLCUDAHost(), true),
-    OPENCL(dlpack_h.kDLOpenCL(), false), VULKAN(dlpack_h.kDLVulkan(), false), METAL(dlpack_h.kDLMetal(), false),
-    VPI(dlpack_h.kDLVPI(), false), ROCM(dlpack_h.kDLROCM(), false), ROCM_HOST(dlpack_h.kDLROCMHost(), true),
-    EXT_DEV(dlpack_h.kDLExtDev(), false), CUDA_MANAGED(dlpack_h.kDLCUDAManaged(), true),
-    ONE_API(dlpack_h.kDLOneAPI(), false), WEBGPU(dlpack_h.kDLWebGPU(), false), HEXAGON(dlpack_h.kDLHexagon(), false),
-    MAIA(dlpack_h.kDLMAIA(), false), TRN(dlpack_h.kDLTrn(), false);
+    CPU(1, true), CUDA(2, false), CUDA_HOST(3, true),
+    OPENCL(4, false), VULKAN(7, false), METAL(8, false),
+    VPI(9, false), ROCM(10, false), ROCM_HOST(11, true),
+    EXT_DEV(12, false), CUDA_MANAGED(13, true),
+    ONE_API(14, false), WEBGPU(15, false), HEXAGON(16, false),
+    MAIA(17, false), TRN(18, false);
 
     private final int code;
     private final boolean hostAccessible;

@@ -1,5 +1,7 @@
 package org.devicebridge.dlpack;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 
@@ -29,6 +31,7 @@ public interface StreamSynchronizer {
      * @throws org.devicebridge.cuda.CudaUnavailableException (from {@code makeReady}) without a CUDA driver
      */
     static StreamSynchronizer cuda(MemorySegment producerStream) {
+        requireNativeAccess();
         Objects.requireNonNull(producerStream, "producerStream");
         long producer = producerStream.address();
         return consumer -> {

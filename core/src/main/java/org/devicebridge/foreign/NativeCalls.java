@@ -2,7 +2,7 @@ package org.devicebridge.foreign;
 
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.NativeAccessException;
-import org.devicebridge.internal.Native;
+import org.devicebridge.internal.NativeAccess;
 
 /**
  * The one helper that turns what a native call threw into this library's exceptions. {@code internal}
@@ -33,6 +33,21 @@ public final class NativeCalls {
 
     /** A {@link NativeAccessException} whose message names the exact {@code --enable-native-access} flag. */
     public static NativeAccessException nativeAccessDenied(Throwable cause) {
-        return new NativeAccessException(Native.nativeAccessDenied(cause).getMessage(), cause);
+        return new NativeAccessException(NativeAccess.message(), cause);
+    }
+
+    /**
+     * The first line of every public entry point that may reach native code: throws
+     * {@link NativeAccessException} (naming the exact flag) where the JVM denies native access, before any
+     * generated class initialises, so that every call, not only the first, gets that typed error. Costs one
+     * read of a constant once the probe has run.
+     *
+     * @throws NativeAccessException where native access is denied
+     */
+    public static void requireNativeAccess() {
+        IllegalCallerException denied = NativeAccess.denied();
+        if (denied != null) {
+            throw new NativeAccessException(denied.getMessage(), denied.getCause());
+        }
     }
 }

@@ -75,10 +75,7 @@ public final class Native {
      * {@link IllegalCallerException} whose message names the exact {@code --enable-native-access} flag.
      */
     public static IllegalCallerException nativeAccessDenied(Throwable cause) {
-        String module = Native.class.getModule().isNamed() ? Native.class.getModule().getName() : "ALL-UNNAMED";
-        return new IllegalCallerException("native access is not enabled for devicebridge: start the JVM with "
-                + "--enable-native-access=" + module
-                + (module.equals("ALL-UNNAMED") ? "" : ",org.devicebridge.generated"), cause);
+        return new IllegalCallerException(NativeAccess.message(), cause);
     }
 
     /**

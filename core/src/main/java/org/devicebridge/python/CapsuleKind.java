@@ -16,31 +16,31 @@ import org.devicebridge.foreign.ForeignImport;
  */
 public enum CapsuleKind {
     /** {@code "arrow_schema"}: an {@code ArrowSchema}. */
-    ARROW_SCHEMA("arrow_schema", null, ForeignImport.Kind.ARROW_SCHEMA),
+    ARROW_SCHEMA("arrow_schema", null, "ArrowSchema"),
     /** {@code "arrow_array"}: an {@code ArrowArray}. */
-    ARROW_ARRAY("arrow_array", null, ForeignImport.Kind.ARROW_ARRAY),
+    ARROW_ARRAY("arrow_array", null, "ArrowArray"),
     /** {@code "arrow_device_array"}: an {@code ArrowDeviceArray}. */
-    ARROW_DEVICE_ARRAY("arrow_device_array", null, ForeignImport.Kind.ARROW_DEVICE_ARRAY),
+    ARROW_DEVICE_ARRAY("arrow_device_array", null, "ArrowDeviceArray"),
     /** {@code "arrow_array_stream"}: an {@code ArrowArrayStream}. */
-    ARROW_ARRAY_STREAM("arrow_array_stream", null, ForeignImport.Kind.ARROW_ARRAY_STREAM),
+    ARROW_ARRAY_STREAM("arrow_array_stream", null, "ArrowArrayStream"),
     /** {@code "arrow_device_array_stream"}: an {@code ArrowDeviceArrayStream}. */
-    ARROW_DEVICE_ARRAY_STREAM("arrow_device_array_stream", null, ForeignImport.Kind.ARROW_DEVICE_ARRAY_STREAM),
+    ARROW_DEVICE_ARRAY_STREAM("arrow_device_array_stream", null, "ArrowDeviceArrayStream"),
     /** {@code "dltensor"}: a legacy (pre-1.0) {@code DLManagedTensor*}; renamed {@code "used_dltensor"} when consumed. */
-    DLTENSOR("dltensor", "used_dltensor", ForeignImport.Kind.DL_MANAGED_TENSOR),
+    DLTENSOR("dltensor", "used_dltensor", "DLManagedTensor"),
     /** {@code "dltensor_versioned"}: a {@code DLManagedTensorVersioned*}; renamed {@code "used_dltensor_versioned"}. */
-    DLTENSOR_VERSIONED("dltensor_versioned", "used_dltensor_versioned", ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED);
+    DLTENSOR_VERSIONED("dltensor_versioned", "used_dltensor_versioned", "DLManagedTensorVersioned");
 
     private final String capsuleName;
     private final String usedName;
-    private final ForeignImport.Kind struct;
+    private final String structName;
     // C strings that live as long as any capsule may: capsules keep the name pointer, never a copy.
     private final MemorySegment cName;
     private final MemorySegment cUsedName;
 
-    CapsuleKind(String capsuleName, String usedName, ForeignImport.Kind struct) {
+    CapsuleKind(String capsuleName, String usedName, String structName) {
         this.capsuleName = capsuleName;
         this.usedName = usedName;
-        this.struct = struct;
+        this.structName = structName;
         this.cName = Arena.global().allocateFrom(capsuleName);
         this.cUsedName = usedName == null ? MemorySegment.NULL : Arena.global().allocateFrom(usedName);
     }
@@ -62,11 +62,20 @@ public enum CapsuleKind {
 
     /** The C struct's name, e.g. {@code ArrowDeviceArray} or {@code DLManagedTensorVersioned}. */
     public String structName() {
-        return struct.cName();
+        return structName;
     }
 
+    /** The struct's import kind; looked up on use, so that this enum loads without native access. */
     ForeignImport.Kind struct() {
-        return struct;
+        return switch (this) {
+            case ARROW_SCHEMA -> ForeignImport.Kind.ARROW_SCHEMA;
+            case ARROW_ARRAY -> ForeignImport.Kind.ARROW_ARRAY;
+            case ARROW_DEVICE_ARRAY -> ForeignImport.Kind.ARROW_DEVICE_ARRAY;
+            case ARROW_ARRAY_STREAM -> ForeignImport.Kind.ARROW_ARRAY_STREAM;
+            case ARROW_DEVICE_ARRAY_STREAM -> ForeignImport.Kind.ARROW_DEVICE_ARRAY_STREAM;
+            case DLTENSOR -> ForeignImport.Kind.DL_MANAGED_TENSOR;
+            case DLTENSOR_VERSIONED -> ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED;
+        };
     }
 
     MemorySegment cName() {

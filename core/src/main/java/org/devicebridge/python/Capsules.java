@@ -1,5 +1,6 @@
 package org.devicebridge.python;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.ADDRESS_UNALIGNED;
 
@@ -57,6 +58,7 @@ public final class Capsules {
      * @throws PythonException if Python could not create the capsule
      */
     public static PyObjectRef export(MemorySegment struct, CapsuleKind kind) {
+        requireNativeAccess();
         return export(struct, kind, PyObjectRef::own);
     }
 
@@ -166,6 +168,7 @@ public final class Capsules {
      *         Arrow capsule whose struct was released; nothing is released then
      */
     public static <T> T take(PyObjectRef capsule, CapsuleKind kind, Function<MemorySegment, T> importer) {
+        requireNativeAccess();
         Objects.requireNonNull(capsule, "capsule");
         Objects.requireNonNull(kind, "kind");
         Objects.requireNonNull(importer, "importer");
@@ -220,6 +223,7 @@ public final class Capsules {
      * @throws ValidationException {@code FORMAT} if {@code capsule} is not a live capsule of {@code kind}
      */
     public static MemorySegment borrow(PyObjectRef capsule, CapsuleKind kind) {
+        requireNativeAccess();
         Objects.requireNonNull(capsule, "capsule");
         Objects.requireNonNull(kind, "kind");
         try (Gil ignored = Gil.acquire()) {
@@ -232,18 +236,21 @@ public final class Capsules {
      * {@link #isConsumed}); null when {@code object} is not a capsule or has a name of no known protocol.
      */
     public static CapsuleKind kindOf(PyObjectRef object) {
+        requireNativeAccess();
         String name = nameOf(object);
         return name == null ? null : CapsuleKind.byName(name);
     }
 
     /** {@code true} if {@code capsule} is a DLPack capsule renamed {@code used_...} by a consumer. */
     public static boolean isConsumed(PyObjectRef capsule) {
+        requireNativeAccess();
         String name = nameOf(capsule);
         return name != null && name.startsWith("used_");
     }
 
     /** The capsule's name; null when {@code object} is not a capsule or has no name. */
     public static String nameOf(PyObjectRef object) {
+        requireNativeAccess();
         Objects.requireNonNull(object, "object");
         try (Gil ignored = Gil.acquire()) {
             return nameOf(object.borrowAddress());

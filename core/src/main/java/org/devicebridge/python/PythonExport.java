@@ -1,5 +1,6 @@
 package org.devicebridge.python;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
@@ -122,6 +123,7 @@ public final class PythonExport {
 
     /** Starts an exporter object with no protocol. */
     public static Builder builder() {
+        requireNativeAccess();
         return new Builder();
     }
 

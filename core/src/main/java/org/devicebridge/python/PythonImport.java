@@ -1,5 +1,7 @@
 package org.devicebridge.python;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -39,6 +41,7 @@ public final class PythonImport {
      * @throws PythonException if the producer raised (BufferError for a read-only array, ...)
      */
     public static PyObjectRef dlpack(PyObjectRef producer, OptionalLong stream) {
+        requireNativeAccess();
         Objects.requireNonNull(producer, "producer");
         Objects.requireNonNull(stream, "stream");
         Map<String, Object> kwargs = new LinkedHashMap<>();
@@ -57,6 +60,7 @@ public final class PythonImport {
 
     /** {@code producer.__dlpack_device__()} as a device id. @throws PythonException if the producer raised */
     public static PythonExport.DLDeviceId dlpackDevice(PyObjectRef producer) {
+        requireNativeAccess();
         Objects.requireNonNull(producer, "producer");
         try (PyObjectRef t = producer.callMethod("__dlpack_device__");
              Gil ignored = Gil.acquire()) {
@@ -68,12 +72,14 @@ public final class PythonImport {
 
     /** {@code producer.__arrow_c_schema__()}: an {@code arrow_schema} capsule, owned by the caller after a return. */
     public static PyObjectRef arrowSchema(PyObjectRef producer) {
+        requireNativeAccess();
         Objects.requireNonNull(producer, "producer");
         return producer.callMethod("__arrow_c_schema__");
     }
 
     /** {@link #arrowArray(PyObjectRef, PyObjectRef)} without a requested schema. */
     public static ArrowArrayCapsules arrowArray(PyObjectRef producer) {
+        requireNativeAccess();
         return arrowArray(producer, null);
     }
 
@@ -88,11 +94,13 @@ public final class PythonImport {
      * @throws DeviceBridgeException if the producer returned something other than a pair
      */
     public static ArrowArrayCapsules arrowArray(PyObjectRef producer, PyObjectRef requestedSchema) {
+        requireNativeAccess();
         return capsulePair(producer, "__arrow_c_array__", requestedSchema);
     }
 
     /** {@link #arrowDeviceArray(PyObjectRef, PyObjectRef)} without a requested schema. */
     public static ArrowArrayCapsules arrowDeviceArray(PyObjectRef producer) {
+        requireNativeAccess();
         return arrowDeviceArray(producer, null);
     }
 
@@ -106,11 +114,13 @@ public final class PythonImport {
      * @throws DeviceBridgeException if the producer returned something other than a pair
      */
     public static ArrowArrayCapsules arrowDeviceArray(PyObjectRef producer, PyObjectRef requestedSchema) {
+        requireNativeAccess();
         return capsulePair(producer, "__arrow_c_device_array__", requestedSchema);
     }
 
     /** {@link #arrowStream(PyObjectRef, PyObjectRef)} without a requested schema. */
     public static PyObjectRef arrowStream(PyObjectRef producer) {
+        requireNativeAccess();
         return arrowStream(producer, null);
     }
 
@@ -122,11 +132,13 @@ public final class PythonImport {
      * @throws PythonException if the producer raised
      */
     public static PyObjectRef arrowStream(PyObjectRef producer, PyObjectRef requestedSchema) {
+        requireNativeAccess();
         return call(producer, "__arrow_c_stream__", requestedSchema);
     }
 
     /** {@link #arrowDeviceStream(PyObjectRef, PyObjectRef)} without a requested schema. */
     public static PyObjectRef arrowDeviceStream(PyObjectRef producer) {
+        requireNativeAccess();
         return arrowDeviceStream(producer, null);
     }
 
@@ -138,6 +150,7 @@ public final class PythonImport {
      * @throws PythonException if the producer raised
      */
     public static PyObjectRef arrowDeviceStream(PyObjectRef producer, PyObjectRef requestedSchema) {
+        requireNativeAccess();
         return call(producer, "__arrow_c_device_stream__", requestedSchema);
     }
 

@@ -1,5 +1,7 @@
 package org.devicebridge.python;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
@@ -7,6 +9,7 @@ import java.util.Objects;
 import java.util.function.Supplier;
 import org.devicebridge.foreign.NativeCalls;
 import org.devicebridge.internal.Native;
+import org.devicebridge.internal.NativeAccess;
 
 /**
  * The CPython interpreter this JVM talks to: libpython3 loaded on first use (see {@link #get()} for where
@@ -43,8 +46,11 @@ public final class PythonRuntime {
         this.namespace = namespace;
     }
 
-    /** {@code true} when a libpython3 was found and the interpreter is (or can be) initialised. */
+    /** {@code true} when native access is enabled and a libpython3 was found and the interpreter is (or can be) initialised. */
     public static boolean isAvailable() {
+        if (!NativeAccess.granted()) {
+            return false;
+        }
         try {
             get();
             return true;
@@ -53,8 +59,11 @@ public final class PythonRuntime {
         }
     }
 
-    /** Why Python is unavailable, or where it was loaded from when it is available. */
+    /** Why Python is unavailable (native access not enabled, naming the flag; no libpython), or where it was loaded from. */
     public static String unavailableReason() {
+        if (!NativeAccess.granted()) {
+            return NativeAccess.message();
+        }
         try {
             return get().libraryPath;
         } catch (PythonUnavailableException e) {
@@ -74,6 +83,7 @@ public final class PythonRuntime {
      * @throws PythonUnavailableException with the reason, on every call, where no library could be loaded
      */
     public static PythonRuntime get() {
+        requireNativeAccess();
         PythonRuntime r = instance;
         if (r != null) {
             return r;

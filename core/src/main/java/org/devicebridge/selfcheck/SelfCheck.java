@@ -6,6 +6,7 @@ import java.util.Locale;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaDevice;
+import org.devicebridge.internal.NativeAccess;
 
 /**
  * The self-check main job: prints what this JVM can do with devicebridge (JDK, native access, the CUDA
@@ -94,6 +95,9 @@ public final class SelfCheck {
 
     /** Whether both of the library's modules may call native code, and the exact flag if not. */
     static String nativeAccess() {
+        if (!NativeAccess.granted()) {
+            return "DENIED (every entry point throws NativeAccessException): " + NativeAccess.message();
+        }
         Module core = SelfCheck.class.getModule();
         Module generated = org.devicebridge.generated.cuda.cuda_driver_h.class.getModule();
         if (!core.isNamed()) {

@@ -1,5 +1,7 @@
 package org.devicebridge.arrow.cuda;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.List;
@@ -63,6 +65,7 @@ public final class CudaArrowDownload {
     public static VectorSchemaRoot download(CudaArrowBatch batch, BufferAllocator allocator,
                                             DictionaryProvider.MapDictionaryProvider dictionaries,
                                             HostDeviceTransfer transfer, CudaStream stream) {
+        requireNativeAccess();
         Cuda.require();
         Objects.requireNonNull(batch, "batch");
         Objects.requireNonNull(allocator, "allocator");
@@ -94,6 +97,7 @@ public final class CudaArrowDownload {
      */
     public static VectorSchemaRoot download(CudaArrowBatch batch, BufferAllocator allocator, HostDeviceTransfer transfer,
                                             CudaStream stream) {
+        requireNativeAccess();
         return download(batch, allocator, null, transfer, stream);
     }
 

@@ -1,5 +1,7 @@
 package org.devicebridge.arrow.cuda;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
@@ -30,8 +32,6 @@ import org.devicebridge.internal.Native;
  * consumer waits on it before reading. The export holds its own reference to the device memory.
  */
 public final class CudaArrowExport {
-    private static final long RESERVED = ArrowDeviceArray.reserved$offset();
-
     private CudaArrowExport() {}
 
     /**
@@ -54,6 +54,7 @@ public final class CudaArrowExport {
      * @throws org.devicebridge.HandleClosedException if the batch was closed
      */
     public static void exportDeviceArray(CudaArrowBatch batch, CudaStream stream, MemorySegment outDeviceArray) {
+        requireNativeAccess();
         Cuda.require();
         Objects.requireNonNull(batch, "batch");
         Objects.requireNonNull(stream, "stream");
@@ -88,7 +89,7 @@ public final class CudaArrowExport {
         ArrowDeviceArray.device_type(out, batch.deviceType().code());
         ArrowDeviceArray.sync_event(out, slot);
         for (int i = 0; i < 3; i++) {
-            out.set(ValueLayout.JAVA_LONG, RESERVED + 8L * i, 0L);
+            out.set(ValueLayout.JAVA_LONG, ArrowDeviceArray.reserved$offset() + 8L * i, 0L);
         }
     }
 
@@ -110,6 +111,7 @@ public final class CudaArrowExport {
      */
     public static void exportDeviceStream(Schema schema, Iterator<? extends CudaArrowBatch> batches,
                                           CudaStream stream, MemorySegment outStream) {
+        requireNativeAccess();
         Cuda.require();
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(batches, "batches");

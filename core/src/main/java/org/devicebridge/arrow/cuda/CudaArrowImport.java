@@ -1,5 +1,7 @@
 package org.devicebridge.arrow.cuda;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
@@ -71,6 +73,7 @@ public final class CudaArrowImport {
     public static CudaArrowBatch importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
                                                    ValidationLevel level, CudaStream stream,
                                                    HostDeviceTransfer transfer) {
+        requireNativeAccess();
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(arrowDeviceArrayPtr, "arrowDeviceArrayPtr");
         Objects.requireNonNull(level, "level");
@@ -97,6 +100,7 @@ public final class CudaArrowImport {
      */
     public static CudaArrowBatch importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
                                                    CudaStream stream) {
+        requireNativeAccess();
         return importDeviceArray(schema, arrowDeviceArrayPtr, ValidationLevel.MINIMAL, stream, null);
     }
 
@@ -120,6 +124,7 @@ public final class CudaArrowImport {
      */
     public static CudaArrowBatch importNext(ImportedArrayStream deviceStream, ValidationLevel level, CudaStream stream,
                                             HostDeviceTransfer transfer) {
+        requireNativeAccess();
         Cuda.require();
         Objects.requireNonNull(deviceStream, "deviceStream");
         Objects.requireNonNull(level, "level");

@@ -1,5 +1,7 @@
 package org.devicebridge.arrow.cuda;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -49,6 +51,7 @@ public final class CudaArrowIpc {
      */
     public static void writeIpcStream(Schema schema, Iterable<CudaArrowBatch> batches, OutputStream out,
                                       BufferAllocator allocator, HostDeviceTransfer transfer, CudaStream stream) {
+        requireNativeAccess();
         Objects.requireNonNull(out, "out");
         writeIpc(schema, batches, Channels.newChannel(out), false, allocator, transfer, stream);
     }
@@ -59,6 +62,7 @@ public final class CudaArrowIpc {
      */
     public static void writeIpcFile(Schema schema, Iterable<CudaArrowBatch> batches, WritableByteChannel out,
                                     BufferAllocator allocator, HostDeviceTransfer transfer, CudaStream stream) {
+        requireNativeAccess();
         writeIpc(schema, batches, out, true, allocator, transfer, stream);
     }
 
@@ -102,6 +106,7 @@ public final class CudaArrowIpc {
      */
     public static List<CudaArrowBatch> readIpcStream(InputStream in, BufferAllocator allocator,
                                                      HostDeviceTransfer transfer, CudaStream stream) {
+        requireNativeAccess();
         Cuda.require();
         Objects.requireNonNull(in, "in");
         Objects.requireNonNull(allocator, "allocator");
@@ -115,6 +120,7 @@ public final class CudaArrowIpc {
      */
     public static List<CudaArrowBatch> readIpcFile(SeekableByteChannel in, BufferAllocator allocator,
                                                    HostDeviceTransfer transfer, CudaStream stream) {
+        requireNativeAccess();
         Cuda.require();
         Objects.requireNonNull(in, "in");
         Objects.requireNonNull(allocator, "allocator");

@@ -1,5 +1,7 @@
 package org.devicebridge.arrow.cuda;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
@@ -54,6 +56,7 @@ public final class CudaArrowUpload {
      */
     public static CudaArrowBatch upload(VectorSchemaRoot root, DictionaryProvider provider, HostDeviceTransfer transfer,
                                         CudaStream stream) {
+        requireNativeAccess();
         Cuda.require();
         Objects.requireNonNull(root, "root");
         Objects.requireNonNull(transfer, "transfer");
@@ -109,6 +112,7 @@ public final class CudaArrowUpload {
 
     /** {@link #upload(VectorSchemaRoot, DictionaryProvider, HostDeviceTransfer, CudaStream)} without dictionaries. */
     public static CudaArrowBatch upload(VectorSchemaRoot root, HostDeviceTransfer transfer, CudaStream stream) {
+        requireNativeAccess();
         return upload(root, null, transfer, stream);
     }
 

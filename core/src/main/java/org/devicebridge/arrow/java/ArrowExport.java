@@ -1,5 +1,7 @@
 package org.devicebridge.arrow.java;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Iterator;
@@ -52,9 +54,12 @@ import org.devicebridge.internal.Native;
  * anything is written, so after a throw the output struct is untouched and nothing is held.
  */
 public final class ArrowExport {
-    private static final ArrowAccess ARROW = Access.arrow();
-    private static final long STREAM_SIZE = ArrowArrayStream.sizeof();
-    private static final long DEVICE_STREAM_SIZE = ArrowDeviceArrayStream.sizeof();
+    /** What this class needs of the generated bindings, made on first use (never while this class loads). */
+    private static final class Bindings {
+        static final ArrowAccess ARROW = Access.arrow();
+        static final long STREAM_SIZE = ArrowArrayStream.sizeof();
+        static final long DEVICE_STREAM_SIZE = ArrowDeviceArrayStream.sizeof();
+    }
 
     private ArrowExport() {}
 
@@ -66,6 +71,7 @@ public final class ArrowExport {
      * and must release it; after a throw {@code outSchema} is untouched and the caller owns nothing new.
      */
     public static void exportSchema(Schema schema, MemorySegment outSchema) {
+        requireNativeAccess();
         exportSchema(schema, null, outSchema);
     }
 
@@ -75,6 +81,7 @@ public final class ArrowExport {
      * consumer owns the struct; after a throw {@code outSchema} is untouched and nothing is held.
      */
     public static void exportSchema(Schema schema, DictionaryProvider provider, MemorySegment outSchema) {
+        requireNativeAccess();
         Objects.requireNonNull(schema, "schema");
         ExportSchemaWriter.export(schema, provider, OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema"));
     }
@@ -85,6 +92,7 @@ public final class ArrowExport {
      * untouched and nothing is held.
      */
     public static void exportField(Field field, DictionaryProvider provider, MemorySegment outSchema) {
+        requireNativeAccess();
         Objects.requireNonNull(field, "field");
         ExportSchemaWriter.export(field, provider, OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema"));
     }
@@ -95,13 +103,15 @@ public final class ArrowExport {
      * held.
      */
     public static ExportedSchema exportSchema(Schema schema, DictionaryProvider provider) {
+        requireNativeAccess();
         Objects.requireNonNull(schema, "schema");
         return allocated(ExportRuntime.SCHEMA_SIZE,
-                s -> ExportSchemaWriter.export(schema, provider, s), ARROW::exportedSchema);
+                s -> ExportSchemaWriter.export(schema, provider, s), Bindings.ARROW::exportedSchema);
     }
 
     /** {@link #exportSchema(Schema, DictionaryProvider)} for a schema without dictionary-encoded fields. */
     public static ExportedSchema exportSchema(Schema schema) {
+        requireNativeAccess();
         return exportSchema(schema, (DictionaryProvider) null);
     }
 
@@ -110,9 +120,10 @@ public final class ArrowExport {
      * after a throw nothing is held.
      */
     public static ExportedSchema exportField(Field field, DictionaryProvider provider) {
+        requireNativeAccess();
         Objects.requireNonNull(field, "field");
         return allocated(ExportRuntime.SCHEMA_SIZE, s -> ExportSchemaWriter.export(field, provider, s),
-                ARROW::exportedSchema);
+                Bindings.ARROW::exportedSchema);
     }
 
     // ------------------------------------------------------------------ arrays
@@ -124,6 +135,7 @@ public final class ArrowExport {
      * nothing is held.
      */
     public static void exportVector(FieldVector vector, MemorySegment outArray) {
+        requireNativeAccess();
         exportVector(vector, null, outArray, null);
     }
 
@@ -135,6 +147,7 @@ public final class ArrowExport {
      */
     public static void exportVector(FieldVector vector, DictionaryProvider provider, MemorySegment outArray,
                                     MemorySegment outSchema) {
+        requireNativeAccess();
         Objects.requireNonNull(vector, "vector");
         MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
         MemorySegment schema = outSchema == null ? null
@@ -155,9 +168,10 @@ public final class ArrowExport {
      * handle and still owns {@code vector}; after a throw nothing is held.
      */
     public static ExportedArray exportVector(FieldVector vector, DictionaryProvider provider) {
+        requireNativeAccess();
         Objects.requireNonNull(vector, "vector");
         return allocated(ExportRuntime.ARRAY_SIZE, s -> ExportArrayWriter.exportVector(vector, provider, s),
-                ARROW::exportedArray);
+                Bindings.ARROW::exportedArray);
     }
 
     /**
@@ -168,6 +182,7 @@ public final class ArrowExport {
      * it. After a throw the outputs are untouched and nothing is held.
      */
     public static void exportRoot(VectorSchemaRoot root, MemorySegment outArray, MemorySegment outSchema) {
+        requireNativeAccess();
         exportRoot(root, null, outArray, outSchema);
     }
 
@@ -178,6 +193,7 @@ public final class ArrowExport {
      */
     public static void exportRoot(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment outArray,
                                   MemorySegment outSchema) {
+        requireNativeAccess();
         Objects.requireNonNull(root, "root");
         MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
         MemorySegment schema = outSchema == null ? null
@@ -198,13 +214,15 @@ public final class ArrowExport {
      * returned handle and still owns {@code root}; after a throw nothing is held.
      */
     public static ExportedArray exportRoot(VectorSchemaRoot root, DictionaryProvider provider) {
+        requireNativeAccess();
         Objects.requireNonNull(root, "root");
         return allocated(ExportRuntime.ARRAY_SIZE, s -> ExportArrayWriter.exportRoot(root, provider, s),
-                ARROW::exportedArray);
+                Bindings.ARROW::exportedArray);
     }
 
     /** {@link #exportRoot(VectorSchemaRoot, DictionaryProvider)} without dictionaries. */
     public static ExportedArray exportRoot(VectorSchemaRoot root) {
+        requireNativeAccess();
         return exportRoot(root, null);
     }
 
@@ -219,12 +237,14 @@ public final class ArrowExport {
      */
     public static void exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider,
                                          MemorySegment outDeviceArray) {
+        requireNativeAccess();
         Objects.requireNonNull(root, "root");
         exportDeviceArrayInto(root, provider, OutStructs.sized(outDeviceArray, ArrowDeviceArray.sizeof(), "outDeviceArray"));
     }
 
     /** {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider, MemorySegment)} without dictionaries. */
     public static void exportDeviceArray(VectorSchemaRoot root, MemorySegment outDeviceArray) {
+        requireNativeAccess();
         exportDeviceArray(root, null, outDeviceArray);
     }
 
@@ -233,13 +253,15 @@ public final class ArrowExport {
      * owns the returned handle and still owns {@code root}; after a throw nothing is held.
      */
     public static ExportedDeviceArray exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider) {
+        requireNativeAccess();
         Objects.requireNonNull(root, "root");
         return allocated(ArrowDeviceArray.sizeof(), s -> exportDeviceArrayInto(root, provider, s),
-                ARROW::exportedDeviceArray);
+                Bindings.ARROW::exportedDeviceArray);
     }
 
     /** {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider)} without dictionaries. */
     public static ExportedDeviceArray exportDeviceArray(VectorSchemaRoot root) {
+        requireNativeAccess();
         return exportDeviceArray(root, (DictionaryProvider) null);
     }
 
@@ -265,9 +287,10 @@ public final class ArrowExport {
      * and {@code outStream} is untouched.
      */
     public static void exportStream(ArrowReader reader, MemorySegment outStream) {
+        requireNativeAccess();
         Objects.requireNonNull(reader, "reader");
         StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot),
-                OutStructs.sized(outStream, STREAM_SIZE, "outStream"));
+                OutStructs.sized(outStream, Bindings.STREAM_SIZE, "outStream"));
     }
 
     /**
@@ -276,9 +299,10 @@ public final class ArrowExport {
      * {@code reader}.
      */
     public static ExportedStream exportStream(ArrowReader reader) {
+        requireNativeAccess();
         Objects.requireNonNull(reader, "reader");
-        return allocated(STREAM_SIZE, s -> StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot), s),
-                ARROW::exportedStream);
+        return allocated(Bindings.STREAM_SIZE, s -> StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot), s),
+                Bindings.ARROW::exportedStream);
     }
 
     /**
@@ -291,10 +315,11 @@ public final class ArrowExport {
      */
     public static void exportStream(Schema schema, Iterator<? extends VectorSchemaRoot> batches,
                                     DictionaryProvider provider, MemorySegment outStream) {
+        requireNativeAccess();
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(batches, "batches");
         StreamExport.exportHost(Sources.of(schema, batches, provider, ExportArrayWriter::exportRoot),
-                OutStructs.sized(outStream, STREAM_SIZE, "outStream"));
+                OutStructs.sized(outStream, Bindings.STREAM_SIZE, "outStream"));
     }
 
     /**
@@ -305,9 +330,10 @@ public final class ArrowExport {
      * {@code outStream} is untouched.
      */
     public static void exportDeviceStream(ArrowReader reader, MemorySegment outStream) {
+        requireNativeAccess();
         Objects.requireNonNull(reader, "reader");
         StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), ArrowDeviceType.CPU,
-                OutStructs.sized(outStream, DEVICE_STREAM_SIZE, "outStream"));
+                OutStructs.sized(outStream, Bindings.DEVICE_STREAM_SIZE, "outStream"));
     }
 
     /**
@@ -316,10 +342,11 @@ public final class ArrowExport {
      * {@code reader}.
      */
     public static ExportedDeviceStream exportDeviceStream(ArrowReader reader) {
+        requireNativeAccess();
         Objects.requireNonNull(reader, "reader");
-        return allocated(DEVICE_STREAM_SIZE,
+        return allocated(Bindings.DEVICE_STREAM_SIZE,
                 s -> StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), ArrowDeviceType.CPU, s),
-                ARROW::exportedDeviceStream);
+                Bindings.ARROW::exportedDeviceStream);
     }
 
     /**
@@ -328,11 +355,12 @@ public final class ArrowExport {
      */
     public static void exportDeviceStream(Schema schema, Iterator<? extends VectorSchemaRoot> batches,
                                           DictionaryProvider provider, MemorySegment outStream) {
+        requireNativeAccess();
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(batches, "batches");
         StreamExport.exportDevice(Sources.of(schema, batches, provider, ArrowExport::exportDeviceArrayInto),
                 ArrowDeviceType.CPU,
-                OutStructs.sized(outStream, DEVICE_STREAM_SIZE, "outStream"));
+                OutStructs.sized(outStream, Bindings.DEVICE_STREAM_SIZE, "outStream"));
     }
 
     // ------------------------------------------------------------------

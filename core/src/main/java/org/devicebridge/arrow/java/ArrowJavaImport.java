@@ -1,5 +1,7 @@
 package org.devicebridge.arrow.java;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -56,6 +58,7 @@ public final class ArrowJavaImport {
      * @throws UnsupportedFeatureException if Arrow Java cannot represent a type of the tree exactly
      */
     public static Field toField(SchemaNode schema) {
+        requireNativeAccess();
         return JavaFields.field(Objects.requireNonNull(schema, "schema"));
     }
 
@@ -74,6 +77,7 @@ public final class ArrowJavaImport {
      */
     public static FieldVector importFieldVector(BufferAllocator allocator, ImportedArray array,
                                                 DictionaryProvider.MapDictionaryProvider dictionaries) {
+        requireNativeAccess();
         return importInto(allocator, array, dictionaries, false, ArrowJavaImport::loadVector);
     }
 
@@ -85,6 +89,7 @@ public final class ArrowJavaImport {
      */
     public static VectorSchemaRoot importVectorSchemaRoot(BufferAllocator allocator, ImportedArray array,
                                                           DictionaryProvider.MapDictionaryProvider dictionaries) {
+        requireNativeAccess();
         return importInto(allocator, array, dictionaries, true, ArrowJavaImport::loadRoot);
     }
 
