@@ -1,5 +1,6 @@
 package org.devicebridge.dlpack;
 
+import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.MemorySegment;
@@ -40,29 +41,8 @@ public final class DLPackArrow {
      */
     public static ExportedTensor exportVector(FieldVector vector) {
         requireNativeAccess();
-        Objects.requireNonNull(vector, "vector");
-        String path = "vector '" + vector.getName() + "'";
-        DType dtype = dtypeOf(vector.getField().getType(), path);
-        int n = vector.getValueCount();
-        if (vector.getNullCount() != 0) {
-            throw new UnsupportedFeatureException(path, vector.getNullCount()
-                    + " null values; DLPack has no validity bitmap");
-        }
-        ArrowBuf buf = vector.getDataBuffer();
-        long bytes = Math.multiplyExact((long) n, dtype.byteSize());
-        if (buf.capacity() < bytes) {
-            throw new UnsupportedFeatureException(path, "data buffer holds " + buf.capacity() + " bytes but "
-                    + n + " values need " + bytes);
-        }
-        MemorySegment data = bytes == 0 ? MemorySegment.ofAddress(buf.memoryAddress())
-                : MemorySegment.ofAddress(buf.memoryAddress()).reinterpret(bytes);
-        buf.getReferenceManager().retain();
-        try {
-            return DLPack.exportVersioned(TensorSpec.of(data, dtype, n), () -> buf.getReferenceManager().release());
-        } catch (RuntimeException | Error e) {
-            buf.getReferenceManager().release();
-            throw e;
-        }
+        requireArrowJava("DLPackArrow.exportVector");
+        return Impl.exportVector(vector);
     }
 
     /**
@@ -73,17 +53,8 @@ public final class DLPackArrow {
      */
     public static List<ExportedTensor> exportTable(VectorSchemaRoot root) {
         requireNativeAccess();
-        Objects.requireNonNull(root, "root");
-        List<ExportedTensor> out = new ArrayList<>();
-        try {
-            for (FieldVector v : root.getFieldVectors()) {
-                out.add(exportVector(v));
-            }
-            return List.copyOf(out);
-        } catch (RuntimeException | Error e) {
-            out.forEach(ExportedTensor::close);
-            throw e;
-        }
+        requireArrowJava("DLPackArrow.exportTable");
+        return Impl.exportTable(root);
     }
 
     /**
@@ -100,107 +71,171 @@ public final class DLPackArrow {
      */
     public static FieldVector importVector(ImportedTensor tensor, BufferAllocator allocator, String name) {
         requireNativeAccess();
-        Objects.requireNonNull(tensor, "tensor");
-        ArrowType type;
-        try {
-            Objects.requireNonNull(allocator, "allocator");
-            Objects.requireNonNull(name, "name");
-            type = checkImportable(tensor);
-        } catch (RuntimeException | Error e) {
-            tensor.close(); // the one rule of every import: the input is released on every throw
-            throw e;
-        }
-        MemorySegment seg = tensor.segment();
-        int n = (int) tensor.elementCount();
-        long size = seg.byteSize();
-        long address = seg.address();
-        Runnable release = tensor.detach();
-        ArrowBuf data;
-        try {
-            data = allocator.wrapForeignAllocation(new ForeignAllocation(size, address) {
-                @Override
-                protected void release0() {
-                    release.run();
-                }
-            });
-        } catch (RuntimeException | Error e) {
-            release.run();
-            throw e;
-        }
-        FieldVector v = null;
-        try {
-            v = new Field(name, FieldType.notNullable(type), null).createVector(allocator);
-            v.loadFieldBuffers(new ArrowFieldNode(n, 0), java.util.Arrays.asList(allocator.getEmpty(), data));
-            return v;
-        } catch (RuntimeException | Error e) {
-            if (v != null) {
-                v.close();
+        requireArrowJava("DLPackArrow.importVector");
+        return Impl.importVector(tensor, allocator, name);
+    }
+
+    /**
+     * The bodies, which link against Arrow Java: in a class of their own, so that verifying {@code DLPackArrow}
+     * loads no Arrow Java class and a JVM without Arrow Java gets the typed error first.
+     */
+    private static final class Impl {
+        private Impl() {}
+
+        static ExportedTensor exportVector(FieldVector vector) {
+            Objects.requireNonNull(vector, "vector");
+            String path = "vector '" + vector.getName() + "'";
+            DType dtype = dtypeOf(vector.getField().getType(), path);
+            int n = vector.getValueCount();
+            if (vector.getNullCount() != 0) {
+                throw new UnsupportedFeatureException(path, vector.getNullCount()
+                        + " null values; DLPack has no validity bitmap");
             }
-            throw e;
-        } finally {
-            data.getReferenceManager().release(); // the vector holds its own reference (or none, after a throw)
+            ArrowBuf buf = vector.getDataBuffer();
+            long bytes = Math.multiplyExact((long) n, dtype.byteSize());
+            if (buf.capacity() < bytes) {
+                throw new UnsupportedFeatureException(path, "data buffer holds " + buf.capacity() + " bytes but "
+                        + n + " values need " + bytes);
+            }
+            MemorySegment data = bytes == 0 ? MemorySegment.ofAddress(buf.memoryAddress())
+                    : MemorySegment.ofAddress(buf.memoryAddress()).reinterpret(bytes);
+            buf.getReferenceManager().retain();
+            try {
+                return DLPack.exportVersioned(TensorSpec.of(data, dtype, n), () -> buf.getReferenceManager().release());
+            } catch (RuntimeException | Error e) {
+                buf.getReferenceManager().release();
+                throw e;
+            }
         }
-    }
 
-    /** The Arrow type of a tensor {@link #importVector} can take; throws for one it cannot. */
-    private static ArrowType checkImportable(ImportedTensor tensor) {
-        String path = "tensor";
-        if (tensor.ndim() != 1) {
-            throw new UnsupportedFeatureException(path + ".ndim", "expected a 1-D tensor but found ndim " + tensor.ndim());
+        static List<ExportedTensor> exportTable(VectorSchemaRoot root) {
+            Objects.requireNonNull(root, "root");
+            List<ExportedTensor> out = new ArrayList<>();
+            try {
+                for (FieldVector v : root.getFieldVectors()) {
+                    out.add(exportVector(v));
+                }
+                return List.copyOf(out);
+            } catch (RuntimeException | Error e) {
+                out.forEach(ExportedTensor::close);
+                throw e;
+            }
         }
-        if (!tensor.isCompact()) {
-            throw new UnsupportedFeatureException(path + ".strides", "expected stride 1 but found " + tensor.strides()[0]);
-        }
-        if (tensor.isReadOnly()) {
-            throw new UnsupportedFeatureException(path + ".flags", "a read-only tensor cannot back a (writable) Arrow vector");
-        }
-        if (!tensor.device().type().isHostAccessible()) {
-            throw new UnsupportedFeatureException(path + ".device", "Arrow Java needs host memory but found "
-                    + tensor.device().type());
-        }
-        if (tensor.elementCount() > Integer.MAX_VALUE) {
-            throw new UnsupportedFeatureException(path + ".shape", "Arrow vectors hold at most 2^31-1 values but found "
-                    + tensor.elementCount());
-        }
-        return arrowTypeOf(tensor.dtype(), path + ".dtype");
-    }
 
-    static DType dtypeOf(ArrowType type, String path) {
-        if (type instanceof ArrowType.Int i) {
-            return switch (i.getBitWidth()) {
-                case 8 -> i.getIsSigned() ? DType.INT8 : DType.UINT8;
-                case 16 -> i.getIsSigned() ? DType.INT16 : DType.UINT16;
-                case 32 -> i.getIsSigned() ? DType.INT32 : DType.UINT32;
-                case 64 -> i.getIsSigned() ? DType.INT64 : DType.UINT64;
-                default -> throw new UnsupportedFeatureException(path, "integer width " + i.getBitWidth());
-            };
+        static FieldVector importVector(ImportedTensor tensor, BufferAllocator allocator, String name) {
+            Objects.requireNonNull(tensor, "tensor");
+            ArrowType type;
+            try {
+                Objects.requireNonNull(allocator, "allocator");
+                Objects.requireNonNull(name, "name");
+                type = checkImportable(tensor);
+            } catch (RuntimeException | Error e) {
+                tensor.close(); // the one rule of every import: the input is released on every throw
+                throw e;
+            }
+            MemorySegment seg = tensor.segment();
+            int n = (int) tensor.elementCount();
+            long size = seg.byteSize();
+            long address = seg.address();
+            Runnable release = tensor.detach();
+            ArrowBuf data;
+            try {
+                data = allocator.wrapForeignAllocation(Foreign.allocation(size, address, release));
+            } catch (RuntimeException | Error e) {
+                release.run();
+                throw e;
+            }
+            FieldVector v = null;
+            try {
+                v = new Field(name, FieldType.notNullable(type), null).createVector(allocator);
+                v.loadFieldBuffers(new ArrowFieldNode(n, 0), java.util.Arrays.asList(allocator.getEmpty(), data));
+                return v;
+            } catch (RuntimeException | Error e) {
+                if (v != null) {
+                    v.close();
+                }
+                throw e;
+            } finally {
+                data.getReferenceManager().release(); // the vector holds its own reference (or none, after a throw)
+            }
         }
-        if (type instanceof ArrowType.FloatingPoint f) {
-            return switch (f.getPrecision()) {
-                case HALF -> DType.FLOAT16;
-                case SINGLE -> DType.FLOAT32;
-                case DOUBLE -> DType.FLOAT64;
-            };
+        /** The Arrow type of a tensor {@link #importVector} can take; throws for one it cannot. */
+        private static ArrowType checkImportable(ImportedTensor tensor) {
+            String path = "tensor";
+            if (tensor.ndim() != 1) {
+                throw new UnsupportedFeatureException(path + ".ndim", "expected a 1-D tensor but found ndim " + tensor.ndim());
+            }
+            if (!tensor.isCompact()) {
+                throw new UnsupportedFeatureException(path + ".strides", "expected stride 1 but found " + tensor.strides()[0]);
+            }
+            if (tensor.isReadOnly()) {
+                throw new UnsupportedFeatureException(path + ".flags", "a read-only tensor cannot back a (writable) Arrow vector");
+            }
+            if (!tensor.device().type().isHostAccessible()) {
+                throw new UnsupportedFeatureException(path + ".device", "Arrow Java needs host memory but found "
+                        + tensor.device().type());
+            }
+            if (tensor.elementCount() > Integer.MAX_VALUE) {
+                throw new UnsupportedFeatureException(path + ".shape", "Arrow vectors hold at most 2^31-1 values but found "
+                        + tensor.elementCount());
+            }
+            return arrowTypeOf(tensor.dtype(), path + ".dtype");
         }
-        if (type instanceof ArrowType.Bool) {
-            throw new UnsupportedFeatureException(path, "Arrow booleans are bit-packed; DLPack booleans take a byte each");
-        }
-        throw new UnsupportedFeatureException(path, "Arrow type " + type + " has no DLPack equivalent");
-    }
 
-    static ArrowType arrowTypeOf(DType dtype, String path) {
-        if (dtype.code() == DType.KDL_INT || dtype.code() == DType.KDL_UINT) {
-            return new ArrowType.Int(dtype.bits(), dtype.code() == DType.KDL_INT);
+        static DType dtypeOf(ArrowType type, String path) {
+            if (type instanceof ArrowType.Int i) {
+                return switch (i.getBitWidth()) {
+                    case 8 -> i.getIsSigned() ? DType.INT8 : DType.UINT8;
+                    case 16 -> i.getIsSigned() ? DType.INT16 : DType.UINT16;
+                    case 32 -> i.getIsSigned() ? DType.INT32 : DType.UINT32;
+                    case 64 -> i.getIsSigned() ? DType.INT64 : DType.UINT64;
+                    default -> throw new UnsupportedFeatureException(path, "integer width " + i.getBitWidth());
+                };
+            }
+            if (type instanceof ArrowType.FloatingPoint f) {
+                return switch (f.getPrecision()) {
+                    case HALF -> DType.FLOAT16;
+                    case SINGLE -> DType.FLOAT32;
+                    case DOUBLE -> DType.FLOAT64;
+                };
+            }
+            if (type instanceof ArrowType.Bool) {
+                throw new UnsupportedFeatureException(path, "Arrow booleans are bit-packed; DLPack booleans take a byte each");
+            }
+            throw new UnsupportedFeatureException(path, "Arrow type " + type + " has no DLPack equivalent");
         }
-        if (dtype.equals(DType.FLOAT16)) {
-            return new ArrowType.FloatingPoint(FloatingPointPrecision.HALF);
+
+        static ArrowType arrowTypeOf(DType dtype, String path) {
+            if (dtype.code() == DType.KDL_INT || dtype.code() == DType.KDL_UINT) {
+                return new ArrowType.Int(dtype.bits(), dtype.code() == DType.KDL_INT);
+            }
+            if (dtype.equals(DType.FLOAT16)) {
+                return new ArrowType.FloatingPoint(FloatingPointPrecision.HALF);
+            }
+            if (dtype.equals(DType.FLOAT32)) {
+                return new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE);
+            }
+            if (dtype.equals(DType.FLOAT64)) {
+                return new ArrowType.FloatingPoint(FloatingPointPrecision.DOUBLE);
+            }
+            throw new UnsupportedFeatureException(path, dtype + " has no fixed-width Arrow equivalent");
         }
-        if (dtype.equals(DType.FLOAT32)) {
-            return new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE);
+
+        /**
+         * Memory Arrow Java does not own, freed by {@code release}. In a class of its own, so that verifying
+         * {@code DLPackArrow} does not load Arrow Java (a JVM without it gets the typed error first).
+         */
+        private static final class Foreign {
+            private Foreign() {}
+
+            static ForeignAllocation allocation(long size, long address, Runnable release) {
+                return new ForeignAllocation(size, address) {
+                    @Override
+                    protected void release0() {
+                        release.run();
+                    }
+                };
+            }
         }
-        if (dtype.equals(DType.FLOAT64)) {
-            return new ArrowType.FloatingPoint(FloatingPointPrecision.DOUBLE);
-        }
-        throw new UnsupportedFeatureException(path, dtype + " has no fixed-width Arrow equivalent");
     }
 }

@@ -1,5 +1,6 @@
 package org.devicebridge.arrow.cuda;
 
+import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.MemorySegment;
@@ -66,6 +67,7 @@ public final class CudaArrowDownload {
                                             DictionaryProvider.MapDictionaryProvider dictionaries,
                                             HostDeviceTransfer transfer, CudaStream stream) {
         requireNativeAccess();
+        requireArrowJava("CudaArrowDownload.download");
         Cuda.require();
         Objects.requireNonNull(batch, "batch");
         Objects.requireNonNull(allocator, "allocator");
@@ -98,6 +100,7 @@ public final class CudaArrowDownload {
     public static VectorSchemaRoot download(CudaArrowBatch batch, BufferAllocator allocator, HostDeviceTransfer transfer,
                                             CudaStream stream) {
         requireNativeAccess();
+        requireArrowJava("CudaArrowDownload.download");
         return download(batch, allocator, null, transfer, stream);
     }
 

@@ -1,5 +1,6 @@
 package org.devicebridge.arrow.cuda;
 
+import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.MemorySegment;
@@ -112,6 +113,7 @@ public final class CudaArrowExport {
     public static void exportDeviceStream(Schema schema, Iterator<? extends CudaArrowBatch> batches,
                                           CudaStream stream, MemorySegment outStream) {
         requireNativeAccess();
+        requireArrowJava("CudaArrowExport.exportDeviceStream");
         Cuda.require();
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(batches, "batches");

@@ -1,5 +1,6 @@
 package org.devicebridge.arrow.cuda;
 
+import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.io.IOException;
@@ -52,8 +53,9 @@ public final class CudaArrowIpc {
     public static void writeIpcStream(Schema schema, Iterable<CudaArrowBatch> batches, OutputStream out,
                                       BufferAllocator allocator, HostDeviceTransfer transfer, CudaStream stream) {
         requireNativeAccess();
+        requireArrowJava("CudaArrowIpc.writeIpcStream");
         Objects.requireNonNull(out, "out");
-        writeIpc(schema, batches, Channels.newChannel(out), false, allocator, transfer, stream);
+        Io.writeIpc(schema, batches, Channels.newChannel(out), false, allocator, transfer, stream);
     }
 
     /**
@@ -63,35 +65,8 @@ public final class CudaArrowIpc {
     public static void writeIpcFile(Schema schema, Iterable<CudaArrowBatch> batches, WritableByteChannel out,
                                     BufferAllocator allocator, HostDeviceTransfer transfer, CudaStream stream) {
         requireNativeAccess();
-        writeIpc(schema, batches, out, true, allocator, transfer, stream);
-    }
-
-    private static void writeIpc(Schema schema, Iterable<CudaArrowBatch> batches, WritableByteChannel out, boolean file,
-                                 BufferAllocator allocator, HostDeviceTransfer transfer, CudaStream stream) {
-        Cuda.require();
-        Objects.requireNonNull(schema, "schema");
-        Objects.requireNonNull(batches, "batches");
-        Objects.requireNonNull(out, "out");
-        Objects.requireNonNull(allocator, "allocator");
-        for (Field f : schema.getFields()) {
-            checkNoDictionary(f);
-        }
-        DictionaryProvider none = new DictionaryProvider.MapDictionaryProvider();
-        try (VectorSchemaRoot writerRoot = VectorSchemaRoot.create(schema, allocator);
-             ArrowWriter writer = file ? new ArrowFileWriter(writerRoot, none, out)
-                     : new ArrowStreamWriter(writerRoot, none, out)) {
-            writer.start();
-            for (CudaArrowBatch b : batches) {
-                try (VectorSchemaRoot host = CudaArrowDownload.download(b, allocator, transfer, stream);
-                     ArrowRecordBatch rb = new VectorUnloader(host).getRecordBatch()) {
-                    new VectorLoader(writerRoot).load(rb);
-                }
-                writer.writeBatch();
-            }
-            writer.end();
-        } catch (IOException e) {
-            throw new DeviceBridgeException("writing Arrow IPC failed: " + e.getMessage(), e);
-        }
+        requireArrowJava("CudaArrowIpc.writeIpcFile");
+        Io.writeIpc(schema, batches, out, true, allocator, transfer, stream);
     }
 
     /**
@@ -107,10 +82,11 @@ public final class CudaArrowIpc {
     public static List<CudaArrowBatch> readIpcStream(InputStream in, BufferAllocator allocator,
                                                      HostDeviceTransfer transfer, CudaStream stream) {
         requireNativeAccess();
+        requireArrowJava("CudaArrowIpc.readIpcStream");
         Cuda.require();
         Objects.requireNonNull(in, "in");
         Objects.requireNonNull(allocator, "allocator");
-        return readIpc(new ArrowStreamReader(new NonClosing(in), allocator), transfer, stream);
+        return Io.readStream(in, allocator, transfer, stream);
     }
 
     /**
@@ -121,25 +97,72 @@ public final class CudaArrowIpc {
     public static List<CudaArrowBatch> readIpcFile(SeekableByteChannel in, BufferAllocator allocator,
                                                    HostDeviceTransfer transfer, CudaStream stream) {
         requireNativeAccess();
+        requireArrowJava("CudaArrowIpc.readIpcFile");
         Cuda.require();
         Objects.requireNonNull(in, "in");
         Objects.requireNonNull(allocator, "allocator");
-        return readIpc(new ArrowFileReader(new NonClosingChannel(in), allocator), transfer, stream);
+        return Io.readFile(in, allocator, transfer, stream);
     }
 
-    private static List<CudaArrowBatch> readIpc(ArrowReader reader, HostDeviceTransfer transfer, CudaStream stream) {
-        List<CudaArrowBatch> out = new ArrayList<>();
-        try (reader) {
-            while (reader.loadNextBatch()) {
-                out.add(CudaArrowUpload.upload(reader.getVectorSchemaRoot(), reader, transfer, stream));
+    /**
+     * The bodies that link against Arrow Java's IPC classes: in their own class, so that verifying
+     * {@code CudaArrowIpc} loads none of them and a JVM without Arrow Java gets the typed error first.
+     */
+    private static final class Io {
+        private Io() {}
+
+        static List<CudaArrowBatch> readStream(InputStream in, BufferAllocator allocator, HostDeviceTransfer transfer,
+                                               CudaStream stream) {
+            return readIpc(new ArrowStreamReader(new NonClosing(in), allocator), transfer, stream);
+        }
+
+        static List<CudaArrowBatch> readFile(SeekableByteChannel in, BufferAllocator allocator,
+                                             HostDeviceTransfer transfer, CudaStream stream) {
+            return readIpc(new ArrowFileReader(new NonClosingChannel(in), allocator), transfer, stream);
+        }
+
+        static void writeIpc(Schema schema, Iterable<CudaArrowBatch> batches, WritableByteChannel out, boolean file,
+                             BufferAllocator allocator, HostDeviceTransfer transfer, CudaStream stream) {
+            Cuda.require();
+            Objects.requireNonNull(schema, "schema");
+            Objects.requireNonNull(batches, "batches");
+            Objects.requireNonNull(out, "out");
+            Objects.requireNonNull(allocator, "allocator");
+            for (Field f : schema.getFields()) {
+                checkNoDictionary(f);
             }
-            return out;
-        } catch (IOException e) {
-            CudaArrowSupport.closeAll(out);
-            throw new DeviceBridgeException("reading Arrow IPC failed: " + e.getMessage(), e);
-        } catch (RuntimeException | Error e) {
-            CudaArrowSupport.closeAll(out);
-            throw e;
+            DictionaryProvider none = new DictionaryProvider.MapDictionaryProvider();
+            try (VectorSchemaRoot writerRoot = VectorSchemaRoot.create(schema, allocator);
+                 ArrowWriter writer = file ? new ArrowFileWriter(writerRoot, none, out)
+                         : new ArrowStreamWriter(writerRoot, none, out)) {
+                writer.start();
+                for (CudaArrowBatch b : batches) {
+                    try (VectorSchemaRoot host = CudaArrowDownload.download(b, allocator, transfer, stream);
+                         ArrowRecordBatch rb = new VectorUnloader(host).getRecordBatch()) {
+                        new VectorLoader(writerRoot).load(rb);
+                    }
+                    writer.writeBatch();
+                }
+                writer.end();
+            } catch (IOException e) {
+                throw new DeviceBridgeException("writing Arrow IPC failed: " + e.getMessage(), e);
+            }
+        }
+
+        static List<CudaArrowBatch> readIpc(ArrowReader reader, HostDeviceTransfer transfer, CudaStream stream) {
+            List<CudaArrowBatch> out = new ArrayList<>();
+            try (reader) {
+                while (reader.loadNextBatch()) {
+                    out.add(CudaArrowUpload.upload(reader.getVectorSchemaRoot(), reader, transfer, stream));
+                }
+                return out;
+            } catch (IOException e) {
+                CudaArrowSupport.closeAll(out);
+                throw new DeviceBridgeException("reading Arrow IPC failed: " + e.getMessage(), e);
+            } catch (RuntimeException | Error e) {
+                CudaArrowSupport.closeAll(out);
+                throw e;
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 package org.devicebridge.arrow.cuda;
 
+import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.MemorySegment;
@@ -57,6 +58,7 @@ public final class CudaArrowUpload {
     public static CudaArrowBatch upload(VectorSchemaRoot root, DictionaryProvider provider, HostDeviceTransfer transfer,
                                         CudaStream stream) {
         requireNativeAccess();
+        requireArrowJava("CudaArrowUpload.upload");
         Cuda.require();
         Objects.requireNonNull(root, "root");
         Objects.requireNonNull(transfer, "transfer");
@@ -113,6 +115,7 @@ public final class CudaArrowUpload {
     /** {@link #upload(VectorSchemaRoot, DictionaryProvider, HostDeviceTransfer, CudaStream)} without dictionaries. */
     public static CudaArrowBatch upload(VectorSchemaRoot root, HostDeviceTransfer transfer, CudaStream stream) {
         requireNativeAccess();
+        requireArrowJava("CudaArrowUpload.upload");
         return upload(root, null, transfer, stream);
     }
 

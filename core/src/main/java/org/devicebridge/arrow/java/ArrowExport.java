@@ -1,5 +1,6 @@
 package org.devicebridge.arrow.java;
 
+import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.MemorySegment;
@@ -72,6 +73,7 @@ public final class ArrowExport {
      */
     public static void exportSchema(Schema schema, MemorySegment outSchema) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportSchema");
         exportSchema(schema, null, outSchema);
     }
 
@@ -82,6 +84,7 @@ public final class ArrowExport {
      */
     public static void exportSchema(Schema schema, DictionaryProvider provider, MemorySegment outSchema) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportSchema");
         Objects.requireNonNull(schema, "schema");
         ExportSchemaWriter.export(schema, provider, OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema"));
     }
@@ -93,6 +96,7 @@ public final class ArrowExport {
      */
     public static void exportField(Field field, DictionaryProvider provider, MemorySegment outSchema) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportField");
         Objects.requireNonNull(field, "field");
         ExportSchemaWriter.export(field, provider, OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema"));
     }
@@ -104,6 +108,7 @@ public final class ArrowExport {
      */
     public static ExportedSchema exportSchema(Schema schema, DictionaryProvider provider) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportSchema");
         Objects.requireNonNull(schema, "schema");
         return allocated(ExportRuntime.SCHEMA_SIZE,
                 s -> ExportSchemaWriter.export(schema, provider, s), Bindings.ARROW::exportedSchema);
@@ -112,6 +117,7 @@ public final class ArrowExport {
     /** {@link #exportSchema(Schema, DictionaryProvider)} for a schema without dictionary-encoded fields. */
     public static ExportedSchema exportSchema(Schema schema) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportSchema");
         return exportSchema(schema, (DictionaryProvider) null);
     }
 
@@ -121,6 +127,7 @@ public final class ArrowExport {
      */
     public static ExportedSchema exportField(Field field, DictionaryProvider provider) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportField");
         Objects.requireNonNull(field, "field");
         return allocated(ExportRuntime.SCHEMA_SIZE, s -> ExportSchemaWriter.export(field, provider, s),
                 Bindings.ARROW::exportedSchema);
@@ -136,6 +143,7 @@ public final class ArrowExport {
      */
     public static void exportVector(FieldVector vector, MemorySegment outArray) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportVector");
         exportVector(vector, null, outArray, null);
     }
 
@@ -148,6 +156,7 @@ public final class ArrowExport {
     public static void exportVector(FieldVector vector, DictionaryProvider provider, MemorySegment outArray,
                                     MemorySegment outSchema) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportVector");
         Objects.requireNonNull(vector, "vector");
         MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
         MemorySegment schema = outSchema == null ? null
@@ -169,6 +178,7 @@ public final class ArrowExport {
      */
     public static ExportedArray exportVector(FieldVector vector, DictionaryProvider provider) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportVector");
         Objects.requireNonNull(vector, "vector");
         return allocated(ExportRuntime.ARRAY_SIZE, s -> ExportArrayWriter.exportVector(vector, provider, s),
                 Bindings.ARROW::exportedArray);
@@ -183,6 +193,7 @@ public final class ArrowExport {
      */
     public static void exportRoot(VectorSchemaRoot root, MemorySegment outArray, MemorySegment outSchema) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportRoot");
         exportRoot(root, null, outArray, outSchema);
     }
 
@@ -194,6 +205,7 @@ public final class ArrowExport {
     public static void exportRoot(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment outArray,
                                   MemorySegment outSchema) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportRoot");
         Objects.requireNonNull(root, "root");
         MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
         MemorySegment schema = outSchema == null ? null
@@ -215,6 +227,7 @@ public final class ArrowExport {
      */
     public static ExportedArray exportRoot(VectorSchemaRoot root, DictionaryProvider provider) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportRoot");
         Objects.requireNonNull(root, "root");
         return allocated(ExportRuntime.ARRAY_SIZE, s -> ExportArrayWriter.exportRoot(root, provider, s),
                 Bindings.ARROW::exportedArray);
@@ -223,6 +236,7 @@ public final class ArrowExport {
     /** {@link #exportRoot(VectorSchemaRoot, DictionaryProvider)} without dictionaries. */
     public static ExportedArray exportRoot(VectorSchemaRoot root) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportRoot");
         return exportRoot(root, null);
     }
 
@@ -238,6 +252,7 @@ public final class ArrowExport {
     public static void exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider,
                                          MemorySegment outDeviceArray) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportDeviceArray");
         Objects.requireNonNull(root, "root");
         exportDeviceArrayInto(root, provider, OutStructs.sized(outDeviceArray, ArrowDeviceArray.sizeof(), "outDeviceArray"));
     }
@@ -245,6 +260,7 @@ public final class ArrowExport {
     /** {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider, MemorySegment)} without dictionaries. */
     public static void exportDeviceArray(VectorSchemaRoot root, MemorySegment outDeviceArray) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportDeviceArray");
         exportDeviceArray(root, null, outDeviceArray);
     }
 
@@ -254,6 +270,7 @@ public final class ArrowExport {
      */
     public static ExportedDeviceArray exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportDeviceArray");
         Objects.requireNonNull(root, "root");
         return allocated(ArrowDeviceArray.sizeof(), s -> exportDeviceArrayInto(root, provider, s),
                 Bindings.ARROW::exportedDeviceArray);
@@ -262,6 +279,7 @@ public final class ArrowExport {
     /** {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider)} without dictionaries. */
     public static ExportedDeviceArray exportDeviceArray(VectorSchemaRoot root) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportDeviceArray");
         return exportDeviceArray(root, (DictionaryProvider) null);
     }
 
@@ -288,6 +306,7 @@ public final class ArrowExport {
      */
     public static void exportStream(ArrowReader reader, MemorySegment outStream) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportStream");
         Objects.requireNonNull(reader, "reader");
         StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot),
                 OutStructs.sized(outStream, Bindings.STREAM_SIZE, "outStream"));
@@ -300,6 +319,7 @@ public final class ArrowExport {
      */
     public static ExportedStream exportStream(ArrowReader reader) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportStream");
         Objects.requireNonNull(reader, "reader");
         return allocated(Bindings.STREAM_SIZE, s -> StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot), s),
                 Bindings.ARROW::exportedStream);
@@ -316,6 +336,7 @@ public final class ArrowExport {
     public static void exportStream(Schema schema, Iterator<? extends VectorSchemaRoot> batches,
                                     DictionaryProvider provider, MemorySegment outStream) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportStream");
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(batches, "batches");
         StreamExport.exportHost(Sources.of(schema, batches, provider, ExportArrayWriter::exportRoot),
@@ -331,6 +352,7 @@ public final class ArrowExport {
      */
     public static void exportDeviceStream(ArrowReader reader, MemorySegment outStream) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportDeviceStream");
         Objects.requireNonNull(reader, "reader");
         StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), ArrowDeviceType.CPU,
                 OutStructs.sized(outStream, Bindings.DEVICE_STREAM_SIZE, "outStream"));
@@ -343,6 +365,7 @@ public final class ArrowExport {
      */
     public static ExportedDeviceStream exportDeviceStream(ArrowReader reader) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportDeviceStream");
         Objects.requireNonNull(reader, "reader");
         return allocated(Bindings.DEVICE_STREAM_SIZE,
                 s -> StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), ArrowDeviceType.CPU, s),
@@ -356,6 +379,7 @@ public final class ArrowExport {
     public static void exportDeviceStream(Schema schema, Iterator<? extends VectorSchemaRoot> batches,
                                           DictionaryProvider provider, MemorySegment outStream) {
         requireNativeAccess();
+        requireArrowJava("ArrowExport.exportDeviceStream");
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(batches, "batches");
         StreamExport.exportDevice(Sources.of(schema, batches, provider, ArrowExport::exportDeviceArrayInto),

@@ -1,5 +1,6 @@
 package org.devicebridge.arrow.java;
 
+import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.util.ArrayList;
@@ -59,6 +60,7 @@ public final class ArrowJavaImport {
      */
     public static Field toField(SchemaNode schema) {
         requireNativeAccess();
+        requireArrowJava("ArrowJavaImport.toField");
         return JavaFields.field(Objects.requireNonNull(schema, "schema"));
     }
 
@@ -78,6 +80,7 @@ public final class ArrowJavaImport {
     public static FieldVector importFieldVector(BufferAllocator allocator, ImportedArray array,
                                                 DictionaryProvider.MapDictionaryProvider dictionaries) {
         requireNativeAccess();
+        requireArrowJava("ArrowJavaImport.importFieldVector");
         return importInto(allocator, array, dictionaries, false, ArrowJavaImport::loadVector);
     }
 
@@ -90,6 +93,7 @@ public final class ArrowJavaImport {
     public static VectorSchemaRoot importVectorSchemaRoot(BufferAllocator allocator, ImportedArray array,
                                                           DictionaryProvider.MapDictionaryProvider dictionaries) {
         requireNativeAccess();
+        requireArrowJava("ArrowJavaImport.importVectorSchemaRoot");
         return importInto(allocator, array, dictionaries, true, ArrowJavaImport::loadRoot);
     }
 
