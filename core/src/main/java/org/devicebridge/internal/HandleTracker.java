@@ -25,13 +25,13 @@ public final class HandleTracker {
 
     public static void leaked(String description) {
         LEAKED.increment();
-        LOG.log(System.Logger.Level.WARNING, "devicebridge: a {0} was never closed; the Cleaner released it."
+        LOG.log(System.Logger.Level.WARNING, "devicebridge: a handle ({0}) was never closed; the Cleaner released it."
                 + " Close every handle (try-with-resources) to release native memory promptly.", description);
     }
 
     public static void releaseFailed(String description, Throwable t) {
         FAILED_RELEASES.increment();
-        LOG.log(System.Logger.Level.ERROR, "devicebridge: releasing a " + description + " failed", t);
+        LOG.log(System.Logger.Level.ERROR, "devicebridge: releasing a handle (" + description + ") failed", t);
     }
 
     /** Handles created and neither closed, consumed nor cleaned yet. */
