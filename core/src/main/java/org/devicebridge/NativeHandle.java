@@ -74,6 +74,9 @@ public abstract class NativeHandle implements AutoCloseable {
      * @throws HandleClosedException if {@code arena} is already closed
      * @throws WrongThreadException if {@code arena} is confined to another thread
      */
+    // Safe escape: the Cleaner keeps only a phantom reference to this handle (never dereferenced) and
+    // its action (the lifecycle) does not refer to it.
+    @SuppressWarnings("this-escape")
     protected NativeHandle(String description, ReleaseAction action, Arena arena) {
         requireLibraryType(getClass());
         this.lifecycle = new Lifecycle(Objects.requireNonNull(description, "description"),
