@@ -9,6 +9,12 @@ package org.devicebridge;
 public final class HandleBusyException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * An exception with a message and a cause.
+     *
+     * @param message what went wrong
+     * @param cause the underlying failure, or {@code null}
+     */
     public HandleBusyException(String message, Throwable cause) {
         super(message, cause);
     }

@@ -7,10 +7,21 @@ package org.devicebridge;
 public final class HandleClosedException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * An exception with a message.
+     *
+     * @param message what went wrong
+     */
     public HandleClosedException(String message) {
         super(message);
     }
 
+    /**
+     * An exception with a message and a cause.
+     *
+     * @param message what went wrong
+     * @param cause the underlying failure, or {@code null}
+     */
     public HandleClosedException(String message, Throwable cause) {
         super(message, cause);
     }

@@ -9,9 +9,12 @@ package org.devicebridge;
  */
 public final class InvalidArgumentException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;
+    /** The offending parameter's name; may be empty. */
     private final String parameter;
 
     /**
+     * An exception naming the offending parameter.
+     *
      * @param parameter the parameter's name as the method declares it, e.g. {@code bytes} or
      *                  {@code destinations[2]}; may be empty
      * @param message   what is wrong, in the form "expected X but found Y" where possible
@@ -21,7 +24,7 @@ public final class InvalidArgumentException extends DeviceBridgeException {
         this.parameter = parameter == null ? "" : parameter;
     }
 
-    /** The offending parameter's name; may be empty. */
+    /** {@return the offending parameter's name; may be empty} */
     public String parameter() {
         return parameter;
     }

@@ -6,6 +6,12 @@ package org.devicebridge;
 public final class NativeAccessException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * An exception with a message and a cause.
+     *
+     * @param message what went wrong
+     * @param cause the underlying failure, or {@code null}
+     */
     public NativeAccessException(String message, Throwable cause) {
         super(message, cause);
     }

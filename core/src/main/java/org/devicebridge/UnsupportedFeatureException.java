@@ -7,14 +7,21 @@ package org.devicebridge;
  */
 public final class UnsupportedFeatureException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;
+    /** Where in the structure the unsupported feature sits; may be empty. */
     private final String path;
 
+    /**
+     * An exception naming where the unsupported feature sits.
+     *
+     * @param path where in the structure, e.g. {@code children[1].format}; may be {@code null} or empty
+     * @param message what is not supported
+     */
     public UnsupportedFeatureException(String path, String message) {
         super(path == null || path.isEmpty() ? message : path + ": " + message);
         this.path = path == null ? "" : path;
     }
 
-    /** Where in the structure the unsupported feature sits, e.g. {@code children[1].format}; may be empty. */
+    /** {@return where in the structure the unsupported feature sits, e.g. {@code children[1].format}; may be empty} */
     public String path() {
         return path;
     }

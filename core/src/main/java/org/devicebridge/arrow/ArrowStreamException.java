@@ -10,7 +10,9 @@ import org.devicebridge.internal.Errno;
  */
 public final class ArrowStreamException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;
+    /** The errno value the callback returned. */
     private final int errno;
+    /** The producer's {@code get_last_error} text, or {@code ""}. */
     private final String producerMessage;
 
     ArrowStreamException(String callback, int errno, String producerMessage) {
@@ -20,12 +22,12 @@ public final class ArrowStreamException extends DeviceBridgeException {
         this.producerMessage = producerMessage == null ? "" : producerMessage;
     }
 
-    /** The errno-compatible code the producer returned (never 0). */
+    /** {@return the errno-compatible code the producer returned (never 0)} */
     public int errno() {
         return errno;
     }
 
-    /** The producer's {@code get_last_error} text, or {@code ""}. */
+    /** {@return the producer's {@code get_last_error} text, or {@code ""}} */
     public String producerMessage() {
         return producerMessage;
     }

@@ -13,6 +13,10 @@ public interface DeviceCopier {
     /**
      * Copies {@code byteSizes[i]} bytes at device address {@code addresses[i]}, for every {@code i}, and
      * returns the host copies, valid until the import that asked returns.
+     *
+     * @param addresses the device addresses of the buffers to copy (only read)
+     * @param byteSizes the byte size of each buffer, same length as {@code addresses} (only read)
+     * @return the host copies; the copier owns them, valid until the import that asked returns
      */
     HostCopies copyToHost(long[] addresses, long[] byteSizes);
 

@@ -11,6 +11,10 @@ public interface HostCopies {
     /**
      * A host segment holding the {@code byteSize} bytes that lie at {@code deviceAddress} on the device,
      * or {@code null} if no copy covers that range.
+     *
+     * @param deviceAddress where the range starts on the device
+     * @param byteSize the range's size in bytes
+     * @return the host copy of the range (borrowed), or {@code null}
      */
     MemorySegment find(long deviceAddress, long byteSize);
 }

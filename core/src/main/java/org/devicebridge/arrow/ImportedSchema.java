@@ -17,7 +17,7 @@ public final class ImportedSchema extends NativeHandle {
         this.root = root;
     }
 
-    /** The parsed root field (usually a struct for a record batch). Usable after close. */
+    /** {@return the parsed root field (usually a struct for a record batch)} Usable after close. */
     public SchemaNode root() {
         return root;
     }

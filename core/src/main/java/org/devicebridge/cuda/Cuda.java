@@ -18,12 +18,12 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
 public final class Cuda {
     private Cuda() {}
 
-    /** {@code true} if {@code libcuda.so.1} loaded, {@code cuInit} succeeded and at least one device exists. */
+    /** {@return {@code true} if {@code libcuda.so.1} loaded, {@code cuInit} succeeded and at least one device exists} */
     public static boolean isAvailable() {
         return CudaDriver.status().available();
     }
 
-    /** Why CUDA is unavailable, or a line saying where the driver was loaded from. */
+    /** {@return why CUDA is unavailable, or a line saying where the driver was loaded from} */
     public static String unavailableReason() {
         return CudaDriver.status().reason();
     }
@@ -37,13 +37,13 @@ public final class Cuda {
         CudaDriver.require();
     }
 
-    /** The driver's CUDA version, e.g. 13000 for 13.0. */
+    /** {@return the driver's CUDA version, e.g. 13000 for 13.0} */
     public static int driverVersion() {
         CudaDriver.require();
         return CudaDriver.status().driverVersion();
     }
 
-    /** Number of CUDA devices. */
+    /** {@return number of CUDA devices} */
     public static int deviceCount() {
         CudaDriver.require();
         try (Arena arena = Arena.ofConfined()) {
@@ -53,13 +53,17 @@ public final class Cuda {
         }
     }
 
-    /** The device with this ordinal. */
+    /**
+     * {@return the device with this ordinal}
+     *
+     * @param ordinal the device ordinal
+     */
     public static CudaDevice device(int ordinal) {
         CudaContext.checkDevice(ordinal);
         return CudaDevice.get(ordinal);
     }
 
-    /** Every device, in ordinal order. */
+    /** {@return every device, in ordinal order} */
     public static List<CudaDevice> devices() {
         int n = deviceCount();
         List<CudaDevice> all = new ArrayList<>(n);
@@ -81,6 +85,8 @@ public final class Cuda {
     /**
      * Free and total memory of {@code device} ({@code cuMemGetInfo}).
      *
+     * @param device the CUDA device ordinal
+     * @return free and total bytes at the time of the call
      * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
      */
     public static MemoryInfo memoryInfo(int device) {
@@ -96,6 +102,8 @@ public final class Cuda {
     /**
      * Blocks until all work on {@code device} (in its primary context, every stream) finished
      * ({@code cuCtxSynchronize}).
+     *
+     * @param device the CUDA device ordinal
      */
     public static void synchronize(int device) {
         CudaContext.makeCurrent(device);
@@ -106,12 +114,15 @@ public final class Cuda {
      * Throws a {@link CudaException} naming {@code function} and the {@code CUresult} unless {@code result} is
      * {@code CUDA_SUCCESS}: the library's one translation of driver results, for code that calls the driver
      * directly (benchmark baselines, tests, native glue).
+     *
+     * @param function the driver function's name
+     * @param result the driver's result code
      */
     public static void check(String function, int result) {
         CudaDriver.check(function, result);
     }
 
-    /** The driver version formatted as major.minor. */
+    /** {@return the driver version formatted as major.minor} */
     public static String driverVersionString() {
         int v = driverVersion();
         return (v / 1000) + "." + (v % 1000) / 10;

@@ -7,6 +7,12 @@ package org.devicebridge.cuda;
 public final class CudaUnavailableException extends CudaException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * An exception saying why there is no usable driver.
+     *
+     * @param reason what is missing, e.g. which library could not be loaded
+     * @param cause the underlying failure, or {@code null}
+     */
     public CudaUnavailableException(String reason, Throwable cause) {
         super("CUDA driver not available: " + reason, cause);
     }

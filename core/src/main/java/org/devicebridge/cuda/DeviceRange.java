@@ -13,7 +13,11 @@ import org.devicebridge.InvalidArgumentException;
  */
 public record DeviceRange(DeviceBuffer buffer, long offset, long byteSize) {
 
-    /** @throws InvalidArgumentException unless {@code [offset, offset + byteSize)} lies inside {@code buffer} */
+    /**
+     * Checks that the range lies inside the buffer.
+     *
+     * @throws InvalidArgumentException unless {@code [offset, offset + byteSize)} lies inside {@code buffer}
+     */
     public DeviceRange {
         Objects.requireNonNull(buffer, "buffer");
         checkInside(offset, byteSize, buffer.byteSize(), "");

@@ -16,6 +16,8 @@ import org.devicebridge.InvalidArgumentException;
 public record DeviceRanges(DeviceBuffer buffer, long[] offsets, long[] sizes) {
 
     /**
+     * Copies the arrays and checks that every range lies inside the buffer.
+     *
      * @throws InvalidArgumentException if the arrays differ in length or a range does not lie inside
      *         {@code buffer}
      */
@@ -32,22 +34,28 @@ public record DeviceRanges(DeviceBuffer buffer, long[] offsets, long[] sizes) {
         }
     }
 
+    /** {@return a copy of the range offsets} */
     @Override
     public long[] offsets() {
         return offsets.clone();
     }
 
+    /** {@return a copy of the range sizes} */
     @Override
     public long[] sizes() {
         return sizes.clone();
     }
 
-    /** The number of ranges. */
+    /** {@return the number of ranges} */
     public int count() {
         return offsets.length;
     }
 
-    /** Range {@code i}. */
+    /**
+     * {@return range {@code i}, borrowing the buffer}
+     *
+     * @param i the range index, from 0 to {@link #count()} - 1
+     */
     public DeviceRange get(int i) {
         return new DeviceRange(buffer, offsets[i], sizes[i]);
     }

@@ -50,13 +50,13 @@ public final class HostRegistration extends NativeHandle {
         });
     }
 
-    /** The registered segment (owned by the caller of {@link #register}). */
+    /** {@return the registered segment (owned by the caller of {@link #register})} */
     public MemorySegment segment() {
         ensureLive();
         return segment;
     }
 
-    /** {@code true} while registered. */
+    /** {@return {@code true} while registered} */
     public boolean isRegistered() {
         return isLive();
     }

@@ -30,6 +30,7 @@ public final class PinnedHostBuffer extends NativeHandle {
     /**
      * Allocates pinned host memory. Zero bytes allocate nothing (an empty segment).
      *
+     * @param bytes the size in bytes
      * @return a buffer the caller owns and closes
      * @throws InvalidArgumentException if {@code bytes} is negative
      * @throws CudaException if the driver fails
@@ -77,6 +78,7 @@ public final class PinnedHostBuffer extends NativeHandle {
      * holds it keeps {@link #close()} from freeing the memory (it throws
      * {@link org.devicebridge.HandleBusyException} instead).
      *
+     * @return the pinned memory, borrowed from this handle
      * @throws org.devicebridge.HandleClosedException if the buffer was closed
      */
     public MemorySegment segment() {
@@ -92,7 +94,7 @@ public final class PinnedHostBuffer extends NativeHandle {
         return s;
     }
 
-    /** The size in bytes. */
+    /** {@return the size in bytes} */
     public long byteSize() {
         return byteSize;
     }

@@ -51,14 +51,19 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     private static final ConcurrentSkipListMap<Long, PointerAttributes> OWN = new ConcurrentSkipListMap<>();
     private static final ConcurrentSkipListMap<Long, PointerAttributes> FOREIGN = new ConcurrentSkipListMap<>();
 
-    /** {@code true} if {@code address} lies in {@code [rangeStart, rangeStart + rangeSize)}. */
+    /**
+     * {@return {@code true} if {@code address} lies in {@code [rangeStart, rangeStart + rangeSize)}}
+     *
+     * @param address any host or device address
+     */
     public boolean contains(long address) {
         return rangeSize > 0 && address - rangeStart >= 0 && address - rangeStart < rangeSize;
     }
 
     /**
-     * The attributes of {@code address}, from the cache where possible (see the class comment).
+     * {@return the attributes of {@code address}, from the cache where possible (see the class comment)}
      *
+     * @param address any host or device address
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if the driver fails
      */
@@ -85,6 +90,8 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     /**
      * Asks the driver, bypassing and not filling the cache.
      *
+     * @param address any address: device, pinned host, managed or pageable host memory
+     * @return the driver's answer
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if the driver fails
      */
@@ -124,7 +131,11 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
         }
     }
 
-    /** Forgets any cached range containing {@code address} (the memory there was freed). */
+    /**
+     * Forgets any cached range containing {@code address} (the memory there was freed).
+     *
+     * @param address any host or device address
+     */
     public static void invalidate(long address) {
         Map.Entry<Long, PointerAttributes> e = FOREIGN.floorEntry(address);
         if (e != null && e.getValue().contains(address)) {

@@ -37,13 +37,18 @@ public record ConsumerStream(Device device, Kind kind, MemorySegment handle) {
         STREAM
     }
 
+    /**
+     * Checks the components.
+     *
+     * @throws NullPointerException if a component is {@code null}
+     */
     public ConsumerStream {
         Objects.requireNonNull(device, "device");
         Objects.requireNonNull(kind, "kind");
         Objects.requireNonNull(handle, "handle");
     }
 
-    /** {@code true} if the producer must order the data before this stream. */
+    /** {@return {@code true} if the producer must order the data before this stream} */
     public boolean needsSync() {
         return kind != Kind.NO_SYNC;
     }
@@ -52,6 +57,8 @@ public record ConsumerStream(Device device, Kind kind, MemorySegment handle) {
      * Interprets a Python-protocol stream value for data on {@code device}.
      *
      * @param stream the value as the consumer passed it ({@code null} for Python's {@code None})
+     * @param device the device the data is on
+     * @return the parsed stream request
      * @throws ValidationException {@code STREAM} for a value the protocol forbids on that device
      */
     public static ConsumerStream of(Device device, Long stream) {

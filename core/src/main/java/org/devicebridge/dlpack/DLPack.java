@@ -48,6 +48,7 @@ public final class DLPack {
      * spec's ({@code IS_COPIED} only if the spec says so), plus {@code IS_SUBBYTE_TYPE_PADDED} for sub-byte
      * types, which are exported padded to a byte per element.
      *
+     * @param spec the tensor: its memory (borrowed), dtype, shape, strides and device
      * @return a live handle that owns the struct. After a throw nothing was exported.
      * @throws ValidationException if the tensor reaches outside the spec's data, or the consumer stream belongs
      *         to another device ({@link TensorSpec} checks the rest when it is made)
@@ -62,6 +63,8 @@ public final class DLPack {
      * Like {@link #exportVersioned(TensorSpec)}, and the export also takes {@code owner}, which keeps the
      * data alive until the consumer is done: the deleter closes it.
      *
+     * @param spec the tensor: its memory (borrowed), dtype, shape, strides and device
+     * @param owner keeps the data alive; the export takes it and the deleter closes it
      * @return a live handle. After a return the handle owns the struct and {@code owner} (closing the handle,
      *         or the consumer's deleter call after {@link ExportedTensor#transferOwnership()}, closes
      *         {@code owner}). After a throw nothing was exported and the caller still owns {@code owner}.
@@ -75,6 +78,8 @@ public final class DLPack {
      * legacy consumer assumes it may write) for consumers that do not speak DLPack 1.x; strides are always
      * written (never NULL). Stream synchronisation and ownership as in {@link #exportVersioned(TensorSpec)}.
      *
+     * @param spec the tensor: its memory (borrowed), dtype, shape, strides and device
+     * @return the exported tensor, owned by the caller
      * @throws UnsupportedFeatureException if the spec has flags (a read-only segment included) or a sub-byte
      *         dtype, which a legacy consumer cannot be told
      */
@@ -86,6 +91,10 @@ public final class DLPack {
      * Like {@link #exportLegacy(TensorSpec)}, and the export also takes {@code owner} (closed by the deleter).
      * After a return the handle owns the struct and {@code owner}; after a throw nothing was exported and the
      * caller still owns {@code owner}.
+     *
+     * @param spec the tensor: its memory (borrowed), dtype, shape, strides and device
+     * @param owner keeps the data alive; the export takes it and the deleter closes it
+     * @return the exported tensor, owned by the caller
      */
     public static ExportedTensor exportLegacy(TensorSpec spec, AutoCloseable owner) {
         return export(false, spec, Objects.requireNonNull(owner, "owner"));
@@ -171,6 +180,11 @@ public final class DLPack {
      *
      * <p>Ownership: after a return {@code arena} owns the tensor (the handle's {@code close()} does nothing);
      * after a throw the deleter has already been called (except for a NULL pointer).
+     *
+     * @param tensor the producer's {@code DLManagedTensorVersioned*} or {@code DLManagedTensor*}; this call takes ownership
+     * @param options what to accept and how to check it
+     * @param arena the arena whose closing calls the deleter (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @return the imported tensor
      */
     public static ImportedTensor importVersioned(MemorySegment tensor, ImportOptions options, Arena arena) {
         return importVersioned(tensor, options, arena, null);
@@ -204,6 +218,10 @@ public final class DLPack {
      * strides mean compact row-major, sub-byte types packed). Validation and ownership as in
      * {@link #importVersioned}: after a return the handle owns the tensor; after a throw its deleter has
      * already been called (except for a NULL pointer).
+     *
+     * @param tensor the producer's {@code DLManagedTensorVersioned*} or {@code DLManagedTensor*}; this call takes ownership
+     * @param options what to accept and how to check it
+     * @return the imported tensor
      */
     public static ImportedTensor importLegacy(MemorySegment tensor, ImportOptions options) {
         return importLegacy(tensor, options, null);
@@ -213,6 +231,11 @@ public final class DLPack {
      * As {@link #importLegacy(MemorySegment, ImportOptions)}, with the deleter bound to {@code arena} as in
      * {@link #importVersioned(MemorySegment, ImportOptions, Arena)}. After a return {@code arena} owns the
      * tensor; after a throw its deleter has already been called (except for a NULL pointer).
+     *
+     * @param tensor the producer's {@code DLManagedTensorVersioned*} or {@code DLManagedTensor*}; this call takes ownership
+     * @param options what to accept and how to check it
+     * @param arena the arena whose closing calls the deleter (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @return the imported tensor
      */
     public static ImportedTensor importLegacy(MemorySegment tensor, ImportOptions options, Arena arena) {
         return importLegacy(tensor, options, arena, null);
@@ -233,6 +256,10 @@ public final class DLPack {
      * never reaches native code, so it is freed as soon as it has been read; what the deleter would still
      * release (the owner given at export, if any) is released when the result is. After a return the result
      * owns the tensor; after a throw its deleter has been called and the owner closed.
+     *
+     * @param exported a tensor this library exported; this call takes ownership
+     * @param options what to accept and how to check it
+     * @return the imported tensor
      */
     public static ImportedTensor importTensor(ExportedTensor exported, ImportOptions options) {
         return importTensor(exported, options, null);
@@ -242,6 +269,11 @@ public final class DLPack {
      * As {@link #importTensor(ExportedTensor, ImportOptions)}, with the deleter bound to {@code arena} as in
      * {@link #importVersioned(MemorySegment, ImportOptions, Arena)}. After a return {@code arena} owns the
      * tensor; after a throw its deleter has been called and the owner closed.
+     *
+     * @param exported a tensor this library exported; this call takes ownership
+     * @param options what to accept and how to check it
+     * @param arena the arena whose closing calls the deleter (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @return the imported tensor
      */
     public static ImportedTensor importTensor(ExportedTensor exported, ImportOptions options, Arena arena) {
         Objects.requireNonNull(exported, "exported");

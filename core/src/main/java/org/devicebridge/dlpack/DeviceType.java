@@ -4,12 +4,38 @@ import org.devicebridge.generated.dlpack.dlpack_h;
 
 /** {@code DLDeviceType} of DLPack 1.3; the numbers are read from the header's {@code kDL*} constants. */
 public enum DeviceType {
-    CPU(dlpack_h.kDLCPU(), true), CUDA(dlpack_h.kDLCUDA(), false), CUDA_HOST(dlpack_h.kDLCUDAHost(), true),
-    OPENCL(dlpack_h.kDLOpenCL(), false), VULKAN(dlpack_h.kDLVulkan(), false), METAL(dlpack_h.kDLMetal(), false),
-    VPI(dlpack_h.kDLVPI(), false), ROCM(dlpack_h.kDLROCM(), false), ROCM_HOST(dlpack_h.kDLROCMHost(), true),
-    EXT_DEV(dlpack_h.kDLExtDev(), false), CUDA_MANAGED(dlpack_h.kDLCUDAManaged(), true),
-    ONE_API(dlpack_h.kDLOneAPI(), false), WEBGPU(dlpack_h.kDLWebGPU(), false), HEXAGON(dlpack_h.kDLHexagon(), false),
-    MAIA(dlpack_h.kDLMAIA(), false), TRN(dlpack_h.kDLTrn(), false);
+    /** Host memory ({@code kDLCPU}). */
+    CPU(dlpack_h.kDLCPU(), true),
+    /** CUDA device memory ({@code kDLCUDA}). */
+    CUDA(dlpack_h.kDLCUDA(), false),
+    /** CUDA pinned host memory ({@code kDLCUDAHost}). */
+    CUDA_HOST(dlpack_h.kDLCUDAHost(), true),
+    /** OpenCL device memory ({@code kDLOpenCL}). */
+    OPENCL(dlpack_h.kDLOpenCL(), false),
+    /** Vulkan buffer ({@code kDLVulkan}). */
+    VULKAN(dlpack_h.kDLVulkan(), false),
+    /** Metal buffer ({@code kDLMetal}). */
+    METAL(dlpack_h.kDLMetal(), false),
+    /** Verilog simulator buffer ({@code kDLVPI}). */
+    VPI(dlpack_h.kDLVPI(), false),
+    /** ROCm device memory ({@code kDLROCM}). */
+    ROCM(dlpack_h.kDLROCM(), false),
+    /** ROCm pinned host memory ({@code kDLROCMHost}). */
+    ROCM_HOST(dlpack_h.kDLROCMHost(), true),
+    /** A device of an extension ({@code kDLExtDev}). */
+    EXT_DEV(dlpack_h.kDLExtDev(), false),
+    /** CUDA managed (unified) memory ({@code kDLCUDAManaged}). */
+    CUDA_MANAGED(dlpack_h.kDLCUDAManaged(), true),
+    /** OneAPI unified shared memory ({@code kDLOneAPI}). */
+    ONE_API(dlpack_h.kDLOneAPI(), false),
+    /** WebGPU buffer ({@code kDLWebGPU}). */
+    WEBGPU(dlpack_h.kDLWebGPU(), false),
+    /** Qualcomm Hexagon DSP memory ({@code kDLHexagon}). */
+    HEXAGON(dlpack_h.kDLHexagon(), false),
+    /** Microsoft MAIA device memory ({@code kDLMAIA}). */
+    MAIA(dlpack_h.kDLMAIA(), false),
+    /** AWS Trainium device memory ({@code kDLTrn}). */
+    TRN(dlpack_h.kDLTrn(), false);
 
     private final int code;
     private final boolean hostAccessible;
@@ -19,12 +45,12 @@ public enum DeviceType {
         this.hostAccessible = hostAccessible;
     }
 
-    /** The C enum value. */
+    /** {@return the C enum value} */
     public int code() {
         return code;
     }
 
-    /** {@code true} where the CPU may read the memory directly (CPU, pinned host, managed memory). */
+    /** {@return {@code true} where the CPU may read the memory directly (CPU, pinned host, managed memory)} */
     public boolean isHostAccessible() {
         return hostAccessible;
     }
@@ -43,7 +69,11 @@ public enum DeviceType {
         }
     }
 
-    /** The type with C value {@code code}, or {@code null} if DLPack 1.3 defines none. */
+    /**
+     * {@return the type with C value {@code code}, or {@code null} if DLPack 1.3 defines none}
+     *
+     * @param code a {@code DLDeviceType} value
+     */
     public static DeviceType of(int code) {
         return code >= 0 && code < BY_CODE.length ? BY_CODE[code] : null;
     }

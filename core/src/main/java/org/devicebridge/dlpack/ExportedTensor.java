@@ -19,13 +19,13 @@ public final class ExportedTensor extends NativeHandle {
         this.versioned = versioned;
     }
 
-    /** {@code true} for a {@code DLManagedTensorVersioned}, {@code false} for a legacy {@code DLManagedTensor}. */
+    /** {@return {@code true} for a {@code DLManagedTensorVersioned}, {@code false} for a legacy {@code DLManagedTensor}} */
     public boolean isVersioned() {
         return versioned;
     }
 
     /**
-     * The struct's address, for inspection while this handle still owns it; ownership does not move.
+     * {@return the struct's address, for inspection while this handle still owns it; ownership does not move}
      *
      * @throws org.devicebridge.HandleClosedException if the handle was closed or transferred
      */
@@ -39,6 +39,7 @@ public final class ExportedTensor extends NativeHandle {
      * a return the consumer owns the tensor and must call its deleter exactly once; this handle never frees
      * it. After a throw (the handle was not live) nothing changed hands.
      *
+     * @return the {@code DLManagedTensorVersioned*} or {@code DLManagedTensor*}, now the consumer's
      * @throws org.devicebridge.HandleClosedException if the handle was closed or already transferred
      */
     public MemorySegment transferOwnership() {

@@ -8,12 +8,16 @@ package org.devicebridge.dlpack;
 public record ImportOptions(Device expectedDevice) {
     private static final ImportOptions ANY = new ImportOptions(null);
 
-    /** Accept any device. */
+    /** {@return options that accept any device} */
     public static ImportOptions any() {
         return ANY;
     }
 
-    /** Accept only tensors on {@code device} (type and id). */
+    /**
+     * {@return options that accept only tensors on {@code device} (type and id)}
+     *
+     * @param device the device the tensor must be on
+     */
     public static ImportOptions expecting(Device device) {
         return new ImportOptions(java.util.Objects.requireNonNull(device, "device"));
     }

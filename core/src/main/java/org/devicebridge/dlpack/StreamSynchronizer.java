@@ -15,6 +15,7 @@ public interface StreamSynchronizer {
      * Makes everything submitted so far on the producer's stream visible to work the consumer submits to
      * {@code consumer} afterwards. Does nothing for {@link ConsumerStream.Kind#NO_SYNC}.
      *
+     * @param consumer the stream the consumer will use (the consumer owns it)
      * @throws org.devicebridge.DeviceBridgeException if the device refuses (e.g. a CUDA error)
      */
     void makeReady(ConsumerStream consumer);
@@ -26,6 +27,8 @@ public interface StreamSynchronizer {
      * current context is restored. Nothing happens when the consumer asked for no synchronisation or passed
      * the producer's own stream. The caller keeps owning {@code producerStream}.
      *
+     * @param producerStream the producer's {@code CUstream} (borrowed), NULL for the default stream
+     * @return a synchronizer that owns nothing
      * @throws org.devicebridge.cuda.CudaUnavailableException (from {@code makeReady}) without a CUDA driver
      */
     static StreamSynchronizer cuda(MemorySegment producerStream) {

@@ -20,7 +20,7 @@ public enum TensorFlag {
         this.bit = bit;
     }
 
-    /** The bit in {@code flags}. */
+    /** {@return the bit in {@code flags}} */
     public long bit() {
         return bit;
     }

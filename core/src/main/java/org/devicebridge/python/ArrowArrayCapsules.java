@@ -12,6 +12,11 @@ import java.util.Objects;
  */
 public record ArrowArrayCapsules(PyObjectRef schema, PyObjectRef array) implements AutoCloseable {
 
+    /**
+     * Checks the components.
+     *
+     * @throws NullPointerException if a capsule is {@code null}
+     */
     public ArrowArrayCapsules {
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(array, "array");

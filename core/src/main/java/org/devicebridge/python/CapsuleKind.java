@@ -45,22 +45,22 @@ public enum CapsuleKind {
         this.cUsedName = usedName == null ? MemorySegment.NULL : Arena.global().allocateFrom(usedName);
     }
 
-    /** The capsule name, e.g. {@code "arrow_array"} or {@code "dltensor_versioned"}. */
+    /** {@return the capsule name, e.g. {@code "arrow_array"} or {@code "dltensor_versioned"}} */
     public String capsuleName() {
         return capsuleName;
     }
 
-    /** The name a consumed DLPack capsule gets ({@code "used_dltensor"}, ...); null for Arrow kinds. */
+    /** {@return the name a consumed DLPack capsule gets ({@code "used_dltensor"}, ...); null for Arrow kinds} */
     public String usedName() {
         return usedName;
     }
 
-    /** {@code true} for the DLPack kinds. */
+    /** {@return {@code true} for the DLPack kinds} */
     public boolean isDLPack() {
         return usedName != null;
     }
 
-    /** The C struct's name, e.g. {@code ArrowDeviceArray} or {@code DLManagedTensorVersioned}. */
+    /** {@return the C struct's name, e.g. {@code ArrowDeviceArray} or {@code DLManagedTensorVersioned}} */
     public String structName() {
         return struct.cName();
     }

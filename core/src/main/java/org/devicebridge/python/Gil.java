@@ -31,7 +31,11 @@ public final class Gil implements AutoCloseable {
         }
     }
 
-    /** Releases this take of the GIL. @throws org.devicebridge.DeviceBridgeException if called from another thread */
+    /**
+     * Releases this take of the GIL.
+     *
+     * @throws org.devicebridge.DeviceBridgeException if called from another thread
+     */
     @Override
     public void close() {
         if (closed) {

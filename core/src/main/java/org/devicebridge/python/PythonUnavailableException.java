@@ -10,6 +10,12 @@ import org.devicebridge.DeviceBridgeException;
 public class PythonUnavailableException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * An exception saying why CPython is not usable.
+     *
+     * @param message why, and what to set
+     * @param cause the underlying failure, or {@code null}
+     */
     public PythonUnavailableException(String message, Throwable cause) {
         super("Python not available: " + message, cause);
     }

@@ -47,6 +47,10 @@ public final class CudaArrowUpload {
      * is held.
      *
      * @param provider the dictionaries of dictionary-encoded columns; may be null if there are none
+     * @param root the batch; the caller keeps owning it
+     * @param transfer the staging transfer the copies go through; the caller keeps owning it
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     * @return the device batch, owned by the caller
      * @throws CudaUnavailableException without a CUDA driver
      * @throws IllegalArgumentException if {@code transfer} and {@code stream} are of different devices
      * @throws UnsupportedFeatureException if a column's type cannot be exported
@@ -107,7 +111,14 @@ public final class CudaArrowUpload {
         }
     }
 
-    /** {@link #upload(VectorSchemaRoot, DictionaryProvider, HostDeviceTransfer, CudaStream)} without dictionaries. */
+    /**
+     * {@link #upload(VectorSchemaRoot, DictionaryProvider, HostDeviceTransfer, CudaStream)} without dictionaries.
+     *
+     * @param root the batch; the caller keeps owning it
+     * @param transfer the staging transfer the copies go through; the caller keeps owning it
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     * @return the device batch, owned by the caller
+     */
     public static CudaArrowBatch upload(VectorSchemaRoot root, HostDeviceTransfer transfer, CudaStream stream) {
         return upload(root, null, transfer, stream);
     }
