@@ -3,6 +3,8 @@ package org.devicebridge;
 /**
  * A handle (or a segment it handed out) was used after it was closed, or after its ownership moved to
  * a consumer.
+ *
+ * <p>Immutable once thrown (safe to share between threads); it owns no native resources.
  */
 public final class HandleClosedException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;

@@ -6,6 +6,8 @@ package org.devicebridge;
  * did nothing: the caller still owns everything it passed. (A malformed foreign struct is a
  * {@link ValidationException} instead; a {@code null} where none is allowed stays a
  * {@link NullPointerException}.)
+ *
+ * <p>Immutable once thrown (safe to share between threads); it owns no native resources.
  */
 public final class InvalidArgumentException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;

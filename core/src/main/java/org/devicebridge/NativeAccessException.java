@@ -2,6 +2,8 @@ package org.devicebridge;
 
 /**
  * The JVM does not allow this library to call native code. The message names the exact flag to add.
+ *
+ * <p>Immutable once thrown (safe to share between threads); it owns no native resources.
  */
 public final class NativeAccessException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;

@@ -4,6 +4,8 @@ package org.devicebridge;
  * The input is well formed but asks for something this library (or the library it bridges to, such as
  * Arrow Java) cannot represent exactly. The message names the field or type; nothing is silently
  * ignored or approximated.
+ *
+ * <p>Immutable once thrown (safe to share between threads); it owns no native resources.
  */
 public final class UnsupportedFeatureException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;

@@ -7,6 +7,8 @@ import java.util.Objects;
  * field path of the offending value; the message reads {@code children[2].buffers[1]: expected at least
  * 48 bytes but found 40}. By the time this is thrown, the library has already released the foreign
  * structure it was given (see each import method's Javadoc).
+ *
+ * <p>Immutable once thrown (safe to share between threads); it owns no native resources.
  */
 public final class ValidationException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;

@@ -13,6 +13,9 @@ import org.devicebridge.UnsupportedFeatureException;
  * region the producer's pointer covers for elements {@code [0, offset + length)}, so element {@code j} of
  * this node is element {@code offset + j} of its buffers. Buffers are readable only while the handle the
  * node came from is live.
+ *
+ * <p>Thread safety and ownership: an immutable view that owns nothing (the imported array's handle owns
+ * the memory); it may be read from any thread while that handle is live.
  */
 public final class ArrayNode {
     private final ArrayTable table;

@@ -7,6 +7,8 @@ import java.util.Objects;
  * A parsed Arrow C Data Interface format string, independent of Arrow Java. Parameters that do not apply
  * to a type are {@code 0} / {@code null} / empty.
  *
+ * <p>Immutable and thread-safe; it owns nothing native.
+ *
  * @param id the type
  * @param format the format string it was parsed from
  * @param fixedSize byte width of fixed-size binary, list size of fixed-size list, otherwise 0

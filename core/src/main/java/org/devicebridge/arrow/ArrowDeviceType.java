@@ -15,6 +15,8 @@ import org.devicebridge.generated.arrow.arrow_c_abi_h;
  * ...
  * #define ARROW_DEVICE_HEXAGON 16
  * }
+ *
+ * <p>An enum: immutable and thread-safe; it owns nothing.
  */
 public enum ArrowDeviceType {
     /** {@code ARROW_DEVICE_CPU}: host memory. */

@@ -18,6 +18,9 @@ import org.devicebridge.foreign.ForeignImport;
  *
  * <p>Exceptions: {@link ValidationException} with a {@link Category} and a field path for malformed input;
  * {@link org.devicebridge.UnsupportedFeatureException} for valid input this library cannot handle.
+ *
+ * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
+ * after a return and after a throw.
  */
 public final class ArrowImport {
     private ArrowImport() {}

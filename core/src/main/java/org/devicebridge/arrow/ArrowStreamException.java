@@ -7,6 +7,8 @@ import org.devicebridge.internal.Errno;
  * A stream producer's {@code get_schema} or {@code get_next} returned a non-zero {@code errno}. Carries
  * the errno value and the producer's {@code get_last_error} text (empty where it gave none). The message
  * reads {@code get_next failed with errno 5 (EIO): disk gone}.
+ *
+ * <p>Immutable once thrown (safe to share between threads); it owns no native resources.
  */
 public final class ArrowStreamException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;

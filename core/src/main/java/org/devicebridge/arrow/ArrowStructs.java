@@ -16,6 +16,8 @@ import org.devicebridge.generated.arrow.ArrowSchema;
  *
  * <p>Ownership: the arena owns the struct's memory, never what a producer puts into it; whoever holds a
  * filled struct still calls its {@code release} (the import methods do that for you).
+ *
+ * <p>Stateless and thread-safe.
  */
 public final class ArrowStructs {
     private ArrowStructs() {}

@@ -7,6 +7,9 @@ import java.lang.foreign.MemorySegment;
  * one batch of asynchronous copies on the consumer's stream, after the producer's sync event, and one
  * synchronisation). The import asks at most twice per array: once for what DEFAULT reads (offsets, view
  * sizes, run ends), and at FULL once more for every other buffer, now that all sizes are known.
+ *
+ * <p>Called on the thread that runs the import, during the import; an instance shared by imports on
+ * several threads must be thread-safe. The copier owns the host copies it returns.
  */
 @FunctionalInterface
 public interface DeviceCopier {

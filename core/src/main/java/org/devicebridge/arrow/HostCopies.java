@@ -5,6 +5,9 @@ import java.lang.foreign.MemorySegment;
 /**
  * Host copies of some device memory, through which validation reads the contents of a device array's
  * buffers (offsets, type ids, run ends, views, dictionary indices, UTF-8 data).
+ *
+ * <p>Read on the importing thread during that import only; the {@link DeviceCopier} that made it owns the
+ * copies and must keep them valid until the import returns.
  */
 @FunctionalInterface
 public interface HostCopies {

@@ -8,6 +8,8 @@ import org.devicebridge.generated.arrow.arrow_c_abi_h;
 /**
  * One field of an imported {@code ArrowSchema}, parsed and validated: plain Java data that stays usable
  * after the {@link ImportedSchema} it came from is closed. Needs no Arrow Java.
+ *
+ * <p>Immutable and thread-safe; it owns nothing native.
  */
 public final class SchemaNode {
     /** {@code ARROW_FLAG_DICTIONARY_ORDERED}, as the ABI header defines it. */

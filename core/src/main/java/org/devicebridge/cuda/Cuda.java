@@ -14,6 +14,9 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * on a machine without one, {@link #isAvailable()} is {@code false}, {@link #unavailableReason()} says
  * why, and every other CUDA entry point throws {@link CudaUnavailableException}. Nothing else in the
  * library needs CUDA.
+ *
+ * <p>Stateless and thread-safe (the driver is loaded once, lazily, on the first call); it owns nothing
+ * the caller must close.
  */
 public final class Cuda {
     private Cuda() {}

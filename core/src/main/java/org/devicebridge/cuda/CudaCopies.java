@@ -24,6 +24,9 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * <p>Argument errors (a heap or read-only host segment, a range outside a buffer) throw
  * {@link InvalidArgumentException} before anything is queued; a closed buffer or stream throws
  * {@link HandleClosedException}.
+ *
+ * <p>Stateless and thread-safe; the caller keeps owning every segment, buffer, range and stream it
+ * passes.
  */
 public final class CudaCopies {
     private CudaCopies() {}

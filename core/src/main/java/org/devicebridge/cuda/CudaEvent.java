@@ -12,6 +12,9 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * {@link #acquire} come from a per-device pool and have timing disabled ({@code CU_EVENT_DISABLE_TIMING},
  * the cheap kind); {@link #close()} returns the event to its pool, so acquiring one per batch creates no
  * driver object on the steady-state path. Methods may be called from any thread.
+ *
+ * <p>The handle owns the event: {@code close()} (idempotent and thread-safe) returns it to its pool or
+ * destroys it.
  */
 public final class CudaEvent extends NativeHandle {
     private final MemorySegment raw;

@@ -5,8 +5,8 @@ import org.devicebridge.DeviceBridgeException;
 
 /**
  * A CUDA driver call failed. The message reads
- * {@code [cuMemcpyDtoHAsync_v2] CUDA_ERROR_INVALID_VALUE: invalid argument}. Immutable; holds no
- * native resources.
+ * {@code [cuMemcpyDtoHAsync_v2] CUDA_ERROR_INVALID_VALUE: invalid argument}. Immutable once thrown (safe
+ * to share between threads); it owns no native resources.
  */
 public class CudaException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;

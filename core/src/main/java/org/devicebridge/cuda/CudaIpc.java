@@ -17,6 +17,9 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * is plain bytes (send it over any channel); it carries no ownership: the exporting process must keep
  * the buffer (or event) alive until every other process has closed what it opened. Handles are meant
  * for other processes: the driver does not promise to open a process's own handles.
+ *
+ * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
+ * after a return and after a throw.
  */
 public final class CudaIpc {
     /** Size of an IPC handle in bytes ({@code CU_IPC_HANDLE_SIZE}). */

@@ -7,6 +7,8 @@ import org.devicebridge.InvalidArgumentException;
  * A byte range of a {@link DeviceBuffer}: where a copy reads or a fill writes. It borrows the buffer: the
  * caller keeps owning it, and it must still be live when the range is used.
  *
+ * <p>Immutable and thread-safe; it owns nothing.
+ *
  * @param buffer   the device buffer
  * @param offset   the first byte, from the start of {@code buffer}
  * @param byteSize the number of bytes

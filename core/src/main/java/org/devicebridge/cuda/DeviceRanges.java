@@ -9,6 +9,8 @@ import org.devicebridge.InvalidArgumentException;
  * {@code sizes[i]} bytes. It borrows the buffer: the caller keeps owning it, and it must still be live when
  * the ranges are used. The arrays are copied in and out.
  *
+ * <p>Immutable and thread-safe; it owns nothing.
+ *
  * @param buffer  the device buffer
  * @param offsets where each range starts in {@code buffer}
  * @param sizes   each range's size in bytes

@@ -13,6 +13,8 @@ import org.devicebridge.internal.CudaCounters;
  * so that asynchronous copies from and to it can overlap with other work; {@link #close()} unregisters it
  * ({@code cuMemHostUnregister}). The memory itself stays owned by whoever allocated it and must outlive
  * this registration: close the registration before the segment's arena.
+ *
+ * <p>Thread safety: {@code close()} is idempotent and thread-safe, as every handle's.
  */
 public final class HostRegistration extends NativeHandle {
     private final MemorySegment segment;

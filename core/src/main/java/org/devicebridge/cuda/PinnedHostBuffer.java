@@ -15,6 +15,9 @@ import org.devicebridge.internal.CudaCounters;
  * context), the kind asynchronous copies can overlap with other work. {@link #segment()} is bounded to
  * this handle: after {@link #close()} it can no longer be accessed. Allocating pinned memory is slow;
  * allocate once and reuse (as {@link HostDeviceTransfer} does).
+ *
+ * <p>The handle owns the pinned memory and frees it on {@code close()} (idempotent and thread-safe); the
+ * segment may be used from any thread while the handle is live.
  */
 public final class PinnedHostBuffer extends NativeHandle {
     private final long address;

@@ -22,6 +22,8 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * foreign allocation is freed (an importer does this in its release), or {@link #query(long)} to bypass
  * the cache.
  *
+ * <p>Immutable; the static methods and the cache behind them are thread-safe. It owns nothing.
+ *
  * @param memoryType the kind of memory
  * @param deviceOrdinal the device the memory belongs to; -1 for plain (unregistered) host memory
  * @param rangeStart the start of the allocation containing the address (0 when unknown)

@@ -18,6 +18,8 @@ import org.devicebridge.ValidationException.Category;
  * <li>every other device (CPU included): only {@code null} or -1 (no stream concept).</li>
  * </ul>
  *
+ * <p>Immutable and thread-safe; it borrows the stream handle (the consumer owns the stream).
+ *
  * @param device where the data lives
  * @param kind   what the value means
  * @param handle the stream handle to wait on ({@code CUstream}: 0x1 legacy default, 0x2 per-thread default;

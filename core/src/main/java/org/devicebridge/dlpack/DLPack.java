@@ -23,6 +23,9 @@ import org.devicebridge.foreign.ForeignImport;
  *   DLTensor dl_tensor;
  * } DLManagedTensorVersioned;
  * }
+ *
+ * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
+ * after a return and after a throw.
  */
 public final class DLPack {
     /** The DLPack ABI version this library implements ({@code DLPACK_MAJOR_VERSION} of the header). */

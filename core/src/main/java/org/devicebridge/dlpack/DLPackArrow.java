@@ -22,6 +22,9 @@ import org.devicebridge.UnsupportedFeatureException;
  *
  * <p>Arrow's validity bitmap has no DLPack equivalent, so vectors with nulls are refused, as are Arrow's
  * bit-packed booleans (DLPack booleans take a byte each).
+ *
+ * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
+ * after a return and after a throw.
  */
 public final class DLPackArrow {
     private DLPackArrow() {}

@@ -46,6 +46,9 @@ import org.devicebridge.internal.Native;
  *   DLPackCurrentWorkStream current_work_stream;
  * } DLPackExchangeAPI;
  * }
+ *
+ * <p>Immutable and thread-safe as a view; the framework's functions it calls may have their own rules
+ * (the Python-object ones need the GIL).
  */
 public final class DLPackExchange {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.dlpack");

@@ -16,6 +16,8 @@ import org.devicebridge.generated.dlpack.dlpack_h;
  * <p>Any value that fits the C fields can be represented; {@link #check(String)} says whether this library
  * can lay it out in memory (every code of DLPack 1.3 is either accepted or rejected by name).
  *
+ * <p>Immutable and thread-safe; it owns nothing native.
+ *
  * @param code  the {@code DLDataTypeCode} (0..255)
  * @param bits  bits per lane (0..255)
  * @param lanes lanes per element (0..65535); this library supports 1 only

@@ -7,6 +7,8 @@ import org.devicebridge.ValidationException.Category;
 /**
  * A DLPack device, {@code DLDevice}: a device type and an ordinal (0 for CPU).
  *
+ * <p>Immutable and thread-safe; it owns nothing native.
+ *
  * @param type the device type
  * @param id   the device ordinal, {@code >= 0}
  */

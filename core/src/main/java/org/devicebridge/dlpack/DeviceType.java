@@ -2,7 +2,11 @@ package org.devicebridge.dlpack;
 
 import org.devicebridge.generated.dlpack.dlpack_h;
 
-/** {@code DLDeviceType} of DLPack 1.3; the numbers are read from the header's {@code kDL*} constants. */
+/**
+ * {@code DLDeviceType} of DLPack 1.3; the numbers are read from the header's {@code kDL*} constants.
+ *
+ * <p>An enum: immutable and thread-safe; it owns nothing.
+ */
 public enum DeviceType {
     /** Host memory ({@code kDLCPU}). */
     CPU(dlpack_h.kDLCPU(), true),

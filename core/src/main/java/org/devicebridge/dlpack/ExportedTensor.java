@@ -8,6 +8,9 @@ import org.devicebridge.NativeHandle;
  * whose deleter is a Java upcall. Hand it to a consumer with {@link #transferOwnership()}: from then on
  * only the consumer's call of the deleter frees it (capsule semantics). If no consumer takes it,
  * {@link #close()} frees it as the deleter would: the struct block, and the owner given at export.
+ *
+ * <p>Thread safety: {@link #transferOwnership()} and {@code close()} may race from any threads; exactly
+ * one of them wins (the state moves once).
  */
 public final class ExportedTensor extends NativeHandle {
     private final Exports.State state; // the struct is state.block()

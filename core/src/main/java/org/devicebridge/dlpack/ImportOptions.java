@@ -3,6 +3,8 @@ package org.devicebridge.dlpack;
 /**
  * What an importer expects of a tensor.
  *
+ * <p>Immutable and thread-safe; it owns nothing native.
+ *
  * @param expectedDevice the device the tensor must live on, or {@code null} for any device
  */
 public record ImportOptions(Device expectedDevice) {

@@ -20,6 +20,9 @@ import org.devicebridge.foreign.ForeignImport;
  * compact row-major strides where the producer passed NULL). {@link #segment()} covers exactly the bytes
  * the tensor spans; with negative strides that range starts before element {@code [0, ..., 0]}, which sits
  * at {@link #originOffset()} inside it.
+ *
+ * <p>Thread safety: the accessors may be called from any thread while the tensor is live; {@code close()}
+ * is idempotent and thread-safe.
  */
 public final class ImportedTensor extends NativeHandle {
 

@@ -7,6 +7,10 @@ import java.util.Objects;
  * The producer's half of the Python DLPack stream protocol: before a tensor is handed over, the data must
  * be ready on the consumer's stream. Implementations order the consumer's stream after the producer's work
  * without blocking the host.
+ *
+ * <p>Called on the exporting thread, once per export; an instance shared by exports on several threads
+ * must be thread-safe ({@link #cuda} returns one that is). It borrows the streams: their owners keep
+ * them.
  */
 @FunctionalInterface
 public interface StreamSynchronizer {

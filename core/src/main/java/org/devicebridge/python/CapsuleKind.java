@@ -13,6 +13,8 @@ import org.devicebridge.foreign.ForeignImport;
  * DLPack capsules carry the producer's {@code DLManagedTensor[Versioned]*}: a consumer renames the
  * capsule to {@code used_dltensor[_versioned]} and from then on calls the deleter itself; the capsule's
  * destructor calls the deleter only if the capsule still has its original name.
+ *
+ * <p>An enum: immutable and thread-safe; it owns nothing.
  */
 public enum CapsuleKind {
     /** {@code "arrow_schema"}: an {@code ArrowSchema}. */

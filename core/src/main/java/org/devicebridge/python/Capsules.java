@@ -22,6 +22,9 @@ import org.devicebridge.internal.Native;
  * what no consumer took: for an Arrow capsule it calls {@code release} if it is not NULL and frees the
  * capsule's heap struct; for a DLPack capsule still named {@code dltensor[_versioned]} it calls the
  * tensor's deleter, and for one renamed {@code used_...} it does nothing (the consumer owns the tensor).
+ *
+ * <p>Stateless and thread-safe: each method takes the GIL itself where it touches Python objects; each
+ * says who owns the struct and the capsule after a return and after a throw.
  */
 public final class Capsules {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.python");

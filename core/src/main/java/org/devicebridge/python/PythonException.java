@@ -5,6 +5,8 @@ import org.devicebridge.DeviceBridgeException;
 /**
  * A Python exception raised by code this library called, carried into Java. The Python error indicator
  * is cleared when this is thrown. The message reads {@code "[numpy.from_dlpack] BufferError: ..."}.
+ *
+ * <p>Immutable once thrown (safe to share between threads); it owns no native resources.
  */
 public class PythonException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;

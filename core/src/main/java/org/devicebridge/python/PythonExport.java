@@ -40,6 +40,9 @@ import org.devicebridge.internal.Native;
  *     ...
  * }
  * }
+ *
+ * <p>A {@link Builder} is not thread-safe (use one per thread); the built object is owned by the caller
+ * through the returned reference.
  */
 public final class PythonExport {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.python");

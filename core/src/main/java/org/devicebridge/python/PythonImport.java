@@ -14,6 +14,8 @@ import org.devicebridge.DeviceBridgeException;
  *
  * <p>Each method returns new capsules the caller owns (close them once taken; a capsule closed without
  * being taken releases its data through its destructor).
+ *
+ * <p>Stateless and thread-safe: each method takes the GIL itself.
  */
 public final class PythonImport {
     private PythonImport() {}

@@ -22,6 +22,10 @@ import org.devicebridge.cuda.DeviceBuffer;
  * references: device memory still referenced by an export made with {@link CudaArrowExport#exportDeviceArray}
  * lives until that export is released. Data is ready for work queued on the stream given when the batch
  * was made; work on other streams must wait for that stream first.
+ *
+ * <p>Thread safety: the accessors may be called from any thread while the batch is live; {@code close()}
+ * is idempotent and thread-safe. The handle owns its references to the device memory (and, for an import,
+ * the producer's struct).
  */
 public final class CudaArrowBatch extends NativeHandle {
     private final SchemaNode schema;

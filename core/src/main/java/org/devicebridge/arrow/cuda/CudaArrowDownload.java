@@ -26,6 +26,9 @@ import org.devicebridge.internal.FieldPath;
  * Copies device batches into Arrow Java: every buffer goes to host memory through a
  * {@link HostDeviceTransfer}'s pinned staging memory, ordered on the caller's stream; the batch's own struct
  * is then validated from those very copies, which Arrow Java gets without a further copy.
+ *
+ * <p>Stateless: its methods may be called from any thread; what calls share is the {@link
+ * org.devicebridge.cuda.HostDeviceTransfer} passed in (one batch at a time) and the stream.
  */
 public final class CudaArrowDownload {
     private static final ArrowAccess ARROW = Access.arrow();

@@ -28,6 +28,9 @@ import org.devicebridge.internal.Native;
  * Zero-copy export of device batches as CUDA {@code ArrowDeviceArray}s and {@code ArrowDeviceArrayStream}s.
  * Each export records a pooled event on the caller's stream and hands it out as the {@code sync_event}: the
  * consumer waits on it before reading. The export holds its own reference to the device memory.
+ *
+ * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
+ * after a return and after a throw.
  */
 public final class CudaArrowExport {
     private static final long RESERVED = ArrowDeviceArray.reserved$offset();

@@ -40,6 +40,9 @@ import org.devicebridge.internal.RefCount;
  *
  * <p>Ownership, the same for every import: after a return the caller owns the returned batch; after a
  * throw the input struct has already been released (also when the CUDA driver is missing).
+ *
+ * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
+ * after a return and after a throw.
  */
 public final class CudaArrowImport {
     private CudaArrowImport() {}

@@ -33,6 +33,9 @@ import org.devicebridge.cuda.HostDeviceTransfer;
  * Arrow IPC streams and files from and to device batches. <b>These paths copy:</b> Arrow Java reads and
  * writes IPC on the host, so each batch is {@link CudaArrowDownload downloaded} before it is written and
  * {@link CudaArrowUpload uploaded} after it is read. Dictionary-encoded schemas are not supported here.
+ *
+ * <p>Stateless: its methods may be called from any thread; what calls share is the {@link
+ * org.devicebridge.cuda.HostDeviceTransfer} passed in (one batch at a time) and the stream.
  */
 public final class CudaArrowIpc {
     private CudaArrowIpc() {}

@@ -30,6 +30,10 @@ import org.devicebridge.cuda.HostDeviceTransfer;
  * Uploads Arrow Java batches to CUDA device memory: every buffer of a batch lands in one device allocation,
  * through a {@link HostDeviceTransfer}'s reused pinned staging memory, with asynchronous copies on the
  * caller's stream. The data is ready for work queued on that stream afterwards.
+ *
+ * <p>Stateless: its methods may be called from any thread; what calls share is the {@link
+ * org.devicebridge.cuda.HostDeviceTransfer} passed in (one batch at a time) and the stream. The caller
+ * keeps owning the batch, the transfer and the stream it passes; it owns the returned device batch.
  */
 public final class CudaArrowUpload {
     private CudaArrowUpload() {}
