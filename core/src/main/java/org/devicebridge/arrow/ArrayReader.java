@@ -358,15 +358,15 @@ final class ArrayReader {
                 }
             }
             case VIEW -> {
-                int variadic = (int) nBuffers - 3;
+                int variadic = nBuffers - 3;
                 len[1] = contents.mul(end, 16, n, "length");
-                len[(int) nBuffers - 1] = contents.mul(variadic, 8, n, "n_buffers");
+                len[nBuffers - 1] = contents.mul(variadic, 8, n, "n_buffers");
                 for (int i = 2; i < nBuffers - 1; i++) {
                     len[i] = -1;
                 }
                 if (contents.reads() && variadic > 0) {
                     String sp = at(n, "buffers[" + (nBuffers - 1) + "]");
-                    MemorySegment sizes = contents.host(addr[(int) nBuffers - 1], len[(int) nBuffers - 1], sp);
+                    MemorySegment sizes = contents.host(addr[nBuffers - 1], len[nBuffers - 1], sp);
                     for (int i = 0; i < variadic; i++) {
                         long size = sizes.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
                         if (size < 0) {

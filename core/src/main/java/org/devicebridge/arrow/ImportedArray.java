@@ -70,13 +70,13 @@ public final class ImportedArray extends NativeHandle {
         });
     }
 
-    /** The level this array was validated at. */
+    /** {@return the level this array was validated at} */
     public ValidationLevel validationLevel() {
         return level;
     }
 
     /**
-     * The validated root node.
+     * {@return the validated root node}
      *
      * @throws org.devicebridge.HandleClosedException if the array was closed or handed to Arrow Java
      */
@@ -85,12 +85,12 @@ public final class ImportedArray extends NativeHandle {
         return table.node(0);
     }
 
-    /** {@link ArrowDeviceType#CPU} for plain {@code ArrowArray} imports, else the producer's device type. */
+    /** {@return {@link ArrowDeviceType#CPU} for plain {@code ArrowArray} imports, else the producer's device type} */
     public ArrowDeviceType deviceType() {
         return deviceType;
     }
 
-    /** The producer's device id ({@code -1} for a plain {@code ArrowArray}). */
+    /** {@return the producer's device id ({@code -1} for a plain {@code ArrowArray})} */
     public long deviceId() {
         return deviceId;
     }
@@ -98,6 +98,8 @@ public final class ImportedArray extends NativeHandle {
     /**
      * The producer's sync event pointer (for CUDA a pointer to a {@code CUevent}) as a zero-length segment,
      * {@link MemorySegment#NULL} when there is none. Borrowed: valid while this array is live.
+     *
+     * @return the sync event pointer, or {@link MemorySegment#NULL}
      */
     public MemorySegment syncEvent() {
         return MemorySegment.ofAddress(syncEvent);

@@ -4,6 +4,8 @@ package org.devicebridge.arrow;
  * How much an import checks, as in nanoarrow. Every level checks the struct shape the library itself
  * relies on to size buffers (so no level can make the library read out of bounds through a segment it
  * hands out); higher levels also read buffer contents.
+ *
+ * <p>An enum: immutable and thread-safe; it owns nothing.
  */
 public enum ValidationLevel {
     /**

@@ -61,28 +61,31 @@ public final class HostDeviceTransfer extends NativeHandle {
      * @param sizes the size of buffer {@code i} in bytes
      */
     public record Upload(DeviceBuffer buffer, long[] offsets, long[] sizes) implements AutoCloseable {
+        /** Copies the arrays. */
         public Upload {
             Objects.requireNonNull(buffer, "buffer");
             offsets = offsets.clone();
             sizes = sizes.clone();
         }
 
+        /** {@return a copy of the buffer offsets} */
         @Override
         public long[] offsets() {
             return offsets.clone();
         }
 
+        /** {@return a copy of the buffer sizes} */
         @Override
         public long[] sizes() {
             return sizes.clone();
         }
 
-        /** Number of buffers in the batch. */
+        /** {@return number of buffers in the batch} */
         public int count() {
             return offsets.length;
         }
 
-        /** The batch's buffers as ranges of {@link #buffer()}, e.g. to {@link #download} them. */
+        /** {@return the batch's buffers as ranges of {@link #buffer()}, e.g. to {@link #download} them} */
         public DeviceRanges ranges() {
             return new DeviceRanges(buffer, offsets, sizes);
         }
@@ -125,6 +128,7 @@ public final class HostDeviceTransfer extends NativeHandle {
      * halves; a batch up to half of it moves in one copy and one synchronisation).
      *
      * @param stagingBytes at least {@code 2 * ALIGNMENT}
+     * @param device the CUDA device ordinal
      * @return a transfer object the caller owns and closes
      * @throws InvalidArgumentException if {@code stagingBytes} is too small
      * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
@@ -156,12 +160,12 @@ public final class HostDeviceTransfer extends NativeHandle {
         }
     }
 
-    /** The device ordinal. */
+    /** {@return the device ordinal} */
     public int device() {
         return device;
     }
 
-    /** Bytes one copy can move: half the staging memory. */
+    /** {@return bytes one copy can move: half the staging memory} */
     public long chunkBytes() {
         return stager.chunkBytes();
     }
@@ -235,6 +239,7 @@ public final class HostDeviceTransfer extends NativeHandle {
      * @param src the ranges to copy (for a whole uploaded batch: {@link Upload#ranges()}); the caller keeps
      *     owning the buffer
      * @param arena allocates the results; the caller owns it
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
      * @return one segment per range, filled
      * @throws InvalidArgumentException if the stream or the buffer is of another device
      */
@@ -258,6 +263,9 @@ public final class HostDeviceTransfer extends NativeHandle {
      * that produced the data must be ordered before this call on {@code stream}, or finished.
      *
      * @param src the device buffer; the caller keeps owning it and the destinations
+     * @param offsets where each range starts in {@code src}; range {@code i} fills {@code destinations[i]}
+     * @param destinations the host segments to copy into, owned by the caller
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
      * @throws InvalidArgumentException if a range lies outside {@code src}, for heap or read-only
      *     destinations, or a stream or buffer of another device
      */
@@ -305,6 +313,7 @@ public final class HostDeviceTransfer extends NativeHandle {
      * @param sources the ranges (for speed: sorted by device address); the caller keeps owning their buffers
      * @param destinations one writable native host segment per range, of exactly the range's size; the
      *     caller keeps owning them
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
      * @throws InvalidArgumentException if the lists differ in length, a destination's size differs from its
      *     range's, for heap or read-only destinations, or a stream or buffer of another device
      * @throws org.devicebridge.HandleClosedException if a source buffer is closed

@@ -23,6 +23,8 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * foreign allocation is freed (an importer does this in its release), or {@link #query(long)} to bypass
  * the cache.
  *
+ * <p>Immutable; the static methods and the cache behind them are thread-safe. It owns nothing.
+ *
  * @param memoryType the kind of memory
  * @param deviceOrdinal the device the memory belongs to; -1 for plain (unregistered) host memory
  * @param rangeStart the start of the allocation containing the address (0 when unknown)
@@ -52,14 +54,19 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     private static final ConcurrentSkipListMap<Long, PointerAttributes> OWN = new ConcurrentSkipListMap<>();
     private static final ConcurrentSkipListMap<Long, PointerAttributes> FOREIGN = new ConcurrentSkipListMap<>();
 
-    /** {@code true} if {@code address} lies in {@code [rangeStart, rangeStart + rangeSize)}. */
+    /**
+     * {@return {@code true} if {@code address} lies in {@code [rangeStart, rangeStart + rangeSize)}}
+     *
+     * @param address any host or device address
+     */
     public boolean contains(long address) {
         return rangeSize > 0 && address - rangeStart >= 0 && address - rangeStart < rangeSize;
     }
 
     /**
-     * The attributes of {@code address}, from the cache where possible (see the class comment).
+     * {@return the attributes of {@code address}, from the cache where possible (see the class comment)}
      *
+     * @param address any host or device address
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if the driver fails
      */
@@ -87,6 +94,8 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     /**
      * Asks the driver, bypassing and not filling the cache.
      *
+     * @param address any address: device, pinned host, managed or pageable host memory
+     * @return the driver's answer
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if the driver fails
      */
@@ -127,7 +136,11 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
         }
     }
 
-    /** Forgets any cached range containing {@code address} (the memory there was freed). */
+    /**
+     * Forgets any cached range containing {@code address} (the memory there was freed).
+     *
+     * @param address any host or device address
+     */
     public static void invalidate(long address) {
         requireNativeAccess();
         Map.Entry<Long, PointerAttributes> e = FOREIGN.floorEntry(address);

@@ -28,5 +28,9 @@
  *
  * <p>Every owning type is a {@link org.devicebridge.NativeHandle}: close it (try-with-resources); close
  * is idempotent and thread-safe, and a forgotten handle is released by a Cleaner with a leak warning.
+ *
+ * <p><b>Start here:</b> {@link org.devicebridge.cuda.Cuda#isAvailable()}, then
+ * {@link org.devicebridge.cuda.CudaStream}, {@link org.devicebridge.cuda.DeviceBuffer} and
+ * {@link org.devicebridge.cuda.CudaCopies}.
  */
 package org.devicebridge.cuda;

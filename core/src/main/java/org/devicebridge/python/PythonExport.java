@@ -41,6 +41,9 @@ import org.devicebridge.internal.Native;
  *     ...
  * }
  * }
+ *
+ * <p>A {@link Builder} is not thread-safe (use one per thread); the built object is owned by the caller
+ * through the returned reference.
  */
 public final class PythonExport {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.python");
@@ -49,12 +52,21 @@ public final class PythonExport {
 
     private PythonExport() {}
 
-    /** A DLPack device: {@code DLDeviceType} and device ordinal, as {@code __dlpack_device__} returns them. */
+    /**
+     * A DLPack device: {@code DLDeviceType} and device ordinal, as {@code __dlpack_device__} returns them.
+     *
+     * @param deviceType the device type
+     * @param deviceId the device id
+     */
     public record DLDeviceId(int deviceType, int deviceId) {
         /** {@code (kDLCPU, 0)}. */
         public static final DLDeviceId CPU = new DLDeviceId(DeviceType.CPU.code(), 0);
 
-        /** {@code (kDLCUDA, ordinal)}. */
+        /**
+         * {@return {@code (kDLCUDA, ordinal)}}
+         *
+         * @param ordinal the device ordinal
+         */
         public static DLDeviceId cuda(int ordinal) {
             return new DLDeviceId(DeviceType.CUDA.code(), ordinal);
         }
@@ -72,8 +84,8 @@ public final class PythonExport {
      */
     public record DLPackRequest(OptionalLong stream, int maxVersionMajor, int maxVersionMinor) {
         /**
-         * {@code true} when the export must be a {@code DLManagedTensorVersioned} (capsule
-         * {@code "dltensor_versioned"}); {@code false} for a legacy {@code DLManagedTensor} ("dltensor").
+         * {@return {@code true} when the export must be a {@code DLManagedTensorVersioned} (capsule
+         * {@code "dltensor_versioned"}); {@code false} for a legacy {@code DLManagedTensor} ("dltensor")}
          */
         public boolean versioned() {
             return maxVersionMajor >= 1;
@@ -88,6 +100,9 @@ public final class PythonExport {
          * else a {@code DLManagedTensor*}, with the data ready on {@code request.stream()} (the exporter
          * makes that stream wait for its own work). Ownership passes to the capsule on return; on a throw
          * nothing was exported.
+         *
+         * @param request what the consumer asked for (stream, maximum version)
+         * @return the exported struct; the capsule owns it from then on
          */
         MemorySegment export(DLPackRequest request);
     }
@@ -95,7 +110,11 @@ public final class PythonExport {
     /** Fills an {@code ArrowSchema} for {@code __arrow_c_schema__}. */
     @FunctionalInterface
     public interface ArrowSchemaExporter {
-        /** Fills {@code schemaOut} (zeroed, {@code ArrowSchema.sizeof()} bytes); the capsule owns it after a return. */
+        /**
+         * Fills {@code schemaOut} (zeroed, {@code ArrowSchema.sizeof()} bytes); the capsule owns it after a return.
+         *
+         * @param schemaOut where to write the {@code ArrowSchema}
+         */
         void export(MemorySegment schemaOut);
     }
 
@@ -107,6 +126,10 @@ public final class PythonExport {
          * for the device protocol; both zeroed), cast to {@code requestedSchema} when it is not NULL (a
          * borrowed {@code ArrowSchema*}, valid during the call) or throwing if it cannot. After a return the
          * capsules own both; a struct left with {@code release == NULL} on a throw is not released.
+         *
+         * @param requestedSchema the {@code ArrowSchema} the consumer asks for, or {@code NULL}
+         * @param schemaOut where to write the {@code ArrowSchema}
+         * @param arrayOut where to write the {@code ArrowArray} or {@code ArrowDeviceArray}
          */
         void export(MemorySegment requestedSchema, MemorySegment schemaOut, MemorySegment arrayOut);
     }
@@ -117,17 +140,24 @@ public final class PythonExport {
         /**
          * Fills {@code streamOut} (an {@code ArrowArrayStream} or {@code ArrowDeviceArrayStream}, zeroed),
          * honouring {@code requestedSchema} as {@link ArrowArrayExporter#export} does.
+         *
+         * @param requestedSchema the {@code ArrowSchema} the consumer asks for, or {@code NULL}
+         * @param streamOut where to write the stream struct
          */
         void export(MemorySegment requestedSchema, MemorySegment streamOut);
     }
 
-    /** Starts an exporter object with no protocol. */
+    /**
+     * Starts an exporter object with no protocol.
+     *
+     * @return a new builder
+     */
     public static Builder builder() {
         requireNativeAccess();
         return new Builder();
     }
 
-    /** Number of exporter objects whose Python object is still alive (for leak checks in tests). */
+    /** {@return number of exporter objects whose Python object is still alive (for leak checks in tests)} */
     public static int liveObjects() {
         return LIVE.size();
     }
@@ -144,38 +174,69 @@ public final class PythonExport {
 
         private Builder() {}
 
-        /** {@code __dlpack__} and {@code __dlpack_device__}, for a tensor on {@code device}. */
+        /**
+         * Adds {@code __dlpack__} and {@code __dlpack_device__}, for a tensor on {@code device}.
+         *
+         * @param device the tensor's device, as {@code __dlpack_device__} reports it
+         * @param exporter makes a tensor for each {@code __dlpack__} call
+         * @return this builder
+         */
         public Builder dlpack(DLDeviceId device, DLPackExporter exporter) {
             this.device = Objects.requireNonNull(device, "device");
             this.dlpack = Objects.requireNonNull(exporter, "exporter");
             return this;
         }
 
-        /** {@code __arrow_c_schema__}. */
+        /**
+         * Adds {@code __arrow_c_schema__}.
+         *
+         * @param exporter fills the schema for each call
+         * @return this builder
+         */
         public Builder arrowSchema(ArrowSchemaExporter exporter) {
             this.schema = Objects.requireNonNull(exporter, "exporter");
             return this;
         }
 
-        /** {@code __arrow_c_array__(requested_schema=None)}. */
+        /**
+         * Adds {@code __arrow_c_array__(requested_schema=None)}.
+         *
+         * @param exporter fills the structs for each call
+         * @return this builder
+         */
         public Builder arrowArray(ArrowArrayExporter exporter) {
             this.array = Objects.requireNonNull(exporter, "exporter");
             return this;
         }
 
-        /** {@code __arrow_c_device_array__(requested_schema=None, **kwargs)}. */
+        /**
+         * Adds {@code __arrow_c_device_array__(requested_schema=None, **kwargs)}.
+         *
+         * @param exporter fills the structs for each call
+         * @return this builder
+         */
         public Builder arrowDeviceArray(ArrowArrayExporter exporter) {
             this.deviceArray = Objects.requireNonNull(exporter, "exporter");
             return this;
         }
 
-        /** {@code __arrow_c_stream__(requested_schema=None)}. */
+        /**
+         * Adds {@code __arrow_c_stream__(requested_schema=None)}.
+         *
+         * @param exporter fills the stream for each call
+         * @return this builder
+         */
         public Builder arrowStream(ArrowStreamExporter exporter) {
             this.stream = Objects.requireNonNull(exporter, "exporter");
             return this;
         }
 
-        /** {@code __arrow_c_device_stream__(requested_schema=None, **kwargs)}. */
+        /**
+         * Adds {@code __arrow_c_device_stream__(requested_schema=None, **kwargs)}.
+         *
+         * @param exporter fills the stream for each call
+         * @return this builder
+         */
         public Builder arrowDeviceStream(ArrowStreamExporter exporter) {
             this.deviceStream = Objects.requireNonNull(exporter, "exporter");
             return this;
@@ -186,6 +247,7 @@ public final class PythonExport {
          * is collected by Python. After a return the caller owns the returned reference (no data is
          * exported yet: each protocol call exports afresh); after a throw it owns nothing new.
          *
+         * @return a new reference, owned by the caller (close it)
          * @throws PythonUnavailableException where there is no Python
          * @throws DeviceBridgeException if no protocol was chosen
          */

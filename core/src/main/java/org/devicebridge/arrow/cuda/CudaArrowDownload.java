@@ -29,6 +29,9 @@ import org.devicebridge.internal.FieldPath;
  * Copies device batches into Arrow Java: every buffer goes to host memory through a
  * {@link HostDeviceTransfer}'s pinned staging memory, ordered on the caller's stream; the batch's own struct
  * is then validated from those very copies, which Arrow Java gets without a further copy.
+ *
+ * <p>Stateless: its methods may be called from any thread; what calls share is the {@link
+ * org.devicebridge.cuda.HostDeviceTransfer} passed in (one batch at a time) and the stream.
  */
 public final class CudaArrowDownload {
     private static final ArrowAccess ARROW = Access.arrow();
@@ -56,6 +59,11 @@ public final class CudaArrowDownload {
      * still owns {@code batch}. After a throw nothing new is held.
      *
      * @param dictionaries receives the dictionaries; may be null if the schema has none
+     * @param batch the device batch; the caller keeps owning it
+     * @param allocator allocates the Arrow Java buffers of the result; the caller keeps owning it
+     * @param transfer the staging transfer the copies go through; the caller keeps owning it
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     * @return the batch, owned by the caller
      * @throws CudaUnavailableException without a CUDA driver
      * @throws UnsupportedFeatureException if Arrow Java cannot hold a type exactly
      * @throws ValidationException if the copied data of an imported batch is malformed (an import at MINIMAL
@@ -96,6 +104,12 @@ public final class CudaArrowDownload {
     /**
      * {@link #download(CudaArrowBatch, BufferAllocator, DictionaryProvider.MapDictionaryProvider, HostDeviceTransfer,
      * CudaStream)} without dictionaries.
+     *
+     * @param batch the device batch; the caller keeps owning it
+     * @param allocator allocates the Arrow Java buffers of the result; the caller keeps owning it
+     * @param transfer the staging transfer the copies go through; the caller keeps owning it
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     * @return the batch, owned by the caller
      */
     public static VectorSchemaRoot download(CudaArrowBatch batch, BufferAllocator allocator, HostDeviceTransfer transfer,
                                             CudaStream stream) {

@@ -31,6 +31,9 @@ import org.devicebridge.internal.Native;
  * Zero-copy export of device batches as CUDA {@code ArrowDeviceArray}s and {@code ArrowDeviceArrayStream}s.
  * Each export records a pooled event on the caller's stream and hands it out as the {@code sync_event}: the
  * consumer waits on it before reading. The export holds its own reference to the device memory.
+ *
+ * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
+ * after a return and after a throw.
  */
 public final class CudaArrowExport {
     private CudaArrowExport() {}
@@ -49,6 +52,8 @@ public final class CudaArrowExport {
      * {@code outDeviceArray} is untouched and nothing is held.
      *
      * @param outDeviceArray an {@code ArrowDeviceArray} (a zero-length segment is taken to point at a whole one)
+     * @param batch the device batch; the caller keeps owning it
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
      * @throws CudaUnavailableException without a CUDA driver
      * @throws IllegalArgumentException if {@code stream} is of another device than the batch
      * @throws ValidationException if {@code outDeviceArray} is not a native, aligned, large enough segment
@@ -107,6 +112,10 @@ public final class CudaArrowExport {
      * which must stay open until the consumer released the stream. After a throw {@code outStream} is
      * untouched and nothing is held.
      *
+     * @param schema the Arrow Java schema; only read
+     * @param batches the batches the stream yields, in order; the stream takes ownership
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     * @param outStream where to write the stream struct: native memory of at least its size, owned by the caller
      * @throws CudaUnavailableException without a CUDA driver
      * @throws ValidationException if {@code outStream} is not a native, aligned, large enough segment
      */

@@ -33,6 +33,10 @@ import org.devicebridge.cuda.HostDeviceTransfer;
  * Uploads Arrow Java batches to CUDA device memory: every buffer of a batch lands in one device allocation,
  * through a {@link HostDeviceTransfer}'s reused pinned staging memory, with asynchronous copies on the
  * caller's stream. The data is ready for work queued on that stream afterwards.
+ *
+ * <p>Stateless: its methods may be called from any thread; what calls share is the {@link
+ * org.devicebridge.cuda.HostDeviceTransfer} passed in (one batch at a time) and the stream. The caller
+ * keeps owning the batch, the transfer and the stream it passes; it owns the returned device batch.
  */
 public final class CudaArrowUpload {
     private CudaArrowUpload() {}
@@ -50,6 +54,10 @@ public final class CudaArrowUpload {
      * is held.
      *
      * @param provider the dictionaries of dictionary-encoded columns; may be null if there are none
+     * @param root the batch; the caller keeps owning it
+     * @param transfer the staging transfer the copies go through; the caller keeps owning it
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     * @return the device batch, owned by the caller
      * @throws CudaUnavailableException without a CUDA driver
      * @throws IllegalArgumentException if {@code transfer} and {@code stream} are of different devices
      * @throws UnsupportedFeatureException if a column's type cannot be exported
@@ -112,7 +120,14 @@ public final class CudaArrowUpload {
         }
     }
 
-    /** {@link #upload(VectorSchemaRoot, DictionaryProvider, HostDeviceTransfer, CudaStream)} without dictionaries. */
+    /**
+     * {@link #upload(VectorSchemaRoot, DictionaryProvider, HostDeviceTransfer, CudaStream)} without dictionaries.
+     *
+     * @param root the batch; the caller keeps owning it
+     * @param transfer the staging transfer the copies go through; the caller keeps owning it
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     * @return the device batch, owned by the caller
+     */
     public static CudaArrowBatch upload(VectorSchemaRoot root, HostDeviceTransfer transfer, CudaStream stream) {
         requireNativeAccess();
         requireArrowJava("CudaArrowUpload.upload");

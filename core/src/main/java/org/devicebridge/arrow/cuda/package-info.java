@@ -5,5 +5,11 @@
  * consumer's stream waits on the producer's event), {@link org.devicebridge.arrow.cuda.CudaArrowDownload}
  * (device batches into Arrow Java) and {@link org.devicebridge.arrow.cuda.CudaArrowIpc} (Arrow IPC through host
  * copies). Every stream parameter is the consumer's stream, which the caller keeps owning.
+ *
+ * <p><b>Start here:</b> {@link org.devicebridge.arrow.cuda.CudaArrowUpload#upload(org.apache.arrow.vector.VectorSchemaRoot,
+ * org.devicebridge.cuda.HostDeviceTransfer, org.devicebridge.cuda.CudaStream)} with a
+ * {@link org.devicebridge.cuda.HostDeviceTransfer} and a {@link org.devicebridge.cuda.CudaStream}, then
+ * {@link org.devicebridge.arrow.cuda.CudaArrowExport#exportDeviceArray} to hand the
+ * {@link org.devicebridge.arrow.cuda.CudaArrowBatch} to a CUDA consumer.
  */
 package org.devicebridge.arrow.cuda;

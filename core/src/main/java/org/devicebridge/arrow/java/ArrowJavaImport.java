@@ -53,9 +53,10 @@ public final class ArrowJavaImport {
     private ArrowJavaImport() {}
 
     /**
-     * The Arrow Java field for {@code schema}, for callers that build vectors themselves. Dictionary ids
+     * {@return the Arrow Java field for {@code schema}, for callers that build vectors themselves} Dictionary ids
      * are assigned from 0 in depth-first order.
      *
+     * @param schema the imported field to convert; only read
      * @throws UnsupportedFeatureException if Arrow Java cannot represent a type of the tree exactly
      */
     public static Field toField(SchemaNode schema) {
@@ -74,6 +75,9 @@ public final class ArrowJavaImport {
      * {@code array} has already been released (closed), whatever the exception, as after every import.
      *
      * @param dictionaries receives the dictionaries; may be {@code null} if the schema has none
+     * @param allocator allocates the Arrow Java buffers of the result; the caller keeps owning it
+     * @param array the imported array; consumed by this call
+     * @return the vector, owned by the caller
      * @throws UnsupportedFeatureException see above, or if {@code array} is device memory or was validated
      *         below DEFAULT
      */
@@ -89,6 +93,11 @@ public final class ArrowJavaImport {
      * copying; the struct's validity must have no nulls and its children become the root's vectors.
      * Ownership and exceptions as in {@link #importFieldVector}: after a throw {@code array} has already
      * been released.
+     *
+     * @param allocator allocates the Arrow Java buffers of the result; the caller keeps owning it
+     * @param array the imported array; consumed by this call
+     * @param dictionaries receives the dictionaries; may be {@code null} if the schema has none
+     * @return the batch, owned by the caller
      */
     public static VectorSchemaRoot importVectorSchemaRoot(BufferAllocator allocator, ImportedArray array,
                                                           DictionaryProvider.MapDictionaryProvider dictionaries) {
