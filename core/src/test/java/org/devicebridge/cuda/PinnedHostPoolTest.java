@@ -81,6 +81,7 @@ class PinnedHostPoolTest {
 
     @Test
     @RequiresCuda
+    @SuppressWarnings("restricted") // ranges made from raw addresses, never accessed
     void containsOnlyLentBlocksAndADoubleFreeIsRefused() {
         try (PinnedHostPool pool = PinnedHostPool.create()) {
             MemorySegment b = pool.allocate(1000);

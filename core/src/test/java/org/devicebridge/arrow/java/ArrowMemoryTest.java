@@ -87,6 +87,7 @@ class ArrowMemoryTest {
     @Test
     void theAllocatorsFactoryIsTheFfmOne() {
         try (ArrowBuf buf = allocator.buffer(128)) {
+            assertEquals(128, buf.capacity());
             assertTrue(ArrowMemory.liveAllocations() > 0);
             assertEquals(liveBefore + 128, ArrowMemory.liveBytes());
         }
