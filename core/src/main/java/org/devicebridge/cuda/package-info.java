@@ -15,6 +15,7 @@
  *       {@link org.devicebridge.cuda.CudaEvent} (pooled, timing disabled).</li>
  *   <li>{@link org.devicebridge.cuda.DeviceBuffer} (cuMemAlloc, stream-ordered pool memory, or wrapped
  *       foreign memory; reference counted), {@link org.devicebridge.cuda.PinnedHostBuffer},
+ *       {@link org.devicebridge.cuda.PinnedHostPool} (pinned blocks by size class, reused),
  *       {@link org.devicebridge.cuda.HostRegistration}.</li>
  *   <li>{@link org.devicebridge.cuda.CudaCopies}: host/device copies, each as a blocking call and as
  *       {@code ...Async(..., stream)}; a {@link org.devicebridge.cuda.DeviceRange} or

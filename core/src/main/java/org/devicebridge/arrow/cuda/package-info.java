@@ -4,7 +4,8 @@
  * streams with a sync event), {@link org.devicebridge.arrow.cuda.CudaArrowImport} (zero-copy import, the
  * consumer's stream waits on the producer's event), {@link org.devicebridge.arrow.cuda.CudaArrowDownload}
  * (device batches into Arrow Java) and {@link org.devicebridge.arrow.cuda.CudaArrowIpc} (Arrow IPC through host
- * copies). Every stream parameter is the consumer's stream, which the caller keeps owning.
+ * copies); {@link org.devicebridge.arrow.cuda.PinnedArrowMemory} is Arrow Java memory in pooled pinned host
+ * memory, which those copies read and write with no staging. Every stream parameter is the consumer's stream, which the caller keeps owning.
  *
  * <p><b>Start here:</b> {@link org.devicebridge.arrow.cuda.CudaArrowUpload#upload(org.apache.arrow.vector.VectorSchemaRoot,
  * org.devicebridge.cuda.HostDeviceTransfer, org.devicebridge.cuda.CudaStream)} with a
