@@ -32,7 +32,7 @@ public interface ArrowAccess {
     /**
      * Runs on {@code array} (host memory, validated at DEFAULT or FULL) the FULL content checks Arrow Java
      * relies on that its import level skipped: every offset, view and list-view bound, union type id and
-     * offset, run end, dictionary index and null count (not UTF-8). Nothing for an array validated at FULL.
+     * offset, run end and dictionary index (not UTF-8). Nothing for an array validated at FULL.
      * The one call, at the start of the Arrow Java bridge's import, before it reads the view. {@code array}
      * stays a live handle owned by the caller, who releases it on a throw.
      *

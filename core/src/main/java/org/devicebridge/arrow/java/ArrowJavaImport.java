@@ -39,7 +39,7 @@ import org.devicebridge.foreign.ArrowAccess;
  * decimal32 and decimal64, sparse unions whose type ids are not Arrow Java's own minor-type numbers,
  * run-end encoded arrays with a non-zero offset. The Arrow Java path needs host memory validated at
  * {@link ValidationLevel#DEFAULT} or {@link ValidationLevel#FULL}. Arrow Java trusts every offset, union type
- * id and offset, run end, dictionary index, view and null count: for an array validated at DEFAULT the
+ * id and offset, run end, dictionary index and view: for an array validated at DEFAULT the
  * import first runs those of FULL's checks (not UTF-8) once, and refuses malformed contents with a
  * {@link org.devicebridge.ValidationException} naming the field, the array released.
  */
