@@ -36,6 +36,7 @@ public interface ArrowAccess {
      * The one call, at the start of the Arrow Java bridge's import, before it reads the view. {@code array}
      * stays a live handle owned by the caller, who releases it on a throw.
      *
+     * @param array the imported array the bridge is about to read
      * @throws org.devicebridge.ValidationException with the category and field path of the first problem
      * @throws org.devicebridge.UnsupportedFeatureException if {@code array} is device memory or was validated
      *         below DEFAULT
