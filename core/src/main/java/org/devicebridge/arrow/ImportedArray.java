@@ -3,6 +3,8 @@ package org.devicebridge.arrow;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.devicebridge.NativeHandle;
+import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.ValidationException;
 import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.foreign.SegmentSource;
 import org.devicebridge.generated.arrow.ArrowArray;
@@ -103,6 +105,28 @@ public final class ImportedArray extends NativeHandle {
      */
     public MemorySegment syncEvent() {
         return MemorySegment.ofAddress(syncEvent);
+    }
+
+    /**
+     * Runs, once, the FULL content checks Arrow Java relies on that this array's level did not run (see
+     * {@link ArrayReader#checkTrusted}): nothing for an array validated at FULL. For the Arrow Java bridge,
+     * before it reads the view. The array stays owned by this handle either way; the caller releases it on
+     * a throw.
+     *
+     * @throws ValidationException if a check fails
+     * @throws UnsupportedFeatureException if the array is device memory or was validated below DEFAULT
+     * @throws org.devicebridge.HandleClosedException if the array was closed
+     */
+    void checkContentsArrowJavaTrusts() {
+        ensureLive();
+        if (level == ValidationLevel.FULL && table.host) {
+            return;
+        }
+        if (!table.host || level != ValidationLevel.DEFAULT) {
+            throw new UnsupportedFeatureException("", "expected host memory validated at DEFAULT or FULL for Arrow"
+                    + " Java but found " + (table.host ? level : "device memory"));
+        }
+        ArrayReader.checkTrusted(table);
     }
 
     /**

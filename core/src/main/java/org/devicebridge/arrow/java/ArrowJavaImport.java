@@ -41,11 +41,10 @@ import org.devicebridge.foreign.ArrowAccess;
  * <p>Types Arrow Java 19 cannot hold exactly raise {@link UnsupportedFeatureException} naming the field:
  * decimal32 and decimal64, sparse unions whose type ids are not Arrow Java's own minor-type numbers,
  * run-end encoded arrays with a non-zero offset. The Arrow Java path needs host memory validated at
- * {@link ValidationLevel#DEFAULT} or {@link ValidationLevel#FULL} (Arrow Java trusts offsets). Use FULL for
- * producers you do not trust: at DEFAULT an inner offset, union offset or list view can still point outside
- * its child, which Arrow Java's bounds-checked buffers report as an {@code IndexOutOfBoundsException} on
- * access (never a wrong value read from outside the buffer, unless bounds checking was disabled with
- * {@code arrow.enable_unsafe_memory_access}).
+ * {@link ValidationLevel#DEFAULT} or {@link ValidationLevel#FULL}. Arrow Java trusts every offset, union type
+ * id and offset, run end, dictionary index and view: for an array validated at DEFAULT the
+ * import first runs those of FULL's checks (not UTF-8) once, and refuses malformed contents with a
+ * {@link org.devicebridge.ValidationException} naming the field, the array released.
  */
 public final class ArrowJavaImport {
     private static final ArrowAccess ARROW = Access.arrow();
@@ -127,6 +126,7 @@ public final class ArrowJavaImport {
             Objects.requireNonNull(allocator, "allocator");
             root = array.root();
             fields = prepare(root, array, dictionaries);
+            ARROW.checkContentsArrowJavaTrusts(array); // what Arrow Java trusts, checked once where the level did not
             if (recordBatch) {
                 requireRecordBatch(root);
             }
