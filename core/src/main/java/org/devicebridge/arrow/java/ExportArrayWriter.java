@@ -66,6 +66,9 @@ final class ExportArrayWriter {
         int variadicTotal;
         ArrowBuf[] retained = new ArrowBuf[64];
         int retainedTotal;
+        /** Buffers this export made (narrowed decimals): the plan's reference, dropped when the export ends. */
+        ArrowBuf[] made = new ArrowBuf[4];
+        int madeTotal;
 
         @Override
         void growNodes(int capacity) {
@@ -83,6 +86,8 @@ final class ExportArrayWriter {
         void reset() {
             super.reset();
             Arrays.fill(retained, 0, retainedTotal, null);
+            Arrays.fill(made, 0, madeTotal, null);
+            madeTotal = 0;
             bufferTotal = 0;
             variadicTotal = 0;
             retainedTotal = 0;
@@ -137,9 +142,19 @@ final class ExportArrayWriter {
         return p;
     }
 
+    /**
+     * Ends an export, written or not: drops the plan's reference to each buffer it made (a written tree holds
+     * its own, taken with the others', and frees them in its release), then forgets the plan.
+     */
     private static void done(Plan p) {
-        p.reset();
-        p.busy = false;
+        try {
+            for (int k = 0; k < p.madeTotal; k++) {
+                p.made[k].getReferenceManager().release();
+            }
+        } finally {
+            p.reset();
+            p.busy = false;
+        }
     }
 
     /** Exports {@code vector} (with its dictionaries) into {@code out}. */
@@ -321,6 +336,10 @@ final class ExportArrayWriter {
                     p.nullCount[node] = v.getNullCount();
                 }
                 validity(p, node, validity);
+                if (type instanceof ArrowType.Decimal && v instanceof BaseFixedWidthVector f
+                        && bits < 8L * f.getTypeWidth() && len > 0) {
+                    data = narrowDecimals(p, node, f, (int) bits, data, validity, len);
+                }
                 required(p, node, data, ceilDiv8(Math.multiplyExact(bits, len)), 1);
                 expectedChildren = 0;
             }
@@ -431,6 +450,48 @@ final class ExportArrayWriter {
         for (int i = 0; i < children.size(); i++) {
             planVector(p, first + i, children.get(i), provider, depth + 1);
         }
+    }
+
+    /**
+     * Arrow Java 19 keeps decimal32/decimal64 in its 16-byte {@code DecimalVector} while the field says 32 or
+     * 64 bits; the C Data Interface wants 4- or 8-byte values. They are narrowed exactly into a buffer this
+     * export makes (from the vector's allocator; the export holds it and frees it in its release), null slots
+     * as 0; a valid value that does not fit is refused.
+     *
+     * @throws ValidationException ({@code CONTENT}) naming the first value that does not fit
+     */
+    private static ArrowBuf narrowDecimals(Plan p, int node, BaseFixedWidthVector v, int bits, ArrowBuf data,
+                                           ArrowBuf validity, long len) {
+        long width = v.getTypeWidth();
+        if (width != 16 || data == null || data.capacity() < Math.multiplyExact(width, len)) {
+            throw new ValidationException(ValidationException.Category.SIZE, p.path(node, "buffers[1]"),
+                    "expected " + len + " decimals of " + width + " bytes (Arrow Java's DecimalVector) but found "
+                            + (data == null ? 0 : data.capacity()) + " bytes");
+        }
+        boolean allValid = validity == null || validity.memoryAddress() == 0 || p.nullCount[node] == 0;
+        ArrowBuf out = v.getAllocator().buffer(Math.multiplyExact(len, bits / 8L));
+        if (p.madeTotal == p.made.length) {
+            p.made = Arrays.copyOf(p.made, p.madeTotal * 2);
+        }
+        p.made[p.madeTotal++] = out; // dropped by done(), whatever happens next
+        for (long i = 0; i < len; i++) {
+            long low = data.getLong(i * 16);
+            long high = data.getLong(i * 16 + 8);
+            boolean valid = allValid || (validity.getByte(i >>> 3) & (1 << (i & 7))) != 0;
+            if (!valid) {
+                low = 0;
+            } else if (high != (low >> 63) || (bits == 32 && low != (int) low)) {
+                throw new ValidationException(ValidationException.Category.CONTENT, p.path(node, "buffers[1]"),
+                        "decimal value at index " + i + " (" + v.getObject((int) i) + ") does not fit in " + bits
+                                + " bits, the width its field declares");
+            }
+            if (bits == 32) {
+                out.setInt(i * 4, (int) low);
+            } else {
+                out.setLong(i * 8, low);
+            }
+        }
+        return out;
     }
 
     /**
