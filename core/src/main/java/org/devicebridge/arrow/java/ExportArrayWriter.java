@@ -10,6 +10,7 @@ import org.apache.arrow.vector.BaseVariableWidthViewVector;
 import org.apache.arrow.vector.ExtensionTypeVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.complex.DenseUnionVector;
 import org.apache.arrow.vector.dictionary.Dictionary;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.types.pojo.ArrowType;
@@ -162,7 +163,7 @@ final class ExportArrayWriter {
         Plan p = plan();
         try {
             p.reserveRoot();
-            planVector(p, 0, vector, provider, 0);
+            planVector(p, 0, vector, vector.getField(), provider, 0);
             write(p, out);
         } finally {
             done(p);
@@ -175,7 +176,8 @@ final class ExportArrayWriter {
         try {
             p.reserveRoot();
             int rows = batch.getRowCount();
-            int n = batch.getSchema().getFields().size(); // as many as vectors (VectorSchemaRoot checks)
+            List<Field> fields = batch.getSchema().getFields(); // the schema exported with it: as many as vectors
+            int n = fields.size();
             p.begin(0);
             p.length[0] = rows;
             p.nullCount[0] = 0;
@@ -188,7 +190,7 @@ final class ExportArrayWriter {
                     throw new ValidationException(ValidationException.Category.LENGTH, p.path(first + i), "vector '"
                             + v.getName() + "' has " + v.getValueCount() + " values but the root has " + rows + " rows");
                 }
-                planVector(p, first + i, v, provider, 1);
+                planVector(p, first + i, v, fields.get(i), provider, 1);
             }
             write(p, out);
         } finally {
@@ -298,14 +300,19 @@ final class ExportArrayWriter {
 
     // ---------------------------------------------------------------- planning
 
-    /** Plans node {@code node} (already reserved) from {@code vector}, then its dictionary and children. */
-    private static void planVector(Plan p, int node, FieldVector vector, DictionaryProvider provider, int depth) {
+    /**
+     * Plans node {@code node} (already reserved) from {@code vector}, then its dictionary and children.
+     * {@code field} is the field the schema exported with the array describes this node with (the vector's own
+     * field, or the root schema's): the array follows it where Arrow Java's vector could be read in another
+     * order (a dense union's field lists its children by type id, its vector by when they were added).
+     */
+    private static void planVector(Plan p, int node, FieldVector vector, Field field, DictionaryProvider provider,
+                                   int depth) {
         if (depth > FieldPath.MAX_DEPTH) {
             throw new ValidationException(ValidationException.Category.DEPTH, p.path(node),
                     "the data nests deeper than " + FieldPath.MAX_DEPTH
                             + " levels (or a dictionary refers back to itself)");
         }
-        Field field = vector.getField();
         FieldVector v = vector;
         while (v instanceof ExtensionTypeVector<?> ext) {
             v = ext.getUnderlyingVector();
@@ -314,7 +321,8 @@ final class ExportArrayWriter {
         long len = v.getValueCount();
         p.length[node] = len;
         p.begin(node);
-        List<FieldVector> children = v.getChildrenFromFields() == null ? List.of() : v.getChildrenFromFields();
+        List<FieldVector> children = v instanceof DenseUnionVector dense ? denseChildren(dense, type, p, node)
+                : v.getChildrenFromFields() == null ? List.of() : v.getChildrenFromFields();
         int expectedChildren;
         switch (type.getTypeID()) {
             case Null -> {
@@ -445,11 +453,32 @@ final class ExportArrayWriter {
         }
         int first = p.reserveDependents(node, children.size(), dictionary != null);
         if (dictionary != null) {
-            planVector(p, first + children.size(), dictionary.getVector(), provider, depth + 1);
+            planVector(p, first + children.size(), dictionary.getVector(), dictionary.getVector().getField(), provider,
+                    depth + 1);
         }
         for (int i = 0; i < children.size(); i++) {
-            planVector(p, first + i, children.get(i), provider, depth + 1);
+            planVector(p, first + i, children.get(i), field.getChildren().get(i), provider, depth + 1);
         }
+    }
+
+    /**
+     * The children of a dense union in the order of the field's type ids (the vector for each id), which is the
+     * order the schema lists them in; the vector's own list is in the order the children were added.
+     */
+    private static List<FieldVector> denseChildren(DenseUnionVector v, ArrowType type, Plan p, int node) {
+        int[] ids = type instanceof ArrowType.Union u ? u.getTypeIds() : null;
+        if (ids == null) {
+            return v.getChildrenFromFields();
+        }
+        List<FieldVector> out = new java.util.ArrayList<>(ids.length);
+        for (int id : ids) {
+            if (!(id >= 0 && id <= Byte.MAX_VALUE && v.getVectorByType((byte) id) instanceof FieldVector c)) {
+                throw new ValidationException(ValidationException.Category.STRUCTURE, p.path(node),
+                        "the field declares type id " + id + " but the dense union vector has no child of that id");
+            }
+            out.add(c);
+        }
+        return out;
     }
 
     /**
