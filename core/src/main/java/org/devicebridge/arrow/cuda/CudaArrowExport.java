@@ -147,7 +147,16 @@ public final class CudaArrowExport {
         }
     }
 
-    /** {@link #exportPinnedHost(VectorSchemaRoot, DictionaryProvider, MemorySegment)} without dictionaries. */
+    /**
+     * {@link #exportPinnedHost(VectorSchemaRoot, DictionaryProvider, MemorySegment)} for a batch without
+     * dictionary-encoded vectors. Ownership as there: after a return the consumer owns the struct and the
+     * caller still owns {@code root}; after a throw {@code outDeviceArray} is untouched and nothing is held.
+     *
+     * @param root the batch; the caller keeps owning it
+     * @param outDeviceArray an {@code ArrowDeviceArray} (a zero-length segment is taken to point at a whole one)
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws ValidationException ({@code DEVICE}) naming the first buffer that is not pinned host memory
+     */
     public static void exportPinnedHost(VectorSchemaRoot root, MemorySegment outDeviceArray) {
         exportPinnedHost(root, null, outDeviceArray);
     }

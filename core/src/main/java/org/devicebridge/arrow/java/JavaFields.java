@@ -14,7 +14,6 @@ import org.apache.arrow.vector.types.pojo.DictionaryEncoding;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
-import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.ArrowDataType;
 import org.devicebridge.arrow.ArrowDataType.TypeId;
 import org.devicebridge.arrow.SchemaNode;
@@ -101,9 +100,8 @@ final class JavaFields {
 
     /**
      * The mapping of {@code schema} with dictionary ids from {@code firstDictionaryId}: this thread's last
-     * one when it was made for this schema or an equal one without dictionaries, else a new one.
-     *
-     * @throws UnsupportedFeatureException if Arrow Java cannot represent a type of the tree exactly
+     * one when it was made for this schema or an equal one without dictionaries, else a new one. Every type
+     * maps (what Arrow Java cannot then hold exactly is refused when the vectors are loaded).
      */
     static Mapping of(SchemaNode schema, long firstDictionaryId) {
         Mapping last = LAST.get();
