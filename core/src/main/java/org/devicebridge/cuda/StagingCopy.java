@@ -131,15 +131,17 @@ final class StagingCopy {
     /**
      * Hands the slices of the pieces added since {@link #clear()} to the pool, unless they are copied on the
      * caller's thread (see the class comment); returns at once. Call {@link #finish()} next.
+     *
+     * @return {@code true} if the pool took them; {@code false} if {@link #finish()} copies them all
      */
-    void start() {
+    boolean start() {
         if (job != null) {
             throw new IllegalStateException("staging copy started twice");
         }
         int slices = slices();
         job = new Job(this, slices, totalBytes());
         if (slices == 1) {
-            return; // the caller copies it in finish()
+            return false; // the caller copies it in finish()
         }
         for (int i = 0; i < slices; i++) {
             try {
@@ -148,6 +150,7 @@ final class StagingCopy {
                 break; // the caller copies the slices nobody took
             }
         }
+        return true;
     }
 
     /** {@code true} if nothing is started, or every slice of the started copy finished; never blocks. */

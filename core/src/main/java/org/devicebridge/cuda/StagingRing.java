@@ -162,7 +162,9 @@ final class StagingRing {
                 for (int k = plan.firstPart(unpacked); k < plan.firstPart(unpacked + 1); k++) {
                     copy.copy(chunks[s], plan.partStage(k), dst[plan.partEntry(k)], plan.partOffset(k), plan.partLength(k));
                 }
-                copy.start();
+                if (!copy.start()) {
+                    copy.finish(); // not for the pool: unpacked now, while the next chunks' copies run
+                }
                 unpacked++;
             }
             for (int c = Math.max(0, n - chunks.length); c < n; c++) {
