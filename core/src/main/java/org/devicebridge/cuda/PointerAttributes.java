@@ -137,6 +137,53 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     }
 
     /**
+     * {@code true} if every byte of {@code segment} lies in page-locked host memory the driver knows
+     * ({@code cuMemHostAlloc}, {@code cuMemHostRegister}, or a pinned pool built on them), so that the copy
+     * engine can read and write it directly; {@code false} for ordinary (pageable) host memory, managed
+     * memory, device memory and empty segments. Both ends of the segment are checked: first against the
+     * ranges of pinned memory this library allocated ({@link PinnedHostBuffer}, no driver call), otherwise
+     * with one {@code cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE)} per end (pageable memory
+     * answers {@code CUDA_ERROR_INVALID_VALUE} at the first one). Nothing is cached: memory registered or
+     * unregistered by someone else is seen as it is now.
+     *
+     * <p>A wrong "pinned" answer could only cost speed, never correctness: the driver copies from and into
+     * pageable memory correctly, synchronously, whatever this method answered.
+     *
+     * @param segment a native host segment; the caller keeps owning it
+     * @return whether the copy engine can reach all of {@code segment} directly
+     * @throws org.devicebridge.InvalidArgumentException for a heap segment
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws CudaException if the driver fails with anything but {@code CUDA_ERROR_INVALID_VALUE}
+     */
+    public static boolean isPageLocked(MemorySegment segment) {
+        CudaCopies.checkHost(segment, "segment");
+        long size = segment.byteSize();
+        if (size == 0) {
+            return false;
+        }
+        long first = segment.address();
+        long last = first + (size - 1);
+        PointerAttributes own = lookup(OWN, first);
+        if (own != null) {
+            return own.memoryType == MemoryType.HOST && own.contains(last);
+        }
+        CudaContext.ensureAnyCurrent();
+        return hostMemoryType(first) && hostMemoryType(last);
+    }
+
+    /** Whether the driver reports {@code CU_MEMORYTYPE_HOST} for one address (one driver call, no allocation). */
+    private static boolean hostMemoryType(long address) {
+        MemorySegment out = CudaContext.outSlot();
+        out.set(JAVA_INT, 0, 0);
+        int r = cuda_driver_h.cuPointerGetAttribute(out, cuda_driver_h.CU_POINTER_ATTRIBUTE_MEMORY_TYPE(), address);
+        if (r == cuda_driver_h.CUDA_ERROR_INVALID_VALUE()) {
+            return false; // not memory the driver knows: pageable
+        }
+        CudaDriver.check("cuPointerGetAttribute", r);
+        return out.get(JAVA_INT, 0) == cuda_driver_h.CU_MEMORYTYPE_HOST();
+    }
+
+    /**
      * Forgets any cached range containing {@code address} (the memory there was freed).
      *
      * @param address any host or device address
