@@ -15,6 +15,7 @@ import org.devicebridge.dlpack.DLPackExchange;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
 import org.devicebridge.foreign.NativeCalls;
+import org.devicebridge.foreign.OutStructs;
 import org.devicebridge.generated.dlpack.DLPackExchangeAPI;
 import org.devicebridge.generated.dlpack.DLPackExchangeAPIHeader;
 import org.devicebridge.generated.dlpack.DLPackVersion;
@@ -51,7 +52,8 @@ public final class PythonExchange {
      */
     public static DLPackExchange of(PyObjectRef tensor) {
         Objects.requireNonNull(tensor, "tensor");
-        try (Gil ignored = Gil.acquire()) {
+        Gil gil = Gil.acquire();
+        try {
             MemorySegment type = Py.getAttr(tensor.borrowAddress(), "__class__");
             try {
                 MemorySegment api = Py.getAttrOrNull(type, "__dlpack_c_exchange_api__");
@@ -70,6 +72,8 @@ public final class PythonExchange {
             } finally {
                 Py.decRef(type);
             }
+        } finally {
+            gil.close();
         }
     }
 
@@ -110,17 +114,18 @@ public final class PythonExchange {
         Objects.requireNonNull(api, "api");
         Objects.requireNonNull(tensor, "tensor");
         Objects.requireNonNull(options, "options");
-        try (Gil ignored = Gil.acquire()) {
-            try {
-                return api.importFromPyObject(tensor.borrowAddress(), options);
-            } catch (DeviceBridgeException e) {
-                if (Py.errorOccurred()) {
-                    PythonException pe = Py.fetchError("managed_tensor_from_py_object_no_sync");
-                    pe.addSuppressed(e);
-                    throw pe;
-                }
-                throw e;
+        Gil gil = Gil.acquire();
+        try {
+            return api.importFromPyObject(tensor.borrowAddress(), options);
+        } catch (DeviceBridgeException e) {
+            if (Py.errorOccurred()) {
+                PythonException pe = Py.fetchError("managed_tensor_from_py_object_no_sync");
+                pe.addSuppressed(e);
+                throw pe;
             }
+            throw e;
+        } finally {
+            gil.close();
         }
     }
 
@@ -131,7 +136,7 @@ public final class PythonExchange {
         static final MemorySegment TABLE = build();
 
         private static MemorySegment build() {
-            MemorySegment base = DLPackExchange.published().address().reinterpret(DLPackExchangeAPI.sizeof());
+            MemorySegment base = OutStructs.sized(DLPackExchange.published().address(), DLPackExchangeAPI.sizeof(), "table");
             MemorySegment t = Arena.global().allocate(DLPackExchangeAPI.layout());
             MemorySegment header = DLPackExchangeAPI.header(t);
             DLPackVersion.major(DLPackExchangeAPIHeader.version(header), DLPack.MAJOR_VERSION);
@@ -177,7 +182,7 @@ public final class PythonExchange {
     @SuppressWarnings("unused")
     private static int fromPyObject(MemorySegment pyObject, MemorySegment out) {
         try {
-            MemorySegment slot = out.reinterpret(ADDRESS.byteSize());
+            MemorySegment slot = OutStructs.sized(out, ADDRESS.byteSize(), "out");
             slot.set(ADDRESS, 0, MemorySegment.NULL);
             slot.set(ADDRESS, 0, PythonExport.exportForExchange(pyObject));
             return 0;
@@ -190,7 +195,7 @@ public final class PythonExchange {
     @SuppressWarnings("unused")
     private static int toPyObject(MemorySegment tensor, MemorySegment out) {
         try {
-            out.reinterpret(ADDRESS.byteSize()).set(ADDRESS, 0, MemorySegment.NULL);
+            OutStructs.sized(out, ADDRESS.byteSize(), "out_py_object").set(ADDRESS, 0, MemorySegment.NULL);
             if (!tensor.equals(MemorySegment.NULL)) {
                 DLPack.importVersioned(tensor, ImportOptions.any()).close(); // stolen: delete it once
             }
