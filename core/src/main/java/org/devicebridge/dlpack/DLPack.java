@@ -176,8 +176,12 @@ public final class DLPack {
      * @return a handle that owns the tensor and calls its deleter exactly once when closed. After a return the
      *         handle owns the tensor; after a throw the deleter has already been called (except for a NULL
      *         pointer, which owns nothing).
-     * @throws ValidationException for any malformed field (category and field path say which)
+     * @throws ValidationException for any malformed field (category and field path say which), or
+     *         {@code DEVICE} where {@code options} asks for {@link ImportOptions.PointerCheck#DRIVER} and the
+     *         driver's pointer attributes contradict the device label
      * @throws UnsupportedFeatureException for a valid tensor this library cannot represent (e.g. lanes != 1)
+     * @throws org.devicebridge.cuda.CudaUnavailableException where {@code DRIVER} is asked for a CUDA-labelled
+     *         tensor and no CUDA driver is loaded (the deleter has run)
      */
     public static ImportedTensor importVersioned(MemorySegment tensor, ImportOptions options) {
         requireNativeAccess();
@@ -372,6 +376,9 @@ public final class DLPack {
             if (first < 0 || end < 0) {
                 throw new ValidationException(Category.SIZE, "dl_tensor.strides",
                         "negative strides reach below address 0");
+            }
+            if (options.pointerCheck() == ImportOptions.PointerCheck.DRIVER) {
+                DLPackCuda.confirmPointer(device, first, g.extent);
             }
         }
         boolean readOnly = (flags & FLAG_READ_ONLY) != 0;

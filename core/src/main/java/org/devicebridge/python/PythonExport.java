@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.OptionalLong;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DeviceType;
 import org.devicebridge.foreign.NativeCalls;
 import org.devicebridge.internal.ExportRegistry;
@@ -171,8 +172,23 @@ public final class PythonExport {
         private ArrowArrayExporter deviceArray;
         private ArrowStreamExporter stream;
         private ArrowStreamExporter deviceStream;
+        private boolean exchangeApi;
 
         private Builder() {}
+
+        /**
+         * Also publishes this library's DLPack C exchange table on the object's type, as
+         * {@code __dlpack_c_exchange_api__} (a capsule named {@code "dlpack_exchange_api"}; see
+         * {@link PythonExchange#publishedTable()}): a consumer that speaks the exchange API takes the tensor
+         * from the {@link #dlpack} exporter without calling {@code __dlpack__}, with no stream
+         * synchronisation (the exporter sees stream -1). Needs {@link #dlpack}.
+         *
+         * @return this builder
+         */
+        public Builder dlpackExchangeApi() {
+            this.exchangeApi = true;
+            return this;
+        }
 
         /**
          * Adds {@code __dlpack__} and {@code __dlpack_device__}, for a tensor on {@code device}.
@@ -275,6 +291,12 @@ public final class PythonExport {
             if (methods.isEmpty()) {
                 throw new DeviceBridgeException("an exporter object needs at least one protocol");
             }
+            if (exchangeApi) {
+                if (dlpack == null) {
+                    throw new DeviceBridgeException("the DLPack exchange API needs a dlpack exporter");
+                }
+                methods.add("__dlpack_c_exchange_api__");
+            }
             PythonRuntime runtime = PythonRuntime.get();
             long token = LIVE.register(new Exporters(dlpack, device, schema, array, deviceArray, stream, deviceStream));
             try (Gil ignored = Gil.ensure()) {
@@ -331,7 +353,7 @@ public final class PythonExport {
                 def _make(token, names):
                     cls = _classes.get(names)
                     if cls is None:
-                        ns = {n: _methods[n] for n in names}
+                        ns = {n: (_exchange_capsule if n == '__dlpack_c_exchange_api__' else _methods[n]) for n in names}
                         ns['__slots__'] = ('_db_token',)
                         ns['__del__'] = _del
                         ns['__repr__'] = lambda self: '<devicebridge export %d: %s>' % (self._db_token, ', '.join(names))
@@ -369,6 +391,7 @@ public final class PythonExport {
                 throw NativeCalls.rethrow("PyCFunction_NewEx", t);
             }
             Py.setItem(ns, "_call", fn);
+            Py.setItem(ns, "_exchange_capsule", PythonExchange.newTableCapsule());
             Py.decRef(Py.run(CODE, PyC.Py_file_input, ns));
         }
 
@@ -430,6 +453,37 @@ public final class PythonExport {
             LOG.log(System.Logger.Level.DEBUG, "devicebridge: export to Python failed", t);
             return fail(PyC.EXC_BUFFER_ERROR, "devicebridge: " + t.getMessage());
         }
+    }
+
+    /**
+     * The tensor of the exporter object {@code pyObject} for the exchange table's
+     * {@code managed_tensor_from_py_object_no_sync}: a {@code DLManagedTensorVersioned*} the caller owns,
+     * exported with no stream synchronisation (stream -1). Requires the GIL.
+     *
+     * @throws DeviceBridgeException if {@code pyObject} is not a live exporter object with a DLPack exporter,
+     *         or the exporter returned NULL
+     */
+    static MemorySegment exportForExchange(MemorySegment pyObject) {
+        MemorySegment token = Py.getAttrOrNull(pyObject, "_db_token");
+        if (token == null) {
+            throw new DeviceBridgeException("expected a devicebridge exporter object but found " + Py.repr(pyObject));
+        }
+        long id;
+        try {
+            id = Py.asLong(token, "_db_token");
+        } finally {
+            Py.decRef(token);
+        }
+        Exporters e = LIVE.get(id);
+        if (e == null || e.dlpack == null) {
+            throw new DeviceBridgeException("this exporter object has no live DLPack exporter");
+        }
+        MemorySegment tensor = e.dlpack.export(new DLPackRequest(OptionalLong.of(-1), DLPack.MAJOR_VERSION,
+                DLPack.MINOR_VERSION));
+        if (tensor == null || tensor.equals(MemorySegment.NULL)) {
+            throw new DeviceBridgeException("the DLPack exporter returned NULL");
+        }
+        return tensor;
     }
 
     private static MemorySegment fail(MemorySegment type, String message) {
