@@ -14,7 +14,7 @@ import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.devicebridge.ValidationException;
 import org.devicebridge.cuda.PointerAttributes;
-import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.internal.ArrowArrayFields;
 import org.devicebridge.internal.FieldPath;
 
 /**
@@ -23,6 +23,9 @@ import org.devicebridge.internal.FieldPath;
  * made itself (narrowed decimals), read from the exported structs walked beside the vectors.
  */
 final class PinnedCheck {
+    /** Every address: the exported structs are this library's own, written a moment ago. */
+    private static final MemorySegment ALL = ArrowArrayFields.BY_ADDRESS;
+
     private PinnedCheck() {}
 
     /**
@@ -35,12 +38,13 @@ final class PinnedCheck {
         int[] device = {-1};
         List<FieldVector> vectors = root.getFieldVectors();
         for (int i = 0; i < vectors.size(); i++) {
-            check(vectors.get(i), provider, child(exported, i), "children[" + i + "]", device, 0);
+            check(vectors.get(i), provider, child(exported.address(), i), "children[" + i + "]", device, 0);
         }
         return Math.max(device[0], 0);
     }
 
-    private static void check(FieldVector vector, DictionaryProvider provider, MemorySegment struct, String path,
+    /** Checks {@code vector}, exported as the {@code ArrowArray} at address {@code struct} (ours: read by address). */
+    private static void check(FieldVector vector, DictionaryProvider provider, long struct, String path,
                               int[] device, int depth) {
         if (depth > FieldPath.MAX_DEPTH) {
             throw new ValidationException(ValidationException.Category.DEPTH, path,
@@ -69,7 +73,7 @@ final class PinnedCheck {
         if (v instanceof DecimalVector && ((ArrowType.Decimal) v.getField().getType()).getBitWidth() < 128
                 && v.getValueCount() > 0) {
             // the export narrowed the values into a buffer of its own
-            long narrowed = ArrowArray.buffers(struct).reinterpret(16).getAtIndex(ValueLayout.JAVA_LONG, 1);
+            long narrowed = ALL.get(ValueLayout.JAVA_LONG, ALL.get(ValueLayout.JAVA_LONG, struct + ArrowArrayFields.BUFFERS) + 8);
             requireHost(narrowed, FieldPath.join(path, "buffers[1]"), device);
         }
         List<FieldVector> children = v.getChildrenFromFields() == null ? List.of() : v.getChildrenFromFields();
@@ -79,15 +83,13 @@ final class PinnedCheck {
         }
         if (vector.getField().getDictionary() != null && provider != null) {
             Dictionary d = provider.lookup(vector.getField().getDictionary().getId());
-            MemorySegment dictionary = ArrowArray.dictionary(struct).reinterpret(ArrowArray.sizeof());
+            long dictionary = ALL.get(ValueLayout.JAVA_LONG, struct + ArrowArrayFields.DICTIONARY);
             check(d.getVector(), provider, dictionary, FieldPath.join(path, "dictionary"), device, depth + 1);
         }
     }
 
-    private static MemorySegment child(MemorySegment struct, int i) {
-        long n = ArrowArray.n_children(struct);
-        return ArrowArray.children(struct).reinterpret(8 * n).getAtIndex(ValueLayout.ADDRESS, i)
-                .reinterpret(ArrowArray.sizeof());
+    private static long child(long struct, int i) {
+        return ALL.get(ValueLayout.JAVA_LONG, ALL.get(ValueLayout.JAVA_LONG, struct + ArrowArrayFields.CHILDREN) + 8L * i);
     }
 
     private static void requireHost(long address, String path, int[] device) {

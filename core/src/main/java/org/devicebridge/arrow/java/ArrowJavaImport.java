@@ -153,7 +153,10 @@ public final class ArrowJavaImport {
         } catch (DeviceBridgeException | Error e) {
             throw e;
         } catch (RuntimeException e) {
-            throw new DeviceBridgeException("Arrow Java could not load the imported array (it was released): " + e, e);
+            // every layout the import accepts loads; an exception here is a bug of this bridge, reported as
+            // such, with the array released (never left consumed and unreleased)
+            throw new DeviceBridgeException("internal error: Arrow Java could not load the imported array"
+                    + " (it was released): " + e, e);
         } finally {
             loader.finish(failed);
         }
