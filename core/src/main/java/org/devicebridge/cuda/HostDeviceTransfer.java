@@ -73,6 +73,8 @@ public final class HostDeviceTransfer extends NativeHandle {
         public static final long DEFAULT_CHUNK_BYTES = 8L << 20;
 
         /**
+         * Checks the sizes and the thread count.
+         *
          * @throws InvalidArgumentException if {@code chunkBytes} is not a positive multiple of {@value #ALIGNMENT},
          *     {@code stagingBytes} holds fewer than two chunks, or {@code threads} is below 1
          */
@@ -157,6 +159,8 @@ public final class HostDeviceTransfer extends NativeHandle {
      */
     public record Upload(DeviceBuffer buffer, long[] offsets, long[] sizes) implements AutoCloseable {
         /**
+         * Copies the arrays.
+         *
          * @throws NullPointerException if an argument is null
          */
         public Upload {
@@ -248,7 +252,6 @@ public final class HostDeviceTransfer extends NativeHandle {
      *
      * @param device the device ordinal
      * @param stagingBytes at least {@code 2 * ALIGNMENT}
-     * @param device the CUDA device ordinal
      * @return a transfer object the caller owns and closes
      * @throws InvalidArgumentException if {@code stagingBytes} is too small
      * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
