@@ -34,7 +34,7 @@ public final class CudaCopies {
     /**
      * Copies all of {@code src} into {@code dst} at {@code dstOffset}; returns when the copy is done.
      *
-     * @param src the source memory
+     * @param src the host memory to copy (the caller keeps owning it)
      * @param dst the destination device buffer; the caller keeps owning it
      * @param dstOffset the byte offset in {@code dst}
      */
@@ -54,7 +54,7 @@ public final class CudaCopies {
     /**
      * Queues a copy of all of {@code src} into {@code dst} at {@code dstOffset} on {@code stream}.
      *
-     * @param src the source memory
+     * @param src the host memory to copy (the caller keeps owning it)
      * @param dst the destination device buffer; the caller keeps owning it
      * @param dstOffset the byte offset in {@code dst}
      * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
@@ -78,7 +78,7 @@ public final class CudaCopies {
      *
      * @param src the source device buffer; the caller keeps owning it
      * @param srcOffset the byte offset in {@code src}
-     * @param dst the destination memory
+     * @param dst the host memory to copy into (the caller keeps owning it)
      */
     public static void deviceToHost(DeviceBuffer src, long srcOffset, MemorySegment dst) {
         Objects.requireNonNull(src, "src");
@@ -98,7 +98,7 @@ public final class CudaCopies {
      *
      * @param src the source device buffer; the caller keeps owning it
      * @param srcOffset the byte offset in {@code src}
-     * @param dst the destination memory
+     * @param dst the host memory to copy into (the caller keeps owning it)
      * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
      */
     public static void deviceToHostAsync(DeviceBuffer src, long srcOffset, MemorySegment dst, CudaStream stream) {
