@@ -36,7 +36,7 @@ public final class CudaCopies {
     /**
      * Copies all of {@code src} into {@code dst} at {@code dstOffset}; returns when the copy is done.
      *
-     * @param src the source memory
+     * @param src the host memory to copy (the caller keeps owning it)
      * @param dst the destination device buffer; the caller keeps owning it
      * @param dstOffset the byte offset in {@code dst}
      */
@@ -57,7 +57,7 @@ public final class CudaCopies {
     /**
      * Queues a copy of all of {@code src} into {@code dst} at {@code dstOffset} on {@code stream}.
      *
-     * @param src the source memory
+     * @param src the host memory to copy (the caller keeps owning it)
      * @param dst the destination device buffer; the caller keeps owning it
      * @param dstOffset the byte offset in {@code dst}
      * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
@@ -82,7 +82,7 @@ public final class CudaCopies {
      *
      * @param src the source device buffer; the caller keeps owning it
      * @param srcOffset the byte offset in {@code src}
-     * @param dst the destination memory
+     * @param dst the host memory to copy into (the caller keeps owning it)
      */
     public static void deviceToHost(DeviceBuffer src, long srcOffset, MemorySegment dst) {
         requireNativeAccess();
@@ -103,7 +103,7 @@ public final class CudaCopies {
      *
      * @param src the source device buffer; the caller keeps owning it
      * @param srcOffset the byte offset in {@code src}
-     * @param dst the destination memory
+     * @param dst the host memory to copy into (the caller keeps owning it)
      * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
      */
     public static void deviceToHostAsync(DeviceBuffer src, long srcOffset, MemorySegment dst, CudaStream stream) {
