@@ -71,6 +71,8 @@ public final class HostDeviceTransfer extends NativeHandle {
         public static final long DEFAULT_CHUNK_BYTES = 8L << 20;
 
         /**
+         * Checks the options.
+         *
          * @throws InvalidArgumentException if {@code chunkBytes} is not a positive multiple of {@value #ALIGNMENT},
          *     {@code stagingBytes} holds fewer than two chunks, or {@code threads} is below 1
          */
@@ -155,6 +157,8 @@ public final class HostDeviceTransfer extends NativeHandle {
      */
     public record Upload(DeviceBuffer buffer, long[] offsets, long[] sizes) implements AutoCloseable {
         /**
+         * Copies the arrays in.
+         *
          * @throws NullPointerException if an argument is null
          */
         public Upload {
@@ -163,11 +167,21 @@ public final class HostDeviceTransfer extends NativeHandle {
             sizes = sizes.clone();
         }
 
+        /**
+         * Where each buffer starts in {@link #buffer()}.
+         *
+         * @return a copy of the offsets
+         */
         @Override
         public long[] offsets() {
             return offsets.clone();
         }
 
+        /**
+         * The size of each buffer.
+         *
+         * @return a copy of the sizes
+         */
         @Override
         public long[] sizes() {
             return sizes.clone();

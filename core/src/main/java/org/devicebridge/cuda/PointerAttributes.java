@@ -51,7 +51,12 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     private static final ConcurrentSkipListMap<Long, PointerAttributes> OWN = new ConcurrentSkipListMap<>();
     private static final ConcurrentSkipListMap<Long, PointerAttributes> FOREIGN = new ConcurrentSkipListMap<>();
 
-    /** {@code true} if {@code address} lies in {@code [rangeStart, rangeStart + rangeSize)}. */
+    /**
+     * {@code true} if {@code address} lies in {@code [rangeStart, rangeStart + rangeSize)}.
+     *
+     * @param address an address
+     * @return whether the range holds it
+     */
     public boolean contains(long address) {
         return rangeSize > 0 && address - rangeStart >= 0 && address - rangeStart < rangeSize;
     }
@@ -59,6 +64,8 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     /**
      * The attributes of {@code address}, from the cache where possible (see the class comment).
      *
+     * @param address a host or device address
+     * @return its attributes
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if the driver fails
      */
@@ -85,6 +92,8 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     /**
      * Asks the driver, bypassing and not filling the cache.
      *
+     * @param address a host or device address
+     * @return its attributes
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if the driver fails
      */
@@ -171,7 +180,11 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
         return out.get(JAVA_INT, 0) == cuda_driver_h.CU_MEMORYTYPE_HOST();
     }
 
-    /** Forgets any cached range containing {@code address} (the memory there was freed). */
+    /**
+     * Forgets any cached range containing {@code address} (the memory there was freed).
+     *
+     * @param address an address of the freed memory
+     */
     public static void invalidate(long address) {
         Map.Entry<Long, PointerAttributes> e = FOREIGN.floorEntry(address);
         if (e != null && e.getValue().contains(address)) {
