@@ -73,7 +73,7 @@ public final class HostDeviceTransfer extends NativeHandle {
         public static final long DEFAULT_CHUNK_BYTES = 8L << 20;
 
         /**
-         * Checks the sizes and the thread count.
+         * Checks the options.
          *
          * @throws InvalidArgumentException if {@code chunkBytes} is not a positive multiple of {@value #ALIGNMENT},
          *     {@code stagingBytes} holds fewer than two chunks, or {@code threads} is below 1
@@ -159,7 +159,7 @@ public final class HostDeviceTransfer extends NativeHandle {
      */
     public record Upload(DeviceBuffer buffer, long[] offsets, long[] sizes) implements AutoCloseable {
         /**
-         * Copies the arrays.
+         * Copies the arrays in.
          *
          * @throws NullPointerException if an argument is null
          */
@@ -169,13 +169,21 @@ public final class HostDeviceTransfer extends NativeHandle {
             sizes = sizes.clone();
         }
 
-        /** {@return a copy of the buffer offsets} */
+        /**
+         * Where each buffer starts in {@link #buffer()}.
+         *
+         * @return a copy of the offsets
+         */
         @Override
         public long[] offsets() {
             return offsets.clone();
         }
 
-        /** {@return a copy of the buffer sizes} */
+        /**
+         * The size of each buffer.
+         *
+         * @return a copy of the sizes
+         */
         @Override
         public long[] sizes() {
             return sizes.clone();

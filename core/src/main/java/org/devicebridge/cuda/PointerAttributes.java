@@ -55,9 +55,10 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     private static final ConcurrentSkipListMap<Long, PointerAttributes> FOREIGN = new ConcurrentSkipListMap<>();
 
     /**
-     * {@return {@code true} if {@code address} lies in {@code [rangeStart, rangeStart + rangeSize)}}
+     * {@code true} if {@code address} lies in {@code [rangeStart, rangeStart + rangeSize)}.
      *
-     * @param address any host or device address
+     * @param address an address
+     * @return whether the range holds it
      */
     public boolean contains(long address) {
         return rangeSize > 0 && address - rangeStart >= 0 && address - rangeStart < rangeSize;
@@ -66,7 +67,8 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     /**
      * {@return the attributes of {@code address}, from the cache where possible (see the class comment)}
      *
-     * @param address any host or device address
+     * @param address a host or device address
+     * @return its attributes
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if the driver fails
      */
@@ -94,8 +96,8 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     /**
      * Asks the driver, bypassing and not filling the cache.
      *
-     * @param address any address: device, pinned host, managed or pageable host memory
-     * @return the driver's answer
+     * @param address a host or device address
+     * @return its attributes
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if the driver fails
      */
@@ -186,7 +188,7 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     /**
      * Forgets any cached range containing {@code address} (the memory there was freed).
      *
-     * @param address any host or device address
+     * @param address an address of the freed memory
      */
     public static void invalidate(long address) {
         requireNativeAccess();
