@@ -68,7 +68,6 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
      * {@return the attributes of {@code address}, from the cache where possible (see the class comment)}
      *
      * @param address a host or device address
-     * @return its attributes
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if the driver fails
      */
