@@ -49,9 +49,13 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        CudaContext.makeCurrent(dst.device());
-        CudaDriver.check("cuMemcpyHtoD_v2", cuda_driver_h.cuMemcpyHtoD_v2(d, src, bytes));
-        syncLegacyStream();
+        long saved = CudaContext.enter(dst.device());
+        try {
+            CudaDriver.check("cuMemcpyHtoD_v2", cuda_driver_h.cuMemcpyHtoD_v2(d, src, bytes));
+            syncLegacyStream();
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /**
@@ -73,8 +77,12 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        CudaContext.makeCurrent(stream.device());
-        CudaDriver.check("cuMemcpyHtoDAsync_v2", cuda_driver_h.cuMemcpyHtoDAsync_v2(d, src, bytes, s));
+        long saved = CudaContext.enter(stream.device());
+        try {
+            CudaDriver.check("cuMemcpyHtoDAsync_v2", cuda_driver_h.cuMemcpyHtoDAsync_v2(d, src, bytes, s));
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /**
@@ -94,8 +102,12 @@ public final class CudaCopies {
             return;
         }
         checkWritable(dst);
-        CudaContext.makeCurrent(src.device());
-        CudaDriver.check("cuMemcpyDtoH_v2", cuda_driver_h.cuMemcpyDtoH_v2(dst, s, bytes));
+        long saved = CudaContext.enter(src.device());
+        try {
+            CudaDriver.check("cuMemcpyDtoH_v2", cuda_driver_h.cuMemcpyDtoH_v2(dst, s, bytes));
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /**
@@ -118,8 +130,12 @@ public final class CudaCopies {
             return;
         }
         checkWritable(dst);
-        CudaContext.makeCurrent(stream.device());
-        CudaDriver.check("cuMemcpyDtoHAsync_v2", cuda_driver_h.cuMemcpyDtoHAsync_v2(dst, s, bytes, st));
+        long saved = CudaContext.enter(stream.device());
+        try {
+            CudaDriver.check("cuMemcpyDtoHAsync_v2", cuda_driver_h.cuMemcpyDtoHAsync_v2(dst, s, bytes, st));
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /**
@@ -140,9 +156,13 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        CudaContext.makeCurrent(dst.device());
-        CudaDriver.check("cuMemcpyDtoD_v2", cuda_driver_h.cuMemcpyDtoD_v2(d, s, bytes));
-        syncLegacyStream();
+        long saved = CudaContext.enter(dst.device());
+        try {
+            CudaDriver.check("cuMemcpyDtoD_v2", cuda_driver_h.cuMemcpyDtoD_v2(d, s, bytes));
+            syncLegacyStream();
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /**
@@ -165,8 +185,12 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        CudaContext.makeCurrent(stream.device());
-        CudaDriver.check("cuMemcpyDtoDAsync_v2", cuda_driver_h.cuMemcpyDtoDAsync_v2(d, s, bytes, st));
+        long saved = CudaContext.enter(stream.device());
+        try {
+            CudaDriver.check("cuMemcpyDtoDAsync_v2", cuda_driver_h.cuMemcpyDtoDAsync_v2(d, s, bytes, st));
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /**
@@ -183,9 +207,13 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        CudaContext.makeCurrent(dst.buffer().device());
-        CudaDriver.check("cuMemsetD8_v2", cuda_driver_h.cuMemsetD8_v2(d, value, bytes));
-        syncLegacyStream();
+        long saved = CudaContext.enter(dst.buffer().device());
+        try {
+            CudaDriver.check("cuMemsetD8_v2", cuda_driver_h.cuMemsetD8_v2(d, value, bytes));
+            syncLegacyStream();
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /**
@@ -205,8 +233,12 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        CudaContext.makeCurrent(stream.device());
-        CudaDriver.check("cuMemsetD8Async", cuda_driver_h.cuMemsetD8Async(d, value, bytes, st));
+        long saved = CudaContext.enter(stream.device());
+        try {
+            CudaDriver.check("cuMemsetD8Async", cuda_driver_h.cuMemsetD8Async(d, value, bytes, st));
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /** Waits for the legacy default stream, where the synchronous driver calls queue their work. */

@@ -349,17 +349,18 @@ public final class HostDeviceTransfer extends NativeHandle {
     public Upload upload(List<MemorySegment> buffers, CudaStream stream) {
         synchronized (lock) {
             ensureLive();
-            StreamTransferOps ops = ops(stream);
-            Batch b = uploadLocked(buffers, stream, ops);
-            if (b.direct) {
-                try {
-                    ops.await(TransferOps.BATCH);
-                } catch (RuntimeException | Error e) {
-                    b.upload.close();
-                    throw e;
+            try (StreamTransferOps ops = ops(stream)) {
+                Batch b = uploadLocked(buffers, stream, ops);
+                if (b.direct) {
+                    try {
+                        ops.await(TransferOps.BATCH);
+                    } catch (RuntimeException | Error e) {
+                        b.upload.close();
+                        throw e;
+                    }
                 }
+                return b.upload;
             }
-            return b.upload;
         }
     }
 
@@ -381,7 +382,9 @@ public final class HostDeviceTransfer extends NativeHandle {
     public Upload uploadAsync(List<MemorySegment> buffers, CudaStream stream) {
         synchronized (lock) {
             ensureLive();
-            return uploadLocked(buffers, stream, ops(stream)).upload;
+            try (StreamTransferOps ops = ops(stream)) {
+                return uploadLocked(buffers, stream, ops).upload;
+            }
         }
     }
 
@@ -529,7 +532,9 @@ public final class HostDeviceTransfer extends NativeHandle {
             direct[i] = PointerAttributes.isPageLocked(dst[i]);
         }
         stats.batch();
-        BatchTransfer.download(ring, addresses, groups, dst, sizes, direct, ops(stream), stats);
+        try (StreamTransferOps ops = ops(stream)) {
+            BatchTransfer.download(ring, addresses, groups, dst, sizes, direct, ops, stats);
+        }
     }
 
     private StreamTransferOps ops(CudaStream stream) {
