@@ -360,17 +360,18 @@ public final class HostDeviceTransfer extends NativeHandle {
     public Upload upload(List<MemorySegment> buffers, CudaStream stream) {
         synchronized (lock) {
             ensureLive();
-            StreamTransferOps ops = ops(stream);
-            Batch b = uploadLocked(buffers, stream, ops);
-            if (b.direct) {
-                try {
-                    ops.await(TransferOps.BATCH);
-                } catch (RuntimeException | Error e) {
-                    b.upload.close();
-                    throw e;
+            try (StreamTransferOps ops = ops(stream)) {
+                Batch b = uploadLocked(buffers, stream, ops);
+                if (b.direct) {
+                    try {
+                        ops.await(TransferOps.BATCH);
+                    } catch (RuntimeException | Error e) {
+                        b.upload.close();
+                        throw e;
+                    }
                 }
+                return b.upload;
             }
-            return b.upload;
         }
     }
 
@@ -392,7 +393,9 @@ public final class HostDeviceTransfer extends NativeHandle {
     public Upload uploadAsync(List<MemorySegment> buffers, CudaStream stream) {
         synchronized (lock) {
             ensureLive();
-            return uploadLocked(buffers, stream, ops(stream)).upload;
+            try (StreamTransferOps ops = ops(stream)) {
+                return uploadLocked(buffers, stream, ops).upload;
+            }
         }
     }
 
@@ -540,7 +543,9 @@ public final class HostDeviceTransfer extends NativeHandle {
             direct[i] = PointerAttributes.isPageLocked(dst[i]);
         }
         stats.batch();
-        BatchTransfer.download(ring, addresses, groups, dst, sizes, direct, ops(stream), stats);
+        try (StreamTransferOps ops = ops(stream)) {
+            BatchTransfer.download(ring, addresses, groups, dst, sizes, direct, ops, stats);
+        }
     }
 
     private StreamTransferOps ops(CudaStream stream) {

@@ -102,7 +102,7 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
      */
     public static PointerAttributes query(long address) {
         requireNativeAccess();
-        CudaContext.ensureAnyCurrent();
+        CudaDriver.require();
         int[] kinds = {
             cuda_driver_h.CU_POINTER_ATTRIBUTE_MEMORY_TYPE(),
             cuda_driver_h.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL(),
@@ -110,6 +110,7 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
             cuda_driver_h.CU_POINTER_ATTRIBUTE_RANGE_SIZE(),
             cuda_driver_h.CU_POINTER_ATTRIBUTE_IS_MANAGED(),
         };
+        long saved = CudaContext.enterAny();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment attributes = arena.allocateFrom(JAVA_INT, kinds);
             // One zeroed 8-byte slot per attribute: the widest value (CUdeviceptr, size_t) fits, and the
@@ -134,6 +135,8 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
             int ordinal = memoryType == MemoryType.UNREGISTERED_HOST ? -1 : values.get(JAVA_INT, 8);
             return new PointerAttributes(memoryType, ordinal, values.get(JAVA_LONG, 16), values.get(JAVA_LONG, 24),
                     values.get(JAVA_BYTE, 32) != 0);
+        } finally {
+            CudaContext.exit(saved);
         }
     }
 
@@ -168,8 +171,12 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
         if (own != null) {
             return own.memoryType == MemoryType.HOST && own.contains(last);
         }
-        CudaContext.ensureAnyCurrent();
-        return hostMemoryType(first) && hostMemoryType(last);
+        long saved = CudaContext.enterAny();
+        try {
+            return hostMemoryType(first) && hostMemoryType(last);
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /** Whether the driver reports {@code CU_MEMORYTYPE_HOST} for one address (one driver call, no allocation). */
