@@ -6,6 +6,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.arrow.cuda.CudaArrowDownload;
 import org.devicebridge.arrow.cuda.CudaArrowUpload;
@@ -60,7 +61,7 @@ public class B6BatchBenchmark {
     private MemorySegment rawStream;
     private HostDeviceTransfer transfer;
     private BufferAllocator pageable;
-    private PinnedTestAllocation pinnedMemory;
+    private PinnedArrowMemory pinnedMemory;
     private BufferAllocator pinned;
     private VectorSchemaRoot pageableRoot;
     private VectorSchemaRoot pinnedRoot;
@@ -80,8 +81,8 @@ public class B6BatchBenchmark {
         rawStream = GpuSupport.handle(stream.address());
         transfer = HostDeviceTransfer.create(0, HostDeviceTransfer.Options.defaults().withChunkBytes(chunkBytes));
         pageable = new RootAllocator();
-        pinnedMemory = new PinnedTestAllocation();
-        pinned = pinnedMemory.newAllocator();
+        pinnedMemory = PinnedArrowMemory.create();
+        pinned = pinnedMemory.newRootAllocator();
         pageableRoot = Batches.selfCheckSample(pageable, ROWS);
         pinnedRoot = Batches.selfCheckSample(pinned, ROWS);
         long before = CudaCounters.snapshot().deviceBytesOutstanding();

@@ -1,5 +1,6 @@
 package org.devicebridge.bench;
 
+import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.cuda.Cuda;
 
 import java.lang.foreign.MemorySegment;
@@ -88,7 +89,7 @@ public class B6CopyBenchmark {
     private List<MemorySegment> arrowList;
     private HostDeviceTransfer transfer;
     private final long[] zeroOffset = {0};
-    private PinnedTestAllocation pinnedMemory;
+    private PinnedArrowMemory pinnedMemory;
     private BufferAllocator pinnedAllocator;
     private VectorSchemaRoot pinnedRoot;
     private CudaArrowBatch deviceRoot;
@@ -114,8 +115,8 @@ public class B6CopyBenchmark {
                 .withChunkBytes(chunkBytes);
         transfer = HostDeviceTransfer.create(0, threads > 0 ? options.withThreads(threads) : options);
         CudaCopies.hostToDevice(pinned.segment(), device, 0);
-        pinnedMemory = new PinnedTestAllocation();
-        pinnedAllocator = pinnedMemory.newAllocator();
+        pinnedMemory = PinnedArrowMemory.create();
+        pinnedAllocator = pinnedMemory.newRootAllocator();
         pinnedRoot = Batches.int64Root(pinnedAllocator, 1, Math.toIntExact(bytes / 8));
         long before = CudaCounters.snapshot().deviceBytesOutstanding();
         deviceRoot = CudaArrowUpload.upload(arrow, transfer, stream);

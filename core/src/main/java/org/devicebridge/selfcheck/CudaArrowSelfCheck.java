@@ -15,6 +15,7 @@ import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.ListVector;
 import org.apache.arrow.vector.complex.impl.UnionListWriter;
+import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.ArrowDeviceType;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
@@ -39,8 +40,7 @@ import org.devicebridge.internal.CudaCounters;
  * from one in pinned memory; then prints the upload and download bandwidth of each (the whole call: buffers
  * gathered, copies queued, synchronised) next to a raw {@code cuMemcpyHtoDAsync} / {@code cuMemcpyDtoHAsync}
  * of the same number of bytes from pinned memory, measured in the same run. Without a device it reports
- * "skipped: reason". The pinned root comes from {@link PinnedTestAllocation} until the pinned allocation
- * manager of issue 14 lands.
+ * "skipped: reason". The pinned root comes from {@link org.devicebridge.arrow.cuda.PinnedArrowMemory}.
  */
 final class CudaArrowSelfCheck implements SelfCheckSection {
     private static final int ROWS = 1 << 20;
@@ -64,9 +64,9 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
         int device = 0;
         report.line("device", Cuda.device(device).toString());
         long deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
-        try (PinnedTestAllocation pinnedMemory = new PinnedTestAllocation();
+        try (PinnedArrowMemory pinnedMemory = PinnedArrowMemory.create();
              BufferAllocator pageable = new RootAllocator();
-             BufferAllocator pinned = pinnedMemory.newAllocator();
+             BufferAllocator pinned = pinnedMemory.newRootAllocator();
              VectorSchemaRoot table = sample(pageable);
              VectorSchemaRoot pinnedTable = sample(pinned);
              CudaStream stream = CudaStream.create(device, StreamKind.NON_BLOCKING);

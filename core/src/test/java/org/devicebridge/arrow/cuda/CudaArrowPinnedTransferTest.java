@@ -24,7 +24,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 /**
  * Arrow Java roots in pinned host memory go to the device and back with no staging copy and one host wait
  * per batch; roots in pageable memory go through the staging ring; the values survive either way. The
- * pinned roots come from {@link PinnedTestAllocation} until the pinned allocation manager of issue 14 lands.
+ * pinned roots come from {@link PinnedArrowMemory}, the pinned allocation manager.
  */
 @RequiresCuda
 class CudaArrowPinnedTransferTest {
@@ -32,7 +32,7 @@ class CudaArrowPinnedTransferTest {
     private static final int ROWS = 50_000;
 
     private BufferAllocator pageable;
-    private PinnedTestAllocation pinnedMemory;
+    private PinnedArrowMemory pinnedMemory;
     private BufferAllocator pinned;
     private ExportTestSupport.Baseline baseline;
     private long deviceBytesBefore;
@@ -44,8 +44,8 @@ class CudaArrowPinnedTransferTest {
     void setUp() {
         baseline = new ExportTestSupport.Baseline();
         pageable = ExportTestSupport.allocator();
-        pinnedMemory = new PinnedTestAllocation();
-        pinned = pinnedMemory.newAllocator();
+        pinnedMemory = PinnedArrowMemory.create();
+        pinned = pinnedMemory.newRootAllocator();
         downloadsBefore = DownloadedBuffers.LIVE.get();
         stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
         transfer = HostDeviceTransfer.create(DEVICE, HostDeviceTransfer.Options.defaults()
@@ -90,7 +90,7 @@ class CudaArrowPinnedTransferTest {
                     assertEquals(s1.stagedBytes(), s2.stagedBytes(), "nothing staged on the way down");
                     assertEquals(s1.directCopies() + 1, s2.directCopies(), "the packed batch comes back in one copy");
                     assertEquals(s1.hostWaits() + 1, s2.hostWaits(), "one host wait for the download");
-                    assertEquals(root.contentToTSVString(), down.contentToTSVString());
+                    assertSameValues(root, down);
                 } finally {
                     ExportTestSupport.closeDictionaries(back);
                 }
@@ -115,7 +115,7 @@ class CudaArrowPinnedTransferTest {
                 try (VectorSchemaRoot down = CudaArrowDownload.download(batch, pageable, transfer, stream)) {
                     HostDeviceTransfer.Statistics s2 = transfer.statistics();
                     assertEquals(s1.directCopies(), s2.directCopies(), "a pageable block is staged");
-                    assertEquals(root.contentToTSVString(), down.contentToTSVString());
+                    assertSameValues(root, down);
                 }
             }
         } finally {
@@ -137,11 +137,22 @@ class CudaArrowPinnedTransferTest {
                 done.record(stream);
                 done.synchronize();
                 try (VectorSchemaRoot down = CudaArrowDownload.download(batch, pageable, transfer, stream)) {
-                    assertEquals(root.contentToTSVString(), down.contentToTSVString());
+                    assertSameValues(root, down);
                 }
             }
         } finally {
             ExportTestSupport.closeDictionaries(dictionaries);
+        }
+    }
+
+    /** Value equality vector by vector (the TSV form prints binary values as array identities). */
+    private static void assertSameValues(VectorSchemaRoot expected, VectorSchemaRoot actual) {
+        assertEquals(expected.getRowCount(), actual.getRowCount(), "rows");
+        for (int i = 0; i < expected.getFieldVectors().size(); i++) {
+            FieldVector e = expected.getVector(i);
+            FieldVector a = actual.getVector(i);
+            assertTrue(org.apache.arrow.vector.compare.VectorEqualsVisitor.vectorEquals(e, a),
+                    () -> e.getName() + ": " + e + " vs " + a);
         }
     }
 }
