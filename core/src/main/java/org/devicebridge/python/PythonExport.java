@@ -16,6 +16,7 @@ import java.util.OptionalLong;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DeviceType;
+import org.devicebridge.dlpack.TensorSpec;
 import org.devicebridge.foreign.NativeCalls;
 import org.devicebridge.internal.ExportRegistry;
 import org.devicebridge.internal.Native;
@@ -173,8 +174,93 @@ public final class PythonExport {
         private ArrowStreamExporter stream;
         private ArrowStreamExporter deviceStream;
         private boolean exchangeApi;
+        private ArrayInterfaces.Described hostInterface;
+        private ArrayInterfaces.Described cudaInterface;
+        private TensorSpec hostMask;
+        private TensorSpec cudaMask;
+        private TensorSpec mask;
+        private AutoCloseable owner;
 
         private Builder() {}
+
+        /**
+         * Adds the {@code __array_interface__} attribute (version 3) for host-accessible memory: NumPy's
+         * {@code numpy.asarray(obj)} (and every consumer of the interface) then views {@code spec}'s memory
+         * zero-copy, read-only where the spec is ({@link org.devicebridge.dlpack.TensorFlag#READ_ONLY} or a
+         * read-only segment). The consumer keeps the object alive while it uses the memory: keep the memory
+         * alive until the object is collected ({@link #keepAlive}). Its dictionary is computed when this is
+         * called (the spec's checks run now) and handed out afresh on each access.
+         *
+         * @param spec the array (borrowed); compact row-major specs export {@code strides: None}
+         * @return this builder
+         * @throws org.devicebridge.UnsupportedFeatureException for memory on a device the CPU cannot read, a
+         *         dtype with no typestr (bfloat16, float8, sub-byte), or a spec with a consumer stream
+         * @throws org.devicebridge.ValidationException if the array reaches outside {@code spec.data()}
+         */
+        public Builder arrayInterface(TensorSpec spec) {
+            this.hostInterface = ArrayInterfaces.describe(spec, false, null, "spec");
+            this.hostMask = mask;
+            return this;
+        }
+
+        /**
+         * Adds the {@code __cuda_array_interface__} attribute (version 3) for data that is ready: its
+         * {@code stream} is None (no consumer synchronisation needed). As {@link #arrayInterface} otherwise.
+         *
+         * @param spec the array on a CUDA device, pinned host or managed memory (borrowed)
+         * @return this builder
+         * @throws org.devicebridge.UnsupportedFeatureException as {@link #arrayInterface}, for memory the GPU
+         *         cannot reach
+         */
+        public Builder cudaArrayInterface(TensorSpec spec) {
+            this.cudaInterface = ArrayInterfaces.describe(spec, true, null, "spec");
+            this.cudaMask = mask;
+            return this;
+        }
+
+        /**
+         * Adds the {@code __cuda_array_interface__} attribute (version 3) for data produced on
+         * {@code producerStream}: its {@code stream} entry is that stream (NULL, the legacy default stream, is
+         * exported as 1), and the consumer makes its own stream wait on it before using the data, as the
+         * protocol requires. The caller keeps owning the stream and must keep it alive as long as the object.
+         *
+         * @param spec the array on a CUDA device, pinned host or managed memory (borrowed)
+         * @param producerStream the {@code CUstream} the data is written on (borrowed)
+         * @return this builder
+         * @throws org.devicebridge.UnsupportedFeatureException as {@link #cudaArrayInterface(TensorSpec)}
+         */
+        public Builder cudaArrayInterface(TensorSpec spec, MemorySegment producerStream) {
+            Objects.requireNonNull(producerStream, "producerStream");
+            this.cudaInterface = ArrayInterfaces.describe(spec, true, producerStream, "spec");
+            this.cudaMask = mask;
+            return this;
+        }
+
+        /**
+         * Gives the array interfaces added after this call a {@code mask} entry: an object exposing the same
+         * interface for {@code mask} (bool or integer elements, non-zero = valid, broadcastable to the array's
+         * shape). NumPy ignores masks; CuPy and Numba refuse them, so set one only for consumers that read it.
+         *
+         * @param mask the mask (borrowed: keep it alive as the array)
+         * @return this builder
+         */
+        public Builder interfaceMask(TensorSpec mask) {
+            this.mask = Objects.requireNonNull(mask, "mask");
+            return this;
+        }
+
+        /**
+         * Hands {@code owner} to the Python object: it is closed when Python collects the object (after the
+         * last consumer view of the array interfaces' memory is gone, since such views keep the object alive).
+         * After {@link #build()} returns the object owns it; if {@code build()} throws the caller still does.
+         *
+         * @param owner what keeps the exported memory alive (an arena, a buffer, a handle)
+         * @return this builder
+         */
+        public Builder keepAlive(AutoCloseable owner) {
+            this.owner = Objects.requireNonNull(owner, "owner");
+            return this;
+        }
 
         /**
          * Also publishes this library's DLPack C exchange table on the object's type, as
@@ -288,6 +374,12 @@ public final class PythonExport {
             if (deviceStream != null) {
                 methods.add("__arrow_c_device_stream__");
             }
+            if (hostInterface != null) {
+                methods.add("__array_interface__");
+            }
+            if (cudaInterface != null) {
+                methods.add("__cuda_array_interface__");
+            }
             if (methods.isEmpty()) {
                 throw new DeviceBridgeException("an exporter object needs at least one protocol");
             }
@@ -298,7 +390,8 @@ public final class PythonExport {
                 methods.add("__dlpack_c_exchange_api__");
             }
             PythonRuntime runtime = PythonRuntime.get();
-            long token = LIVE.register(new Exporters(dlpack, device, schema, array, deviceArray, stream, deviceStream));
+            long token = LIVE.register(new Exporters(dlpack, device, schema, array, deviceArray, stream, deviceStream,
+                    new ArrayInterfaces.Exported(hostInterface, cudaInterface, hostMask, cudaMask, owner)));
             try (Gil ignored = Gil.ensure()) {
                 MemorySegment make = Bridge.make(runtime);
                 try {
@@ -315,7 +408,8 @@ public final class PythonExport {
 
     private record Exporters(DLPackExporter dlpack, DLDeviceId device, ArrowSchemaExporter schema,
                              ArrowArrayExporter array, ArrowArrayExporter deviceArray,
-                             ArrowStreamExporter stream, ArrowStreamExporter deviceStream) {}
+                             ArrowStreamExporter stream, ArrowStreamExporter deviceStream,
+                             ArrayInterfaces.Exported interfaces) {}
 
     /**
      * The Python side: a class per set of methods, each method forwarding to one builtin ({@code _call})
@@ -346,7 +440,12 @@ public final class PythonExport {
                             raise NotImplementedError('devicebridge: unsupported keyword ' + k)
                 def _del(self):
                     _call(self._db_token, '__del__', ())
-                _methods = {'__dlpack__': _dl, '__dlpack_device__': _dl_device, '__arrow_c_schema__': _schema,
+                def _ai(self):
+                    return _ai_dict(*_call(self._db_token, '__array_interface__', ()))
+                def _cai(self):
+                    return _ai_dict(*_call(self._db_token, '__cuda_array_interface__', ()))
+                _methods = {'__array_interface__': property(_ai), '__cuda_array_interface__': property(_cai),
+                            '__dlpack__': _dl, '__dlpack_device__': _dl_device, '__arrow_c_schema__': _schema,
                             '__arrow_c_array__': _array, '__arrow_c_device_array__': _device_array,
                             '__arrow_c_stream__': _stream, '__arrow_c_device_stream__': _device_stream}
                 _classes = {}
@@ -411,6 +510,7 @@ public final class PythonExport {
 
     /** Installs the Python side of the exporter objects into the runtime's private namespace (GIL held). */
     static void install(MemorySegment namespace) {
+        ArrayInterfaces.install(namespace);
         Bridge.install(namespace);
     }
 
@@ -425,7 +525,14 @@ public final class PythonExport {
             String method = Py.utf8(Py.tupleItem(args, 1));
             MemorySegment params = Py.tupleItem(args, 2);
             if (method.equals("__del__")) {
-                LIVE.remove(token);
+                Exporters gone = LIVE.remove(token);
+                if (gone != null && gone.interfaces.owner() != null) {
+                    try {
+                        gone.interfaces.owner().close();
+                    } catch (Exception ex) {
+                        LOG.log(System.Logger.Level.ERROR, "devicebridge: closing the owner of a collected exporter failed", ex);
+                    }
+                }
                 return Py.none();
             }
             Exporters e = LIVE.get(token);
@@ -435,6 +542,8 @@ public final class PythonExport {
             }
             return switch (method) {
                 case "__dlpack__" -> dlpack(e, params);
+                case "__array_interface__" -> ArrayInterfaces.fields(e.interfaces, false);
+                case "__cuda_array_interface__" -> ArrayInterfaces.fields(e.interfaces, true);
                 case "__dlpack_device__" -> Py.tupleStealing(Py.fromJava(e.device.deviceType()),
                         Py.fromJava(e.device.deviceId()));
                 case "__arrow_c_schema__" -> schema(e);

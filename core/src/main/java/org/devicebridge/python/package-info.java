@@ -8,7 +8,8 @@
  * {@link org.devicebridge.python.Capsules} makes and takes capsules around raw C structs;
  * {@link org.devicebridge.python.PythonExport} builds objects with {@code __dlpack__} /
  * {@code __arrow_c_array__} / ... from Java exporters; {@link org.devicebridge.python.PythonImport} asks
- * Python producers for their capsules. Nothing here loads unless called: without libpython every entry
+ * Python producers for their capsules; {@link org.devicebridge.python.ArrayInterfaces} reads and
+ * {@code PythonExport} writes {@code __array_interface__} / {@code __cuda_array_interface__}. Nothing here loads unless called: without libpython every entry
  * point throws {@link org.devicebridge.python.PythonUnavailableException}.
  *
  * <p><b>Start here:</b> {@link org.devicebridge.python.PythonRuntime#get()}, then

@@ -1,0 +1,191 @@
+package org.devicebridge.dlpack;
+
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.devicebridge.HandleBusyException;
+import org.devicebridge.InvalidArgumentException;
+import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
+import org.devicebridge.cuda.CudaEvent;
+import org.devicebridge.cuda.CudaIpc;
+import org.devicebridge.cuda.CudaStream;
+import org.devicebridge.cuda.DeviceBuffer;
+
+/**
+ * A tensor in device memory shared with another process (a JVM, or CPython with CuPy or PyTorch) through
+ * CUDA IPC: the memory handle of its allocation, the offset, dtype, shape and strides, and an interprocess
+ * event recorded after the producer's work, written as a language-neutral {@link IpcTensorDescriptor}.
+ *
+ * <p><b>Lifetime, made explicit.</b> A CUDA IPC handle carries no ownership: the exporting process must keep
+ * the allocation alive until every importer has closed its mapping. This export holds a reference to the
+ * buffer and the event until the importer says so: the importer sends back
+ * {@link IpcTensorDescriptor#closeMessage()} over the caller's channel after unmapping, and the caller passes
+ * it to {@link #acknowledge(String)}. {@link #close()} then releases the reference and the event; before the
+ * acknowledgement it releases nothing and throws {@link HandleBusyException} (a later close succeeds), so
+ * memory an importer may still read is never freed by accident. {@link #awaitClosed(Duration)} waits for the
+ * acknowledgement; {@link #forceClose()} releases anyway, for an importer known to be gone (its process
+ * exited, which unmaps).
+ *
+ * <p>Thread safety: every method may be called from any thread; {@code acknowledge} typically runs on the
+ * thread that reads the channel while another waits in {@code awaitClosed}.
+ */
+public final class IpcTensorExport implements AutoCloseable {
+    private final IpcTensorDescriptor descriptor;
+    private final DeviceBuffer buffer; // our reference to the allocation
+    private final CudaEvent event; // null: no producer stream
+    private final CountDownLatch acknowledged = new CountDownLatch(1);
+    private final AtomicBoolean released = new AtomicBoolean();
+
+    private IpcTensorExport(IpcTensorDescriptor descriptor, DeviceBuffer buffer, CudaEvent event) {
+        this.descriptor = descriptor;
+        this.buffer = buffer;
+        this.event = event;
+    }
+
+    /**
+     * Exports the tensor {@code spec} describes, whose memory lies in {@code buffer} (a {@code cuMemAlloc}
+     * allocation from {@link DeviceBuffer#allocate}), for another process. When {@code producerStream} is not
+     * null an interprocess event is recorded on it after the work submitted so far, and its handle goes into
+     * the descriptor (the importer waits on it); null means the data is ready now.
+     *
+     * <p>Ownership: after a return the export holds its own reference to the allocation and the event until
+     * {@link #close()} (after the importer's acknowledgement) or {@link #forceClose()}; the caller keeps its
+     * {@code buffer} and stream. After a throw nothing was exported.
+     *
+     * @param buffer the allocation that holds the tensor (borrowed; the export retains it)
+     * @param spec the tensor: {@code spec.data()} must lie in {@code buffer}, device {@code kDLCUDA} of the
+     *        buffer's ordinal, no negative strides
+     * @param producerStream the stream the data is written on (borrowed), or null when it is ready
+     * @return the export, which the caller owns
+     * @throws UnsupportedFeatureException for a buffer CUDA IPC cannot share (see {@link CudaIpc#getMemHandle}),
+     *         negative strides, or a spec not on {@code kDLCUDA}
+     * @throws ValidationException if the tensor reaches outside {@code buffer}
+     * @throws org.devicebridge.cuda.CudaException if the driver refuses
+     */
+    public static IpcTensorExport export(DeviceBuffer buffer, TensorSpec spec, CudaStream producerStream) {
+        requireNativeAccess();
+        Objects.requireNonNull(buffer, "buffer");
+        Objects.requireNonNull(spec, "spec");
+        if (!spec.device().equals(Device.cuda(buffer.device()))) {
+            throw new UnsupportedFeatureException("spec.device", "expected kDLCUDA:" + buffer.device()
+                    + " (the buffer's device) but found " + DLPack.describe(spec.device()));
+        }
+        Geometry g = spec.checkedGeometry();
+        if (g.start != 0) {
+            throw new UnsupportedFeatureException("spec.strides", "negative strides cannot be shared through the IPC"
+                    + " descriptor (its offset names element [0, ..., 0] and the bytes from there)");
+        }
+        long offset = spec.data().address() + spec.byteOffset() - buffer.address();
+        if (offset < 0 || offset + g.extent > buffer.byteSize()) {
+            throw new ValidationException(Category.LENGTH, "spec.data", "expected the tensor inside the buffer's "
+                    + buffer.byteSize() + " bytes but it spans [" + offset + ", " + (offset + g.extent) + ")");
+        }
+        byte[] memHandle = CudaIpc.getMemHandle(buffer);
+        DeviceBuffer ref = buffer.retain();
+        CudaEvent event = null;
+        try {
+            byte[] eventHandle = null;
+            if (producerStream != null) {
+                event = CudaEvent.createInterprocess(buffer.device());
+                event.record(producerStream);
+                eventHandle = CudaIpc.getEventHandle(event);
+            }
+            IpcTensorDescriptor d = new IpcTensorDescriptor(UUID.randomUUID().toString(), buffer.device(), memHandle,
+                    offset, g.extent, spec.dtype(), g.shape.clone(), g.strides.clone(), eventHandle);
+            return new IpcTensorExport(d, ref, event);
+        } catch (RuntimeException | Error e) {
+            if (event != null) {
+                event.close();
+            }
+            ref.close();
+            throw e;
+        }
+    }
+
+    /** {@return the descriptor to send to the importer ({@link IpcTensorDescriptor#toJson()})} */
+    public IpcTensorDescriptor descriptor() {
+        return descriptor;
+    }
+
+    /**
+     * Records the importer's close message: from now on {@link #close()} releases the memory.
+     *
+     * @param closeMessage what the importer sent back ({@code {"devicebridge_ipc_closed": "<id>"}})
+     * @throws InvalidArgumentException if the message names another export
+     * @throws ValidationException if it is not a close message
+     */
+    public void acknowledge(String closeMessage) {
+        String id = IpcTensorDescriptor.closedId(closeMessage);
+        if (!id.equals(descriptor.id())) {
+            throw new InvalidArgumentException("closeMessage", "expected the close message of export "
+                    + descriptor.id() + " but found one for " + id);
+        }
+        acknowledged.countDown();
+    }
+
+    /** {@return {@code true} once the importer acknowledged closing its mapping} */
+    public boolean isAcknowledged() {
+        return acknowledged.getCount() == 0;
+    }
+
+    /**
+     * Waits until the importer acknowledged closing its mapping, then releases as {@link #close()} does.
+     *
+     * @param timeout how long to wait
+     * @return {@code true} if acknowledged and released; {@code false} on timeout (nothing released)
+     * @throws InterruptedException if interrupted while waiting (nothing released)
+     */
+    public boolean awaitClosed(Duration timeout) throws InterruptedException {
+        Objects.requireNonNull(timeout, "timeout");
+        if (!acknowledged.await(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
+            return false;
+        }
+        close();
+        return true;
+    }
+
+    /**
+     * Releases the reference to the allocation and the event once the importer acknowledged; idempotent.
+     *
+     * @throws HandleBusyException if the importer has not acknowledged yet (nothing released; close again later,
+     *         or {@link #forceClose()} for an importer that is gone)
+     */
+    @Override
+    public void close() {
+        if (!isAcknowledged() && !released.get()) {
+            throw new HandleBusyException("the importer of IPC export " + descriptor.id() + " has not acknowledged "
+                    + "closing its mapping; pass its close message to acknowledge(), or forceClose() if it is gone", null);
+        }
+        release();
+    }
+
+    /** Releases the reference and the event without the acknowledgement (the importer is gone); idempotent. */
+    public void forceClose() {
+        release();
+    }
+
+    private void release() {
+        if (released.compareAndSet(false, true)) {
+            try {
+                if (event != null) {
+                    event.close();
+                }
+            } finally {
+                buffer.close();
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "IpcTensorExport[" + descriptor.id() + (released.get() ? ", released" : isAcknowledged()
+                ? ", acknowledged" : ", shared") + "]";
+    }
+}
