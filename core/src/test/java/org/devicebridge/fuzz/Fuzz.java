@@ -8,7 +8,6 @@ import java.lang.invoke.MethodHandles;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
-import java.util.concurrent.atomic.AtomicLong;
 import org.devicebridge.internal.Native;
 
 /**
@@ -38,10 +37,36 @@ final class Fuzz {
     /** Bytes of every data buffer: the largest claim is 128 elements of 96 bytes, or offsets up to 16,383, plus a 64-byte shift. */
     static final long BUFFER_CAPACITY = 16_384 + 128;
 
-    static final AtomicLong ROOT_RELEASES = new AtomicLong();
-    static final AtomicLong SCHEMA_RELEASES = new AtomicLong();
-    static final AtomicLong CHILD_RELEASES = new AtomicLong();
-    static final AtomicLong DELETES = new AtomicLong();
+    /**
+     * Release and deleter calls seen by one fuzzing thread. The callbacks run on the thread that releases
+     * (the oracle's thread, which closes every handle itself), so each thread counts its own inputs' calls;
+     * a release run on any other thread (a Cleaner) is missing from the oracle's count and fails it.
+     */
+    static final class Counters {
+        long rootReleases;
+        long schemaReleases;
+        long childReleases;
+        long deletes;
+        long streamReleases;
+        /** The stream the current input's callbacks serve ({@link StreamFuzz}); null outside a stream input. */
+        StreamFuzz.State stream;
+
+        void reset() {
+            rootReleases = 0;
+            schemaReleases = 0;
+            childReleases = 0;
+            deletes = 0;
+            streamReleases = 0;
+            stream = null;
+        }
+    }
+
+    private static final ThreadLocal<Counters> COUNTERS = ThreadLocal.withInitial(Counters::new);
+
+    /** This thread's counters. */
+    static Counters counters() {
+        return COUNTERS.get();
+    }
 
     private static final FunctionDescriptor VOID_PTR = FunctionDescriptor.ofVoid(ValueLayout.ADDRESS);
     /** Release of a root ArrowArray / ArrowDeviceArray: counts and marks the struct released. */
@@ -55,28 +80,28 @@ final class Fuzz {
 
     // release offset is 64 in ArrowSchema and ArrowArray (and ArrowDeviceArray: the array is first).
     private static void releaseArray(MemorySegment s) {
-        ROOT_RELEASES.incrementAndGet();
+        COUNTERS.get().rootReleases++;
         s.reinterpret(80).set(ValueLayout.ADDRESS, 64, MemorySegment.NULL);
     }
 
     private static void releaseSchema(MemorySegment s) {
-        SCHEMA_RELEASES.incrementAndGet();
+        COUNTERS.get().schemaReleases++;
         s.reinterpret(72).set(ValueLayout.ADDRESS, 56, MemorySegment.NULL);
     }
 
     private static void releaseChild(MemorySegment s) {
-        CHILD_RELEASES.incrementAndGet();
+        COUNTERS.get().childReleases++;
     }
 
     private static void delete(MemorySegment self) {
-        DELETES.incrementAndGet();
+        COUNTERS.get().deletes++;
     }
 
-    static void resetCounters() {
-        ROOT_RELEASES.set(0);
-        SCHEMA_RELEASES.set(0);
-        CHILD_RELEASES.set(0);
-        DELETES.set(0);
+    /** Resets this thread's counters for the next input and returns them. */
+    static Counters resetCounters() {
+        Counters c = COUNTERS.get();
+        c.reset();
+        return c;
     }
 
     /** One input's memory: a confined arena plus the ranges of its data buffers. */
