@@ -146,7 +146,7 @@ final class ArrowOracle {
             c.duplicateNames = hasDuplicateNames(schema.root(), 0);
             c.shape = shape(schema.root(), 0);
             long structSize = in.device ? ArrowDeviceArray.sizeof() : ArrowArray.sizeof();
-            MemorySegment snapshot = mem.arena.allocate(structSize, 16).copyFrom(in.array.asSlice(0, structSize));
+            MemorySegment snapshot = mem.allocate(structSize, 16).copyFrom(in.array.asSlice(0, structSize));
             for (int i = 0; i < levels.length; i++) {
                 if (i > 0) {
                     in.array.asSlice(0, structSize).copyFrom(snapshot); // the same input again
