@@ -23,6 +23,10 @@ import org.devicebridge.generated.arrow.ArrowSchema;
  * small. List views and dense unions (int32 offsets) are generated in a quarter of the inputs, which then
  * get no format mutation to an int64-offset layout and no child, dictionary or buffer swaps; the other
  * int32 layouts (z, u, +l, +m, views, run-end encoded) are reached through format mutations.
+ *
+ * <p>{@link #generateExact} builds valid trees without mutations for {@link MalformedArrow}, with every
+ * layout generated directly (int32 offsets, views, run-end encoded), and records each node it built
+ * ({@link Built}) so that one corruption can be applied at a known place.
  */
 final class ArrowFuzz {
     /** Largest length or offset a node or a mutation ever claims: (64 + 64) elements of at most 96 bytes fit a buffer. */

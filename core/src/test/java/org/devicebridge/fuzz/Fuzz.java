@@ -11,15 +11,15 @@ import java.util.TreeMap;
 import org.devicebridge.internal.Native;
 
 /**
- * Shared plumbing of the structure-aware fuzz targets: counting release/deleter upcalls, and the
- * per-input arena whose allocations are recorded so that the oracle can check that every segment the
+ * Shared plumbing of the structure-aware fuzz targets: counting release/deleter upcalls (per thread), and
+ * the per-input memory whose buffers are recorded so that the oracle can check that every segment the
  * importer hands out lies inside memory the generator owns.
  *
  * <p>Memory-safety contract of the generators (why a bad input can never make the JVM read memory it
- * does not own unless the importer is wrong): every pointer is NULL or points into the input's arena at
+ * does not own unless the importer is wrong): every pointer is NULL or points into the input's memory at
  * an object of the right kind (struct pointers at structs of the same kind, pointer arrays at 8-slot
  * pointer arrays, strings at NUL-terminated strings); every data buffer has {@link #BUFFER_CAPACITY}
- * bytes (the arena is not padded: each buffer is allocated at least as large as anything can claim), and
+ * bytes (allocated at least as large as anything can claim), and
  * every length, offset and count the metadata can claim (mutations included) is bounded so that any buffer
  * size derived from it stays below that capacity, or is negative. Buffer contents follow a "small
  * lattice": in every 8-byte word byte 0 is free, byte 1 is below 0x40 and the rest are 0, so read as a
@@ -29,7 +29,9 @@ import org.devicebridge.internal.Native;
  * int64 offsets, is excluded by construction (see {@link ArrowFuzz}). Metadata blobs: only the pair count
  * and negative lengths are mutated (a positive length change would shift the parse into key bytes). What
  * remains - a too-small buffer - is the one inconsistency the C interfaces give an importer no way to
- * detect, so it is never generated.
+ * detect, so it is never generated. Inputs of {@link MalformedArrow} get no random mutation, only the one
+ * corruption of their table row, so they need no lattice: their claims are those of the declared formats,
+ * bounded by {@link ArrowFuzz#EXACT_MAX_COUNT} elements.
  */
 final class Fuzz {
     private Fuzz() {}
