@@ -65,8 +65,15 @@ class NoLeaksExtensionTest {
     @ExtendWith(OnlyInTestKit.class)
     static class LogsALibraryError {
         @Test
-        void logsLikeAFailedDeleter() {
-            System.getLogger("org.devicebridge.dlpack").log(System.Logger.Level.ERROR, "deleter failed on purpose");
+        void failsADeleter() {
+            // a library callback that fails logs an error (it cannot throw into native code)
+            org.devicebridge.dlpack.ExportedTensor e = org.devicebridge.dlpack.DLPack.exportVersioned(
+                    org.devicebridge.dlpack.TensorSpec.of(java.lang.foreign.Arena.global().allocate(8),
+                            org.devicebridge.dlpack.DType.UINT8, 8),
+                    () -> {
+                        throw new IllegalStateException("owner close failed on purpose");
+                    });
+            e.close();
         }
     }
 
