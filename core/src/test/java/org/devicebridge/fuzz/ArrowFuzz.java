@@ -78,7 +78,7 @@ final class ArrowFuzz {
      * corrupts exactly one thing of one such node.
      */
     record Built(Type type, MemorySegment schema, MemorySegment array, long length, long offset,
-                 List<MemorySegment> buffers, List<Built> children, Built dictionary) {
+                 List<MemorySegment> buffers, MemorySegment bufferPointers, List<Built> children, Built dictionary) {
         /** Offset width of the node's own offsets (4 or 8), from its format. */
         int offsetWidth() {
             return switch (type.format()) {
@@ -464,7 +464,7 @@ final class ArrowFuzz {
                 writeInt(b, ends.offset + i, w, runEnds[i]);
             }
         }
-        return new Built(t, s, a, length, offset, bufs, builtChildren, builtDictionary);
+        return new Built(t, s, a, length, offset, bufs, bp, builtChildren, builtDictionary);
     }
 
     /** Writes {@code v} as a little-endian integer of {@code width} bytes at element {@code index}. */

@@ -130,6 +130,8 @@ final class Fuzz {
         final Arena arena = Arena.ofConfined();
         final SplittableRandom r;
         private final TreeMap<Long, Long> buffers = new TreeMap<>();
+        /** Allocations outside the slab, by address. */
+        private final TreeMap<Long, MemorySegment> spilled = new TreeMap<>();
         private final Slab slab;
 
         Mem(SplittableRandom r) {
@@ -152,7 +154,31 @@ final class Fuzz {
                     return slab.memory.asSlice(at, size);
                 }
             }
-            return arena.allocate(size, align);
+            MemorySegment m = arena.allocate(size, align);
+            spilled.put(m.address(), m);
+            return m;
+        }
+
+        /**
+         * The generator's memory at [address, address + bytes) as a segment of this input (no restricted
+         * reinterpretation: a slice of what was allocated), or null where that range is not inside one
+         * allocation of this input.
+         */
+        MemorySegment view(long address, long bytes) {
+            if (bytes < 0) {
+                return null;
+            }
+            if (slab != null) {
+                long base = slab.memory.address();
+                if (address >= base && address - base <= slab.used - bytes) {
+                    return slab.memory.asSlice(address - base, bytes);
+                }
+            }
+            Map.Entry<Long, MemorySegment> e = spilled.floorEntry(address);
+            if (e != null && address - e.getKey() <= e.getValue().byteSize() - bytes) {
+                return e.getValue().asSlice(address - e.getKey(), bytes);
+            }
+            return null;
         }
 
         MemorySegment struct(long size) {

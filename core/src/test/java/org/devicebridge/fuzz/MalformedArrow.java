@@ -112,8 +112,7 @@ final class MalformedArrow {
             return "n_buffers=" + v;
         }),
         DATA_BUFFER_NULL(MINIMAL, WITH_DATA, 1, Nulls.RANDOM, (n, r) -> {
-            MemorySegment.ofAddress(ArrowArray.buffers(n.array()).address()).reinterpret(16)
-                    .set(java.lang.foreign.ValueLayout.ADDRESS, 8, MemorySegment.NULL);
+            n.bufferPointers().setAtIndex(java.lang.foreign.ValueLayout.ADDRESS, 1, MemorySegment.NULL);
             return "buffers[1]=NULL";
         }),
         LENGTH_NEGATIVE(MINIMAL, ANY, 0, Nulls.RANDOM, (n, r) -> {

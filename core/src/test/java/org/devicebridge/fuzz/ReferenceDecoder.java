@@ -136,7 +136,7 @@ final class ReferenceDecoder {
                 if (c.address() == 0) {
                     throw new Undecodable(schema.path() + ": children[" + i + "] NULL");
                 }
-                children[i] = node(schema.children().get(i), c.reinterpret(ArrowArray.sizeof()), depth + 1);
+                children[i] = node(schema.children().get(i), pointer(c, ArrowArray.sizeof(), "child"), depth + 1);
             }
             return children[i];
         }
@@ -147,7 +147,7 @@ final class ReferenceDecoder {
                 if (d.address() == 0) {
                     throw new Undecodable(schema.path() + ": dictionary NULL");
                 }
-                dictionary = node(schema.dictionary(), d.reinterpret(ArrowArray.sizeof()), depth + 1);
+                dictionary = node(schema.dictionary(), pointer(d, ArrowArray.sizeof(), "dictionary"), depth + 1);
             }
             return dictionary;
         }
@@ -159,10 +159,11 @@ final class ReferenceDecoder {
             if (bytes == 0) {
                 return MemorySegment.NULL;
             }
-            if (b.address() == 0 || !mem.insideBuffer(b.address(), bytes)) {
+            MemorySegment view = b.address() == 0 || !mem.insideBuffer(b.address(), bytes) ? null : mem.view(b.address(), bytes);
+            if (view == null) {
                 throw new Undecodable(schema.path() + ".buffers[" + i + "]: " + bytes + " bytes not there");
             }
-            return b.reinterpret(bytes);
+            return view;
         }
 
         boolean hasValidity() {
@@ -193,11 +194,13 @@ final class ReferenceDecoder {
         return new Node(schema, array, depth);
     }
 
-    private static MemorySegment pointer(MemorySegment p, long bytes, String what) {
-        if (p.address() == 0) {
-            throw new Undecodable(what + " NULL");
+    /** The {@code bytes} of generator memory {@code p} points at. */
+    private MemorySegment pointer(MemorySegment p, long bytes, String what) {
+        MemorySegment view = p.address() == 0 ? null : mem.view(p.address(), bytes);
+        if (view == null) {
+            throw new Undecodable(what + " NULL or outside the input");
         }
-        return p.reinterpret(bytes);
+        return view;
     }
 
     /** Appends the value of logical element {@code k} of {@code n}. */
