@@ -3,6 +3,7 @@ package org.devicebridge;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import org.devicebridge.internal.HandleTracker;
 
 /**
  * Retries the release of a forgotten handle whose segment a native call still holds when the Cleaner
@@ -22,7 +23,12 @@ final class DeferredRelease {
         });
     }
 
+    /** Runs {@code retry} in a while; counted as pending until it runs ({@link HandleTracker#pendingDeferredReleases()}). */
     static void schedule(Runnable retry) {
-        Holder.RETRIES.schedule(retry, RETRY_MILLIS, TimeUnit.MILLISECONDS);
+        HandleTracker.deferredReleaseScheduled();
+        Holder.RETRIES.schedule(() -> {
+            HandleTracker.deferredReleaseRan();
+            retry.run();
+        }, RETRY_MILLIS, TimeUnit.MILLISECONDS);
     }
 }

@@ -12,6 +12,7 @@ public final class HandleTracker {
     private static final LongAdder LIVE = new LongAdder();
     private static final LongAdder LEAKED = new LongAdder();
     private static final LongAdder FAILED_RELEASES = new LongAdder();
+    private static final LongAdder PENDING_DEFERRED = new LongAdder();
 
     private HandleTracker() {}
 
@@ -47,5 +48,20 @@ public final class HandleTracker {
     /** Release steps that threw (and were logged) since the JVM started. */
     public static long failedReleases() {
         return FAILED_RELEASES.sum();
+    }
+
+    /** A release of a forgotten handle was put off (a native call holds one of its segments); see {@link #deferredReleaseRan()}. */
+    public static void deferredReleaseScheduled() {
+        PENDING_DEFERRED.increment();
+    }
+
+    /** A put-off release ran (and either released, or was put off again: then scheduled anew). */
+    public static void deferredReleaseRan() {
+        PENDING_DEFERRED.decrement();
+    }
+
+    /** Releases put off and not run yet: a test that ends with some left has a release that could not complete. */
+    public static long pendingDeferredReleases() {
+        return PENDING_DEFERRED.sum();
     }
 }

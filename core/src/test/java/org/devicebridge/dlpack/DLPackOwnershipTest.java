@@ -165,8 +165,11 @@ class DLPackOwnershipTest {
                     ownerCloses.incrementAndGet();
                     throw new IllegalStateException("owner broke");
                 });
+        long errors = org.devicebridge.testing.CountingLoggerFinder.loggedErrors();
         callDeleter(e.transferOwnership(), true); // would kill the JVM if the exception escaped the upcall
         assertEquals(1, ownerCloses.get());
+        assertEquals(errors + 1, org.devicebridge.testing.CountingLoggerFinder.loggedErrors(), "the failure is logged");
+        org.devicebridge.testing.CountingLoggerFinder.acknowledge(1);
     }
 
     @Test

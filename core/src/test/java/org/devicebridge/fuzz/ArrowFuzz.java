@@ -23,10 +23,19 @@ import org.devicebridge.generated.arrow.ArrowSchema;
  * small. List views and dense unions (int32 offsets) are generated in a quarter of the inputs, which then
  * get no format mutation to an int64-offset layout and no child, dictionary or buffer swaps; the other
  * int32 layouts (z, u, +l, +m, views, run-end encoded) are reached through format mutations.
+ *
+ * <p>{@link #generateExact} builds valid trees without mutations for {@link MalformedArrow}, with every
+ * layout generated directly (int32 offsets, views, run-end encoded), and records each node it built
+ * ({@link Built}) so that one corruption can be applied at a known place.
  */
 final class ArrowFuzz {
     /** Largest length or offset a node or a mutation ever claims: (64 + 64) elements of at most 96 bytes fit a buffer. */
     static final int MAX_COUNT = 64;
+    /**
+     * Exact mode: the most elements a node gets (children are as long as their parent needs, so a fixed-size
+     * list that would make more becomes a struct): 256 elements of at most 32 bytes fit a buffer.
+     */
+    static final int EXACT_MAX_COUNT = 256;
 
     /** One generated input. */
     static final class Input {
@@ -38,6 +47,45 @@ final class ArrowFuzz {
         /** The tree holds int32 offsets (list views, dense unions): mutations that could reread them as int64 are off. */
         boolean narrowOffsets;
         final List<String> mutations = new ArrayList<>();
+        /** The root node as built (before any mutation). */
+        Built root;
+    }
+
+    /** Whether a node is generated with a validity bitmap with nulls, without one, or either. */
+    enum Nulls { RANDOM, NONE, SOME }
+
+    /**
+     * A type: format, children, optional dictionary value type (this node then is the index type), and
+     * whether its node gets nulls.
+     */
+    record Type(String format, List<Type> children, Type dictionary, Nulls nulls) {
+        Type(String format, List<Type> children, Type dictionary) {
+            this(format, children, dictionary, Nulls.RANDOM);
+        }
+
+        static Type leaf(String format) {
+            return new Type(format, List.of(), null);
+        }
+
+        Type withNulls(Nulls n) {
+            return new Type(format, children, dictionary, n);
+        }
+    }
+
+    /**
+     * One node as the generator wrote it: its structs, the counts it claims and its buffers (each a whole
+     * {@link Fuzz#BUFFER_CAPACITY} segment, or NULL), children and dictionary. {@link MalformedArrow}
+     * corrupts exactly one thing of one such node.
+     */
+    record Built(Type type, MemorySegment schema, MemorySegment array, long length, long offset,
+                 List<MemorySegment> buffers, MemorySegment bufferPointers, List<Built> children, Built dictionary) {
+        /** Offset width of the node's own offsets (4 or 8), from its format. */
+        int offsetWidth() {
+            return switch (type.format()) {
+                case "+L", "Z", "U" -> 8;
+                default -> 4;
+            };
+        }
     }
 
     private static final String[] FIXED = {"c", "C", "s", "S", "i", "I", "l", "L", "e", "f", "g", "tdD", "tdm",
@@ -54,6 +102,14 @@ final class ArrowFuzz {
     private final Fuzz.Mem mem;
     private Input in;
     private boolean narrowAllowed;
+    /**
+     * Valid trees for {@link MalformedArrow}: no random mutation follows, so the int32-offset layouts (u, z,
+     * +l), views and run-end encoded arrays are generated directly, lists and strings get non-empty values
+     * (every corruption has something to act on) and string bytes are ASCII.
+     */
+    private boolean exact;
+    /** A type with int32 offsets was drawn (see {@link Input#narrowOffsets}). */
+    private boolean narrowUsed;
     private final SplittableRandom r;
     private final List<MemorySegment> schemaNodes = new ArrayList<>();
     private final List<MemorySegment> arrayNodes = new ArrayList<>();
@@ -70,26 +126,14 @@ final class ArrowFuzz {
     }
 
     Input generate() {
-        Input in = new Input();
-        this.in = in;
+        Input in = begin();
         narrowAllowed = r.nextInt(4) == 0;
-        data(0); // a spare buffer: pointer mutations always have a target, even for a tree without buffers
-        in.device = r.nextInt(3) == 0;
-        MemorySegment rootArray;
-        if (in.device) {
-            in.array = mem.struct(ArrowDeviceArray.sizeof());
-            rootArray = in.array.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());
-            ArrowDeviceArray.device_type(in.array, 1);
-            ArrowDeviceArray.device_id(in.array, r.nextBoolean() ? -1 : 0);
-        } else {
-            in.array = mem.struct(ArrowArray.sizeof());
-            rootArray = in.array;
-        }
-        in.schema = mem.struct(ArrowSchema.sizeof());
+        MemorySegment rootArray = rootArray(in);
         long length = r.nextInt(13);
         long offset = r.nextInt(4) == 0 ? r.nextInt(1, 4) : 0;
-        node(in.schema, rootArray, r.nextInt(100) == 0 ? deepChain(r.nextInt(58, 72)) : randomType(0), length, offset,
+        in.root = node(in.schema, rootArray, r.nextInt(100) == 0 ? deepChain(r.nextInt(58, 72)) : randomType(0), length, offset,
                 r.nextInt(4) == 0, true);
+        in.narrowOffsets = narrowUsed;
         ArrowSchema.release(in.schema, Fuzz.SCHEMA_RELEASE);
         ArrowArray.release(rootArray, Fuzz.ARRAY_RELEASE);
         fillSpareSlots();
@@ -106,11 +150,66 @@ final class ArrowFuzz {
         return in;
     }
 
+    /**
+     * A valid tree whose root is {@code root}, {@code length} elements after a random offset of 0 to 2,
+     * with no mutation: {@link MalformedArrow} corrupts it. The int32-offset layouts, views and run-end
+     * encoded arrays may appear (see {@link #exact}).
+     */
+    Input generateExact(Type root, long length) {
+        Input in = begin();
+        exact = true;
+        narrowAllowed = true;
+        in.narrowOffsets = true;
+        MemorySegment rootArray = rootArray(in);
+        long offset = r.nextInt(3) == 0 ? r.nextInt(1, 3) : 0;
+        in.root = node(in.schema, rootArray, root, length, offset, r.nextInt(3) == 0, true);
+        ArrowSchema.release(in.schema, Fuzz.SCHEMA_RELEASE);
+        ArrowArray.release(rootArray, Fuzz.ARRAY_RELEASE);
+        return in;
+    }
+
+    /** A random type for {@link #generateExact}: every generated layout, views and run-end encoded included. */
+    Type randomExactType(int depth) {
+        exact = true;
+        narrowAllowed = true;
+        return switch (r.nextInt(depth >= 2 ? 4 : 8)) {
+            case 0 -> Type.leaf(new String[] {"u", "z", "vu", "vz"}[r.nextInt(4)]);
+            case 1, 2, 3 -> randomType(Math.max(depth, 2) + 1);
+            case 4 -> new Type("+l", List.of(randomExactType(depth + 1)), null);
+            case 5 -> new Type("+r", List.of(Type.leaf(new String[] {"s", "i", "l"}[r.nextInt(3)]).withNulls(Nulls.NONE),
+                    randomExactType(depth + 1)), null);
+            case 6 -> new Type("+s", List.of(randomExactType(depth + 1), randomExactType(depth + 1)), null);
+            default -> randomType(depth);
+        };
+    }
+
+    private Input begin() {
+        Input in = new Input();
+        this.in = in;
+        data(0); // a spare buffer: pointer mutations always have a target, even for a tree without buffers
+        return in;
+    }
+
+    /** Allocates the root array (or device array) and schema structs; returns the ArrowArray part. */
+    private MemorySegment rootArray(Input in) {
+        in.device = r.nextInt(3) == 0;
+        MemorySegment rootArray;
+        if (in.device) {
+            in.array = mem.struct(ArrowDeviceArray.sizeof());
+            rootArray = in.array.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());
+            ArrowDeviceArray.device_type(in.array, 1);
+            ArrowDeviceArray.device_id(in.array, r.nextBoolean() ? -1 : 0);
+        } else {
+            in.array = mem.struct(ArrowArray.sizeof());
+            rootArray = in.array;
+        }
+        in.schema = mem.struct(ArrowSchema.sizeof());
+        return rootArray;
+    }
+
     // ------------------------------------------------------------------------------------------ types
 
     /** A type: format, children, optional dictionary value type (this node then is the index type). */
-    private record Type(String format, List<Type> children, Type dictionary) {}
-
     private Type randomType(int depth) {
         int pick = r.nextInt(depth >= 3 ? 5 : 12);
         return switch (pick) {
@@ -132,7 +231,7 @@ final class ArrowFuzz {
             }
             default -> {
                 if (narrowAllowed && r.nextBoolean()) {
-                    in.narrowOffsets = true;
+                    narrowUsed = true;
                     yield r.nextBoolean() ? new Type("+vl", List.of(randomType(depth + 1)), null)
                             : new Type("+ud:0,1", List.of(randomType(depth + 1), randomType(depth + 1)), null);
                 }
@@ -150,7 +249,7 @@ final class ArrowFuzz {
         return t;
     }
 
-    private static int fixedWidth(String f) {
+    static int fixedWidth(String f) {
         switch (f) {
             case "c", "C": return 1;
             case "s", "S", "e": return 2;
@@ -176,7 +275,11 @@ final class ArrowFuzz {
     }
 
     /** Writes schema and array node for {@code t}: {@code offset + length} elements are backed. */
-    private void node(MemorySegment s, MemorySegment a, Type t, long length, long offset, boolean nulls, boolean root) {
+    private Built node(MemorySegment s, MemorySegment a, Type t, long length, long offset, boolean nulls, boolean root) {
+        nulls = t.nulls == Nulls.RANDOM ? nulls : t.nulls == Nulls.SOME;
+        if (exact && t.format.startsWith("+w:") && (offset + length) * Long.parseLong(t.format.substring(3)) > EXACT_MAX_COUNT) {
+            t = new Type("+s", t.children, null, t.nulls); // a fixed-size list this long would outgrow the buffers
+        }
         schemaNodes.add(s);
         arrayNodes.add(a);
         MemorySegment fmt = mem.string(t.format);
@@ -185,10 +288,10 @@ final class ArrowFuzz {
         MemorySegment name = mem.string(root ? "" : "f" + r.nextInt(100));
         strings.add(name);
         ArrowSchema.name(s, name);
-        if (r.nextInt(8) == 0) {
+        if (r.nextInt(8) == 0 && !exact) {
             ArrowSchema.metadata(s, metadata());
         }
-        ArrowSchema.flags(s, nulls || r.nextBoolean() ? 2 : 0);
+        ArrowSchema.flags(s, t.nulls == Nulls.NONE ? 0 : nulls || r.nextBoolean() ? 2 : 0);
         if (!root) {
             ArrowSchema.release(s, Fuzz.CHILD_RELEASE);
             ArrowArray.release(a, Fuzz.CHILD_RELEASE);
@@ -200,6 +303,7 @@ final class ArrowFuzz {
         long nullCount = 0;
         String f = t.format;
         boolean hasValidity = !f.equals("n") && !f.startsWith("+u") && !f.equals("+r");
+        long[] runEnds = null;
         if (hasValidity) {
             if (nulls && n > 0) {
                 MemorySegment v = mem.buffer(0);
@@ -222,7 +326,21 @@ final class ArrowFuzz {
             switch (f) {
                 case "n" -> nullCount = length;
                 case "b" -> bufs.add(data((n + 7) / 8));
-                case "Z", "U" -> addOffsetsAndData(bufs, n);
+                case "Z", "U" -> addOffsetsAndData(bufs, n, 8);
+                case "z", "u" -> {
+                    if (exact) {
+                        addOffsetsAndData(bufs, n, 4);
+                    } else {
+                        bufs.add(data(n * 8)); // outside exact mode: an int32-offset layout is only reached by mutation
+                    }
+                }
+                case "vu", "vz" -> {
+                    if (exact) {
+                        addViews(bufs, n);
+                    } else {
+                        bufs.add(data(n * 8));
+                    }
+                }
                 default -> {
                     int w = fixedWidth(f);
                     MemorySegment d = data(n * w);
@@ -238,10 +356,27 @@ final class ArrowFuzz {
                     bufs.add(d);
                 }
             }
-        } else if (f.equals("+L")) {
+        } else if (f.equals("+L") || f.equals("+l")) {
             long[] offs = offsets(n);
-            bufs.add(offsetsBuffer(offs));
+            bufs.add(offsetsBuffer(offs, f.equals("+L") ? 8 : 4));
             childSpans.add(new long[] {offs[(int) n], 0});
+        } else if (f.equals("+r")) {
+            // run ends: strictly increasing, the last at least offset + length
+            int runs = n == 0 ? 0 : r.nextInt(1, (int) Math.min(n, 6) + 1);
+            runEnds = new long[runs];
+            java.util.TreeSet<Long> cuts = new java.util.TreeSet<>();
+            while (cuts.size() < runs - 1) {
+                cuts.add((long) r.nextInt(1, (int) n));
+            }
+            int j = 0;
+            for (long cut : cuts) {
+                runEnds[j++] = cut;
+            }
+            if (runs > 0) {
+                runEnds[runs - 1] = n + (r.nextInt(4) == 0 ? r.nextInt(1, 4) : 0);
+            }
+            childSpans.add(new long[] {runs, 0});
+            childSpans.add(new long[] {runs, 0});
         } else if (f.equals("+vl")) {
             int c = r.nextInt(0, 17);
             MemorySegment offs = data(0);
@@ -269,7 +404,7 @@ final class ArrowFuzz {
             childSpans.add(new long[] {counts[1], 0});
         } else if (f.startsWith("+w:")) {
             long size = Long.parseLong(f.substring(3));
-            childSpans.add(new long[] {n * Math.min(size, MAX_COUNT / Math.max(n, 1)), 0});
+            childSpans.add(new long[] {exact ? n * size : n * Math.min(size, MAX_COUNT / Math.max(n, 1)), 0});
         } else if (f.equals("+s")) {
             for (int i = 0; i < t.children.size(); i++) {
                 long extraOffset = r.nextInt(4) == 0 ? r.nextInt(1, 3) : 0;
@@ -296,6 +431,8 @@ final class ArrowFuzz {
         int nc = t.children.size();
         ArrowSchema.n_children(s, nc);
         ArrowArray.n_children(a, nc);
+        List<Built> builtChildren = new ArrayList<>(nc);
+        Built builtDictionary = null;
         if (nc > 0) {
             MemorySegment sc = pointerArray(schemaChildArrays);
             MemorySegment ac = pointerArray(arrayChildArrays);
@@ -306,7 +443,8 @@ final class ArrowFuzz {
                 ac.setAtIndex(ADDRESS, i, ca);
                 long[] span = childSpans.get(i);
                 Type ct = t.children.get(i);
-                node(cs, ca, ct, Math.min(span[0], MAX_COUNT - span[1]), span[1], r.nextInt(3) == 0, false);
+                long childLength = exact ? span[0] : Math.min(span[0], MAX_COUNT - span[1]);
+                builtChildren.add(node(cs, ca, ct, childLength, span[1], r.nextInt(3) == 0, false));
             }
             ArrowSchema.children(s, sc);
             ArrowArray.children(a, ac);
@@ -314,10 +452,72 @@ final class ArrowFuzz {
         if (t.dictionary != null) {
             MemorySegment ds = mem.struct(ArrowSchema.sizeof());
             MemorySegment da = mem.struct(ArrowArray.sizeof());
-            node(ds, da, t.dictionary, 3, 0, r.nextInt(3) == 0, false);
+            builtDictionary = node(ds, da, t.dictionary, 3, 0, r.nextInt(3) == 0, false);
             ArrowSchema.dictionary(s, ds);
             ArrowArray.dictionary(a, da);
         }
+        if (runEnds != null && runEnds.length > 0) {
+            Built ends = builtChildren.get(0);
+            int w = fixedWidth(ends.type.format());
+            MemorySegment b = ends.buffers.get(1);
+            for (int i = 0; i < runEnds.length; i++) {
+                writeInt(b, ends.offset + i, w, runEnds[i]);
+            }
+        }
+        return new Built(t, s, a, length, offset, bufs, bp, builtChildren, builtDictionary);
+    }
+
+    /** Writes {@code v} as a little-endian integer of {@code width} bytes at element {@code index}. */
+    static void writeInt(MemorySegment b, long index, int width, long v) {
+        switch (width) {
+            case 1 -> b.set(JAVA_BYTE, index, (byte) v);
+            case 2 -> b.setAtIndex(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED, index, (short) v);
+            case 4 -> b.setAtIndex(JAVA_INT_UNALIGNED, index, (int) v);
+            default -> b.setAtIndex(JAVA_LONG_UNALIGNED, index, v);
+        }
+    }
+
+    /**
+     * String or binary views (exact mode): each element inline (at most 12 bytes) or in one of one or two
+     * variadic buffers at a small offset; the variadic sizes buffer declares each buffer's used bytes.
+     */
+    private void addViews(List<MemorySegment> bufs, long n) {
+        int variadic = r.nextInt(3);
+        MemorySegment views = data(0);
+        MemorySegment[] data = new MemorySegment[variadic];
+        long[] used = new long[variadic];
+        for (int b = 0; b < variadic; b++) {
+            data[b] = data(0);
+            used[b] = r.nextInt(0, 8);
+        }
+        for (long i = 0; i < n; i++) {
+            long at = i * 16;
+            boolean inline = variadic == 0 || (i > 0 && r.nextBoolean());
+            int size = inline ? r.nextInt(0, 13) : r.nextInt(13, 40);
+            views.set(JAVA_INT_UNALIGNED, at, size);
+            if (inline) {
+                for (int k = 0; k < size; k++) {
+                    views.set(JAVA_BYTE, at + 4 + k, (byte) r.nextInt('a', 'z' + 1));
+                }
+                continue;
+            }
+            int b = r.nextInt(variadic);
+            long off = used[b] + r.nextInt(0, 4);
+            for (int k = 0; k < size; k++) {
+                data[b].set(JAVA_BYTE, off + k, (byte) r.nextInt('a', 'z' + 1));
+            }
+            MemorySegment.copy(data[b], off, views, at + 4, 4); // the prefix
+            views.set(JAVA_INT_UNALIGNED, at + 8, b);
+            views.set(JAVA_INT_UNALIGNED, at + 12, (int) off);
+            used[b] = off + size;
+        }
+        bufs.add(views);
+        MemorySegment sizes = data(0);
+        for (int b = 0; b < variadic; b++) {
+            bufs.add(data[b]);
+            sizes.setAtIndex(JAVA_LONG_UNALIGNED, b, used[b] + (r.nextBoolean() ? 0 : r.nextInt(1, 8)));
+        }
+        bufs.add(sizes);
     }
 
     private MemorySegment data(long bytes) {
@@ -330,28 +530,29 @@ final class ArrowFuzz {
         long[] offs = new long[(int) n + 1];
         offs[0] = r.nextInt(4) == 0 ? r.nextInt(1, 4) : 0;
         for (int i = 1; i <= n; i++) {
-            offs[i] = Math.min(MAX_COUNT, offs[i - 1] + r.nextInt(0, 4));
+            offs[i] = Math.min(MAX_COUNT, offs[i - 1] + r.nextInt(exact ? 1 : 0, 4));
         }
         return offs;
     }
 
-    private MemorySegment offsetsBuffer(long[] offs) {
+    private MemorySegment offsetsBuffer(long[] offs, int width) {
         MemorySegment b = mem.buffer(0);
         for (int i = 0; i < offs.length; i++) {
-            b.setAtIndex(JAVA_LONG_UNALIGNED, i, offs[i]);
+            writeInt(b, i, width, offs[i]);
         }
         buffers.add(b);
         return b;
     }
 
-    private void addOffsetsAndData(List<MemorySegment> bufs, long n) {
+    private void addOffsetsAndData(List<MemorySegment> bufs, long n, int width) {
         long[] offs = offsets(n);
-        bufs.add(offsetsBuffer(offs));
+        bufs.add(offsetsBuffer(offs, width));
         MemorySegment d = data(0);
         for (long i = 0; i < offs[(int) n]; i++) {
             // the lattice: byte 8k any (here ASCII, now and then a stray high byte), 8k+1 below 0x40, others 0
             long k = i & 7;
-            byte b = k == 0 ? (byte) (r.nextInt(40) == 0 ? r.nextInt(256) : r.nextInt('a', 'z' + 1))
+            byte b = exact ? (byte) r.nextInt('a', 'z' + 1)
+                    : k == 0 ? (byte) (r.nextInt(40) == 0 ? r.nextInt(256) : r.nextInt('a', 'z' + 1))
                     : k == 1 ? (byte) r.nextInt('0', '9' + 1) : 0;
             d.set(JAVA_BYTE, i, b);
         }

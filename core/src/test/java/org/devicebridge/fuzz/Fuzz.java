@@ -8,19 +8,18 @@ import java.lang.invoke.MethodHandles;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
-import java.util.concurrent.atomic.AtomicLong;
 import org.devicebridge.internal.Native;
 
 /**
- * Shared plumbing of the structure-aware fuzz targets: counting release/deleter upcalls, and the
- * per-input arena whose allocations are recorded so that the oracle can check that every segment the
+ * Shared plumbing of the structure-aware fuzz targets: counting release/deleter upcalls (per thread), and
+ * the per-input memory whose buffers are recorded so that the oracle can check that every segment the
  * importer hands out lies inside memory the generator owns.
  *
  * <p>Memory-safety contract of the generators (why a bad input can never make the JVM read memory it
- * does not own unless the importer is wrong): every pointer is NULL or points into the input's arena at
+ * does not own unless the importer is wrong): every pointer is NULL or points into the input's memory at
  * an object of the right kind (struct pointers at structs of the same kind, pointer arrays at 8-slot
  * pointer arrays, strings at NUL-terminated strings); every data buffer has {@link #BUFFER_CAPACITY}
- * bytes (the arena is not padded: each buffer is allocated at least as large as anything can claim), and
+ * bytes (allocated at least as large as anything can claim), and
  * every length, offset and count the metadata can claim (mutations included) is bounded so that any buffer
  * size derived from it stays below that capacity, or is negative. Buffer contents follow a "small
  * lattice": in every 8-byte word byte 0 is free, byte 1 is below 0x40 and the rest are 0, so read as a
@@ -30,7 +29,9 @@ import org.devicebridge.internal.Native;
  * int64 offsets, is excluded by construction (see {@link ArrowFuzz}). Metadata blobs: only the pair count
  * and negative lengths are mutated (a positive length change would shift the parse into key bytes). What
  * remains - a too-small buffer - is the one inconsistency the C interfaces give an importer no way to
- * detect, so it is never generated.
+ * detect, so it is never generated. Inputs of {@link MalformedArrow} get no random mutation, only the one
+ * corruption of their table row, so they need no lattice: their claims are those of the declared formats,
+ * bounded by {@link ArrowFuzz#EXACT_MAX_COUNT} elements.
  */
 final class Fuzz {
     private Fuzz() {}
@@ -38,10 +39,36 @@ final class Fuzz {
     /** Bytes of every data buffer: the largest claim is 128 elements of 96 bytes, or offsets up to 16,383, plus a 64-byte shift. */
     static final long BUFFER_CAPACITY = 16_384 + 128;
 
-    static final AtomicLong ROOT_RELEASES = new AtomicLong();
-    static final AtomicLong SCHEMA_RELEASES = new AtomicLong();
-    static final AtomicLong CHILD_RELEASES = new AtomicLong();
-    static final AtomicLong DELETES = new AtomicLong();
+    /**
+     * Release and deleter calls seen by one fuzzing thread. The callbacks run on the thread that releases
+     * (the oracle's thread, which closes every handle itself), so each thread counts its own inputs' calls;
+     * a release run on any other thread (a Cleaner) is missing from the oracle's count and fails it.
+     */
+    static final class Counters {
+        long rootReleases;
+        long schemaReleases;
+        long childReleases;
+        long deletes;
+        long streamReleases;
+        /** The stream the current input's callbacks serve ({@link StreamFuzz}); null outside a stream input. */
+        StreamFuzz.State stream;
+
+        void reset() {
+            rootReleases = 0;
+            schemaReleases = 0;
+            childReleases = 0;
+            deletes = 0;
+            streamReleases = 0;
+            stream = null;
+        }
+    }
+
+    private static final ThreadLocal<Counters> COUNTERS = ThreadLocal.withInitial(Counters::new);
+
+    /** This thread's counters. */
+    static Counters counters() {
+        return COUNTERS.get();
+    }
 
     private static final FunctionDescriptor VOID_PTR = FunctionDescriptor.ofVoid(ValueLayout.ADDRESS);
     /** Release of a root ArrowArray / ArrowDeviceArray: counts and marks the struct released. */
@@ -55,47 +82,112 @@ final class Fuzz {
 
     // release offset is 64 in ArrowSchema and ArrowArray (and ArrowDeviceArray: the array is first).
     private static void releaseArray(MemorySegment s) {
-        ROOT_RELEASES.incrementAndGet();
+        COUNTERS.get().rootReleases++;
         s.reinterpret(80).set(ValueLayout.ADDRESS, 64, MemorySegment.NULL);
     }
 
     private static void releaseSchema(MemorySegment s) {
-        SCHEMA_RELEASES.incrementAndGet();
+        COUNTERS.get().schemaReleases++;
         s.reinterpret(72).set(ValueLayout.ADDRESS, 56, MemorySegment.NULL);
     }
 
     private static void releaseChild(MemorySegment s) {
-        CHILD_RELEASES.incrementAndGet();
+        COUNTERS.get().childReleases++;
     }
 
     private static void delete(MemorySegment self) {
-        DELETES.incrementAndGet();
+        COUNTERS.get().deletes++;
     }
 
-    static void resetCounters() {
-        ROOT_RELEASES.set(0);
-        SCHEMA_RELEASES.set(0);
-        CHILD_RELEASES.set(0);
-        DELETES.set(0);
+    /** Resets this thread's counters for the next input and returns them. */
+    static Counters resetCounters() {
+        Counters c = COUNTERS.get();
+        c.reset();
+        return c;
     }
 
-    /** One input's memory: a confined arena plus the ranges of its data buffers. */
+    /** Bytes of each thread's slab: what most inputs need (a larger one spills into the input's arena). */
+    private static final long SLAB_BYTES = 4L << 20;
+
+    /**
+     * A thread's reusable input memory: allocated zeroed once, bump-allocated by one input at a time and
+     * zeroed again (only the part used) when that input closes - no malloc, free or arena bookkeeping per
+     * allocation, which were a visible share of the time per input.
+     */
+    private static final class Slab {
+        final MemorySegment memory = Arena.global().allocate(SLAB_BYTES, 64);
+        long used;
+        boolean inUse;
+    }
+
+    private static final ThreadLocal<Slab> SLABS = ThreadLocal.withInitial(Slab::new);
+
+    /**
+     * One input's memory: the thread's slab (zeroed, as a fresh arena's memory is), or where that is full or
+     * already held, a confined arena; plus the ranges of its data buffers.
+     */
     static final class Mem implements AutoCloseable {
         final Arena arena = Arena.ofConfined();
         final SplittableRandom r;
         private final TreeMap<Long, Long> buffers = new TreeMap<>();
+        /** Allocations outside the slab, by address. */
+        private final TreeMap<Long, MemorySegment> spilled = new TreeMap<>();
+        private final Slab slab;
 
         Mem(SplittableRandom r) {
             this.r = r;
+            Slab s = SLABS.get();
+            if (s.inUse) {
+                slab = null;
+            } else {
+                s.inUse = true;
+                slab = s;
+            }
+        }
+
+        /** {@code size} zeroed bytes aligned to {@code align}, valid until {@link #close()}. */
+        MemorySegment allocate(long size, long align) {
+            if (slab != null) {
+                long at = (slab.used + align - 1) & -align;
+                if (at + size <= SLAB_BYTES) {
+                    slab.used = at + size;
+                    return slab.memory.asSlice(at, size);
+                }
+            }
+            MemorySegment m = arena.allocate(size, align);
+            spilled.put(m.address(), m);
+            return m;
+        }
+
+        /**
+         * The generator's memory at [address, address + bytes) as a segment of this input (no restricted
+         * reinterpretation: a slice of what was allocated), or null where that range is not inside one
+         * allocation of this input.
+         */
+        MemorySegment view(long address, long bytes) {
+            if (bytes < 0) {
+                return null;
+            }
+            if (slab != null) {
+                long base = slab.memory.address();
+                if (address >= base && address - base <= slab.used - bytes) {
+                    return slab.memory.asSlice(address - base, bytes);
+                }
+            }
+            Map.Entry<Long, MemorySegment> e = spilled.floorEntry(address);
+            if (e != null && address - e.getKey() <= e.getValue().byteSize() - bytes) {
+                return e.getValue().asSlice(address - e.getKey(), bytes);
+            }
+            return null;
         }
 
         MemorySegment struct(long size) {
-            return arena.allocate(size, 16);
+            return allocate(size, 16);
         }
 
         /** A data buffer of BUFFER_CAPACITY bytes whose first {@code fill} bytes follow the small lattice. */
         MemorySegment buffer(long fill) {
-            MemorySegment b = arena.allocate(BUFFER_CAPACITY, 64);
+            MemorySegment b = allocate(BUFFER_CAPACITY, 64);
             buffers.put(b.address(), b.address() + BUFFER_CAPACITY);
             long n = Math.min(fill, BUFFER_CAPACITY);
             for (long p = 0; p + 1 < n; p += 8) {
@@ -108,7 +200,7 @@ final class Fuzz {
         /** A NUL-terminated string with 64 bytes of room. */
         MemorySegment string(String s) {
             byte[] bytes = s.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
-            MemorySegment m = arena.allocate(Math.max(64, bytes.length + 1));
+            MemorySegment m = allocate(Math.max(64, bytes.length + 1), 8);
             MemorySegment.copy(bytes, 0, m, ValueLayout.JAVA_BYTE, 0, bytes.length);
             return m;
         }
@@ -121,6 +213,11 @@ final class Fuzz {
 
         @Override
         public void close() {
+            if (slab != null) {
+                slab.memory.asSlice(0, slab.used).fill((byte) 0);
+                slab.used = 0;
+                slab.inUse = false;
+            }
             arena.close();
         }
     }

@@ -4,24 +4,17 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.SplittableRandom;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.vector.FieldVector;
-import org.apache.arrow.vector.ValueVector;
-import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.devicebridge.DeviceBridgeException;
-import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ImportedArray;
-import org.devicebridge.arrow.ImportedSchema;
-import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
 
 /**
- * Runs one fuzz input through the importers at FULL and checks the oracle: no exception outside
- * {@link DeviceBridgeException}; release/deleter called exactly once (zero for an input generated already
+ * Runs one fuzz input through the importers and checks the oracle (the Arrow targets: {@link ArrowOracle}):
+ * no exception outside {@link DeviceBridgeException}, nor its untyped base class; release/deleter called exactly once (zero for an input generated already
  * released, or without a deleter); no child release ever called; every accepted value read (every buffer
  * segment of every node, children, dictionaries; for CPU arrays also through Arrow Java's getObject) and
  * every segment the importer hands out inside a buffer the generator allocated; the Arrow allocator back
@@ -30,205 +23,57 @@ import org.devicebridge.dlpack.ImportedTensor;
 final class FuzzOracle {
     enum Outcome { ACCEPTED, REJECTED }
 
+    /** What kind of oracle rule a failure broke ({@link KnownGaps} matches on it). */
+    enum Kind {
+        /** A malformed input accepted at a level the {@link MalformedArrow.Malformation} table says rejects it. */
+        LEVEL_TABLE,
+        /** The Arrow Java bridge: an untyped exception, a refusal at FULL, values unreadable, wrong or undefined. */
+        BRIDGE,
+        /** Any other rule (release counts, segment bounds, untyped import errors...). */
+        OTHER
+    }
+
     static final class FuzzFailure extends AssertionError {
         private static final long serialVersionUID = 1L;
+        final transient Check check;
+        final Kind kind;
+        final org.devicebridge.arrow.ValidationLevel level;
 
-        FuzzFailure(String target, long seed, Object mutations, String what, Throwable cause) {
-            super(target + " seed " + seed + " " + mutations + ": " + what, cause);
+        FuzzFailure(Check c, Kind kind, org.devicebridge.arrow.ValidationLevel level, String what, Throwable cause) {
+            super(c.target() + " seed " + c.seed() + " " + c.mutations() + (c.shape == null ? "" : " " + c.shape) + ": " + what, cause);
+            this.check = c;
+            this.kind = kind;
+            this.level = level;
         }
     }
 
-    /** Values Arrow Java itself cannot represent (e.g. a timestamp in seconds beyond LocalDateTime). */
-    long arrowJavaValueLimits;
-    /** Accepted CPU arrays that Arrow Java imported and read, or that it declined (UnsupportedFeatureException). */
-    long arrowJavaRead;
-    long arrowJavaDeclined;
-    /** Accepted arrays with nested children, or with a dictionary somewhere. */
-    long acceptedNested;
-    long acceptedDictionary;
-
     private final BufferAllocator allocator;
+    /** The Arrow targets (random and malformed inputs); their counts. */
+    final ArrowOracle arrow;
 
     FuzzOracle(BufferAllocator allocator) {
         this.allocator = allocator;
+        this.arrow = new ArrowOracle(allocator);
     }
 
-    // ------------------------------------------------------------------------------------------ Arrow
-
+    /** A random Arrow input ({@link ArrowFuzz}), imported at FULL and DEFAULT: see {@link ArrowOracle}. */
     Outcome arrow(long seed) {
-        Fuzz.resetCounters();
-        try (Fuzz.Mem mem = new Fuzz.Mem(new SplittableRandom(seed))) {
-            ArrowFuzz.Input in = new ArrowFuzz(mem).generate();
-            Check c = new Check("arrow", seed, in.mutations);
-            Outcome outcome = arrowImport(mem, in, c);
-            c.equal("child release calls", 0, Fuzz.CHILD_RELEASES.get());
-            c.equal("Arrow allocator bytes", 0, allocator.getAllocatedMemory());
-            return outcome;
-        }
+        return arrow.random(seed);
     }
 
-    private Outcome arrowImport(Fuzz.Mem mem, ArrowFuzz.Input in, Check c) {
-        ImportedSchema schema;
-        try {
-            schema = ArrowImport.importSchema(in.schema);
-        } catch (DeviceBridgeException e) {
-            c.equal("schema release calls after rejection", in.schemaReleased ? 0 : 1, Fuzz.SCHEMA_RELEASES.get());
-            return Outcome.REJECTED;
-        } catch (RuntimeException | Error e) {
-            throw c.fail("importSchema threw outside the library's hierarchy", e);
-        }
-        c.check("accepted a released schema", !in.schemaReleased);
-        Outcome outcome;
-        try {
-            walk(schema.root(), 0, c);
-            ImportedArray array;
-            try {
-                array = in.device ? ArrowImport.importDeviceArray(schema, in.array, ValidationLevel.FULL)
-                        : ArrowImport.importArray(schema, in.array, ValidationLevel.FULL);
-            } catch (DeviceBridgeException e) {
-                c.equal("array release calls after rejection", in.arrayReleased ? 0 : 1, Fuzz.ROOT_RELEASES.get());
-                return Outcome.REJECTED;
-            } catch (RuntimeException | Error e) {
-                throw c.fail("importArray threw outside the library's hierarchy", e);
-            }
-            c.check("accepted a released array", !in.arrayReleased);
-            if (!array.root().children().isEmpty()) {
-                acceptedNested++;
-            }
-            if (hasDictionary(array.root())) {
-                acceptedDictionary++;
-            }
-            try {
-                read(array.root(), mem, 0, c);
-                if (array.root().isHostAccessible()) {
-                    readThroughArrowJava(array, c);
-                }
-            } finally {
-                array.close();
-            }
-            c.equal("array release calls after close", 1, Fuzz.ROOT_RELEASES.get());
-            outcome = Outcome.ACCEPTED;
-        } finally {
-            schema.close();
-        }
-        c.equal("schema release calls after close", 1, Fuzz.SCHEMA_RELEASES.get());
-        return outcome;
-    }
-
-    private static boolean hasDictionary(ArrayNode n) {
-        if (n.dictionary() != null) {
-            return true;
-        }
-        for (ArrayNode child : n.children()) {
-            if (hasDictionary(child)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private static void walk(SchemaNode s, int depth, Check c) {
-        c.check("schema deeper than 64 levels accepted", depth <= 65);
-        s.name();
-        s.format();
-        s.metadata().forEach((k, v) -> { });
-        s.flags();
-        s.type();
-        for (SchemaNode child : s.children()) {
-            walk(child, depth + 1, c);
-        }
-        if (s.dictionary() != null) {
-            walk(s.dictionary(), depth + 1, c);
-        }
-    }
-
-    private static long read(ArrayNode n, Fuzz.Mem mem, int depth, Check c) {
-        c.check("array deeper than 64 levels accepted", depth <= 65);
-        long sum = n.length() + n.nullCount() + n.offset();
-        for (int i = 0; i < n.bufferCount(); i++) {
-            if (n.isBufferNull(i)) {
-                continue;
-            }
-            MemorySegment b;
-            try {
-                b = n.buffer(i);
-            } catch (RuntimeException e) {
-                throw c.fail("buffer(" + i + ") of " + n.path() + " threw on an array accepted at FULL", e);
-            }
-            long size = b.byteSize();
-            if (size > 0) {
-                c.check(n.path() + ".buffers[" + i + "]: segment of " + size + " bytes outside every generated buffer",
-                        mem.insideBuffer(b.address(), size));
-            }
-            for (long p = 0; p < size; p++) {
-                sum += b.get(ValueLayout.JAVA_BYTE, p);
-            }
-        }
-        for (ArrayNode child : n.children()) {
-            sum += read(child, mem, depth + 1, c);
-        }
-        if (n.dictionary() != null) {
-            sum += read(n.dictionary(), mem, depth + 1, c);
-        }
-        return sum;
-    }
-
-    private void readThroughArrowJava(ImportedArray array, Check c) {
-        DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
-        FieldVector vector;
-        try {
-            vector = ArrowJavaImport.importFieldVector(allocator, array, dictionaries);
-        } catch (DeviceBridgeException e) {
-            closeDictionaries(dictionaries);
-            arrowJavaDeclined++;
-            // e.g. a type Arrow Java 19 has no vector for: like every import, it released its input on the throw
-            if (array.isLive()) {
-                throw c.fail("ArrowJavaImport threw but left its input live", e);
-            }
-            return;
-        } catch (RuntimeException | Error e) {
-            closeDictionaries(dictionaries);
-            throw c.fail("ArrowJavaImport threw outside the library's hierarchy", e);
-        }
-        arrowJavaRead++;
-        try {
-            readAll(vector, c);
-            for (long id : dictionaries.getDictionaryIds()) {
-                readAll(dictionaries.lookup(id).getVector(), c);
-            }
-        } finally {
-            vector.close();
-            closeDictionaries(dictionaries);
-        }
-    }
-
-    private static void closeDictionaries(DictionaryProvider.MapDictionaryProvider dictionaries) {
-        for (long id : dictionaries.getDictionaryIds()) {
-            dictionaries.lookup(id).getVector().close();
-        }
-    }
-
-    private void readAll(ValueVector v, Check c) {
-        for (int i = 0; i < v.getValueCount(); i++) {
-            try {
-                v.getObject(i);
-            } catch (java.time.DateTimeException e) {
-                arrowJavaValueLimits++; // Arrow Java's own limit (LocalDateTime range), not an import defect
-            } catch (RuntimeException e) {
-                throw c.fail("Arrow Java getObject(" + i + ") failed on " + v.getField(), e);
-            }
-        }
+    /** A malformed-content Arrow input ({@link MalformedArrow}), imported at every level: see {@link ArrowOracle}. */
+    Outcome malformed(long seed) {
+        return arrow.malformed(seed);
     }
 
     // ------------------------------------------------------------------------------------------ streams
 
     Outcome stream(long seed) {
-        Fuzz.resetCounters();
-        StreamFuzz.STREAM_RELEASES.set(0);
+        Fuzz.Counters k = Fuzz.resetCounters();
         try (Fuzz.Mem mem = new Fuzz.Mem(new SplittableRandom(seed))) {
             ArrowFuzz.Input in = new ArrowFuzz(mem).generate();
             StreamFuzz.State st = StreamFuzz.build(mem, in, mem.r);
-            StreamFuzz.current = st;
+            k.stream = st;
             Check c = new Check("stream", seed, in.mutations + " schemaErrno=" + st.schemaErrno + " nextErrno=" + st.nextErrno);
             boolean streamLive = !MemorySegment.NULL.equals(st.device
                     ? org.devicebridge.generated.arrow.ArrowDeviceArrayStream.release(st.stream)
@@ -239,19 +84,21 @@ final class FuzzOracle {
                 stream = st.device ? ArrowImport.importDeviceStream(st.stream) : ArrowImport.importStream(st.stream);
             } catch (DeviceBridgeException e) {
                 // rejected: the stream released, and whatever get_schema handed over released too
+                c.check("importStream threw the untyped base exception: " + e, e.getClass() != DeviceBridgeException.class);
             } catch (RuntimeException | Error e) {
                 throw c.fail("importStream threw outside the library's hierarchy", e);
             }
             if (stream != null) {
                 c.check("accepted a released stream", streamLive);
                 try {
-                    walk(stream.schema(), 0, c);
+                    ArrowOracle.walk(stream.schema(), 0, c);
                     for (int i = 0; i < 3; i++) {
                         ImportedArray batch;
                         try {
                             batch = stream.next(ValidationLevel.FULL);
                         } catch (DeviceBridgeException e) {
-                            c.equal("batch release calls after a rejected batch", st.arrayHanded ? 1 : 0, Fuzz.ROOT_RELEASES.get());
+                            c.check("next() threw the untyped base exception: " + e, e.getClass() != DeviceBridgeException.class);
+                            c.equal("batch release calls after a rejected batch", st.arrayHanded ? 1 : 0, k.rootReleases);
                             continue;
                         } catch (RuntimeException | Error e) {
                             throw c.fail("next() threw outside the library's hierarchy", e);
@@ -261,21 +108,21 @@ final class FuzzOracle {
                         }
                         outcome = Outcome.ACCEPTED;
                         try {
-                            read(batch.root(), mem, 0, c);
+                            ArrowOracle.read(batch.root(), mem, 0, c);
                         } finally {
                             batch.close();
                         }
-                        c.equal("batch release calls after close", 1, Fuzz.ROOT_RELEASES.get());
+                        c.equal("batch release calls after close", 1, k.rootReleases);
                     }
                 } finally {
                     stream.close();
                 }
             }
-            c.equal("stream release calls", streamLive ? 1 : 0, StreamFuzz.STREAM_RELEASES.get());
-            c.equal("schema release calls (handed over by get_schema)", st.schemaHanded ? 1 : 0, Fuzz.SCHEMA_RELEASES.get());
-            c.equal("batch release calls (handed over by get_next)", st.arrayHanded ? 1 : 0, Fuzz.ROOT_RELEASES.get());
-            c.equal("child release calls", 0, Fuzz.CHILD_RELEASES.get());
-            StreamFuzz.current = null;
+            c.equal("stream release calls", streamLive ? 1 : 0, k.streamReleases);
+            c.equal("schema release calls (handed over by get_schema)", st.schemaHanded ? 1 : 0, k.schemaReleases);
+            c.equal("batch release calls (handed over by get_next)", st.arrayHanded ? 1 : 0, k.rootReleases);
+            c.equal("child release calls", 0, k.childReleases);
+            k.stream = null;
             return outcome;
         }
     }
@@ -283,7 +130,7 @@ final class FuzzOracle {
     // ------------------------------------------------------------------------------------------ DLPack
 
     Outcome dlpack(long seed) {
-        Fuzz.resetCounters();
+        Fuzz.Counters k = Fuzz.resetCounters();
         try (Fuzz.Mem mem = new Fuzz.Mem(new SplittableRandom(seed))) {
             DLPackFuzz.Input in = new DLPackFuzz(mem).generate();
             Check c = new Check("dlpack", seed, in.mutations);
@@ -293,7 +140,8 @@ final class FuzzOracle {
                 t = in.versioned ? DLPack.importVersioned(in.tensor, ImportOptions.any())
                         : DLPack.importLegacy(in.tensor, ImportOptions.any());
             } catch (DeviceBridgeException e) {
-                c.equal("deleter calls after rejection", expectedDeletes, Fuzz.DELETES.get());
+                c.check("DLPack import threw the untyped base exception: " + e, e.getClass() != DeviceBridgeException.class);
+                c.equal("deleter calls after rejection", expectedDeletes, k.deletes);
                 return Outcome.REJECTED;
             } catch (RuntimeException | Error e) {
                 throw c.fail("DLPack import threw outside the library's hierarchy", e);
@@ -324,14 +172,45 @@ final class FuzzOracle {
             } finally {
                 t.close();
             }
-            c.equal("deleter calls after close", expectedDeletes, Fuzz.DELETES.get());
+            c.equal("deleter calls after close", expectedDeletes, k.deletes);
             return Outcome.ACCEPTED;
         }
     }
 
     // ------------------------------------------------------------------------------------------ checks
 
-    private record Check(String target, long seed, Object mutations) {
+    /** The checks of one input: a failed one throws a {@link FuzzFailure} naming the seed and the mutations. */
+    static final class Check {
+        private final String target;
+        private final long seed;
+        private final Object mutations;
+        /** The malformation of a malformed input, or null. */
+        MalformedArrow.Malformation malformation;
+        /** The input's schema holds a union somewhere (set once the schema is imported). */
+        boolean unions;
+        /** A struct or union of the input's schema has two fields of one name (set once the schema is imported). */
+        boolean duplicateNames;
+        /** The imported schema's formats as a tree, for messages (set once the schema is imported). */
+        String shape;
+
+        Check(String target, long seed, Object mutations) {
+            this.target = target;
+            this.seed = seed;
+            this.mutations = mutations;
+        }
+
+        String target() {
+            return target;
+        }
+
+        long seed() {
+            return seed;
+        }
+
+        Object mutations() {
+            return mutations;
+        }
+
         void check(String what, boolean ok) {
             if (!ok) {
                 throw fail(what, null);
@@ -345,7 +224,11 @@ final class FuzzOracle {
         }
 
         FuzzFailure fail(String what, Throwable cause) {
-            return new FuzzFailure(target, seed, mutations, what, cause);
+            return new FuzzFailure(this, Kind.OTHER, null, what, cause);
+        }
+
+        FuzzFailure fail(Kind kind, org.devicebridge.arrow.ValidationLevel level, String what, Throwable cause) {
+            return new FuzzFailure(this, kind, level, what, cause);
         }
     }
 }

@@ -5,7 +5,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.util.SplittableRandom;
-import java.util.concurrent.atomic.AtomicLong;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
@@ -17,11 +16,10 @@ import org.devicebridge.internal.Native;
  * ArrowArrayStream / ArrowDeviceArrayStream around an {@link ArrowFuzz} input: get_schema hands over the
  * generated schema (or fails with an errno), get_next hands over the generated batch once (or fails), then
  * signals the end; callbacks may be NULL, the stream may be generated already released. The callbacks read
- * the current input from a static field: the fuzz loop is single-threaded.
+ * the current input from the calling thread's {@link Fuzz.Counters} (every callback runs on the thread that
+ * imports or closes the stream).
  */
 final class StreamFuzz {
-    static final AtomicLong STREAM_RELEASES = new AtomicLong();
-
     /** What the current stream does and what it handed over. */
     static final class State {
         ArrowFuzz.Input input;
@@ -35,8 +33,6 @@ final class StreamFuzz {
         int nextCalls;
     }
 
-    static State current;
-
     private static final FunctionDescriptor INT_PP = FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS);
     static final MemorySegment GET_SCHEMA = Native.upcallStub(MethodHandles.lookup(), StreamFuzz.class, "getSchema", INT_PP);
     static final MemorySegment GET_NEXT = Native.upcallStub(MethodHandles.lookup(), StreamFuzz.class, "getNext", INT_PP);
@@ -48,7 +44,7 @@ final class StreamFuzz {
 
     private static int getSchema(MemorySegment stream, MemorySegment out) {
         try {
-            State s = current;
+            State s = Fuzz.counters().stream;
             if (s.schemaErrno != 0) {
                 return s.schemaErrno;
             }
@@ -64,7 +60,7 @@ final class StreamFuzz {
 
     private static int getNext(MemorySegment stream, MemorySegment out) {
         try {
-            State s = current;
+            State s = Fuzz.counters().stream;
             int call = s.nextCalls++;
             if (call == 0 && s.nextErrno != 0) {
                 return s.nextErrno;
@@ -86,12 +82,14 @@ final class StreamFuzz {
     }
 
     private static MemorySegment getLastError(MemorySegment stream) {
-        State s = current;
+        State s = Fuzz.counters().stream;
         return s != null && s.lastErrorNull ? MemorySegment.NULL : MESSAGE;
     }
 
     private static void release(MemorySegment stream) {
-        STREAM_RELEASES.incrementAndGet();
+        Fuzz.Counters c = Fuzz.counters();
+        c.streamReleases++;
+        State current = c.stream;
         long offset = current != null && current.device ? ArrowDeviceArrayStream.release$offset() : ArrowArrayStream.release$offset();
         stream.reinterpret(offset + 8).set(ValueLayout.ADDRESS, offset, MemorySegment.NULL);
     }

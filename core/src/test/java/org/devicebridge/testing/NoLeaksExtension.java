@@ -11,19 +11,24 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 /**
  * Registered for every test class (service file + junit-platform.properties autodetection): fails the
  * class when it leaves owning handles open or exports unreleased (compared with the counts before the
- * class ran), or when the Cleaner had to release a handle that was never closed. Device memory is checked
- * by the CUDA tests themselves (driver counters). Tests that leak on purpose restore the counts (e.g. by
- * waiting for the Cleaner) or are annotated {@link AllowsLeaks}.
+ * class ran), when the Cleaner had to release a handle that was never closed, or when a release failed:
+ * a handle's release step threw ({@code HandleTracker.failedReleases}), a put-off release of a forgotten
+ * handle never ran ({@code HandleTracker.pendingDeferredReleases}), or the library logged an error where it
+ * swallows a failure it cannot throw - a release or deleter callback, a Cleaner action
+ * ({@link CountingLoggerFinder}). Device memory is checked by the CUDA tests themselves (driver counters).
+ * Tests that leak or fail releases on purpose restore the counts (e.g. by waiting for the Cleaner) or are
+ * annotated {@link AllowsLeaks}.
  */
 public final class NoLeaksExtension implements BeforeAllCallback, AfterAllCallback {
     private static final ExtensionContext.Namespace NS = ExtensionContext.Namespace.create(NoLeaksExtension.class);
 
-    private record Baseline(long liveHandles, long exports, long leaked) {}
+    private record Baseline(long liveHandles, long exports, long leaked, long failedReleases, long deferred, long errors) {}
 
     @Override
     public void beforeAll(ExtensionContext context) {
         context.getStore(NS).put("baseline", new Baseline(HandleTracker.liveHandles(),
-                ExportRegistry.outstandingExports(), HandleTracker.leakedHandles()));
+                ExportRegistry.outstandingExports(), HandleTracker.leakedHandles(), HandleTracker.failedReleases(),
+                HandleTracker.pendingDeferredReleases(), CountingLoggerFinder.libraryErrors()));
     }
 
     @Override
@@ -35,7 +40,8 @@ public final class NoLeaksExtension implements BeforeAllCallback, AfterAllCallba
         List<String> problems = new ArrayList<>();
         // a release racing the end of the class (another thread, a native consumer) gets a moment
         for (int i = 0; i < 50 && (HandleTracker.liveHandles() > before.liveHandles()
-                || ExportRegistry.outstandingExports() > before.exports()); i++) {
+                || ExportRegistry.outstandingExports() > before.exports()
+                || HandleTracker.pendingDeferredReleases() > before.deferred()); i++) {
             Thread.sleep(20);
         }
         if (HandleTracker.liveHandles() > before.liveHandles()) {
@@ -46,6 +52,18 @@ public final class NoLeaksExtension implements BeforeAllCallback, AfterAllCallba
         }
         if (HandleTracker.leakedHandles() > before.leaked()) {
             problems.add((HandleTracker.leakedHandles() - before.leaked()) + " handle(s) released by the Cleaner, never closed");
+        }
+        if (HandleTracker.failedReleases() > before.failedReleases()) {
+            problems.add((HandleTracker.failedReleases() - before.failedReleases()) + " release step(s) threw");
+        }
+        if (HandleTracker.pendingDeferredReleases() > before.deferred()) {
+            problems.add((HandleTracker.pendingDeferredReleases() - before.deferred())
+                    + " put-off release(s) of forgotten handles never completed");
+        }
+        if (CountingLoggerFinder.libraryErrors() > before.errors()) {
+            problems.add((CountingLoggerFinder.libraryErrors() - before.errors())
+                    + " error(s) logged by the library (a failed release, deleter or cleanup), the last: "
+                    + CountingLoggerFinder.lastError());
         }
         if (!problems.isEmpty()) {
             throw new AssertionError(context.getRequiredTestClass().getSimpleName() + " leaked: " + String.join("; ", problems));

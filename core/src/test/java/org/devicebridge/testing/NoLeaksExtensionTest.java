@@ -14,7 +14,11 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.platform.testkit.engine.EngineTestKit;
 import org.junit.platform.testkit.engine.Event;
 
-/** The leak check itself: a class that leaves a handle open fails; one that closes it passes. */
+/**
+ * The leak check itself: a class that leaves a handle open fails, so does one whose handle's release throws
+ * or during which the library logs an error (a failed callback); one that closes its handles passes.
+ */
+@AllowsLeaks("its fixtures fail releases on purpose, inside the test kit: the counts they raise are the point")
 class NoLeaksExtensionTest {
     static NativeHandle left;
 
@@ -48,6 +52,31 @@ class NoLeaksExtensionTest {
         }
     }
 
+    @ExtendWith(OnlyInTestKit.class)
+    static class FailsARelease {
+        @Test
+        void closesAHandleWhoseReleaseThrows() {
+            new NativeHandle("handle with a failing release", () -> {
+                throw new IllegalStateException("release failed on purpose");
+            }) { }.close();
+        }
+    }
+
+    @ExtendWith(OnlyInTestKit.class)
+    static class LogsALibraryError {
+        @Test
+        void failsADeleter() {
+            // a library callback that fails logs an error (it cannot throw into native code)
+            org.devicebridge.dlpack.ExportedTensor e = org.devicebridge.dlpack.DLPack.exportVersioned(
+                    org.devicebridge.dlpack.TensorSpec.of(java.lang.foreign.Arena.global().allocate(8),
+                            org.devicebridge.dlpack.DType.UINT8, 8),
+                    () -> {
+                        throw new IllegalStateException("owner close failed on purpose");
+                    });
+            e.close();
+        }
+    }
+
     @AfterAll
     static void closeTheLeftHandle() {
         if (left != null) {
@@ -66,6 +95,27 @@ class NoLeaksExtensionTest {
                 .flatMap(org.junit.platform.engine.TestExecutionResult::getThrowable)
                 .map(t -> t.getMessage().contains("1 handle(s) left open")).orElse(false)), failures.toString());
         left.close();
+    }
+
+    @Test
+    void aClassWhoseReleaseThrowsFails() {
+        assertClassFailsWith(FailsARelease.class, "1 release step(s) threw");
+    }
+
+    @Test
+    void aClassDuringWhichTheLibraryLogsAnErrorFails() {
+        assertClassFailsWith(LogsALibraryError.class, "error(s) logged by the library");
+    }
+
+    private static void assertClassFailsWith(Class<?> fixture, String message) {
+        List<Event> failures = EngineTestKit.engine("junit-jupiter")
+                .configurationParameter("junit.jupiter.extensions.autodetection.enabled", "true")
+                .configurationParameter(TESTKIT, "true")
+                .selectors(selectClass(fixture)).execute()
+                .containerEvents().failed().list();
+        assertTrue(failures.stream().anyMatch(e -> e.getPayload(org.junit.platform.engine.TestExecutionResult.class)
+                .flatMap(org.junit.platform.engine.TestExecutionResult::getThrowable)
+                .map(t -> t.getMessage().contains(message)).orElse(false)), failures.toString());
     }
 
     @Test
