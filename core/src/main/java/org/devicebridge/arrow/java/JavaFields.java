@@ -243,7 +243,14 @@ final class JavaFields {
             case LARGE_UTF8 -> ArrowType.LargeUtf8.INSTANCE;
             case BINARY_VIEW -> ArrowType.BinaryView.INSTANCE;
             case UTF8_VIEW -> ArrowType.Utf8View.INSTANCE;
-            case FIXED_SIZE_BINARY -> new ArrowType.FixedSizeBinary(t.fixedSize());
+            case FIXED_SIZE_BINARY -> {
+                // valid Arrow (Arrow C++ accepts w:0), but Arrow Java's FixedSizeBinaryVector divides by the width
+                if (t.fixedSize() == 0) {
+                    throw new org.devicebridge.UnsupportedFeatureException(s.path(),
+                            "fixed-size binary of width 0: Arrow Java's FixedSizeBinaryVector cannot hold it");
+                }
+                yield new ArrowType.FixedSizeBinary(t.fixedSize());
+            }
             case LIST -> ArrowType.List.INSTANCE;
             case LARGE_LIST -> ArrowType.LargeList.INSTANCE;
             case LIST_VIEW -> ArrowType.ListView.INSTANCE;
