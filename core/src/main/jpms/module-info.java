@@ -15,6 +15,7 @@ module org.devicebridge.core {
     requires org.devicebridge.generated;
     requires static org.apache.arrow.vector;
     requires static org.apache.arrow.memory.core;
+    requires static org.apache.arrow.flight.core;
 
     exports org.devicebridge;
     exports org.devicebridge.arrow;
