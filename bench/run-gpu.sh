@@ -10,7 +10,7 @@ export OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
 [[ -f .gpu/bench.sh ]] || { echo "no .gpu/bench.sh: run ../shared/gpu/stage here first and carry .gpu along" >&2; exit 1; }
 source bench/suites.sh
-INCLUDE='B3ZeroCopyBenchmark.cuda|B5EventHandoffBenchmark|B6CopyBenchmark|B7AllocationBenchmark'
+INCLUDE='B3ZeroCopyBenchmark.cuda|B5EventHandoffBenchmark|B6CopyBenchmark|B6BatchBenchmark|B7AllocationBenchmark'
 OPTS="-f 1 -wi 2 -w 1 -i 5 -r 1 -foe false ${JMH_OPTS:-}"
 CMD="bash .gpu/bench.sh '$INCLUDE' $OPTS -rf json -rff \$OUT/results-gpu.json"
 printf '%s\n' "$CMD" > "$OUT/results-gpu.cmd"

@@ -10,6 +10,10 @@
  * <p>Arrow Java is optional ({@code requires static}): users who need only DLPack or CUDA do not need it
  * on their module path. Native access must be granted to this module and to
  * {@code org.devicebridge.generated} ({@code --enable-native-access=org.devicebridge.core,org.devicebridge.generated}).
+ * To make the FFM allocation manager Arrow Java's default ({@code ArrowMemory.installAsDefault()}), Arrow's
+ * package must be open to this module:
+ * {@code --add-opens=org.apache.arrow.memory.core/org.apache.arrow.memory=org.devicebridge.core} (Arrow Java
+ * keeps its default in a private field); nothing else is needed for Arrow Java's memory (no Netty).
  */
 module org.devicebridge.core {
     requires org.devicebridge.generated;

@@ -5,10 +5,18 @@ package org.devicebridge;
  * segments it handed out. Nothing was released: the handle is still live, its segments still readable,
  * and a later {@code close()} (once the call returned) releases it. This is what FFM's
  * {@code Arena.close()} refusal ("acquired by a client") becomes in this library.
+ *
+ * <p>Immutable once thrown (safe to share between threads); it owns no native resources.
  */
 public final class HandleBusyException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * An exception with a message and a cause.
+     *
+     * @param message what went wrong
+     * @param cause the underlying failure, or {@code null}
+     */
     public HandleBusyException(String message, Throwable cause) {
         super(message, cause);
     }

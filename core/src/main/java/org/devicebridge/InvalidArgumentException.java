@@ -6,12 +6,17 @@ package org.devicebridge;
  * did nothing: the caller still owns everything it passed. (A malformed foreign struct is a
  * {@link ValidationException} instead; a {@code null} where none is allowed stays a
  * {@link NullPointerException}.)
+ *
+ * <p>Immutable once thrown (safe to share between threads); it owns no native resources.
  */
 public final class InvalidArgumentException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;
+    /** The offending parameter's name; may be empty. */
     private final String parameter;
 
     /**
+     * An exception naming the offending parameter.
+     *
      * @param parameter the parameter's name as the method declares it, e.g. {@code bytes} or
      *                  {@code destinations[2]}; may be empty
      * @param message   what is wrong, in the form "expected X but found Y" where possible
@@ -21,7 +26,7 @@ public final class InvalidArgumentException extends DeviceBridgeException {
         this.parameter = parameter == null ? "" : parameter;
     }
 
-    /** The offending parameter's name; may be empty. */
+    /** {@return the offending parameter's name; may be empty} */
     public String parameter() {
         return parameter;
     }

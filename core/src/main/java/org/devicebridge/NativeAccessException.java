@@ -6,6 +6,8 @@ package org.devicebridge;
  * native code, on every call, before anything is allocated or taken over: the caller still owns whatever
  * it passed. The message names the exact flag: {@code --enable-native-access=ALL-UNNAMED} on the class
  * path, {@code --enable-native-access=org.devicebridge.core,org.devicebridge.generated} on the module path.
+ *
+ * <p>Immutable once thrown (safe to share between threads); it owns no native resources.
  */
 public final class NativeAccessException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;

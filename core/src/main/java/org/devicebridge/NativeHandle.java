@@ -51,6 +51,11 @@ public abstract class NativeHandle implements AutoCloseable {
     /** Frees what a handle owns. Runs at most once; an exception it throws is recorded, never lost. */
     @FunctionalInterface
     public interface ReleaseAction {
+        /**
+         * Frees the resources.
+         *
+         * @throws Exception any failure; the handle records it and reports it to the thread that closed it
+         */
         void release() throws Exception;
     }
 
@@ -71,9 +76,14 @@ public abstract class NativeHandle implements AutoCloseable {
      * A handle whose release runs when {@code arena} closes, or, with a {@code null} arena, one that owns
      * its arena as {@link #NativeHandle(String, ReleaseAction)} does.
      *
+     * @param description what this handle is, for leak reports and error messages
+     * @param action frees the handle's resources; must not capture this handle
+     * @param arena the caller's arena whose closing releases this handle (the caller keeps owning the
+     *     arena), or {@code null} for a handle that owns its arena
      * @throws HandleClosedException if {@code arena} is already closed
      * @throws WrongThreadException if {@code arena} is confined to another thread
      */
+    @SuppressWarnings("this-escape") // safe: the Cleaner keeps a phantom reference only; its action never sees this
     protected NativeHandle(String description, ReleaseAction action, Arena arena) {
         requireLibraryType(getClass());
         this.lifecycle = new Lifecycle(Objects.requireNonNull(description, "description"),
@@ -104,7 +114,7 @@ public abstract class NativeHandle implements AutoCloseable {
         cleanable.unregister(); // released: the Cleaner has nothing left to do
     }
 
-    /** The current state; a snapshot, since another thread may close the handle at any time. */
+    /** {@return the current state; a snapshot, since another thread may close the handle at any time} */
     public final State state() {
         return switch (lifecycle.state) {
             case Lifecycle.LIVE -> State.LIVE;
@@ -113,12 +123,12 @@ public abstract class NativeHandle implements AutoCloseable {
         };
     }
 
-    /** {@code true} while this handle still owns its resources. */
+    /** {@return {@code true} while this handle still owns its resources} */
     public final boolean isLive() {
         return lifecycle.state == Lifecycle.LIVE;
     }
 
-    /** What this handle is, as given at construction. */
+    /** {@return what this handle is, as given at construction} */
     public final String description() {
         return lifecycle.description;
     }
@@ -136,6 +146,9 @@ public abstract class NativeHandle implements AutoCloseable {
      * handle is released, and holding it in a native call keeps the release from running. The size must
      * come from validated metadata (exact arithmetic).
      *
+     * @param address where the memory starts (a native address the handle owns or keeps alive)
+     * @param byteSize its size in bytes
+     * @return a segment scoped to this handle
      * @throws HandleClosedException if the handle is no longer live
      */
     protected final MemorySegment segment(long address, long byteSize) {

@@ -7,6 +7,8 @@ import java.util.Objects;
  * field path of the offending value; the message reads {@code children[2].buffers[1]: expected at least
  * 48 bytes but found 40}. By the time this is thrown, the library has already released the foreign
  * structure it was given (see each import method's Javadoc).
+ *
+ * <p>Immutable once thrown (safe to share between threads); it owns no native resources.
  */
 public final class ValidationException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;
@@ -43,15 +45,32 @@ public final class ValidationException extends DeviceBridgeException {
         STREAM
     }
 
+    /** What kind of rule the input broke. */
     private final Category category;
+    /** The field path; empty for the root struct. */
     private final String path;
 
+    /**
+     * An exception for a broken rule at {@code path}.
+     *
+     * @param category what kind of rule the input broke
+     * @param path the field path, e.g. {@code children[2].buffers[1]}; {@code null} or empty for the root
+     * @param message what is wrong, in the form "expected X but found Y" where possible
+     */
     public ValidationException(Category category, String path, String message) {
         super(format(path, message));
         this.category = Objects.requireNonNull(category, "category");
         this.path = path == null ? "" : path;
     }
 
+    /**
+     * An exception for a broken rule at {@code path}, caused by another failure.
+     *
+     * @param category what kind of rule the input broke
+     * @param path the field path; {@code null} or empty for the root
+     * @param message what is wrong
+     * @param cause the underlying failure, or {@code null}
+     */
     public ValidationException(Category category, String path, String message, Throwable cause) {
         super(format(path, message), cause);
         this.category = Objects.requireNonNull(category, "category");
@@ -62,11 +81,12 @@ public final class ValidationException extends DeviceBridgeException {
         return path == null || path.isEmpty() ? message : path + ": " + message;
     }
 
+    /** {@return what kind of rule the input broke} */
     public Category category() {
         return category;
     }
 
-    /** The field path, e.g. {@code children[2].buffers[1]}; empty for the root struct itself. */
+    /** {@return the field path, e.g. {@code children[2].buffers[1]}; empty for the root struct itself} */
     public String path() {
         return path;
     }

@@ -15,5 +15,11 @@
  *
  * <p><b>One exception hierarchy.</b> Everything the library throws for bad input, unsupported features,
  * closed or busy handles, missing drivers or native access is a {@link org.devicebridge.DeviceBridgeException}.
+ *
+ * <p><b>Start here:</b> read {@link org.devicebridge.NativeHandle} (how a handle owns, releases and refuses
+ * a busy close), then the package of the format you exchange: {@code org.devicebridge.arrow} (Arrow C
+ * structs with FFM only), {@code org.devicebridge.arrow.java} (with Arrow Java), {@code org.devicebridge.dlpack}
+ * (tensors), {@code org.devicebridge.cuda} (device memory), {@code org.devicebridge.python} (CPython).
+ * Handles are safe to close from any thread; each type's comment says what else is thread-safe.
  */
 package org.devicebridge;

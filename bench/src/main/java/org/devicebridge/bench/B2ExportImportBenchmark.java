@@ -6,6 +6,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.memory.netty.NettyAllocationManager;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ImportedArray;
@@ -13,6 +14,7 @@ import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -38,6 +40,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * measures 16 independent producer/consumer pairs.
  *
  * <ul>
+ *   <li>{@link #newBatch}: the batch built anew (allocated, filled) and freed: the allocation manager alone.</li>
  *   <li>{@link #view}: {@code ArrowExport.exportRoot} into caller-allocated structs, then
  *       {@code ArrowImport.importArray(schema, ptr, DEFAULT, arena)} into a confined arena per batch (the
  *       flat view), whose close releases the struct: the fastest way a user writes it.</li>
@@ -53,6 +56,9 @@ import org.openjdk.jmh.annotations.Warmup;
  *   <li>{@link #cBaseline}: the C producer and consumer of the same batch (shallow export, move, the DEFAULT
  *       checks for this layout, release), {@value #C_OPS} batches per downcall.</li>
  * </ul>
+ * {@code memory=netty|ffm}: the batch's allocator allocates through Netty's allocation manager or through
+ * devicebridge's FFM one ({@code ArrowMemory.newRootAllocator()}); it matters where Arrow Java allocates per
+ * batch ({@link #arrowCData}'s structs and {@link #newBatch}); target: FFM within 10% of Netty.
  * {@code schema=included}: the schema is exported and imported with every batch; {@code schema=reused}: it is
  * exported and imported once in setup and every batch is imported against it (the C consumer knows it).
  * Targets (16 columns x 1024 rows): view / cBaseline <= 3 and <= 2 KB allocated per batch (-prof gc), schema
@@ -82,6 +88,9 @@ public class B2ExportImportBenchmark {
         public int rows;
         @Param({"included", "reused"})
         public String schema;
+        /** The allocation manager of the batch's allocator: Netty's ({@code arrow-memory-netty}) or FFM. */
+        @Param({"netty", "ffm"})
+        public String memory;
 
         BufferAllocator allocator;
         VectorSchemaRoot root;
@@ -99,7 +108,12 @@ public class B2ExportImportBenchmark {
                 case "reused" -> false;
                 default -> throw new IllegalArgumentException("schema must be included or reused, not " + schema);
             };
-            allocator = new RootAllocator();
+            allocator = switch (memory) {
+                case "netty" -> new RootAllocator(RootAllocator.configBuilder()
+                        .allocationManagerFactory(NettyAllocationManager.FACTORY).build());
+                case "ffm" -> ArrowMemory.newRootAllocator();
+                default -> throw new IllegalArgumentException("memory must be netty or ffm, not " + memory);
+            };
             root = Batches.int64Root(allocator, columns, rows);
             arena = Arena.ofShared();
             array = ArrowArray.allocate(arena);
@@ -176,6 +190,14 @@ public class B2ExportImportBenchmark {
     @OperationsPerInvocation(C_OPS)
     public long cBaseline(CBatch c) throws Throwable {
         return CBaseline.checked("b2_export_import_release", (long) CBaseline.B2_LOOP.invokeExact(c.columns, (long) C_OPS));
+    }
+
+    /** Builds the batch anew in the batch's allocator (every column allocated and filled), then frees it. */
+    @Benchmark
+    public int newBatch(Batch b) {
+        try (VectorSchemaRoot r = Batches.int64Root(b.allocator, b.columns, b.rows)) {
+            return r.getRowCount();
+        }
     }
 
     @Benchmark

@@ -10,6 +10,9 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.arrow.cuda.CudaArrowBatch;
+import org.devicebridge.arrow.cuda.CudaArrowDownload;
+import org.devicebridge.arrow.cuda.CudaArrowUpload;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
@@ -17,6 +20,7 @@ import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.generated.cuda.cuda_driver_h;
+import org.devicebridge.internal.CudaCounters;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -39,13 +43,19 @@ import org.openjdk.jmh.annotations.Warmup;
  *   <li>Pinned memory ({@code PinnedHostBuffer}): {@code CudaCopies.hostToDeviceAsync} /
  *       {@code deviceToHostAsync} vs raw {@code cuMemcpyHtoDAsync} / {@code cuMemcpyDtoHAsync} of the same
  *       pinned bytes (target: library >= 0.95 of raw throughput; raw near the link's ~55 GB/s on PCIe Gen5).</li>
- *   <li>Arrow Java (pageable, netty {@code ArrowBuf}) memory: {@code HostDeviceTransfer.upload} (reused
- *       pinned staging, double-buffered; the per-batch stream-ordered allocation and its free are in the
- *       figure) and {@code HostDeviceTransfer.download} into the same ArrowBuf, vs the driver's own pageable
- *       {@code cuMemcpyHtoDAsync} / {@code cuMemcpyDtoHAsync} of those bytes into a preallocated buffer
+ *   <li>Arrow Java roots of one int64 column ({@code bytes} of data and its validity bitmap), the whole call
+ *       (buffers gathered, copies queued, synchronised; the per-batch stream-ordered allocation and free
+ *       included): {@code CudaArrowUpload.upload} + synchronize and {@code CudaArrowDownload.download} into a
+ *       fresh root, from and into a root in pinned memory ({@code pinnedRoot*}: direct DMA, target >= 0.9 of
+ *       raw) and in pageable memory ({@code pageableRoot*}: the staging ring, target >= 0.6 of raw), vs raw
+ *       pinned {@code cuMemcpy*Async} of the root's bytes ({@code rawRoot*}). The staging chunk size is the
+ *       {@code chunkBytes} parameter (the sweep: {@code -p chunkBytes=1048576,2097152,4194304,8388608,16777216});
+ *       {@code threads} 0 means the default (every core up to 16).</li>
+ *   <li>The transfer object on a bare pageable Arrow buffer ({@code arrowUpload} / {@code arrowDownload}) vs
+ *       the driver's own pageable {@code cuMemcpyHtoDAsync} / {@code cuMemcpyDtoHAsync} of those bytes
  *       (target: library >= 1.5x the driver's pageable throughput).</li>
  * </ul>
- * Throws in setup without CUDA.
+ * The self-check's five-column batch is {@link B6BatchBenchmark}. Throws in setup without CUDA.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -54,11 +64,19 @@ import org.openjdk.jmh.annotations.Warmup;
 @Measurement(iterations = 5, time = 1)
 @Fork(value = 1, jvmArgsAppend = {JvmFlags.NATIVE, JvmFlags.OPENS, JvmFlags.UNSAFE, JvmFlags.NETTY})
 public class B6CopyBenchmark {
-    /** Pinned staging memory of the transfer object: two 32 MiB halves. */
+    /** Pinned staging memory of the transfer object. */
     private static final long STAGING = 64L << 20;
 
     @Param({"16777216", "268435456", "1073741824"})
     public long bytes;
+
+    /** Staging chunk size (the sweep's parameter). */
+    @Param({"8388608"})
+    public long chunkBytes;
+
+    /** Threads per staging chunk; 0: the default. */
+    @Param({"0"})
+    public int threads;
 
     private CudaStream stream;
     private MemorySegment rawStream;
@@ -70,6 +88,13 @@ public class B6CopyBenchmark {
     private List<MemorySegment> arrowList;
     private HostDeviceTransfer transfer;
     private final long[] zeroOffset = {0};
+    private PinnedTestAllocation pinnedMemory;
+    private BufferAllocator pinnedAllocator;
+    private VectorSchemaRoot pinnedRoot;
+    private CudaArrowBatch deviceRoot;
+    private long rootBytes;
+    private PinnedHostBuffer rawRootHost;
+    private DeviceBuffer rawRootDevice;
 
     @Setup(Level.Trial)
     public void setUp() {
@@ -85,8 +110,19 @@ public class B6CopyBenchmark {
         arrowBytes = MemorySegment.ofAddress(data.memoryAddress()).reinterpret(bytes);
         MemorySegment.copy(arrowBytes, 0, pinned.segment(), 0, bytes);
         arrowList = List.of(arrowBytes);
-        transfer = HostDeviceTransfer.create(0, STAGING);
+        HostDeviceTransfer.Options options = HostDeviceTransfer.Options.defaults().withStagingBytes(STAGING)
+                .withChunkBytes(chunkBytes);
+        transfer = HostDeviceTransfer.create(0, threads > 0 ? options.withThreads(threads) : options);
         CudaCopies.hostToDevice(pinned.segment(), device, 0);
+        pinnedMemory = new PinnedTestAllocation();
+        pinnedAllocator = pinnedMemory.newAllocator();
+        pinnedRoot = Batches.int64Root(pinnedAllocator, 1, Math.toIntExact(bytes / 8));
+        long before = CudaCounters.snapshot().deviceBytesOutstanding();
+        deviceRoot = CudaArrowUpload.upload(arrow, transfer, stream);
+        rootBytes = CudaCounters.snapshot().deviceBytesOutstanding() - before; // the packed batch's bytes
+        rawRootHost = PinnedHostBuffer.allocate(rootBytes);
+        rawRootDevice = DeviceBuffer.allocate(0, rootBytes);
+        stream.synchronize();
     }
 
     @TearDown(Level.Trial)
@@ -95,6 +131,12 @@ public class B6CopyBenchmark {
             return;
         }
         stream.synchronize();
+        deviceRoot.close();
+        rawRootDevice.close();
+        rawRootHost.close();
+        pinnedRoot.close();
+        pinnedAllocator.close();
+        pinnedMemory.close();
         transfer.close();
         device.close();
         pinned.close();
@@ -154,6 +196,52 @@ public class B6CopyBenchmark {
     @Benchmark
     public void rawPageableDownload() {
         Cuda.check("cuMemcpyDtoHAsync", cuda_driver_h.cuMemcpyDtoHAsync_v2(arrowBytes, device.address(), bytes, rawStream));
+        Cuda.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(rawStream));
+    }
+
+    // ---------------------------------------------------------------- Arrow Java roots (the whole call)
+
+    @Benchmark
+    public long pinnedRootUpload() {
+        try (CudaArrowBatch b = CudaArrowUpload.upload(pinnedRoot, transfer, stream)) {
+            stream.synchronize();
+            return b.length();
+        }
+    }
+
+    @Benchmark
+    public long pageableRootUpload() {
+        try (CudaArrowBatch b = CudaArrowUpload.upload(arrow, transfer, stream)) {
+            stream.synchronize();
+            return b.length();
+        }
+    }
+
+    @Benchmark
+    public void rawRootUpload() {
+        Cuda.check("cuMemcpyHtoDAsync", cuda_driver_h.cuMemcpyHtoDAsync_v2(rawRootDevice.address(), rawRootHost.segment(),
+                rootBytes, rawStream));
+        Cuda.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(rawStream));
+    }
+
+    @Benchmark
+    public int pinnedRootDownload() {
+        try (VectorSchemaRoot back = CudaArrowDownload.download(deviceRoot, pinnedAllocator, transfer, stream)) {
+            return back.getRowCount();
+        }
+    }
+
+    @Benchmark
+    public int pageableRootDownload() {
+        try (VectorSchemaRoot back = CudaArrowDownload.download(deviceRoot, allocator, transfer, stream)) {
+            return back.getRowCount();
+        }
+    }
+
+    @Benchmark
+    public void rawRootDownload() {
+        Cuda.check("cuMemcpyDtoHAsync", cuda_driver_h.cuMemcpyDtoHAsync_v2(rawRootHost.segment(), rawRootDevice.address(),
+                rootBytes, rawStream));
         Cuda.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(rawStream));
     }
 }

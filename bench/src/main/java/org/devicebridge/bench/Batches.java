@@ -10,9 +10,16 @@ import java.util.List;
 import java.util.SplittableRandom;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
+import java.nio.charset.StandardCharsets;
 import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.Float8Vector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.complex.ListVector;
+import org.apache.arrow.vector.complex.impl.UnionListWriter;
 
 /** Shared benchmark helpers: seeded int64 batches and the bare-downcall baseline (same call as B1's). */
 final class Batches {
@@ -42,5 +49,52 @@ final class Batches {
         VectorSchemaRoot root = new VectorSchemaRoot(vectors);
         root.setRowCount(rows);
         return root;
+    }
+
+    /**
+     * The self-check's Arrow-on-CUDA sample ({@code selfcheck.CudaArrowSelfCheck.sample}): integers with nulls,
+     * doubles, booleans, strings with nulls, lists of integers, {@code rows} rows (1 << 20: about 36 MB); the
+     * caller closes the root.
+     */
+    static VectorSchemaRoot selfCheckSample(BufferAllocator allocator, int rows) {
+        IntVector ints = new IntVector("ints", allocator);
+        Float8Vector doubles = new Float8Vector("doubles", allocator);
+        BitVector bools = new BitVector("bools", allocator);
+        VarCharVector text = new VarCharVector("text", allocator);
+        ListVector lists = ListVector.empty("lists", allocator);
+        List<FieldVector> vectors = List.of(ints, doubles, bools, text, lists);
+        try {
+            ints.allocateNew(rows);
+            doubles.allocateNew(rows);
+            bools.allocateNew(rows);
+            text.allocateNew(rows * 8L, rows);
+            UnionListWriter w = lists.getWriter();
+            for (int i = 0; i < rows; i++) {
+                if (i % 7 == 0) {
+                    ints.setNull(i);
+                    text.setNull(i);
+                } else {
+                    ints.set(i, i * 31);
+                    text.setSafe(i, ("row" + i).getBytes(StandardCharsets.UTF_8));
+                }
+                doubles.set(i, i * 0.5);
+                bools.set(i, i % 3 == 0 ? 1 : 0);
+                w.setPosition(i);
+                w.startList();
+                for (int k = 0; k < i % 4; k++) {
+                    w.integer().writeInt(i + k);
+                }
+                w.endList();
+            }
+            for (FieldVector v : vectors) {
+                v.setValueCount(rows);
+            }
+            VectorSchemaRoot root = new VectorSchemaRoot(vectors);
+            root.setRowCount(rows);
+            return root;
+        } catch (RuntimeException | Error e) {
+            vectors.forEach(FieldVector::close);
+            throw e;
+        }
     }
 }

@@ -13,6 +13,9 @@ import org.devicebridge.UnsupportedFeatureException;
  * region the producer's pointer covers for elements {@code [0, offset + length)}, so element {@code j} of
  * this node is element {@code offset + j} of its buffers. Buffers are readable only while the handle the
  * node came from is live.
+ *
+ * <p>Thread safety and ownership: an immutable view that owns nothing (the imported array's handle owns
+ * the memory); it may be read from any thread while that handle is live.
  */
 public final class ArrayNode {
     private final ArrayTable table;
@@ -23,37 +26,37 @@ public final class ArrayNode {
         this.index = index;
     }
 
-    /** The field this node holds. */
+    /** {@return the field this node holds} */
     public SchemaNode schema() {
         return table.layout.schema(index);
     }
 
-    /** The type of this node (for a dictionary-encoded node: the index type). */
+    /** {@return the type of this node (for a dictionary-encoded node: the index type)} */
     public ArrowDataType type() {
         return schema().type();
     }
 
-    /** The field path, e.g. {@code children[2]}; empty for the root. */
+    /** {@return the field path, e.g. {@code children[2]}; empty for the root} */
     public String path() {
         return table.layout.path(index);
     }
 
-    /** Logical length (elements). */
+    /** {@return the logical length, in elements} */
     public long length() {
         return table.length(index);
     }
 
-    /** The producer's null count; {@code -1} where it is not known. */
+    /** {@return the producer's null count; {@code -1} where it is not known} */
     public long nullCount() {
         return table.nullCount(index);
     }
 
-    /** The producer's offset into every buffer of this node (in elements). */
+    /** {@return the producer's offset into every buffer of this node (in elements)} */
     public long offset() {
         return table.offset(index);
     }
 
-    /** Number of buffers, as the producer gave them (view types: including the variadic buffers and sizes). */
+    /** {@return number of buffers, as the producer gave them (view types: including the variadic buffers and sizes)} */
     public int bufferCount() {
         return table.bufferCount(index);
     }
@@ -62,13 +65,20 @@ public final class ArrayNode {
      * Byte length of buffer {@code i} as validated metadata implies (including the offset), or {@code -1}
      * where the validation level did not establish it (the data buffer of a variable-size layout below
      * {@link ValidationLevel#DEFAULT}, and every such buffer of device memory).
+     *
+     * @param i the buffer index, from 0 to {@link #bufferCount()} - 1
+     * @return the length in bytes, or {@code -1}
      */
     public long bufferLength(int i) {
         Objects.checkIndex(i, bufferCount());
         return table.bufferLength(index, i);
     }
 
-    /** {@code true} if buffer {@code i} is NULL (allowed where it would have no bytes, or for validity with no nulls). */
+    /**
+     * {@return {@code true} if buffer {@code i} is NULL (allowed where it would have no bytes, or for validity with no nulls)}
+     *
+     * @param i the index
+     */
     public boolean isBufferNull(int i) {
         Objects.checkIndex(i, bufferCount());
         return table.bufferAddress(index, i) == 0;
@@ -78,6 +88,9 @@ public final class ArrayNode {
      * The address of buffer {@code i} as a zero-length segment: for handing device pointers to native code
      * (it cannot be dereferenced). The memory behind it stays valid only while whoever owns the array (its
      * handle, or the consumer it was handed to) holds it. Use {@link #buffer(int)} for host memory.
+     *
+     * @param i the buffer index, from 0 to {@link #bufferCount()} - 1
+     * @return the buffer's address (borrowed), {@link MemorySegment#NULL} for a NULL buffer
      */
     public MemorySegment bufferPointer(int i) {
         Objects.checkIndex(i, bufferCount());
@@ -90,6 +103,8 @@ public final class ArrayNode {
      * from running); {@link MemorySegment#NULL} for a NULL buffer. Reads must use unaligned layouts unless
      * the caller checked the alignment (the C Data Interface only recommends 8-byte alignment).
      *
+     * @param i the buffer index, from 0 to {@link #bufferCount()} - 1
+     * @return the buffer's bytes, read-only and borrowed from the owning handle
      * @throws UnsupportedFeatureException if the buffer is in device memory or its length is unknown
      * @throws org.devicebridge.HandleClosedException if the array was closed
      */
@@ -111,7 +126,7 @@ public final class ArrayNode {
         return table.source().segment(address, length).asReadOnly();
     }
 
-    /** Child nodes, in schema order. */
+    /** {@return the child nodes, in schema order} */
     public List<ArrayNode> children() {
         int count = table.layout.childCount(index);
         return new AbstractList<>() {
@@ -128,13 +143,13 @@ public final class ArrayNode {
         };
     }
 
-    /** The dictionary of a dictionary-encoded node, or {@code null}. */
+    /** {@return the dictionary of a dictionary-encoded node, or {@code null}} */
     public ArrayNode dictionary() {
         int d = table.layout.dictionary(index);
         return d < 0 ? null : table.node(d);
     }
 
-    /** {@code true} if the buffers are in memory this process can read (CPU). */
+    /** {@return {@code true} if the buffers are in memory this process can read (CPU)} */
     public boolean isHostAccessible() {
         return table.host;
     }

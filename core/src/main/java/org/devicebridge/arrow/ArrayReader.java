@@ -186,6 +186,55 @@ final class ArrayReader {
         }
     }
 
+    /**
+     * Runs over {@code hostTable} (host memory validated at DEFAULT) the FULL content checks that Arrow Java
+     * relies on without checking them itself: every offset of strings, binaries, lists and maps, views and
+     * list views within bounds, union type ids and dense offsets, run ends strictly increasing, dictionary
+     * indices in range. O(1) for a node without such contents (fixed-width values). Not UTF-8, decimal
+     * precision, temporal ranges, view prefixes or padding, nor null counts against bitmaps: Arrow Java reads
+     * those values as they are, and takes a declared null count as the C Data Interface defines it, so
+     * none of them can make it read a wrong value or outside a buffer.
+     *
+     * @throws ValidationException with the category and field path of the first problem found
+     */
+    static void checkTrusted(ArrayTable hostTable) {
+        if (!hostTable.host) {
+            throw new IllegalArgumentException("expected a view of host memory");
+        }
+        ContentChecks c = new ContentChecks(ValidationLevel.FULL, hostTable, null);
+        SchemaLayout layout = hostTable.layout;
+        for (int n = 0; n < hostTable.size(); n++) {
+            int count = hostTable.bufferCount(n);
+            long[] addr = new long[count];
+            long[] len = new long[count];
+            for (int i = 0; i < count; i++) {
+                addr[i] = hostTable.bufferAddress(n, i);
+                len[i] = hostTable.bufferLength(n, i);
+            }
+            ArrowDataType type = layout.schema(n).type();
+            Layout kind = type.layout();
+            long length = hostTable.length(n);
+            long offset = hostTable.offset(n);
+            switch (kind) {
+                case VARIABLE, LARGE_VARIABLE, LIST, LARGE_LIST -> {
+                    if (len[1] != 0) {
+                        c.checkOffsets(addr[1], offset, length, kind.offsetWidth(), n);
+                    }
+                }
+                case VIEW -> c.checkViews(addr, len, offset, length, count - 3, n, false, false);
+                case LIST_VIEW, LARGE_LIST_VIEW -> c.checkListViews(addr, offset, length, kind.offsetWidth(),
+                        hostTable.length(layout.child(n, 0)), n);
+                case SPARSE_UNION, DENSE_UNION -> c.checkUnion(addr, kind == Layout.DENSE_UNION, type, offset, length, n);
+                case RUN_END_ENCODED -> c.checkRunEnds(n, offset + length, length);
+                default -> { }
+            }
+            int dictionary = layout.dictionary(n);
+            if (dictionary >= 0) {
+                c.checkDictionaryIndices(addr, type, offset, length, hostTable.length(dictionary), n);
+            }
+        }
+    }
+
     private boolean minimal() {
         return level != ValidationLevel.NONE;
     }
@@ -358,15 +407,15 @@ final class ArrayReader {
                 }
             }
             case VIEW -> {
-                int variadic = (int) nBuffers - 3;
+                int variadic = nBuffers - 3;
                 len[1] = contents.mul(end, 16, n, "length");
-                len[(int) nBuffers - 1] = contents.mul(variadic, 8, n, "n_buffers");
+                len[nBuffers - 1] = contents.mul(variadic, 8, n, "n_buffers");
                 for (int i = 2; i < nBuffers - 1; i++) {
                     len[i] = -1;
                 }
                 if (contents.reads() && variadic > 0) {
                     String sp = at(n, "buffers[" + (nBuffers - 1) + "]");
-                    MemorySegment sizes = contents.host(addr[(int) nBuffers - 1], len[(int) nBuffers - 1], sp);
+                    MemorySegment sizes = contents.host(addr[nBuffers - 1], len[nBuffers - 1], sp);
                     for (int i = 0; i < variadic; i++) {
                         long size = sizes.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
                         if (size < 0) {
@@ -377,7 +426,7 @@ final class ArrayReader {
                     }
                 }
                 if (contents.full()) {
-                    contents.checkViews(addr, len, offset, length, variadic, n);
+                    contents.checkViews(addr, len, offset, length, variadic, n, true, type.id() == TypeId.UTF8_VIEW);
                 }
             }
             case LIST, LARGE_LIST -> {
@@ -390,6 +439,11 @@ final class ArrayReader {
                         throw new ValidationException(Category.LENGTH, at(n, "children[0].length"),
                                 "expected at least " + last + " (the last offset) but found " + childLength);
                     }
+                }
+                if (type.id() == TypeId.MAP) {
+                    int entries = layout.child(n, 0);
+                    contents.requireNoNulls(entries, "map entries");
+                    contents.requireNoNulls(layout.child(entries, 0), "map keys");
                 }
             }
             case LIST_VIEW, LARGE_LIST_VIEW -> {
@@ -429,8 +483,18 @@ final class ArrayReader {
                         "expected a buffer of " + len[i] + " bytes but found NULL");
             }
         }
-        if (dictionary >= 0 && contents.full()) {
-            contents.checkDictionaryIndices(addr, type, offset, length, table.length(dictionary), n);
+        if (contents.full()) {
+            if (hasValidity) {
+                contents.checkNullCount(addr, len, offset, length, nullCount, n);
+            }
+            if (layoutKind == Layout.FIXED_WIDTH && ValueChecks.applies(type)) {
+                ValueChecks.check(type, contents.host(addr[1], len[1], at(n, "buffers[1]")),
+                        addr[0] == 0 ? null : contents.host(addr[0], len[0], at(n, "buffers[0]")), offset, length,
+                        at(n, "buffers[1]"));
+            }
+            if (dictionary >= 0) {
+                contents.checkDictionaryIndices(addr, type, offset, length, table.length(dictionary), n);
+            }
         }
     }
 

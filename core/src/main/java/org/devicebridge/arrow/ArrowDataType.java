@@ -7,6 +7,8 @@ import java.util.Objects;
  * A parsed Arrow C Data Interface format string, independent of Arrow Java. Parameters that do not apply
  * to a type are {@code 0} / {@code null} / empty.
  *
+ * <p>Immutable and thread-safe; it owns nothing native.
+ *
  * @param id the type
  * @param format the format string it was parsed from
  * @param fixedSize byte width of fixed-size binary, list size of fixed-size list, otherwise 0
@@ -19,6 +21,11 @@ import java.util.Objects;
 public record ArrowDataType(TypeId id, String format, int fixedSize, int precision, int scale, TimeUnit unit,
                             String timezone, List<Integer> unionTypeIds) {
 
+    /**
+     * Checks the components and copies {@code unionTypeIds}.
+     *
+     * @throws NullPointerException if {@code id} or {@code format} is {@code null}
+     */
     public ArrowDataType {
         Objects.requireNonNull(id, "id");
         Objects.requireNonNull(format, "format");
@@ -26,17 +33,58 @@ public record ArrowDataType(TypeId id, String format, int fixedSize, int precisi
     }
 
     /** Time unit of time-like types. */
-    public enum TimeUnit { SECOND, MILLISECOND, MICROSECOND, NANOSECOND }
+    public enum TimeUnit {
+        /** Seconds. */
+        SECOND,
+        /** Milliseconds. */
+        MILLISECOND,
+        /** Microseconds. */
+        MICROSECOND,
+        /** Nanoseconds. */
+        NANOSECOND
+    }
 
     /** Physical layout family, which decides the buffers and children a node has. */
     public enum Layout {
-        NULL, BOOL, FIXED_WIDTH, VARIABLE, LARGE_VARIABLE, VIEW, FIXED_SIZE_BINARY, LIST, LARGE_LIST,
-        LIST_VIEW, LARGE_LIST_VIEW, FIXED_SIZE_LIST, STRUCT, SPARSE_UNION, DENSE_UNION, RUN_END_ENCODED;
+        /** No buffers (null type). */
+        NULL,
+        /** A validity bitmap and a bit-packed data buffer. */
+        BOOL,
+        /** A validity bitmap and a data buffer of fixed-width elements. */
+        FIXED_WIDTH,
+        /** Validity, 32-bit offsets, data. */
+        VARIABLE,
+        /** Validity, 64-bit offsets, data. */
+        LARGE_VARIABLE,
+        /** Validity, 16-byte views, variadic data buffers and their sizes. */
+        VIEW,
+        /** Validity and a data buffer of fixed-size values. */
+        FIXED_SIZE_BINARY,
+        /** Validity, 32-bit offsets, one child. */
+        LIST,
+        /** Validity, 64-bit offsets, one child. */
+        LARGE_LIST,
+        /** Validity, 32-bit offsets and sizes, one child. */
+        LIST_VIEW,
+        /** Validity, 64-bit offsets and sizes, one child. */
+        LARGE_LIST_VIEW,
+        /** Validity, one child of a fixed number of values per element. */
+        FIXED_SIZE_LIST,
+        /** Validity and one child per field. */
+        STRUCT,
+        /** Type ids, one child per member, each as long as the union. */
+        SPARSE_UNION,
+        /** Type ids, 32-bit offsets, one child per member. */
+        DENSE_UNION,
+        /** No buffers; a run-ends child and a values child. */
+        RUN_END_ENCODED;
 
         /**
          * Bytes per offset (and per size, for list views) of the layouts that have them: 4 for
          * {@link #VARIABLE}, {@link #LIST} and {@link #LIST_VIEW}, 8 for their large variants; 0 for layouts
          * without offsets. The one home of this rule.
+         *
+         * @return the offset width in bytes, or 0
          */
         public int offsetWidth() {
             return switch (this) {
@@ -49,24 +97,92 @@ public record ArrowDataType(TypeId id, String format, int fixedSize, int precisi
 
     /** Every type of the Arrow format. {@code byteWidth} is the element width of fixed-width types. */
     public enum TypeId {
-        NULL(Layout.NULL, 0), BOOL(Layout.BOOL, 0),
-        INT8(Layout.FIXED_WIDTH, 1), UINT8(Layout.FIXED_WIDTH, 1), INT16(Layout.FIXED_WIDTH, 2),
-        UINT16(Layout.FIXED_WIDTH, 2), INT32(Layout.FIXED_WIDTH, 4), UINT32(Layout.FIXED_WIDTH, 4),
-        INT64(Layout.FIXED_WIDTH, 8), UINT64(Layout.FIXED_WIDTH, 8),
-        FLOAT16(Layout.FIXED_WIDTH, 2), FLOAT32(Layout.FIXED_WIDTH, 4), FLOAT64(Layout.FIXED_WIDTH, 8),
-        DECIMAL32(Layout.FIXED_WIDTH, 4), DECIMAL64(Layout.FIXED_WIDTH, 8), DECIMAL128(Layout.FIXED_WIDTH, 16),
+        /** Null ({@code n}): no buffers. */
+        NULL(Layout.NULL, 0),
+        /** Boolean ({@code b}), bit-packed. */
+        BOOL(Layout.BOOL, 0),
+        /** Signed 8-bit integer ({@code c}). */
+        INT8(Layout.FIXED_WIDTH, 1),
+        /** Unsigned 8-bit integer ({@code C}). */
+        UINT8(Layout.FIXED_WIDTH, 1),
+        /** Signed 16-bit integer ({@code s}). */
+        INT16(Layout.FIXED_WIDTH, 2),
+        /** Unsigned 16-bit integer ({@code S}). */
+        UINT16(Layout.FIXED_WIDTH, 2),
+        /** Signed 32-bit integer ({@code i}). */
+        INT32(Layout.FIXED_WIDTH, 4),
+        /** Unsigned 32-bit integer ({@code I}). */
+        UINT32(Layout.FIXED_WIDTH, 4),
+        /** Signed 64-bit integer ({@code l}). */
+        INT64(Layout.FIXED_WIDTH, 8),
+        /** Unsigned 64-bit integer ({@code L}). */
+        UINT64(Layout.FIXED_WIDTH, 8),
+        /** IEEE half-precision float ({@code e}). */
+        FLOAT16(Layout.FIXED_WIDTH, 2),
+        /** IEEE single-precision float ({@code f}). */
+        FLOAT32(Layout.FIXED_WIDTH, 4),
+        /** IEEE double-precision float ({@code g}). */
+        FLOAT64(Layout.FIXED_WIDTH, 8),
+        /** 32-bit decimal ({@code d:P,S,32}). */
+        DECIMAL32(Layout.FIXED_WIDTH, 4),
+        /** 64-bit decimal ({@code d:P,S,64}). */
+        DECIMAL64(Layout.FIXED_WIDTH, 8),
+        /** 128-bit decimal ({@code d:P,S}). */
+        DECIMAL128(Layout.FIXED_WIDTH, 16),
+        /** 256-bit decimal ({@code d:P,S,256}). */
         DECIMAL256(Layout.FIXED_WIDTH, 32),
-        DATE32(Layout.FIXED_WIDTH, 4), DATE64(Layout.FIXED_WIDTH, 8), TIME32(Layout.FIXED_WIDTH, 4),
-        TIME64(Layout.FIXED_WIDTH, 8), TIMESTAMP(Layout.FIXED_WIDTH, 8), DURATION(Layout.FIXED_WIDTH, 8),
-        INTERVAL_MONTHS(Layout.FIXED_WIDTH, 4), INTERVAL_DAY_TIME(Layout.FIXED_WIDTH, 8),
+        /** Days since the epoch, 32-bit ({@code tdD}). */
+        DATE32(Layout.FIXED_WIDTH, 4),
+        /** Milliseconds since the epoch, 64-bit ({@code tdm}). */
+        DATE64(Layout.FIXED_WIDTH, 8),
+        /** Time of day in seconds or milliseconds, 32-bit ({@code tts}, {@code ttm}). */
+        TIME32(Layout.FIXED_WIDTH, 4),
+        /** Time of day in microseconds or nanoseconds, 64-bit ({@code ttu}, {@code ttn}). */
+        TIME64(Layout.FIXED_WIDTH, 8),
+        /** Timestamp with a unit and an optional time zone ({@code tss:}...). */
+        TIMESTAMP(Layout.FIXED_WIDTH, 8),
+        /** Duration with a unit ({@code tDs}...). */
+        DURATION(Layout.FIXED_WIDTH, 8),
+        /** Interval in months ({@code tiM}). */
+        INTERVAL_MONTHS(Layout.FIXED_WIDTH, 4),
+        /** Interval in days and milliseconds ({@code tiD}). */
+        INTERVAL_DAY_TIME(Layout.FIXED_WIDTH, 8),
+        /** Interval in months, days and nanoseconds ({@code tin}). */
         INTERVAL_MONTH_DAY_NANO(Layout.FIXED_WIDTH, 16),
-        BINARY(Layout.VARIABLE, 0), UTF8(Layout.VARIABLE, 0), LARGE_BINARY(Layout.LARGE_VARIABLE, 0),
-        LARGE_UTF8(Layout.LARGE_VARIABLE, 0), BINARY_VIEW(Layout.VIEW, 16), UTF8_VIEW(Layout.VIEW, 16),
+        /** Variable-size binary, 32-bit offsets ({@code z}). */
+        BINARY(Layout.VARIABLE, 0),
+        /** UTF-8 string, 32-bit offsets ({@code u}). */
+        UTF8(Layout.VARIABLE, 0),
+        /** Variable-size binary, 64-bit offsets ({@code Z}). */
+        LARGE_BINARY(Layout.LARGE_VARIABLE, 0),
+        /** UTF-8 string, 64-bit offsets ({@code U}). */
+        LARGE_UTF8(Layout.LARGE_VARIABLE, 0),
+        /** Binary view ({@code vz}). */
+        BINARY_VIEW(Layout.VIEW, 16),
+        /** UTF-8 string view ({@code vu}). */
+        UTF8_VIEW(Layout.VIEW, 16),
+        /** Fixed-size binary ({@code w:N}). */
         FIXED_SIZE_BINARY(Layout.FIXED_SIZE_BINARY, 0),
-        LIST(Layout.LIST, 0), LARGE_LIST(Layout.LARGE_LIST, 0), LIST_VIEW(Layout.LIST_VIEW, 0),
-        LARGE_LIST_VIEW(Layout.LARGE_LIST_VIEW, 0), FIXED_SIZE_LIST(Layout.FIXED_SIZE_LIST, 0),
-        STRUCT(Layout.STRUCT, 0), MAP(Layout.LIST, 0), SPARSE_UNION(Layout.SPARSE_UNION, 0),
-        DENSE_UNION(Layout.DENSE_UNION, 0), RUN_END_ENCODED(Layout.RUN_END_ENCODED, 0);
+        /** List, 32-bit offsets ({@code +l}). */
+        LIST(Layout.LIST, 0),
+        /** List, 64-bit offsets ({@code +L}). */
+        LARGE_LIST(Layout.LARGE_LIST, 0),
+        /** List view, 32-bit offsets and sizes ({@code +vl}). */
+        LIST_VIEW(Layout.LIST_VIEW, 0),
+        /** List view, 64-bit offsets and sizes ({@code +vL}). */
+        LARGE_LIST_VIEW(Layout.LARGE_LIST_VIEW, 0),
+        /** Fixed-size list ({@code +w:N}). */
+        FIXED_SIZE_LIST(Layout.FIXED_SIZE_LIST, 0),
+        /** Struct ({@code +s}). */
+        STRUCT(Layout.STRUCT, 0),
+        /** Map ({@code +m}): a list of key-value structs. */
+        MAP(Layout.LIST, 0),
+        /** Sparse union ({@code +us:...}). */
+        SPARSE_UNION(Layout.SPARSE_UNION, 0),
+        /** Dense union ({@code +ud:...}). */
+        DENSE_UNION(Layout.DENSE_UNION, 0),
+        /** Run-end encoded ({@code +r}). */
+        RUN_END_ENCODED(Layout.RUN_END_ENCODED, 0);
 
         private final Layout layout;
         private final int byteWidth;
@@ -76,28 +192,29 @@ public record ArrowDataType(TypeId id, String format, int fixedSize, int precisi
             this.byteWidth = byteWidth;
         }
 
+        /** {@return the layout family of this type} */
         public Layout layout() {
             return layout;
         }
 
-        /** Element width in bytes of fixed-width types (16 for a view), 0 otherwise. */
+        /** {@return the element width in bytes of fixed-width types (16 for a view), 0 otherwise} */
         public int byteWidth() {
             return byteWidth;
         }
 
-        /** {@code true} for the eight integer types (the only legal dictionary index and run-end types). */
+        /** {@return {@code true} for the eight integer types (the only legal dictionary index and run-end types)} */
         public boolean isInteger() {
             return ordinal() >= INT8.ordinal() && ordinal() <= UINT64.ordinal();
         }
     }
 
-    /** The layout family of this type. */
+    /** {@return the layout family of this type} */
     public Layout layout() {
         return id.layout();
     }
 
     /**
-     * Bytes per element of the data buffer for fixed-width types and fixed-size binary; 0 for other types.
+     * {@return bytes per element of the data buffer for fixed-width types and fixed-size binary; 0 for other types}
      */
     public int elementByteWidth() {
         return id == TypeId.FIXED_SIZE_BINARY ? fixedSize : id.byteWidth();

@@ -15,6 +15,8 @@ import java.util.Optional;
  * ...
  * #define ARROW_DEVICE_HEXAGON 16
  * }
+ *
+ * <p>An enum: immutable and thread-safe; it owns nothing.
  */
 public enum ArrowDeviceType {
     /** {@code ARROW_DEVICE_CPU}: host memory. */
@@ -54,12 +56,16 @@ public enum ArrowDeviceType {
         this.code = code;
     }
 
-    /** The value of the {@code device_type} field. */
+    /** {@return the value of the {@code device_type} field} */
     public int code() {
         return code;
     }
 
-    /** The device type whose {@code device_type} value is {@code code}, or empty for a number the ABI does not define. */
+    /**
+     * {@return the device type whose {@code device_type} value is {@code code}, or empty for a number the ABI does not define}
+     *
+     * @param code a {@code device_type} value
+     */
     public static Optional<ArrowDeviceType> fromCode(int code) {
         for (ArrowDeviceType t : VALUES) {
             if (t.code == code) {
@@ -69,7 +75,7 @@ public enum ArrowDeviceType {
         return Optional.empty();
     }
 
-    /** The ABI's name of this device type, e.g. {@code ARROW_DEVICE_CUDA (2)}, for messages. */
+    /** {@return the ABI's name of this device type, e.g. {@code ARROW_DEVICE_CUDA (2)}, for messages} */
     public String cName() {
         return "ARROW_DEVICE_" + name() + " (" + code + ")";
     }

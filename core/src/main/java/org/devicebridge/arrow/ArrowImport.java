@@ -20,6 +20,9 @@ import org.devicebridge.foreign.ForeignImport;
  *
  * <p>Exceptions: {@link ValidationException} with a {@link Category} and a field path for malformed input;
  * {@link org.devicebridge.UnsupportedFeatureException} for valid input this library cannot handle.
+ *
+ * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
+ * after a return and after a throw.
  */
 public final class ArrowImport {
     private ArrowImport() {}
@@ -31,6 +34,8 @@ public final class ArrowImport {
      * <p>Ownership: after a return the caller owns the returned {@link ImportedSchema} (close it); after a
      * throw the struct has already been released (or was NULL / released already and is untouched).
      *
+     * @param arrowSchemaPtr the producer's {@code ArrowSchema}
+     * @return the imported schema
      * @throws ValidationException if the schema is malformed
      */
     public static ImportedSchema importSchema(MemorySegment arrowSchemaPtr) {
@@ -49,6 +54,10 @@ public final class ArrowImport {
      * <p>Ownership: after a return the caller owns the returned {@link ImportedArray} (close it, or hand it
      * to {@link org.devicebridge.arrow.java.ArrowJavaImport}); after a throw the struct has already been released.
      *
+     * @param schema the field the array is read with (for a batch, an imported schema's root; borrowed)
+     * @param arrowArrayPtr the producer's {@code ArrowArray}
+     * @param level how much of the foreign structure to check before it is used
+     * @return the imported array
      * @throws ValidationException if the array is malformed or does not match the schema
      */
     public static ImportedArray importArray(SchemaNode schema, MemorySegment arrowArrayPtr, ValidationLevel level) {
@@ -65,6 +74,11 @@ public final class ArrowImport {
      * <p>Ownership: after a return {@code arena} owns the import (the returned handle's {@code close()} does
      * nothing); after a throw the struct has already been released.
      *
+     * @param schema the field the array is read with (for a batch, an imported schema's root; borrowed)
+     * @param arrowArrayPtr the producer's {@code ArrowArray}
+     * @param level how much of the foreign structure to check before it is used
+     * @param arena the arena whose closing releases the import (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @return the imported array
      * @throws ValidationException if the array is malformed or does not match the schema
      * @throws org.devicebridge.HandleClosedException if {@code arena} is closed (the struct is released)
      */
@@ -82,13 +96,28 @@ public final class ArrowImport {
         });
     }
 
-    /** {@link #importArray(SchemaNode, MemorySegment, ValidationLevel)} with the root of an imported schema (borrowed). */
+    /**
+     * {@link #importArray(SchemaNode, MemorySegment, ValidationLevel)} with the root of an imported schema (borrowed).
+     *
+     * @param schema the imported schema the array is read with; the caller keeps owning it
+     * @param arrowArrayPtr the producer's {@code ArrowArray}
+     * @param level how much of the foreign structure to check before it is used
+     * @return the imported array
+     */
     public static ImportedArray importArray(ImportedSchema schema, MemorySegment arrowArrayPtr, ValidationLevel level) {
         requireNativeAccess();
         return importArray(Objects.requireNonNull(schema, "schema").root(), arrowArrayPtr, level, null);
     }
 
-    /** {@link #importArray(SchemaNode, MemorySegment, ValidationLevel, Arena)} with an imported schema's root (borrowed). */
+    /**
+     * {@link #importArray(SchemaNode, MemorySegment, ValidationLevel, Arena)} with an imported schema's root (borrowed).
+     *
+     * @param schema the imported schema the array is read with; the caller keeps owning it
+     * @param arrowArrayPtr the producer's {@code ArrowArray}
+     * @param level how much of the foreign structure to check before it is used
+     * @param arena the arena whose closing releases the import (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @return the imported array
+     */
     public static ImportedArray importArray(ImportedSchema schema, MemorySegment arrowArrayPtr, ValidationLevel level,
                                             Arena arena) {
         requireNativeAccess();
@@ -106,6 +135,10 @@ public final class ArrowImport {
      * <p>Ownership: after a return the caller owns the returned {@link ImportedArray}, whose release
      * releases the device array (and with it its sync event); after a throw it has already been released.
      *
+     * @param schema the field the array is read with (for a batch, an imported schema's root; borrowed)
+     * @param arrowDeviceArrayPtr the producer's {@code ArrowDeviceArray}
+     * @param level how much of the foreign structure to check before it is used
+     * @return the imported array
      * @throws ValidationException {@link Category#DEVICE} for an unknown device type, a CPU array with a
      *         sync event, non-zero reserved fields, or a device array asked for DEFAULT/FULL validation;
      *         other categories as for {@link #importArray(SchemaNode, MemorySegment, ValidationLevel)}
@@ -122,6 +155,12 @@ public final class ArrowImport {
      *
      * <p>Ownership: after a return {@code arena} owns the import; after a throw the struct has already been
      * released.
+     *
+     * @param schema the field the array is read with (for a batch, an imported schema's root; borrowed)
+     * @param arrowDeviceArrayPtr the producer's {@code ArrowDeviceArray}
+     * @param level how much of the foreign structure to check before it is used
+     * @param arena the arena whose closing releases the import (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @return the imported array
      */
     public static ImportedArray importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
                                                   ValidationLevel level, Arena arena) {
@@ -173,6 +212,12 @@ public final class ArrowImport {
      * <p>Ownership: after a return the handle (or {@code arena}) owns the struct; after a throw it has
      * already been released.
      *
+     * @param schema the field the array is read with (for a batch, an imported schema's root; borrowed)
+     * @param arrowDeviceArrayPtr the producer's {@code ArrowDeviceArray}
+     * @param level how much of the foreign structure to check before it is used
+     * @param arena the arena whose closing releases the import (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @param copier copies device memory to the host when needed
+     * @return the imported array
      * @throws ValidationException as for {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel)}
      */
     public static ImportedArray importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
@@ -182,14 +227,29 @@ public final class ArrowImport {
         return importDeviceArray(schema, arrowDeviceArrayPtr, level, arena, copier, true);
     }
 
-    /** {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel)} with an imported schema's root (borrowed). */
+    /**
+     * {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel)} with an imported schema's root (borrowed).
+     *
+     * @param schema the imported schema the array is read with; the caller keeps owning it
+     * @param arrowDeviceArrayPtr the producer's {@code ArrowDeviceArray}
+     * @param level how much of the foreign structure to check before it is used
+     * @return the imported array
+     */
     public static ImportedArray importDeviceArray(ImportedSchema schema, MemorySegment arrowDeviceArrayPtr,
                                                   ValidationLevel level) {
         requireNativeAccess();
         return importDeviceArray(Objects.requireNonNull(schema, "schema").root(), arrowDeviceArrayPtr, level, null);
     }
 
-    /** {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel, Arena)} with an imported schema's root (borrowed). */
+    /**
+     * {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel, Arena)} with an imported schema's root (borrowed).
+     *
+     * @param schema the imported schema the array is read with; the caller keeps owning it
+     * @param arrowDeviceArrayPtr the producer's {@code ArrowDeviceArray}
+     * @param level how much of the foreign structure to check before it is used
+     * @param arena the arena whose closing releases the import (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @return the imported array
+     */
     public static ImportedArray importDeviceArray(ImportedSchema schema, MemorySegment arrowDeviceArrayPtr,
                                                   ValidationLevel level, Arena arena) {
         requireNativeAccess();
@@ -203,6 +263,8 @@ public final class ArrowImport {
      * <p>Ownership: after a return the caller owns the returned stream (close it); after a throw the stream
      * has already been released.
      *
+     * @param arrowArrayStreamPtr the producer's {@code ArrowArrayStream}
+     * @return the imported stream
      * @throws ArrowStreamException if {@code get_schema} returned an errno
      * @throws ValidationException if the stream or its schema is malformed
      */
@@ -218,6 +280,8 @@ public final class ArrowImport {
      * <p>Ownership: after a return the caller owns the returned stream (close it); after a throw the stream
      * has already been released.
      *
+     * @param arrowDeviceArrayStreamPtr the producer's {@code ArrowDeviceArrayStream}
+     * @return the imported stream
      * @throws ArrowStreamException if {@code get_schema} returned an errno
      * @throws ValidationException if the stream or its schema is malformed, or its device type is unknown
      */

@@ -7,10 +7,14 @@ import org.devicebridge.internal.Errno;
  * A stream producer's {@code get_schema} or {@code get_next} returned a non-zero {@code errno}. Carries
  * the errno value and the producer's {@code get_last_error} text (empty where it gave none). The message
  * reads {@code get_next failed with errno 5 (EIO): disk gone}.
+ *
+ * <p>Immutable once thrown (safe to share between threads); it owns no native resources.
  */
 public final class ArrowStreamException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;
+    /** The errno value the callback returned. */
     private final int errno;
+    /** The producer's {@code get_last_error} text, or {@code ""}. */
     private final String producerMessage;
 
     ArrowStreamException(String callback, int errno, String producerMessage) {
@@ -20,12 +24,12 @@ public final class ArrowStreamException extends DeviceBridgeException {
         this.producerMessage = producerMessage == null ? "" : producerMessage;
     }
 
-    /** The errno-compatible code the producer returned (never 0). */
+    /** {@return the errno-compatible code the producer returned (never 0)} */
     public int errno() {
         return errno;
     }
 
-    /** The producer's {@code get_last_error} text, or {@code ""}. */
+    /** {@return the producer's {@code get_last_error} text, or {@code ""}} */
     public String producerMessage() {
         return producerMessage;
     }

@@ -18,35 +18,57 @@ import org.devicebridge.generated.arrow.ArrowSchema;
  *
  * <p>Ownership: the arena owns the struct's memory, never what a producer puts into it; whoever holds a
  * filled struct still calls its {@code release} (the import methods do that for you).
+ *
+ * <p>Stateless and thread-safe.
  */
 public final class ArrowStructs {
     private ArrowStructs() {}
 
-    /** {@code struct ArrowSchema}. */
+    /**
+     * {@return a zeroed {@code struct ArrowSchema} in {@code arena}, in the released state}
+     *
+     * @param arena the arena that owns the struct's memory; the caller keeps owning it
+     */
     public static MemorySegment allocateSchema(Arena arena) {
         requireNativeAccess();
         return Objects.requireNonNull(arena, "arena").allocate(ArrowSchema.layout());
     }
 
-    /** {@code struct ArrowArray}. */
+    /**
+     * {@return a zeroed {@code struct ArrowArray} in {@code arena}, in the released state}
+     *
+     * @param arena the arena that owns the struct's memory; the caller keeps owning it
+     */
     public static MemorySegment allocateArray(Arena arena) {
         requireNativeAccess();
         return Objects.requireNonNull(arena, "arena").allocate(ArrowArray.layout());
     }
 
-    /** {@code struct ArrowDeviceArray}. */
+    /**
+     * {@return a zeroed {@code struct ArrowDeviceArray} in {@code arena}, in the released state}
+     *
+     * @param arena the arena that owns the struct's memory; the caller keeps owning it
+     */
     public static MemorySegment allocateDeviceArray(Arena arena) {
         requireNativeAccess();
         return Objects.requireNonNull(arena, "arena").allocate(ArrowDeviceArray.layout());
     }
 
-    /** {@code struct ArrowArrayStream}. */
+    /**
+     * {@return a zeroed {@code struct ArrowArrayStream} in {@code arena}, in the released state}
+     *
+     * @param arena the arena that owns the struct's memory; the caller keeps owning it
+     */
     public static MemorySegment allocateArrayStream(Arena arena) {
         requireNativeAccess();
         return Objects.requireNonNull(arena, "arena").allocate(ArrowArrayStream.layout());
     }
 
-    /** {@code struct ArrowDeviceArrayStream}. */
+    /**
+     * {@return a zeroed {@code struct ArrowDeviceArrayStream} in {@code arena}, in the released state}
+     *
+     * @param arena the arena that owns the struct's memory; the caller keeps owning it
+     */
     public static MemorySegment allocateDeviceArrayStream(Arena arena) {
         requireNativeAccess();
         return Objects.requireNonNull(arena, "arena").allocate(ArrowDeviceArrayStream.layout());

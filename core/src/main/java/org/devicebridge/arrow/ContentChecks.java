@@ -87,21 +87,15 @@ final class ContentChecks {
         MemorySegment offs = host(addr[1], len[1], at(path, "buffers[1]"));
         MemorySegment data = host(addr[2], len[2], at(path, "buffers[2]"));
         MemorySegment validity = addr[0] == 0 ? null : host(addr[0], len[0], at(path, "buffers[0]"));
-        java.nio.charset.CharsetDecoder decoder = java.nio.charset.StandardCharsets.UTF_8.newDecoder()
-                .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
-                .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT);
+        java.nio.charset.CharsetDecoder decoder = utf8Decoder();
+        String dp = at(path, "buffers[2]");
         for (long i = offset; i < offset + length; i++) {
             if (validity != null && !Bitmaps.bit(validity, i)) {
                 continue;
             }
             long from = offsetAt(offs, i, w);
             long to = offsetAt(offs, i + 1, w);
-            try {
-                decoder.reset().decode(data.asSlice(from, to - from).asByteBuffer());
-            } catch (java.nio.charset.CharacterCodingException e) {
-                throw new ValidationException(Category.CONTENT, at(path, "buffers[2]"), "value " + (i - offset)
-                        + ": expected valid UTF-8 but found an invalid byte sequence");
-            }
+            decodeUtf8(decoder, data.asSlice(from, to - from), dp, i - offset);
         }
     }
 
@@ -110,11 +104,22 @@ final class ContentChecks {
                 : s.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, index);
     }
 
-    void checkViews(long[] addr, long[] len, long offset, long length, int variadic, int n) {
+    /**
+     * Views of elements [offset, offset + length) that are not null: a non-negative size, and for a view
+     * out of line a buffer index and a byte range within the variadic buffers (what every reader relies on).
+     * With {@code strict} also what Arrow C++'s {@code ValidateFull} requires beyond bounds: zero padding
+     * after inline bytes, and a prefix equal to the first 4 bytes of the data; with {@code utf8} every value
+     * is valid UTF-8.
+     */
+    void checkViews(long[] addr, long[] len, long offset, long length, int variadic, int n, boolean strict,
+                    boolean utf8) {
         String path = layout.path(n);
         String vp = at(path, "buffers[1]");
         MemorySegment views = host(addr[1], len[1], vp);
         MemorySegment validity = addr[0] == 0 ? null : host(addr[0], len[0], at(path, "buffers[0]"));
+        java.nio.charset.CharsetDecoder decoder = utf8 ? utf8Decoder() : null;
+        int cachedIndex = -1; // the variadic buffer read last, as most views point into one or a few
+        MemorySegment cached = null;
         for (long i = offset; i < offset + length; i++) {
             if (validity != null && !Bitmaps.bit(validity, i)) {
                 continue; // the view of a null slot is unspecified (producers leave garbage there)
@@ -126,6 +131,18 @@ final class ContentChecks {
                         + ": expected a non-negative length but found " + size);
             }
             if (size <= 12) {
+                if (strict) {
+                    for (long b = base + 4 + size; b < base + 16; b++) {
+                        if (views.get(ValueLayout.JAVA_BYTE, b) != 0) {
+                            throw new ValidationException(Category.CONTENT, vp, "view " + (i - offset) + ": expected zero"
+                                    + " padding after its " + size + " inline bytes but found a non-zero byte at "
+                                    + (b - base));
+                        }
+                    }
+                }
+                if (decoder != null) {
+                    decodeUtf8(decoder, views.asSlice(base + 4, size), vp, i - offset);
+                }
                 continue;
             }
             int buffer = views.get(ValueLayout.JAVA_INT_UNALIGNED, base + 8);
@@ -139,6 +156,37 @@ final class ContentChecks {
                         + off + ", " + ((long) off + size) + ") within variadic buffer " + buffer + " of "
                         + len[2 + buffer] + " bytes");
             }
+            if (!strict && decoder == null) {
+                continue;
+            }
+            if (buffer != cachedIndex) {
+                cached = host(addr[2 + buffer], len[2 + buffer], at(path, "buffers[" + (2 + buffer) + "]"));
+                cachedIndex = buffer;
+            }
+            if (strict && views.get(ValueLayout.JAVA_INT_UNALIGNED, base + 4) != cached.get(ValueLayout.JAVA_INT_UNALIGNED, off)) {
+                throw new ValidationException(Category.CONTENT, vp, String.format(Locale.ROOT, "view %d: expected the "
+                        + "prefix to equal the first 4 bytes of its data (0x%08x) but found 0x%08x", i - offset,
+                        Integer.reverseBytes(cached.get(ValueLayout.JAVA_INT_UNALIGNED, off)),
+                        Integer.reverseBytes(views.get(ValueLayout.JAVA_INT_UNALIGNED, base + 4))));
+            }
+            if (decoder != null) {
+                decodeUtf8(decoder, cached.asSlice(off, size), vp, i - offset);
+            }
+        }
+    }
+
+    private static java.nio.charset.CharsetDecoder utf8Decoder() {
+        return java.nio.charset.StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+                .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT);
+    }
+
+    private static void decodeUtf8(java.nio.charset.CharsetDecoder decoder, MemorySegment bytes, String path, long value) {
+        try {
+            decoder.reset().decode(bytes.asByteBuffer());
+        } catch (java.nio.charset.CharacterCodingException e) {
+            throw new ValidationException(Category.CONTENT, path, "value " + value
+                    + ": expected valid UTF-8 but found an invalid byte sequence");
         }
     }
 
@@ -164,6 +212,7 @@ final class ContentChecks {
         MemorySegment ids = host(addr[0], offset + length, tp);
         MemorySegment offs = dense ? host(addr[1], mul(offset + length, 4, n, ""), at(path, "buffers[1]")) : null;
         List<Integer> declared = type.unionTypeIds();
+        long[] lastOffset = dense ? new long[declared.size()] : null; // per child: offsets must not decrease
         for (long i = offset; i < offset + length; i++) {
             int id = ids.get(ValueLayout.JAVA_BYTE, i);
             int child = declared.indexOf(id);
@@ -178,10 +227,22 @@ final class ContentChecks {
                     throw new ValidationException(Category.CONTENT, at(path, "buffers[1]"), "offset at index "
                             + (i - offset) + ": expected a value in [0, " + childLength + ") but found " + o);
                 }
+                if (o < lastOffset[child]) {
+                    throw new ValidationException(Category.CONTENT, at(path, "buffers[1]"), "offset at index "
+                            + (i - offset) + ": expected offsets into child " + child + " not to decrease, at least "
+                            + lastOffset[child] + ", but found " + o);
+                }
+                lastOffset[child] = o;
             }
         }
     }
 
+    /**
+     * Run-end encoded node {@code n}: at MINIMAL the children's lengths (run ends not longer than values,
+     * none only for no values and length 0), a run-end type wide enough for offset + length, run ends
+     * without nulls; from DEFAULT a first run end of at least 1 and a last one of at least offset + length;
+     * at FULL run ends strictly increasing.
+     */
     void checkRunEnds(int n, long end, long length) {
         String path = layout.path(n);
         int runEnds = layout.child(n, 0);
@@ -189,15 +250,20 @@ final class ContentChecks {
         if (!minimal()) {
             return;
         }
+        int w = layout.schema(runEnds).type().elementByteWidth();
+        long max = w == 2 ? Short.MAX_VALUE : w == 4 ? Integer.MAX_VALUE : Long.MAX_VALUE;
+        if (end > max) {
+            throw new ValidationException(Category.SIZE, at(path, "length"), "expected offset + length to fit in the "
+                    + layout.schema(runEnds).type() + " run ends (at most " + max + ") but found " + end);
+        }
         long runs = table.length(runEnds);
-        if (runs != table.length(values)) {
-            throw new ValidationException(Category.LENGTH, at(path, "children[1].length"),
-                    "expected " + runs + " (the run ends length) but found " + table.length(values));
+        long valueCount = table.length(values);
+        if (runs > valueCount || (runs == 0 && valueCount != 0)) {
+            throw new ValidationException(Category.LENGTH, at(path, "children[1].length"), "expected "
+                    + (runs == 0 ? "0 values for 0 runs" : "at least " + runs + " values (one per run)") + " but found "
+                    + valueCount);
         }
-        if (table.nullCount(runEnds) > 0) {
-            throw new ValidationException(Category.CONTENT, at(path, "children[0].null_count"),
-                    "expected no null run ends but found " + table.nullCount(runEnds));
-        }
+        requireNoNulls(runEnds, "run ends");
         if (length > 0 && runs == 0) {
             throw new ValidationException(Category.LENGTH, at(path, "children[0].length"),
                     "expected at least 1 run for length " + length + " but found 0");
@@ -205,25 +271,72 @@ final class ContentChecks {
         if (!reads() || runs == 0) {
             return;
         }
-        int w = layout.schema(runEnds).type().elementByteWidth();
         String rp = at(path, "children[0].buffers[1]");
         long first = table.offset(runEnds);
         MemorySegment s = host(table.bufferAddress(runEnds, 1), mul(first + runs, w, runEnds, "buffers[1]"), rp);
+        long firstEnd = runEnd(s, first, w);
+        if (firstEnd < 1) {
+            throw new ValidationException(Category.CONTENT, rp, "expected the first run end to be at least 1 but found "
+                    + firstEnd);
+        }
         long last = runEnd(s, first + runs - 1, w);
         if (last < end) {
             throw new ValidationException(Category.CONTENT, rp, "expected the last run end to be at least " + end
                     + " (offset + length) but found " + last);
         }
         if (full()) {
-            long prev = 0;
-            for (long i = 0; i < runs; i++) {
-                long v = runEnd(s, first + i, w);
-                if (v <= prev) {
-                    throw new ValidationException(Category.CONTENT, rp, "run ends not strictly increasing at index " + i
-                            + ": expected more than " + prev + " but found " + v);
-                }
-                prev = v;
+            checkRunEndsIncrease(s, first, runs, w, rp);
+        }
+    }
+
+    /** Run ends [first, first + runs) of {@code s} strictly increasing (the first one is at least 1 already). */
+    static void checkRunEndsIncrease(MemorySegment s, long first, long runs, int w, String path) {
+        long prev = 0;
+        for (long i = 0; i < runs; i++) {
+            long v = runEnd(s, first + i, w);
+            if (v <= prev) {
+                throw new ValidationException(Category.CONTENT, path, "run ends not strictly increasing at index " + i
+                        + ": expected more than " + prev + " but found " + v);
             }
+            prev = v;
+        }
+    }
+
+    /**
+     * Node {@code child} (map entries or keys, run ends) holds no null: at MINIMAL its null count is not
+     * positive; from DEFAULT an unknown null count (-1) is resolved by counting its validity bitmap.
+     */
+    void requireNoNulls(int child, String what) {
+        long nulls = table.nullCount(child);
+        if (minimal() && nulls > 0) {
+            throw new ValidationException(Category.CONTENT, at(child, "null_count"), "expected no nulls in the "
+                    + what + " but found a null count of " + nulls);
+        }
+        long bitmap = table.bufferAddress(child, 0);
+        if (nulls == -1 && bitmap != 0 && reads()) {
+            long length = table.length(child);
+            MemorySegment v = host(bitmap, table.bufferLength(child, 0), at(child, "buffers[0]"));
+            long counted = length - Bitmaps.countSet(v, table.offset(child), length);
+            if (counted != 0) {
+                throw new ValidationException(Category.CONTENT, at(child, "buffers[0]"), "expected no nulls in the "
+                        + what + " but found " + counted + " null bits (null count -1)");
+            }
+        }
+    }
+
+    /**
+     * FULL: the declared null count of node {@code n} (unless -1) equals the null bits of its validity
+     * bitmap over [offset, offset + length). Nodes without a bitmap have no nulls, which MINIMAL checked.
+     */
+    void checkNullCount(long[] addr, long[] len, long offset, long length, long nullCount, int n) {
+        if (nullCount < 0 || addr[0] == 0) {
+            return;
+        }
+        MemorySegment v = host(addr[0], len[0], at(n, "buffers[0]"));
+        long counted = length - Bitmaps.countSet(v, offset, length);
+        if (counted != nullCount) {
+            throw new ValidationException(Category.CONTENT, at(n, "null_count"), "expected the null count to be "
+                    + counted + " (the null bits of the validity bitmap) but found " + nullCount);
         }
     }
 

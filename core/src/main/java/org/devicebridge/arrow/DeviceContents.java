@@ -7,7 +7,8 @@ import org.devicebridge.arrow.ArrowDataType.Layout;
 /**
  * Validates a device array at DEFAULT or FULL from host copies of just the buffers each level reads, so
  * that device arrays are checked by the same reader, over the same struct, as host arrays: first the
- * structure (MINIMAL, no contents), then DEFAULT with copies of the offsets, view sizes and run ends, then
+ * structure (MINIMAL, no contents), then DEFAULT with copies of the offsets, view sizes and run ends (and the
+ * bitmaps of map keys, map entries and run ends whose null count is unknown), then
  * (FULL) with copies of every remaining buffer, whose sizes DEFAULT established.
  */
 final class DeviceContents {
@@ -33,6 +34,14 @@ final class DeviceContents {
                 case VIEW -> first.add(structure, n, structure.bufferCount(n) - 1);
                 case RUN_END_ENCODED -> first.add(structure, structure.layout.child(n, 0), 1);
                 default -> { }
+            }
+            // Children that must hold no null and give a null count of -1: DEFAULT counts their bitmaps.
+            if (layout == Layout.RUN_END_ENCODED) {
+                first.addUnknownNulls(structure, structure.layout.child(n, 0));
+            } else if (structure.layout.schema(n).type().id() == ArrowDataType.TypeId.MAP) {
+                int entries = structure.layout.child(n, 0);
+                first.addUnknownNulls(structure, entries);
+                first.addUnknownNulls(structure, structure.layout.child(entries, 0));
             }
         }
         HostCopies firstCopies = copier.copyToHost(first.addresses(), first.sizes());
@@ -69,6 +78,13 @@ final class DeviceContents {
             addresses[count] = address;
             sizes[count] = size;
             count++;
+        }
+
+        /** The validity bitmap of {@code node}, where its null count is unknown (-1). */
+        void addUnknownNulls(ArrayTable table, int node) {
+            if (table.nullCount(node) == -1) {
+                add(table, node, 0);
+            }
         }
 
         long[] addresses() {

@@ -7,12 +7,19 @@ import java.lang.foreign.MemorySegment;
  * one batch of asynchronous copies on the consumer's stream, after the producer's sync event, and one
  * synchronisation). The import asks at most twice per array: once for what DEFAULT reads (offsets, view
  * sizes, run ends), and at FULL once more for every other buffer, now that all sizes are known.
+ *
+ * <p>Called on the thread that runs the import, during the import; an instance shared by imports on
+ * several threads must be thread-safe. The copier owns the host copies it returns.
  */
 @FunctionalInterface
 public interface DeviceCopier {
     /**
      * Copies {@code byteSizes[i]} bytes at device address {@code addresses[i]}, for every {@code i}, and
      * returns the host copies, valid until the import that asked returns.
+     *
+     * @param addresses the device addresses of the buffers to copy (only read)
+     * @param byteSizes the byte size of each buffer, same length as {@code addresses} (only read)
+     * @return the host copies; the copier owns them, valid until the import that asked returns
      */
     HostCopies copyToHost(long[] addresses, long[] byteSizes);
 

@@ -32,13 +32,13 @@ public abstract sealed class ExportedStruct extends NativeHandle
         return () -> kind.release(struct);
     }
 
-    /** The struct, for native code. Throws {@link org.devicebridge.HandleClosedException} after close. */
+    /** {@return the struct, for native code} Throws {@link org.devicebridge.HandleClosedException} after close. */
     public final MemorySegment segment() {
         ensureLive();
         return struct;
     }
 
-    /** The struct's address, for native code. Throws {@link org.devicebridge.HandleClosedException} after close. */
+    /** {@return the struct's address, for native code} Throws {@link org.devicebridge.HandleClosedException} after close. */
     public final long address() {
         ensureLive();
         return struct.address();

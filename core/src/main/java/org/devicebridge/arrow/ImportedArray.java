@@ -3,6 +3,8 @@ package org.devicebridge.arrow;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.devicebridge.NativeHandle;
+import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.ValidationException;
 import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.foreign.SegmentSource;
 import org.devicebridge.generated.arrow.ArrowArray;
@@ -70,13 +72,13 @@ public final class ImportedArray extends NativeHandle {
         });
     }
 
-    /** The level this array was validated at. */
+    /** {@return the level this array was validated at} */
     public ValidationLevel validationLevel() {
         return level;
     }
 
     /**
-     * The validated root node.
+     * {@return the validated root node}
      *
      * @throws org.devicebridge.HandleClosedException if the array was closed or handed to Arrow Java
      */
@@ -85,12 +87,12 @@ public final class ImportedArray extends NativeHandle {
         return table.node(0);
     }
 
-    /** {@link ArrowDeviceType#CPU} for plain {@code ArrowArray} imports, else the producer's device type. */
+    /** {@return {@link ArrowDeviceType#CPU} for plain {@code ArrowArray} imports, else the producer's device type} */
     public ArrowDeviceType deviceType() {
         return deviceType;
     }
 
-    /** The producer's device id ({@code -1} for a plain {@code ArrowArray}). */
+    /** {@return the producer's device id ({@code -1} for a plain {@code ArrowArray})} */
     public long deviceId() {
         return deviceId;
     }
@@ -98,9 +100,33 @@ public final class ImportedArray extends NativeHandle {
     /**
      * The producer's sync event pointer (for CUDA a pointer to a {@code CUevent}) as a zero-length segment,
      * {@link MemorySegment#NULL} when there is none. Borrowed: valid while this array is live.
+     *
+     * @return the sync event pointer, or {@link MemorySegment#NULL}
      */
     public MemorySegment syncEvent() {
         return MemorySegment.ofAddress(syncEvent);
+    }
+
+    /**
+     * Runs, once, the FULL content checks Arrow Java relies on that this array's level did not run (see
+     * {@link ArrayReader#checkTrusted}): nothing for an array validated at FULL. For the Arrow Java bridge,
+     * before it reads the view. The array stays owned by this handle either way; the caller releases it on
+     * a throw.
+     *
+     * @throws ValidationException if a check fails
+     * @throws UnsupportedFeatureException if the array is device memory or was validated below DEFAULT
+     * @throws org.devicebridge.HandleClosedException if the array was closed
+     */
+    void checkContentsArrowJavaTrusts() {
+        ensureLive();
+        if (level == ValidationLevel.FULL && table.host) {
+            return;
+        }
+        if (!table.host || level != ValidationLevel.DEFAULT) {
+            throw new UnsupportedFeatureException("", "expected host memory validated at DEFAULT or FULL for Arrow"
+                    + " Java but found " + (table.host ? level : "device memory"));
+        }
+        ArrayReader.checkTrusted(table);
     }
 
     /**

@@ -94,12 +94,12 @@ public final class ImportedArrayStream extends NativeHandle {
         return Native.string(text);
     }
 
-    /** The stream's schema, validated at import. Plain Java data. */
+    /** {@return the stream's schema, validated at import} Plain Java data. */
     public SchemaNode schema() {
         return schema;
     }
 
-    /** {@link ArrowDeviceType#CPU} for an {@code ArrowArrayStream}, else the device stream's device type. */
+    /** {@return {@link ArrowDeviceType#CPU} for an {@code ArrowArrayStream}, else the device stream's device type} */
     public ArrowDeviceType deviceType() {
         return deviceType;
     }
@@ -112,6 +112,8 @@ public final class ImportedArrayStream extends NativeHandle {
      * <p>Ownership: the caller owns a returned array; after a throw the batch the producer handed over (if
      * any) has been released. The stream itself stays the caller's to close in both cases.
      *
+     * @param level how much of the foreign structure to check before it is used
+     * @return the imported batch, or {@code null} at the end of the stream
      * @throws ArrowStreamException if {@code get_next} returned an errno
      * @throws ValidationException if the batch is malformed, or (device streams) its device type differs
      *         from the stream's
@@ -128,6 +130,10 @@ public final class ImportedArrayStream extends NativeHandle {
      *
      * <p>Ownership: after a return {@code arena} owns the batch; after a throw the batch the producer handed
      * over (if any) has been released. The stream stays the caller's to close in both cases.
+     *
+     * @param level how much of the foreign structure to check before it is used
+     * @param arena the arena whose closing releases the import (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @return the imported batch, or {@code null} at the end of the stream
      */
     public ImportedArray next(ValidationLevel level, java.lang.foreign.Arena arena) {
         Objects.requireNonNull(level, "level");
@@ -147,6 +153,10 @@ public final class ImportedArrayStream extends NativeHandle {
      * batch; after a throw the batch the producer handed over (if any) has been released. The stream stays
      * the caller's to close in both cases.
      *
+     * @param level how much of the foreign structure to check before it is used
+     * @param arena the arena whose closing releases the import (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @param copier copies device memory to the host when needed
+     * @return the imported batch, or {@code null} at the end of the stream
      * @throws org.devicebridge.InvalidArgumentException for an {@code ArrowArrayStream} (nothing is pulled)
      * @throws ArrowStreamException if {@code get_next} returned an errno
      * @throws ValidationException as for {@link #next(ValidationLevel)}, or for a batch of CPU memory

@@ -27,6 +27,11 @@ final class PackageAccess implements ArrowAccess {
     }
 
     @Override
+    public void checkContentsArrowJavaTrusts(ImportedArray array) {
+        Objects.requireNonNull(array, "array").checkContentsArrowJavaTrusts();
+    }
+
+    @Override
     public ArrayNode relocated(ArrayNode root, Map<ArrayNode, long[]> addresses) {
         ArrayTable table = root.table().derive(false);
         addresses.forEach((node, addrs) -> {

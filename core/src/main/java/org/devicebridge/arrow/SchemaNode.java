@@ -7,6 +7,8 @@ import java.util.Objects;
 /**
  * One field of an imported {@code ArrowSchema}, parsed and validated: plain Java data that stays usable
  * after the {@link ImportedSchema} it came from is closed. Needs no Arrow Java.
+ *
+ * <p>Immutable and thread-safe; it owns nothing native.
  */
 public final class SchemaNode {
     /** {@code ARROW_FLAG_DICTIONARY_ORDERED}, as the ABI header defines it ({@code HeaderConstantsTest} pins it). */
@@ -37,51 +39,52 @@ public final class SchemaNode {
         this.dictionary = dictionary;
     }
 
-    /** The field path of this node from the root, e.g. {@code children[1].dictionary}; empty for the root. */
+    /** {@return the field path of this node from the root, e.g. {@code children[1].dictionary}; empty for the root} */
     public String path() {
         return path;
     }
 
-    /** The field name; {@code null} where the producer gave a NULL name. */
+    /** {@return the field name; {@code null} where the producer gave a NULL name} */
     public String name() {
         return name;
     }
 
-    /** The format string. */
+    /** {@return the format string} */
     public String format() {
         return type.format();
     }
 
-    /** The parsed type (for a dictionary-encoded field: the index type; see {@link #dictionary()}). */
+    /** {@return the parsed type (for a dictionary-encoded field: the index type; see {@link #dictionary()})} */
     public ArrowDataType type() {
         return type;
     }
 
-    /** The raw flags. */
+    /** {@return the raw flags} */
     public long flags() {
         return flags;
     }
 
-    /** {@code ARROW_FLAG_NULLABLE} is set. */
+    /** {@return whether {@code ARROW_FLAG_NULLABLE} is set} */
     public boolean nullable() {
         return (flags & FLAG_NULLABLE) != 0;
     }
 
-    /** Key-value metadata in producer order (unmodifiable, possibly empty). */
+    /** {@return the key-value metadata in producer order (unmodifiable, possibly empty)} */
     public Map<String, String> metadata() {
         return metadata;
     }
 
-    /** The extension type name ({@code ARROW:extension:name} metadata), or {@code null}. */
+    /** {@return the extension type name ({@code ARROW:extension:name} metadata), or {@code null}} */
     public String extensionName() {
         return metadata.get("ARROW:extension:name");
     }
 
+    /** {@return the child fields, in producer order (unmodifiable)} */
     public List<SchemaNode> children() {
         return children;
     }
 
-    /** The value type of a dictionary-encoded field, or {@code null}. */
+    /** {@return the value type of a dictionary-encoded field, or {@code null}} */
     public SchemaNode dictionary() {
         return dictionary;
     }

@@ -149,6 +149,10 @@ final class SchemaReader {
                 throw new ValidationException(Category.SCHEMA, join(path, "children[0].flags"),
                         "expected non-nullable map entries but found ARROW_FLAG_NULLABLE");
             }
+            if (entries.children().get(0).nullable()) {
+                throw new ValidationException(Category.SCHEMA, join(path, "children[0].children[0].flags"),
+                        "expected a non-nullable map key field but found ARROW_FLAG_NULLABLE");
+            }
         }
         if (type.layout() == Layout.RUN_END_ENCODED) {
             TypeId r = children.get(0).type().id();

@@ -9,5 +9,11 @@
  *
  * <p>Ownership: every {@code import...} moves the foreign struct first; after a return the returned handle
  * owns it, after a throw it has already been released.
+ *
+ * <p><b>Start here:</b> {@link org.devicebridge.arrow.ArrowImport#importSchema} and
+ * {@link org.devicebridge.arrow.ArrowImport#importArray(org.devicebridge.arrow.SchemaNode,
+ * java.lang.foreign.MemorySegment, org.devicebridge.arrow.ValidationLevel)} for what a C producer hands you,
+ * then {@link org.devicebridge.arrow.ImportedArray#root()} and {@link org.devicebridge.arrow.ArrayNode#buffer(int)}
+ * to read it; {@link org.devicebridge.arrow.ArrowImport#importStream} for a stream.
  */
 package org.devicebridge.arrow;

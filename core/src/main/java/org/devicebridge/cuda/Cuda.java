@@ -16,21 +16,24 @@ import org.devicebridge.internal.NativeAccess;
  * on a machine without one, {@link #isAvailable()} is {@code false}, {@link #unavailableReason()} says
  * why, and every other CUDA entry point throws {@link CudaUnavailableException}. Nothing else in the
  * library needs CUDA.
+ *
+ * <p>Stateless and thread-safe (the driver is loaded once, lazily, on the first call); it owns nothing
+ * the caller must close.
  */
 public final class Cuda {
     private Cuda() {}
 
     /**
-     * {@code true} if native access is enabled, {@code libcuda.so.1} loaded, {@code cuInit} succeeded and at
-     * least one device exists. Never throws.
+     * {@return {@code true} if native access is enabled, {@code libcuda.so.1} loaded, {@code cuInit} succeeded
+     * and at least one device exists} Never throws.
      */
     public static boolean isAvailable() {
         return NativeAccess.granted() && CudaDriver.status().available();
     }
 
     /**
-     * Why CUDA is unavailable (native access not enabled, naming the flag; no driver; no device), or a line
-     * saying where the driver was loaded from.
+     * {@return why CUDA is unavailable (native access not enabled, naming the flag; no driver; no device), or a
+     * line saying where the driver was loaded from}
      */
     public static String unavailableReason() {
         return NativeAccess.granted() ? CudaDriver.status().reason() : NativeAccess.message();
@@ -46,14 +49,14 @@ public final class Cuda {
         CudaDriver.require();
     }
 
-    /** The driver's CUDA version, e.g. 13000 for 13.0. */
+    /** {@return the driver's CUDA version, e.g. 13000 for 13.0} */
     public static int driverVersion() {
         requireNativeAccess();
         CudaDriver.require();
         return CudaDriver.status().driverVersion();
     }
 
-    /** Number of CUDA devices. */
+    /** {@return number of CUDA devices} */
     public static int deviceCount() {
         requireNativeAccess();
         CudaDriver.require();
@@ -64,14 +67,18 @@ public final class Cuda {
         }
     }
 
-    /** The device with this ordinal. */
+    /**
+     * {@return the device with this ordinal}
+     *
+     * @param ordinal the device ordinal
+     */
     public static CudaDevice device(int ordinal) {
         requireNativeAccess();
         CudaContext.checkDevice(ordinal);
         return CudaDevice.get(ordinal);
     }
 
-    /** Every device, in ordinal order. */
+    /** {@return every device, in ordinal order} */
     public static List<CudaDevice> devices() {
         requireNativeAccess();
         int n = deviceCount();
@@ -94,6 +101,8 @@ public final class Cuda {
     /**
      * Free and total memory of {@code device} ({@code cuMemGetInfo}).
      *
+     * @param device the CUDA device ordinal
+     * @return free and total bytes at the time of the call
      * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
      */
     public static MemoryInfo memoryInfo(int device) {
@@ -110,6 +119,8 @@ public final class Cuda {
     /**
      * Blocks until all work on {@code device} (in its primary context, every stream) finished
      * ({@code cuCtxSynchronize}).
+     *
+     * @param device the CUDA device ordinal
      */
     public static void synchronize(int device) {
         requireNativeAccess();
@@ -121,13 +132,16 @@ public final class Cuda {
      * Throws a {@link CudaException} naming {@code function} and the {@code CUresult} unless {@code result} is
      * {@code CUDA_SUCCESS}: the library's one translation of driver results, for code that calls the driver
      * directly (benchmark baselines, tests, native glue).
+     *
+     * @param function the driver function's name
+     * @param result the driver's result code
      */
     public static void check(String function, int result) {
         requireNativeAccess();
         CudaDriver.check(function, result);
     }
 
-    /** The driver version formatted as major.minor. */
+    /** {@return the driver version formatted as major.minor} */
     public static String driverVersionString() {
         requireNativeAccess();
         int v = driverVersion();

@@ -26,11 +26,20 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * <p>Argument errors (a heap or read-only host segment, a range outside a buffer) throw
  * {@link InvalidArgumentException} before anything is queued; a closed buffer or stream throws
  * {@link HandleClosedException}.
+ *
+ * <p>Stateless and thread-safe; the caller keeps owning every segment, buffer, range and stream it
+ * passes.
  */
 public final class CudaCopies {
     private CudaCopies() {}
 
-    /** Copies all of {@code src} into {@code dst} at {@code dstOffset}; returns when the copy is done. */
+    /**
+     * Copies all of {@code src} into {@code dst} at {@code dstOffset}; returns when the copy is done.
+     *
+     * @param src the source memory
+     * @param dst the destination device buffer; the caller keeps owning it
+     * @param dstOffset the byte offset in {@code dst}
+     */
     public static void hostToDevice(MemorySegment src, DeviceBuffer dst, long dstOffset) {
         requireNativeAccess();
         checkHost(src, "src");
@@ -45,7 +54,14 @@ public final class CudaCopies {
         syncLegacyStream();
     }
 
-    /** Queues a copy of all of {@code src} into {@code dst} at {@code dstOffset} on {@code stream}. */
+    /**
+     * Queues a copy of all of {@code src} into {@code dst} at {@code dstOffset} on {@code stream}.
+     *
+     * @param src the source memory
+     * @param dst the destination device buffer; the caller keeps owning it
+     * @param dstOffset the byte offset in {@code dst}
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     */
     public static void hostToDeviceAsync(MemorySegment src, DeviceBuffer dst, long dstOffset, CudaStream stream) {
         requireNativeAccess();
         checkHost(src, "src");
@@ -61,7 +77,13 @@ public final class CudaCopies {
         CudaDriver.check("cuMemcpyHtoDAsync_v2", cuda_driver_h.cuMemcpyHtoDAsync_v2(d, src, bytes, s));
     }
 
-    /** Copies {@code dst.byteSize()} bytes of {@code src} from {@code srcOffset} into {@code dst}; blocks. */
+    /**
+     * Copies {@code dst.byteSize()} bytes of {@code src} from {@code srcOffset} into {@code dst}; blocks.
+     *
+     * @param src the source device buffer; the caller keeps owning it
+     * @param srcOffset the byte offset in {@code src}
+     * @param dst the destination memory
+     */
     public static void deviceToHost(DeviceBuffer src, long srcOffset, MemorySegment dst) {
         requireNativeAccess();
         Objects.requireNonNull(src, "src");
@@ -76,7 +98,14 @@ public final class CudaCopies {
         CudaDriver.check("cuMemcpyDtoH_v2", cuda_driver_h.cuMemcpyDtoH_v2(dst, s, bytes));
     }
 
-    /** Queues a copy of {@code dst.byteSize()} bytes of {@code src} from {@code srcOffset} into {@code dst}. */
+    /**
+     * Queues a copy of {@code dst.byteSize()} bytes of {@code src} from {@code srcOffset} into {@code dst}.
+     *
+     * @param src the source device buffer; the caller keeps owning it
+     * @param srcOffset the byte offset in {@code src}
+     * @param dst the destination memory
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     */
     public static void deviceToHostAsync(DeviceBuffer src, long srcOffset, MemorySegment dst, CudaStream stream) {
         requireNativeAccess();
         Objects.requireNonNull(src, "src");
@@ -96,6 +125,10 @@ public final class CudaCopies {
     /**
      * Copies all of {@code src} into {@code dst} at {@code dstOffset} (possibly the same buffer, not
      * overlapping); returns when the copy is done.
+     *
+     * @param src the source range
+     * @param dst the destination device buffer; the caller keeps owning it
+     * @param dstOffset the byte offset in {@code dst}
      */
     public static void deviceToDevice(DeviceRange src, DeviceBuffer dst, long dstOffset) {
         requireNativeAccess();
@@ -112,7 +145,14 @@ public final class CudaCopies {
         syncLegacyStream();
     }
 
-    /** Queues a copy of all of {@code src} into {@code dst} at {@code dstOffset} on {@code stream}. */
+    /**
+     * Queues a copy of all of {@code src} into {@code dst} at {@code dstOffset} on {@code stream}.
+     *
+     * @param src the source range
+     * @param dst the destination device buffer; the caller keeps owning it
+     * @param dstOffset the byte offset in {@code dst}
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     */
     public static void deviceToDeviceAsync(DeviceRange src, DeviceBuffer dst, long dstOffset, CudaStream stream) {
         requireNativeAccess();
         Objects.requireNonNull(src, "src");
@@ -129,7 +169,12 @@ public final class CudaCopies {
         CudaDriver.check("cuMemcpyDtoDAsync_v2", cuda_driver_h.cuMemcpyDtoDAsync_v2(d, s, bytes, st));
     }
 
-    /** Sets every byte of {@code dst} to {@code value}; returns when done. */
+    /**
+     * Sets every byte of {@code dst} to {@code value}; returns when done.
+     *
+     * @param dst the destination range
+     * @param value the byte to write
+     */
     public static void fill(DeviceRange dst, byte value) {
         requireNativeAccess();
         Objects.requireNonNull(dst, "dst");
@@ -143,7 +188,13 @@ public final class CudaCopies {
         syncLegacyStream();
     }
 
-    /** Queues setting every byte of {@code dst} to {@code value} on {@code stream}. */
+    /**
+     * Queues setting every byte of {@code dst} to {@code value} on {@code stream}.
+     *
+     * @param dst the destination range
+     * @param value the byte to write
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     */
     public static void fillAsync(DeviceRange dst, byte value, CudaStream stream) {
         requireNativeAccess();
         Objects.requireNonNull(dst, "dst");

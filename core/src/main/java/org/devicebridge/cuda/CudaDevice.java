@@ -11,6 +11,8 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
 /**
  * A CUDA device: its ordinal, name, compute capability, memory and a few attributes, read once.
  *
+ * <p>Immutable and thread-safe; it owns nothing native.
+ *
  * @param ordinal the device ordinal ({@code device_id} in Arrow and DLPack)
  * @param name the marketing name, e.g. "NVIDIA H100 80GB HBM3"
  * @param computeCapabilityMajor e.g. 9 for Hopper

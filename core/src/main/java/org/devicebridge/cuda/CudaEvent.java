@@ -14,6 +14,9 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * {@link #acquire} come from a per-device pool and have timing disabled ({@code CU_EVENT_DISABLE_TIMING},
  * the cheap kind); {@link #close()} returns the event to its pool, so acquiring one per batch creates no
  * driver object on the steady-state path. Methods may be called from any thread.
+ *
+ * <p>The handle owns the event: {@code close()} (idempotent and thread-safe) returns it to its pool or
+ * destroys it.
  */
 public final class CudaEvent extends NativeHandle {
     private final MemorySegment raw;
@@ -28,6 +31,7 @@ public final class CudaEvent extends NativeHandle {
     /**
      * An event of {@code device} from its pool.
      *
+     * @param device the CUDA device ordinal
      * @return an event the caller owns; closing it returns it to the pool
      * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
      * @throws CudaUnavailableException without a CUDA driver
@@ -44,6 +48,7 @@ public final class CudaEvent extends NativeHandle {
      * CU_EVENT_DISABLE_TIMING}, as the driver requires); see {@link CudaIpc#getEventHandle}. Not pooled:
      * close destroys it.
      *
+     * @param device the CUDA device ordinal
      * @return an event the caller owns
      */
     public static CudaEvent createInterprocess(int device) {
@@ -65,12 +70,12 @@ public final class CudaEvent extends NativeHandle {
         return what + " 0x" + Long.toHexString(e.address()) + " on device " + device;
     }
 
-    /** The device ordinal. */
+    /** {@return the device ordinal} */
     public int device() {
         return device;
     }
 
-    /** The {@code CUevent} value, for handing to native code (e.g. an Arrow device array's sync event). */
+    /** {@return the {@code CUevent} value, for handing to native code (e.g. an Arrow device array's sync event)} */
     public long address() {
         ensureLive();
         return raw.address();
@@ -80,6 +85,7 @@ public final class CudaEvent extends NativeHandle {
      * Records the work queued on {@code stream} so far ({@code cuEventRecord}); a later record replaces it.
      * The stream must be on this event's device.
      *
+     * @param stream the stream to record on; the caller keeps owning it
      * @throws InvalidArgumentException if {@code stream} is of another device
      */
     public void record(CudaStream stream) {
@@ -101,7 +107,7 @@ public final class CudaEvent extends NativeHandle {
         CudaDriver.check("cuEventSynchronize", cuda_driver_h.cuEventSynchronize(raw));
     }
 
-    /** {@code true} if the recorded work finished (or nothing was recorded); never blocks. */
+    /** {@return {@code true} if the recorded work finished (or nothing was recorded); never blocks} */
     public boolean query() {
         ensureLive();
         CudaContext.makeCurrent(device);

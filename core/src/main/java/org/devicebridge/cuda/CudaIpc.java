@@ -18,6 +18,9 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * is plain bytes (send it over any channel); it carries no ownership: the exporting process must keep
  * the buffer (or event) alive until every other process has closed what it opened. Handles are meant
  * for other processes: the driver does not promise to open a process's own handles.
+ *
+ * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
+ * after a return and after a throw.
  */
 public final class CudaIpc {
     /** Size of an IPC handle in bytes ({@code CU_IPC_HANDLE_SIZE}). */
@@ -30,6 +33,7 @@ public final class CudaIpc {
      * {@link DeviceBuffer#allocate} ({@code cuMemAlloc}) can be shared this way; the handle names the
      * whole allocation, so a buffer must not be a view into a larger one.
      *
+     * @param buffer the device buffer; the caller keeps owning it
      * @return 64 bytes; the caller keeps owning {@code buffer} and must keep it open while others use it
      * @throws UnsupportedFeatureException for stream-ordered, wrapped, opened or empty buffers
      * @throws CudaException if the driver refuses
@@ -58,6 +62,7 @@ public final class CudaIpc {
      * it up), so the exporter should send the meaningful size along with the handle.
      *
      * @param handle the 64 bytes from {@link #getMemHandle} in the other process
+     * @param device the CUDA device ordinal
      * @return a buffer the caller owns; its last close unmaps the memory ({@code cuIpcCloseMemHandle}); the
      *     memory itself stays the other process's
      * @throws InvalidArgumentException if {@code handle} is not 64 bytes
@@ -92,6 +97,7 @@ public final class CudaIpc {
     /**
      * The IPC handle of an event made by {@link CudaEvent#createInterprocess} ({@code cuIpcGetEventHandle}).
      *
+     * @param event an interprocess event; the caller keeps owning it
      * @return 64 bytes; the caller keeps owning {@code event}
      * @throws CudaException if the driver refuses (e.g. a pooled event, which is not interprocess)
      */
@@ -111,6 +117,8 @@ public final class CudaIpc {
      * Opens an event another process shared ({@code cuIpcOpenEventHandle}); wait on it with
      * {@link CudaStream#waitEvent} or {@link CudaEvent#synchronize}. Recording it here is allowed too.
      *
+     * @param device the CUDA device ordinal
+     * @param handle the {@code CUipcEventHandle} bytes the other process shared (only read)
      * @return an event the caller owns; close releases this process's reference
      */
     public static CudaEvent openEventHandle(int device, byte[] handle) {

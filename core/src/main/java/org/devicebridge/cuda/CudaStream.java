@@ -92,12 +92,12 @@ public final class CudaStream extends NativeHandle {
                 "borrowed CUDA stream 0x%x on device %d", streamAddress, device));
     }
 
-    /** The device ordinal. */
+    /** {@return the device ordinal} */
     public int device() {
         return ref.device;
     }
 
-    /** The {@code CUstream} value, for handing to native code (e.g. an Arrow or DLPack consumer). */
+    /** {@return the {@code CUstream} value, for handing to native code (e.g. an Arrow or DLPack consumer)} */
     public long address() {
         ensureLive();
         return ref.raw.address();
@@ -110,7 +110,7 @@ public final class CudaStream extends NativeHandle {
         CudaDriver.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(ref.raw));
     }
 
-    /** {@code true} if all work queued on this stream finished; never blocks. */
+    /** {@return {@code true} if all work queued on this stream finished; never blocks} */
     public boolean query() {
         ensureLive();
         CudaContext.makeCurrent(ref.device);
@@ -126,6 +126,8 @@ public final class CudaStream extends NativeHandle {
      * Makes work queued on this stream from now on wait until {@code event}'s last recorded work finished,
      * without blocking the host ({@code cuStreamWaitEvent}). The event may belong to another device. The
      * caller keeps ownership of both; the event may be closed (returned to its pool) right after this call.
+     *
+     * @param event the event to wait for; the caller keeps owning it
      */
     public void waitEvent(CudaEvent event) {
         Objects.requireNonNull(event, "event");

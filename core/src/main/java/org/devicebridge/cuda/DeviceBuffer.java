@@ -69,6 +69,8 @@ public final class DeviceBuffer extends NativeHandle {
     /**
      * Allocates device memory with {@code cuMemAlloc}. Zero bytes allocate nothing (address 0).
      *
+     * @param device the CUDA device ordinal
+     * @param bytes the size in bytes
      * @return a buffer the caller owns and closes
      * @throws InvalidArgumentException if {@code bytes} is negative
      * @throws CudaException if the driver fails (e.g. {@code CUDA_ERROR_OUT_OF_MEMORY})
@@ -106,6 +108,8 @@ public final class DeviceBuffer extends NativeHandle {
      * stays alive, even if its handle is closed, until then). Zero bytes allocate nothing.
      *
      * @param stream a stream of {@code device}; the caller keeps owning it
+     * @param device the CUDA device ordinal
+     * @param bytes the size in bytes
      * @return a buffer the caller owns and closes
      * @throws InvalidArgumentException if {@code bytes} is negative or the stream is on another device
      * @throws CudaException if the driver fails (e.g. memory pools unsupported on this device)
@@ -155,6 +159,8 @@ public final class DeviceBuffer extends NativeHandle {
      *
      * @param devicePointer the device address ({@code CUdeviceptr}); 0 only with {@code bytes == 0}
      * @param owner closed once when the last handle is closed; may be null
+     * @param bytes the size in bytes
+     * @param device the CUDA device ordinal
      * @return a buffer the caller owns. After a return {@code owner} belongs to the buffer; after a throw
      *     it still belongs to the caller (it is not closed)
      * @throws InvalidArgumentException if {@code bytes} is negative, or {@code devicePointer} is 0 with bytes
@@ -236,28 +242,28 @@ public final class DeviceBuffer extends NativeHandle {
         return new DeviceBuffer(allocation);
     }
 
-    /** The device address ({@code CUdeviceptr}); 0 for an empty buffer. */
+    /** {@return the device address ({@code CUdeviceptr}); 0 for an empty buffer} */
     public long address() {
         ensureLive();
         return allocation.address;
     }
 
-    /** The size in bytes. */
+    /** {@return the size in bytes} */
     public long byteSize() {
         return allocation.bytes;
     }
 
-    /** The device ordinal. */
+    /** {@return the device ordinal} */
     public int device() {
         return allocation.device;
     }
 
-    /** How many live handles share this allocation (0 once freed). */
+    /** {@return how many live handles share this allocation (0 once freed)} */
     public int referenceCount() {
         return allocation.refs.count();
     }
 
-    /** {@code true} for stream-ordered memory from {@link #allocateAsync}. */
+    /** {@return {@code true} for stream-ordered memory from {@link #allocateAsync}} */
     public boolean isStreamOrdered() {
         return allocation.kind == Kind.POOL;
     }
@@ -270,6 +276,9 @@ public final class DeviceBuffer extends NativeHandle {
      * The range {@code [offset, offset + bytes)} of this buffer, for {@link CudaCopies}; it borrows this
      * handle, which the caller keeps owning.
      *
+     * @param offset the first byte, from the start of this buffer
+     * @param bytes the range's size in bytes
+     * @return the range, borrowing this buffer
      * @throws InvalidArgumentException unless the range lies inside the buffer
      */
     public DeviceRange range(long offset, long bytes) {

@@ -7,13 +7,19 @@ import org.devicebridge.InvalidArgumentException;
  * A byte range of a {@link DeviceBuffer}: where a copy reads or a fill writes. It borrows the buffer: the
  * caller keeps owning it, and it must still be live when the range is used.
  *
+ * <p>Immutable and thread-safe; it owns nothing.
+ *
  * @param buffer   the device buffer
  * @param offset   the first byte, from the start of {@code buffer}
  * @param byteSize the number of bytes
  */
 public record DeviceRange(DeviceBuffer buffer, long offset, long byteSize) {
 
-    /** @throws InvalidArgumentException unless {@code [offset, offset + byteSize)} lies inside {@code buffer} */
+    /**
+     * Checks that the range lies inside the buffer.
+     *
+     * @throws InvalidArgumentException unless {@code [offset, offset + byteSize)} lies inside {@code buffer}
+     */
     public DeviceRange {
         Objects.requireNonNull(buffer, "buffer");
         checkInside(offset, byteSize, buffer.byteSize(), "");

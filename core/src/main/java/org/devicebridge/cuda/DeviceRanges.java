@@ -9,6 +9,8 @@ import org.devicebridge.InvalidArgumentException;
  * {@code sizes[i]} bytes. It borrows the buffer: the caller keeps owning it, and it must still be live when
  * the ranges are used. The arrays are copied in and out.
  *
+ * <p>Immutable and thread-safe; it owns nothing.
+ *
  * @param buffer  the device buffer
  * @param offsets where each range starts in {@code buffer}
  * @param sizes   each range's size in bytes
@@ -16,6 +18,8 @@ import org.devicebridge.InvalidArgumentException;
 public record DeviceRanges(DeviceBuffer buffer, long[] offsets, long[] sizes) {
 
     /**
+     * Copies the arrays and checks that every range lies inside the buffer.
+     *
      * @throws InvalidArgumentException if the arrays differ in length or a range does not lie inside
      *         {@code buffer}
      */
@@ -32,22 +36,28 @@ public record DeviceRanges(DeviceBuffer buffer, long[] offsets, long[] sizes) {
         }
     }
 
+    /** {@return a copy of the range offsets} */
     @Override
     public long[] offsets() {
         return offsets.clone();
     }
 
+    /** {@return a copy of the range sizes} */
     @Override
     public long[] sizes() {
         return sizes.clone();
     }
 
-    /** The number of ranges. */
+    /** {@return the number of ranges} */
     public int count() {
         return offsets.length;
     }
 
-    /** Range {@code i}. */
+    /**
+     * {@return range {@code i}, borrowing the buffer}
+     *
+     * @param i the range index, from 0 to {@link #count()} - 1
+     */
     public DeviceRange get(int i) {
         return new DeviceRange(buffer, offsets[i], sizes[i]);
     }

@@ -5,52 +5,149 @@ import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
-import java.util.function.IntConsumer;
-import org.devicebridge.NativeHandle;
-import org.devicebridge.HandleClosedException;
 import org.devicebridge.InvalidArgumentException;
-import org.devicebridge.generated.cuda.cuda_driver_h;
+import org.devicebridge.NativeHandle;
 
 /**
- * Moves batches of host buffers to one device and back through reused pinned staging memory.
+ * Moves batches of host buffers to one device and back, at the speed of the link where the host memory
+ * allows it.
  *
- * <p>{@link #upload} packs a batch of host buffers into <em>one</em> stream-ordered device allocation,
- * each buffer at a {@value #ALIGNMENT}-byte aligned offset, copying them into pinned staging memory and
- * from there with asynchronous copies; {@link #download} copies ranges of device buffers back. The
- * staging memory is split in two halves used in turn, each guarded by its own event, so that packing
- * the next chunk (or batch) overlaps the copy of the previous one; the host waits only before reusing a
- * half. A batch that fits in one half costs one {@code cuMemAllocFromPoolAsync} from the device's
- * memory pool, one event record, one copy per 4 MiB piece on upload (a piece's copy to the device runs while
- * the next piece is packed) and one copy on download, and no {@code cuMemAlloc}, {@code cuMemHostAlloc},
- * event or thread creation: the staging memory and the two events are made once, in {@link #create}.
+ * <p>Every buffer is first classified, once per batch ({@link PointerAttributes#isPageLocked}):
+ * <ul>
+ *   <li><b>Page-locked</b> host memory (pinned: {@link PinnedHostBuffer}, {@link HostRegistration}, a pinned
+ *       Arrow allocator) is copied by the copy engine directly, with {@code cuMemcpyHtoDAsync} /
+ *       {@code cuMemcpyDtoHAsync} on the caller's stream: no staging copy.</li>
+ *   <li><b>Pageable</b> memory goes through a ring of pinned staging chunks, allocated once per transfer
+ *       object and reused by every batch, each guarded by its own event: the host copies between the
+ *       caller's buffers and the chunks are split over a small shared pool of threads sized to the machine,
+ *       and chunk N+1 is packed (or unpacked) while chunk N's copy runs.</li>
+ * </ul>
+ * {@link #upload} packs a batch into <em>one</em> stream-ordered device allocation (one
+ * {@code cuMemAllocFromPoolAsync} from the device's memory pool per batch), each buffer at a
+ * {@value #ALIGNMENT}-byte aligned offset, the bytes between buffers zero. The downloads copy ranges of device
+ * memory into host segments. Nothing on the steady-state path creates an event, a thread or pinned memory.
  *
- * <p>The host copies between the caller's buffers and staging memory of a chunk of 4 MiB or more are split
- * over a small shared pool of daemon threads (at most 8, the caller included), because one thread copies
- * pageable memory far slower than the link moves it. Buffers confined to the calling thread (a confined
- * {@link Arena}'s segments) are always copied by the calling thread.
+ * <p>Synchronisation: a download returns when the data arrived: one host wait per batch when every
+ * destination is page-locked, one per staging chunk otherwise. {@link #upload} returns when the host buffers
+ * may be changed: one host wait per batch if a buffer was copied directly, none for a batch that was
+ * staged entirely (its bytes were copied into staging memory before it returns). {@link #uploadAsync} never
+ * waits for a direct copy: the caller keeps the page-locked buffers unchanged until the stream reached the
+ * upload (record an event on it, or synchronize it).
  *
- * <p>One transfer object serves one device and one batch at a time (its methods are serialised); it is
- * an owning handle of its staging memory and events: {@link #close()} waits for the copies still using the
- * staging memory (a close from another thread also waits for a running upload or download), then frees it
- * and returns the events to their pool. Idempotent and thread-safe, as every handle's close.
+ * <p>One transfer object serves one device and one batch at a time (its methods are serialised, and may be
+ * called from any thread); it is an owning handle of its staging memory and events: {@link #close()} waits
+ * for the copies still using the staging memory (a close from another thread also waits for a running
+ * batch), then frees it and returns the events to their pool. Idempotent and thread-safe, as every
+ * handle's close.
  */
 public final class HostDeviceTransfer extends NativeHandle {
     /** Alignment of every buffer in an uploaded allocation, as Arrow recommends for its buffers. */
     public static final int ALIGNMENT = 64;
 
     private final int device;
-    private final Stager stager;
-    private final CudaEvent[] halfDone;
+    private final StagingRing ring;
+    private final CudaEvent[] chunkDone;
+    private final CudaEvent batchDone;
+    private final TransferStatistics stats;
     /**
-     * Held by {@link #upload} and {@link #download} and by the release step, so that a close waits for a
-     * running batch instead of freeing staging memory under it. Not the handle itself: the release step
-     * must not capture the handle.
+     * Held by every batch and by the release step, so that a close waits for a running batch instead of
+     * freeing staging memory under it. Not the handle itself: the release step must not capture the handle.
      */
     private final Object lock;
+
+    /**
+     * How a transfer object stages pageable memory.
+     *
+     * @param stagingBytes pinned staging memory in all, allocated once (rounded down to whole chunks)
+     * @param chunkBytes the size of one staging chunk: the unit of one staged copy and of one host wait; a
+     *     multiple of {@value #ALIGNMENT}, at most half of {@code stagingBytes} (the ring has at least two)
+     * @param threads threads that pack or unpack one chunk at most (the caller and the shared pool's)
+     */
+    public record Options(long stagingBytes, long chunkBytes, int threads) {
+        /** Staging memory by default: 64 MiB. */
+        public static final long DEFAULT_STAGING_BYTES = 64L << 20;
+        /** Chunk size by default (B6's sweep on the H100 machine chooses it): 8 MiB. */
+        public static final long DEFAULT_CHUNK_BYTES = 8L << 20;
+
+        /**
+         * Checks the sizes and the thread count.
+         *
+         * @throws InvalidArgumentException if {@code chunkBytes} is not a positive multiple of {@value #ALIGNMENT},
+         *     {@code stagingBytes} holds fewer than two chunks, or {@code threads} is below 1
+         */
+        public Options {
+            if (chunkBytes < ALIGNMENT || chunkBytes % ALIGNMENT != 0) {
+                throw new InvalidArgumentException("chunkBytes", "expected a positive multiple of " + ALIGNMENT
+                        + " but found " + chunkBytes);
+            }
+            if (stagingBytes / chunkBytes < 2) {
+                throw new InvalidArgumentException("stagingBytes", String.format(Locale.ROOT,
+                        "expected room for at least two chunks of %d bytes but found %d bytes", chunkBytes, stagingBytes));
+            }
+            if (threads < 1) {
+                throw new InvalidArgumentException("threads", "expected at least 1 but found " + threads);
+            }
+        }
+
+        /**
+         * The defaults: {@value #DEFAULT_STAGING_BYTES} bytes of staging memory in chunks of
+         * {@value #DEFAULT_CHUNK_BYTES} bytes, and every core (up to 16) packing.
+         *
+         * @return the default options
+         */
+        public static Options defaults() {
+            return new Options(DEFAULT_STAGING_BYTES, DEFAULT_CHUNK_BYTES, StagingCopy.PARALLELISM);
+        }
+
+        /**
+         * These options with {@code stagingBytes} of staging memory; the chunk shrinks to half of it if it no
+         * longer fits twice.
+         *
+         * @param stagingBytes at least {@code 2 * ALIGNMENT}
+         * @return new options
+         * @throws InvalidArgumentException if {@code stagingBytes} is too small
+         */
+        public Options withStagingBytes(long stagingBytes) {
+            long chunk = Math.min(chunkBytes, stagingBytes / 2 / ALIGNMENT * ALIGNMENT);
+            return new Options(stagingBytes, chunk, threads);
+        }
+
+        /**
+         * These options with chunks of {@code chunkBytes}.
+         *
+         * @param chunkBytes see the record's parameter
+         * @return new options
+         * @throws InvalidArgumentException if the chunk is invalid or does not fit twice
+         */
+        public Options withChunkBytes(long chunkBytes) {
+            return new Options(stagingBytes, chunkBytes, threads);
+        }
+
+        /**
+         * These options with at most {@code threads} threads per chunk.
+         *
+         * @param threads at least 1
+         * @return new options
+         * @throws InvalidArgumentException if {@code threads} is below 1
+         */
+        public Options withThreads(int threads) {
+            return new Options(stagingBytes, chunkBytes, threads);
+        }
+    }
+
+    /**
+     * What a transfer object did since it was created.
+     *
+     * @param batches uploads and downloads
+     * @param directCopies buffers copied directly between page-locked host memory and the device
+     * @param directBytes the bytes of those copies
+     * @param stagedBytes bytes that went through the staging ring (with the padding between packed buffers)
+     * @param hostWaits times the host waited for the device ({@code cuEventSynchronize})
+     */
+    public record Statistics(long batches, long directCopies, long directBytes, long stagedBytes, long hostWaits) {}
 
     /**
      * A batch packed into one device allocation.
@@ -61,28 +158,43 @@ public final class HostDeviceTransfer extends NativeHandle {
      * @param sizes the size of buffer {@code i} in bytes
      */
     public record Upload(DeviceBuffer buffer, long[] offsets, long[] sizes) implements AutoCloseable {
+        /**
+         * Copies the arrays.
+         *
+         * @throws NullPointerException if an argument is null
+         */
         public Upload {
             Objects.requireNonNull(buffer, "buffer");
             offsets = offsets.clone();
             sizes = sizes.clone();
         }
 
+        /** {@return a copy of the buffer offsets} */
         @Override
         public long[] offsets() {
             return offsets.clone();
         }
 
+        /** {@return a copy of the buffer sizes} */
         @Override
         public long[] sizes() {
             return sizes.clone();
         }
 
-        /** Number of buffers in the batch. */
+        /**
+         * Number of buffers in the batch.
+         *
+         * @return the count
+         */
         public int count() {
             return offsets.length;
         }
 
-        /** The batch's buffers as ranges of {@link #buffer()}, e.g. to {@link #download} them. */
+        /**
+         * The batch's buffers as ranges of {@link #buffer()}, e.g. to {@link #download} them.
+         *
+         * @return ranges borrowing {@link #buffer()}
+         */
         public DeviceRanges ranges() {
             return new DeviceRanges(buffer, offsets, sizes);
         }
@@ -94,24 +206,27 @@ public final class HostDeviceTransfer extends NativeHandle {
         }
     }
 
-    private HostDeviceTransfer(int device, PinnedHostBuffer staging, Stager stager, CudaEvent[] halfDone, Object lock) {
-        super("host-device transfer for device " + device, release(staging, stager, halfDone, lock));
+    private HostDeviceTransfer(int device, PinnedHostBuffer staging, StagingRing ring, CudaEvent[] chunkDone,
+                               CudaEvent batchDone, Object lock) {
+        super("host-device transfer for device " + device, release(staging, ring, chunkDone, batchDone, lock));
         this.device = device;
-        this.stager = stager;
-        this.halfDone = halfDone;
+        this.ring = ring;
+        this.chunkDone = chunkDone;
+        this.batchDone = batchDone;
+        this.stats = new TransferStatistics();
         this.lock = lock;
     }
 
     /** Waits for the copies still using the staging memory, then frees it and returns the events to their pool. */
-    private static ReleaseAction release(PinnedHostBuffer staging, Stager stager, CudaEvent[] halfDone, Object lock) {
+    private static ReleaseAction release(PinnedHostBuffer staging, StagingRing ring, CudaEvent[] chunkDone,
+                                         CudaEvent batchDone, Object lock) {
         return () -> {
             synchronized (lock) {
                 try {
-                    stager.drain(h -> halfDone[h].synchronize());
+                    ring.drain(s -> chunkDone[s].synchronize());
                 } finally {
                     try {
-                        halfDone[0].close();
-                        halfDone[1].close();
+                        closeEvents(chunkDone, batchDone);
                     } finally {
                         staging.close();
                     }
@@ -120,10 +235,22 @@ public final class HostDeviceTransfer extends NativeHandle {
         };
     }
 
+    private static void closeEvents(CudaEvent[] chunkDone, CudaEvent batchDone) {
+        for (CudaEvent e : chunkDone) {
+            if (e != null) {
+                e.close();
+            }
+        }
+        if (batchDone != null) {
+            batchDone.close();
+        }
+    }
+
     /**
-     * Creates a transfer object for {@code device} with {@code stagingBytes} of pinned staging memory (two
-     * halves; a batch up to half of it moves in one copy and one synchronisation).
+     * Creates a transfer object for {@code device} with {@code stagingBytes} of pinned staging memory, in
+     * chunks of {@link Options#DEFAULT_CHUNK_BYTES} (or half of it, if smaller).
      *
+     * @param device the device ordinal
      * @param stagingBytes at least {@code 2 * ALIGNMENT}
      * @return a transfer object the caller owns and closes
      * @throws InvalidArgumentException if {@code stagingBytes} is too small
@@ -135,96 +262,156 @@ public final class HostDeviceTransfer extends NativeHandle {
             throw new InvalidArgumentException("stagingBytes", "expected at least " + 2 * ALIGNMENT
                     + " bytes of staging memory but found " + stagingBytes);
         }
+        return create(device, Options.defaults().withStagingBytes(stagingBytes));
+    }
+
+    /**
+     * Creates a transfer object for {@code device}: allocates its staging ring (pinned, one
+     * {@code cuMemHostAlloc}) and takes its events from the device's pool.
+     *
+     * @param device the device ordinal
+     * @param options the staging memory, chunk size and threads
+     * @return a transfer object the caller owns and closes
+     * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal, or if the
+     *     driver cannot allocate the staging memory
+     * @throws CudaUnavailableException without a CUDA driver
+     */
+    public static HostDeviceTransfer create(int device, Options options) {
+        Objects.requireNonNull(options, "options");
         CudaContext.checkDevice(device);
-        PinnedHostBuffer staging = PinnedHostBuffer.allocate(stagingBytes);
-        CudaEvent[] events = new CudaEvent[2];
+        int count = Math.toIntExact(options.stagingBytes() / options.chunkBytes());
+        long chunk = options.chunkBytes();
+        PinnedHostBuffer staging = PinnedHostBuffer.allocate(Math.multiplyExact(chunk, count));
+        CudaEvent[] events = new CudaEvent[count];
+        CudaEvent batch = null;
         try {
-            events[0] = CudaEvent.acquire(device);
-            events[1] = CudaEvent.acquire(device);
-            long half = staging.byteSize() / 2 / ALIGNMENT * ALIGNMENT;
-            MemorySegment s = staging.segment();
-            Stager stager = new Stager(s.asSlice(0, half), s.asSlice(half, half));
-            return new HostDeviceTransfer(device, staging, stager, events, new Object());
-        } catch (RuntimeException e) {
-            for (CudaEvent ev : events) {
-                if (ev != null) {
-                    ev.close();
-                }
+            MemorySegment[] chunks = new MemorySegment[count];
+            StagingCopy[] copies = new StagingCopy[count];
+            for (int i = 0; i < count; i++) {
+                events[i] = CudaEvent.acquire(device);
+                chunks[i] = staging.segment().asSlice(i * chunk, chunk);
+                copies[i] = new StagingCopy(StagingCopy.DEFAULT_PARALLEL_THRESHOLD, StagingCopy.DEFAULT_MIN_SLICE,
+                        options.threads());
             }
-            staging.close();
+            batch = CudaEvent.acquire(device);
+            return new HostDeviceTransfer(device, staging, new StagingRing(chunks, copies), events, batch, new Object());
+        } catch (RuntimeException e) {
+            try {
+                closeEvents(events, batch);
+            } finally {
+                staging.close();
+            }
             throw e;
         }
     }
 
-    /** The device ordinal. */
+    /**
+     * The device ordinal.
+     *
+     * @return the ordinal
+     */
     public int device() {
         return device;
     }
 
-    /** Bytes one copy can move: half the staging memory. */
+    /**
+     * Bytes one staging chunk holds: the unit of one staged copy.
+     *
+     * @return the chunk size
+     */
     public long chunkBytes() {
-        return stager.chunkBytes();
-    }
-
-    /** Where each buffer of a batch lands: {@value #ALIGNMENT}-byte aligned, in order; the last is the total. */
-    static long[] packedOffsets(long[] sizes) {
-        long[] offsets = new long[sizes.length + 1];
-        long end = 0;
-        for (int i = 0; i < sizes.length; i++) {
-            long start = alignUp(end);
-            offsets[i] = start;
-            end = Math.addExact(start, sizes[i]);
-        }
-        offsets[sizes.length] = end;
-        return offsets;
-    }
-
-    private static long alignUp(long v) {
-        return Math.addExact(v, ALIGNMENT - 1) & -ALIGNMENT;
+        return ring.chunkBytes();
     }
 
     /**
-     * Packs {@code buffers} into one new device allocation and queues the copies on {@code stream}. The
-     * host buffers are read before this returns (they are copied into staging memory), so the caller may
-     * reuse them at once; the device data is ready for work queued on {@code stream} after this call (other
-     * streams must wait on an event recorded on {@code stream}). Padding bytes between buffers are zero.
+     * What this transfer object did so far (a snapshot).
      *
-     * @param buffers native host segments, in order; empty segments get an offset and no bytes
+     * @return the counts
+     */
+    public Statistics statistics() {
+        synchronized (lock) {
+            return stats.snapshot();
+        }
+    }
+
+    /**
+     * Packs {@code buffers} into one new device allocation and queues the copies on {@code stream}, then
+     * waits (once) for the direct copies, if any: when this returns the caller may change or free the host
+     * buffers. The device data is ready for work queued on {@code stream} after this call (other streams
+     * must wait on an event recorded on {@code stream}). Padding bytes between buffers are zero.
+     *
+     * @param buffers native host segments, in any memory; empty segments get an offset and no bytes
      * @param stream a stream of this transfer's device; the caller keeps owning it, and it must stay open
      *     until the returned allocation is freed (which is queued on it)
      * @return the allocation and the offsets; the caller owns the allocation. After a throw the caller owns
-     *     nothing new (an allocation made before the failure is freed)
+     *     nothing new (an allocation made before the failure is freed), and no copy reads a buffer any more
      * @throws InvalidArgumentException for heap segments or a stream of another device
+     * @throws org.devicebridge.HandleClosedException if this transfer, the stream or a buffer's arena is closed
      * @throws CudaException if a driver call fails
      */
     public Upload upload(List<MemorySegment> buffers, CudaStream stream) {
         synchronized (lock) {
             ensureLive();
-            return uploadLocked(buffers, stream);
+            StreamTransferOps ops = ops(stream);
+            Batch b = uploadLocked(buffers, stream, ops);
+            if (b.direct) {
+                try {
+                    ops.await(TransferOps.BATCH);
+                } catch (RuntimeException | Error e) {
+                    b.upload.close();
+                    throw e;
+                }
+            }
+            return b.upload;
         }
     }
 
-    private Upload uploadLocked(List<MemorySegment> buffers, CudaStream stream) {
+    /**
+     * As {@link #upload}, without waiting for the direct copies: the copy engine reads the page-locked
+     * buffers after this returns, until {@code stream} reaches the upload. The caller keeps them unchanged
+     * and alive until then (record an event on {@code stream} and wait for it, or synchronize the stream);
+     * pageable buffers have been read when this returns. No host wait for a batch of page-locked buffers.
+     *
+     * @param buffers native host segments, in any memory; empty segments get an offset and no bytes
+     * @param stream a stream of this transfer's device; the caller keeps owning it, and it must stay open
+     *     until the returned allocation is freed (which is queued on it)
+     * @return the allocation and the offsets; the caller owns the allocation. After a throw the caller owns
+     *     nothing new, and no copy reads a buffer any more
+     * @throws InvalidArgumentException for heap segments or a stream of another device
+     * @throws org.devicebridge.HandleClosedException if this transfer, the stream or a buffer's arena is closed
+     * @throws CudaException if a driver call fails
+     */
+    public Upload uploadAsync(List<MemorySegment> buffers, CudaStream stream) {
+        synchronized (lock) {
+            ensureLive();
+            return uploadLocked(buffers, stream, ops(stream)).upload;
+        }
+    }
+
+    /** An upload and whether direct copies of it may still run (until {@link TransferOps#BATCH}). */
+    private record Batch(Upload upload, boolean direct) {}
+
+    private Batch uploadLocked(List<MemorySegment> buffers, CudaStream stream, StreamTransferOps ops) {
         Objects.requireNonNull(buffers, "buffers");
-        Objects.requireNonNull(stream, "stream");
-        checkStream(stream);
         MemorySegment[] src = buffers.toArray(new MemorySegment[0]);
         long[] sizes = new long[src.length];
+        boolean[] direct = new boolean[src.length];
         for (int i = 0; i < src.length; i++) {
             CudaCopies.checkHost(src[i], "buffers[" + i + "]");
             sizes[i] = src[i].byteSize();
+            direct[i] = PointerAttributes.isPageLocked(src[i]);
         }
-        long[] placed = packedOffsets(sizes);
-        long total = placed[src.length];
-        long[] offsets = Arrays.copyOf(placed, src.length);
-        DeviceBuffer dst = DeviceBuffer.allocateAsync(device, total, stream);
+        BatchTransfer.Layout layout = BatchTransfer.layout(sizes, direct);
+        DeviceBuffer dst = DeviceBuffer.allocateAsync(device, layout.total(), stream);
+        boolean queued;
         try {
-            stager.upload(src, offsets, sizes, total, dst.address(), new StreamOps(stream));
-        } catch (RuntimeException e) {
+            stats.batch();
+            queued = BatchTransfer.upload(ring, src, sizes, layout, dst.address(), ops, stats);
+        } catch (RuntimeException | Error e) {
             dst.close();
             throw e;
         }
-        return new Upload(dst, offsets, sizes);
+        return new Batch(new Upload(dst, layout.offsets(), sizes), queued);
     }
 
     /**
@@ -234,9 +421,12 @@ public final class HostDeviceTransfer extends NativeHandle {
      *
      * @param src the ranges to copy (for a whole uploaded batch: {@link Upload#ranges()}); the caller keeps
      *     owning the buffer
-     * @param arena allocates the results; the caller owns it
+     * @param arena allocates the results; the caller owns it (memory of a pinned arena is copied into
+     *     directly)
+     * @param stream a stream of this transfer's device; the caller keeps owning it
      * @return one segment per range, filled
      * @throws InvalidArgumentException if the stream or the buffer is of another device
+     * @throws CudaException if a driver call fails
      */
     public List<MemorySegment> download(DeviceRanges src, Arena arena, CudaStream stream) {
         Objects.requireNonNull(src, "src");
@@ -254,60 +444,51 @@ public final class HostDeviceTransfer extends NativeHandle {
 
     /**
      * Copies ranges of a device buffer into caller-provided host segments: range {@code i} starts at
-     * {@code offsets[i]} and fills all of {@code destinations.get(i)}. Returns when the data arrived. Work
-     * that produced the data must be ordered before this call on {@code stream}, or finished.
+     * {@code offsets[i]} and fills all of {@code destinations.get(i)}. Page-locked destinations are written
+     * by the copy engine directly. Returns when the data arrived. Work that produced the data must be
+     * ordered before this call on {@code stream}, or finished.
      *
      * @param src the device buffer; the caller keeps owning it and the destinations
+     * @param offsets where each range starts in {@code src}
+     * @param destinations one writable native host segment per offset
+     * @param stream a stream of this transfer's device; the caller keeps owning it
      * @throws InvalidArgumentException if a range lies outside {@code src}, for heap or read-only
      *     destinations, or a stream or buffer of another device
+     * @throws CudaException if a driver call fails
      */
     public void download(DeviceBuffer src, long[] offsets, List<MemorySegment> destinations, CudaStream stream) {
-        synchronized (lock) {
-            ensureLive();
-            downloadLocked(src, offsets, destinations, stream);
-        }
-    }
-
-    private void downloadLocked(DeviceBuffer src, long[] offsets, List<MemorySegment> destinations, CudaStream stream) {
         Objects.requireNonNull(src, "src");
         Objects.requireNonNull(offsets, "offsets");
         Objects.requireNonNull(destinations, "destinations");
-        Objects.requireNonNull(stream, "stream");
-        MemorySegment[] dst = destinations.toArray(new MemorySegment[0]);
-        if (dst.length != offsets.length) {
+        if (destinations.size() != offsets.length) {
             throw new InvalidArgumentException("destinations", "expected one destination per offset ("
-                    + offsets.length + ") but found " + dst.length);
+                    + offsets.length + ") but found " + destinations.size());
         }
-        long[] sizes = new long[dst.length];
-        for (int i = 0; i < dst.length; i++) {
-            CudaCopies.checkHost(dst[i], "destinations[" + i + "]");
-            if (dst[i].isReadOnly()) {
-                throw new InvalidArgumentException("destinations[" + i + "]",
-                        "expected a writable segment but found a read-only one");
-            }
-            sizes[i] = dst[i].byteSize();
+        List<DeviceRange> sources = new ArrayList<>(offsets.length);
+        for (int i = 0; i < offsets.length; i++) {
+            MemorySegment d = Objects.requireNonNull(destinations.get(i), "destinations[" + i + "]");
+            sources.add(src.range(offsets[i], d.byteSize())); // checks every range
         }
-        DeviceRanges ranges = new DeviceRanges(src, offsets, sizes); // checks every range
-        checkStream(stream);
-        checkBuffer(src);
-        stager.download(src.address(), ranges.offsets(), dst, sizes, new StreamOps(stream));
+        download(sources, destinations, stream);
     }
 
     /**
      * Copies ranges of several device buffers into caller-provided host segments, in one batch on
      * {@code stream}: range {@code i} is {@code sources.get(i)} and fills all of {@code destinations.get(i)}.
-     * The host waits once for the whole batch while it fits half the staging memory (once per half
-     * otherwise), not once per buffer. Ranges of one allocation that follow each other closely are copied
-     * with one call; ranges of different allocations never share a copy (the bytes between two allocations
-     * may not be mapped). Returns when the data arrived. Work that produced the data must be ordered before
-     * this call on {@code stream}, or finished.
+     * Page-locked destinations are written by the copy engine directly (one host wait for a batch of them);
+     * the others go through the staging ring (one host wait per chunk), where ranges of one allocation that
+     * follow each other closely are copied with one call (ranges of different allocations never share a
+     * copy: the bytes between two allocations may not be mapped). Returns when the data arrived. Work that
+     * produced the data must be ordered before this call on {@code stream}, or finished.
      *
      * @param sources the ranges (for speed: sorted by device address); the caller keeps owning their buffers
      * @param destinations one writable native host segment per range, of exactly the range's size; the
      *     caller keeps owning them
+     * @param stream a stream of this transfer's device; the caller keeps owning it
      * @throws InvalidArgumentException if the lists differ in length, a destination's size differs from its
      *     range's, for heap or read-only destinations, or a stream or buffer of another device
-     * @throws org.devicebridge.HandleClosedException if a source buffer is closed
+     * @throws org.devicebridge.HandleClosedException if this transfer or a source buffer is closed
+     * @throws CudaException if a driver call fails
      */
     public void download(List<DeviceRange> sources, List<MemorySegment> destinations, CudaStream stream) {
         synchronized (lock) {
@@ -330,6 +511,7 @@ public final class HostDeviceTransfer extends NativeHandle {
         long[] addresses = new long[n];
         long[] sizes = new long[n];
         long[] groups = new long[n];
+        boolean[] direct = new boolean[n];
         for (int i = 0; i < n; i++) {
             DeviceRange r = Objects.requireNonNull(sources.get(i), "sources[" + i + "]");
             CudaCopies.checkHost(dst[i], "destinations[" + i + "]");
@@ -346,252 +528,17 @@ public final class HostDeviceTransfer extends NativeHandle {
             sizes[i] = r.byteSize();
             groups[i] = r.buffer().address(); // one allocation: one group
         }
-        stager.download(0, addresses, groups, dst, sizes, new StreamOps(stream));
+        for (int i = 0; i < n; i++) {
+            direct[i] = PointerAttributes.isPageLocked(dst[i]);
+        }
+        stats.batch();
+        BatchTransfer.download(ring, addresses, groups, dst, sizes, direct, ops(stream), stats);
     }
 
-    /** The driver calls the stager makes for one batch, on one stream. */
-    interface Ops {
-        /** Queues a copy of {@code bytes} bytes of staging memory to a device address. */
-        void toDevice(long deviceAddress, MemorySegment from, long bytes);
-
-        /** Queues a copy of {@code bytes} bytes from a device address into staging memory. */
-        void toHost(MemorySegment to, long deviceAddress, long bytes);
-
-        /** Marks the copies queued so far as the ones that use staging half {@code half}. */
-        void record(int half);
-
-        /** Blocks until the copies last marked for {@code half} finished. */
-        void await(int half);
-    }
-
-    private final class StreamOps implements Ops {
-        private final CudaStream stream;
-
-        StreamOps(CudaStream stream) {
-            this.stream = stream;
-        }
-
-        @Override
-        public void toDevice(long deviceAddress, MemorySegment from, long bytes) {
-            MemorySegment s = stream.raw();
-            CudaContext.makeCurrent(device);
-            CudaDriver.check("cuMemcpyHtoDAsync_v2", cuda_driver_h.cuMemcpyHtoDAsync_v2(deviceAddress, from, bytes, s));
-        }
-
-        @Override
-        public void toHost(MemorySegment to, long deviceAddress, long bytes) {
-            MemorySegment s = stream.raw();
-            CudaContext.makeCurrent(device);
-            CudaDriver.check("cuMemcpyDtoHAsync_v2", cuda_driver_h.cuMemcpyDtoHAsync_v2(to, deviceAddress, bytes, s));
-        }
-
-        @Override
-        public void record(int half) {
-            halfDone[half].record(stream);
-        }
-
-        @Override
-        public void await(int half) {
-            halfDone[half].synchronize();
-        }
-    }
-
-    /**
-     * The staging logic, apart from the driver so that it can be tested without a GPU: two halves used in
-     * turn; a half is written only after the copies last queued from or into it finished.
-     */
-    static final class Stager {
-        /** Upload piece: large enough that a copy call's cost is small, small enough to start the DMA early. */
-        static final long DEFAULT_UPLOAD_PIECE = 4L << 20;
-
-        private final MemorySegment[] halves;
-        private final boolean[] used = new boolean[2];
-        private final StagingCopy copies; // the host copies of one chunk, split over threads when large
-        private final long pieceBytes;
-        private int next;
-
-        Stager(MemorySegment first, MemorySegment second) {
-            this(first, second, new StagingCopy(), DEFAULT_UPLOAD_PIECE);
-        }
-
-        Stager(MemorySegment first, MemorySegment second, StagingCopy copies, long pieceBytes) {
-            if (pieceBytes < 1) {
-                throw new InvalidArgumentException("pieceBytes", "expected a positive value but found " + pieceBytes);
-            }
-            this.halves = new MemorySegment[] {first, second};
-            this.copies = copies;
-            this.pieceBytes = pieceBytes;
-        }
-
-        long chunkBytes() {
-            return halves[0].byteSize();
-        }
-
-        /**
-         * Packs {@code src} at {@code offsets} into {@code [base, base + total)} on the device, chunk by chunk.
-         * A chunk is packed and sent in pieces of at most {@code pieceBytes}, so that its first piece's copy to
-         * the device runs while the next piece is packed; a half is recorded once, after its last piece.
-         */
-        void upload(MemorySegment[] src, long[] offsets, long[] sizes, long total, long base, Ops ops) {
-            copies.clear();
-            long chunk = chunkBytes();
-            long piece = Math.min(pieceBytes, chunk);
-            int first = 0; // first buffer that may overlap the current piece
-            for (long pos = 0; pos < total; pos += chunk) {
-                long len = Math.min(chunk, total - pos);
-                MemorySegment half = acquire(ops);
-                boolean sent = false; // a copy from this half is queued: it must be recorded, even on failure
-                try {
-                    for (long at = pos; at < pos + len; at += piece) {
-                        long end = Math.min(pos + len, at + piece);
-                        // pack the bytes of [at, end): the buffers, and zeros in the padding between them
-                        while (first < src.length && offsets[first] + sizes[first] <= at) {
-                            first++;
-                        }
-                        long cursor = at;
-                        for (int i = first; i < src.length && offsets[i] < end; i++) {
-                            long from = Math.max(at, offsets[i]);
-                            long to = Math.min(end, offsets[i] + sizes[i]);
-                            if (to > from) {
-                                copies.zero(half, cursor - pos, from - cursor);
-                                copies.copy(src[i], from - offsets[i], half, from - pos, to - from);
-                                cursor = to;
-                            }
-                        }
-                        copies.zero(half, cursor - pos, end - cursor);
-                        copies.run(); // every slice finished (or failed and threw) before the piece is sent
-                        ops.toDevice(base + at, half.asSlice(at - pos, end - at), end - at);
-                        sent = true;
-                    }
-                } finally {
-                    if (sent) {
-                        release(ops);
-                    }
-                }
-            }
-        }
-
-        /**
-         * Copies device ranges {@code [base + offsets[i], + sizes[i])} into {@code dst[i]}. Ranges are split
-         * into parts that fit a half; parts whose device ranges follow each other with gaps under
-         * {@link #ALIGNMENT} (a packed batch) are placed at the same distances in staging and copied with one
-         * call. While one half's copies run, the other half is filled.
-         */
-        void download(long base, long[] offsets, MemorySegment[] dst, long[] sizes, Ops ops) {
-            download(base, offsets, null, dst, sizes, ops);
-        }
-
-        /**
-         * As {@link #download(long, long[], MemorySegment[], long[], Ops)}, joining only parts of ranges of one
-         * group ({@code groups[i]}, e.g. the allocation holding range {@code i}); {@code null}: one group.
-         */
-        void download(long base, long[] offsets, long[] groups, MemorySegment[] dst, long[] sizes, Ops ops) {
-            copies.clear();
-            long chunk = chunkBytes();
-            List<long[]> pending = new ArrayList<>(); // parts {range, offsetInRange, length, stagingOffset}
-            int pendingHalf = -1;
-            List<long[]> current = new ArrayList<>();
-            int currentHalf = -1;
-            MemorySegment half = null;
-            long used = 0;
-            long copyDev = 0; // the copy being assembled: device offset, staging offset, length (0: none)
-            long copyStage = 0;
-            long copyLen = 0;
-            long copyGroup = 0;
-            for (int i = 0; i < dst.length; i++) {
-                long group = groups == null ? 0 : groups[i];
-                long done = 0;
-                while (done < sizes[i]) {
-                    if (half == null) {
-                        currentHalf = next;
-                        half = acquire(ops);
-                        used = 0;
-                    }
-                    long dev = offsets[i] + done;
-                    long place = alignUp(used);
-                    boolean joinable = copyLen > 0 && group == copyGroup;
-                    if (joinable && dev >= copyDev + copyLen && dev - (copyDev + copyLen) < ALIGNMENT) {
-                        place = copyStage + (dev - copyDev); // keep the packed distance: one copy for both
-                    }
-                    if (place >= chunk) { // this half is full: queue its copy, unpack the previous half
-                        flush(ops, base, copyDev, half, copyStage, copyLen);
-                        copyLen = 0;
-                        release(ops);
-                        if (pendingHalf >= 0) {
-                            unpack(ops, pending, pendingHalf, dst);
-                        }
-                        pending = current;
-                        pendingHalf = currentHalf;
-                        current = new ArrayList<>();
-                        half = null;
-                        continue;
-                    }
-                    long len = Math.min(sizes[i] - done, chunk - place);
-                    if (joinable && place >= copyStage + copyLen && dev - copyDev == place - copyStage) {
-                        copyLen = place + len - copyStage; // extends the copy over the gap (inside src)
-                    } else {
-                        flush(ops, base, copyDev, half, copyStage, copyLen);
-                        copyDev = dev;
-                        copyStage = place;
-                        copyLen = len;
-                        copyGroup = group;
-                    }
-                    current.add(new long[] {i, done, len, place});
-                    used = place + len;
-                    done += len;
-                }
-            }
-            if (half != null) {
-                flush(ops, base, copyDev, half, copyStage, copyLen);
-                release(ops);
-            }
-            if (pendingHalf >= 0) {
-                unpack(ops, pending, pendingHalf, dst);
-            }
-            if (half != null) {
-                unpack(ops, current, currentHalf, dst);
-            }
-        }
-
-        private static void flush(Ops ops, long base, long dev, MemorySegment half, long stage, long len) {
-            if (len > 0) {
-                ops.toHost(half.asSlice(stage, len), base + dev, len);
-            }
-        }
-
-        /** Waits for a half's copies and copies its parts out to their destinations. */
-        private void unpack(Ops ops, List<long[]> parts, int h, MemorySegment[] dst) {
-            ops.await(h);
-            MemorySegment half = halves[h];
-            for (long[] p : parts) {
-                copies.copy(half, p[3], dst[(int) p[0]], p[1], p[2]);
-            }
-            copies.run();
-        }
-
-        /** The next half, once the copies last queued from or into it finished. */
-        private MemorySegment acquire(Ops ops) {
-            if (used[next]) {
-                ops.await(next);
-            }
-            return halves[next];
-        }
-
-        /** Marks the copies queued from or into the current half, and turns to the other half. */
-        private void release(Ops ops) {
-            ops.record(next);
-            used[next] = true;
-            next = 1 - next;
-        }
-
-        /** Waits (through {@code await}) for every copy still using the staging memory. */
-        void drain(IntConsumer await) {
-            for (int h = 0; h < 2; h++) {
-                if (used[h]) {
-                    await.accept(h);
-                }
-            }
-        }
+    private StreamTransferOps ops(CudaStream stream) {
+        Objects.requireNonNull(stream, "stream");
+        checkStream(stream);
+        return new StreamTransferOps(stream, chunkDone, batchDone, stats);
     }
 
     private void checkBuffer(DeviceBuffer src) {

@@ -15,6 +15,8 @@ import org.devicebridge.internal.CudaCounters;
  * so that asynchronous copies from and to it can overlap with other work; {@link #close()} unregisters it
  * ({@code cuMemHostUnregister}). The memory itself stays owned by whoever allocated it and must outlive
  * this registration: close the registration before the segment's arena.
+ *
+ * <p>Thread safety: {@code close()} is idempotent and thread-safe, as every handle's.
  */
 public final class HostRegistration extends NativeHandle {
     private final MemorySegment segment;
@@ -53,13 +55,13 @@ public final class HostRegistration extends NativeHandle {
         });
     }
 
-    /** The registered segment (owned by the caller of {@link #register}). */
+    /** {@return the registered segment (owned by the caller of {@link #register})} */
     public MemorySegment segment() {
         ensureLive();
         return segment;
     }
 
-    /** {@code true} while registered. */
+    /** {@return {@code true} while registered} */
     public boolean isRegistered() {
         return isLive();
     }

@@ -16,6 +16,9 @@ import org.devicebridge.internal.CudaCounters;
  * context), the kind asynchronous copies can overlap with other work. {@link #segment()} is bounded to
  * this handle: after {@link #close()} it can no longer be accessed. Allocating pinned memory is slow;
  * allocate once and reuse (as {@link HostDeviceTransfer} does).
+ *
+ * <p>The handle owns the pinned memory and frees it on {@code close()} (idempotent and thread-safe); the
+ * segment may be used from any thread while the handle is live.
  */
 public final class PinnedHostBuffer extends NativeHandle {
     private final long address;
@@ -31,6 +34,7 @@ public final class PinnedHostBuffer extends NativeHandle {
     /**
      * Allocates pinned host memory. Zero bytes allocate nothing (an empty segment).
      *
+     * @param bytes the size in bytes
      * @return a buffer the caller owns and closes
      * @throws InvalidArgumentException if {@code bytes} is negative
      * @throws CudaException if the driver fails
@@ -79,6 +83,7 @@ public final class PinnedHostBuffer extends NativeHandle {
      * holds it keeps {@link #close()} from freeing the memory (it throws
      * {@link org.devicebridge.HandleBusyException} instead).
      *
+     * @return the pinned memory, borrowed from this handle
      * @throws org.devicebridge.HandleClosedException if the buffer was closed
      */
     public MemorySegment segment() {
@@ -94,7 +99,7 @@ public final class PinnedHostBuffer extends NativeHandle {
         return s;
     }
 
-    /** The size in bytes. */
+    /** {@return the size in bytes} */
     public long byteSize() {
         return byteSize;
     }

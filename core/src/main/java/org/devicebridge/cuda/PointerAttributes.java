@@ -23,6 +23,8 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * foreign allocation is freed (an importer does this in its release), or {@link #query(long)} to bypass
  * the cache.
  *
+ * <p>Immutable; the static methods and the cache behind them are thread-safe. It owns nothing.
+ *
  * @param memoryType the kind of memory
  * @param deviceOrdinal the device the memory belongs to; -1 for plain (unregistered) host memory
  * @param rangeStart the start of the allocation containing the address (0 when unknown)
@@ -52,14 +54,19 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     private static final ConcurrentSkipListMap<Long, PointerAttributes> OWN = new ConcurrentSkipListMap<>();
     private static final ConcurrentSkipListMap<Long, PointerAttributes> FOREIGN = new ConcurrentSkipListMap<>();
 
-    /** {@code true} if {@code address} lies in {@code [rangeStart, rangeStart + rangeSize)}. */
+    /**
+     * {@return {@code true} if {@code address} lies in {@code [rangeStart, rangeStart + rangeSize)}}
+     *
+     * @param address any host or device address
+     */
     public boolean contains(long address) {
         return rangeSize > 0 && address - rangeStart >= 0 && address - rangeStart < rangeSize;
     }
 
     /**
-     * The attributes of {@code address}, from the cache where possible (see the class comment).
+     * {@return the attributes of {@code address}, from the cache where possible (see the class comment)}
      *
+     * @param address any host or device address
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if the driver fails
      */
@@ -87,6 +94,8 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     /**
      * Asks the driver, bypassing and not filling the cache.
      *
+     * @param address any address: device, pinned host, managed or pageable host memory
+     * @return the driver's answer
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if the driver fails
      */
@@ -127,7 +136,58 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
         }
     }
 
-    /** Forgets any cached range containing {@code address} (the memory there was freed). */
+    /**
+     * {@code true} if every byte of {@code segment} lies in page-locked host memory the driver knows
+     * ({@code cuMemHostAlloc}, {@code cuMemHostRegister}, or a pinned pool built on them), so that the copy
+     * engine can read and write it directly; {@code false} for ordinary (pageable) host memory, managed
+     * memory, device memory and empty segments. Both ends of the segment are checked: first against the
+     * ranges of pinned memory this library allocated ({@link PinnedHostBuffer}, no driver call), otherwise
+     * with one {@code cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE)} per end (pageable memory
+     * answers {@code CUDA_ERROR_INVALID_VALUE} at the first one). Nothing is cached: memory registered or
+     * unregistered by someone else is seen as it is now.
+     *
+     * <p>A wrong "pinned" answer could only cost speed, never correctness: the driver copies from and into
+     * pageable memory correctly, synchronously, whatever this method answered.
+     *
+     * @param segment a native host segment; the caller keeps owning it
+     * @return whether the copy engine can reach all of {@code segment} directly
+     * @throws org.devicebridge.InvalidArgumentException for a heap segment
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws CudaException if the driver fails with anything but {@code CUDA_ERROR_INVALID_VALUE}
+     */
+    public static boolean isPageLocked(MemorySegment segment) {
+        CudaCopies.checkHost(segment, "segment");
+        long size = segment.byteSize();
+        if (size == 0) {
+            return false;
+        }
+        long first = segment.address();
+        long last = first + (size - 1);
+        PointerAttributes own = lookup(OWN, first);
+        if (own != null) {
+            return own.memoryType == MemoryType.HOST && own.contains(last);
+        }
+        CudaContext.ensureAnyCurrent();
+        return hostMemoryType(first) && hostMemoryType(last);
+    }
+
+    /** Whether the driver reports {@code CU_MEMORYTYPE_HOST} for one address (one driver call, no allocation). */
+    private static boolean hostMemoryType(long address) {
+        MemorySegment out = CudaContext.outSlot();
+        out.set(JAVA_INT, 0, 0);
+        int r = cuda_driver_h.cuPointerGetAttribute(out, cuda_driver_h.CU_POINTER_ATTRIBUTE_MEMORY_TYPE(), address);
+        if (r == cuda_driver_h.CUDA_ERROR_INVALID_VALUE()) {
+            return false; // not memory the driver knows: pageable
+        }
+        CudaDriver.check("cuPointerGetAttribute", r);
+        return out.get(JAVA_INT, 0) == cuda_driver_h.CU_MEMORYTYPE_HOST();
+    }
+
+    /**
+     * Forgets any cached range containing {@code address} (the memory there was freed).
+     *
+     * @param address any host or device address
+     */
     public static void invalidate(long address) {
         requireNativeAccess();
         Map.Entry<Long, PointerAttributes> e = FOREIGN.floorEntry(address);

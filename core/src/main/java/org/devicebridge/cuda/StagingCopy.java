@@ -15,25 +15,32 @@ import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.InvalidArgumentException;
 
 /**
- * The host-side copies of one staging chunk (buffers into a staging half, or a half out to buffers), run
- * as one list so that a large chunk can be split into byte slices copied by several threads at once: one
- * thread's {@code memcpy} between pageable and pinned memory (about 8-10 GB/s) is far below the PCIe link,
+ * The host-side copies of one staging chunk (buffers packed into a chunk, or a chunk unpacked out to
+ * buffers), collected as one list so that they can be cut into byte slices copied by several threads at
+ * once: one thread's copy between pageable and pinned memory (about 8-10 GB/s) is far below the PCIe link,
  * so the staging copies, not the DMA, bound a pageable transfer.
  *
- * <p>Small chunks, and chunks touching a segment confined to the calling thread, are copied on the caller's
- * thread. Larger ones are cut into slices of at least {@code minSlice} bytes; the caller copies slices
- * itself while a small shared pool of daemon threads (made once, reused by every transfer) takes the others.
- * {@link #run()} returns only when every slice finished, so no thread writes or reads staging memory after
- * it returns, whether it succeeded or not. A failure in any slice is thrown on the caller as a
- * {@link DeviceBridgeException}. Not thread-safe: one instance belongs to one stager.
+ * <p>{@link #start()} hands the slices to a small shared pool of daemon threads (made once, sized to the
+ * machine, reused by every transfer) and returns at once, so that a staging ring can pack chunk N+1 while
+ * chunk N's DMA runs; {@link #finish()} copies whatever slices no worker took yet on the caller's thread,
+ * then waits for the rest. {@link #run()} is both. Chunks smaller than the threshold, and chunks touching
+ * a segment confined to the calling thread, are not handed out: {@link #finish()} copies them on the
+ * caller's thread. {@link #finish()} returns only when every slice finished, so no thread writes or reads
+ * the chunk after it returns, whether it succeeded or not; a failure in any slice is thrown there as a
+ * {@link DeviceBridgeException}.
+ *
+ * <p>Not thread-safe: one instance belongs to one chunk of one staging ring, and between {@link #start()}
+ * and {@link #finish()} only {@link #isDone()} may be called.
  */
 final class StagingCopy {
     /** Chunks below this many bytes are copied on the caller's thread. */
-    static final long DEFAULT_PARALLEL_THRESHOLD = 4L << 20;
+    static final long DEFAULT_PARALLEL_THRESHOLD = 1L << 20;
     /** No slice is smaller than this, so that a thread's hand-off costs little next to its copy. */
     static final long DEFAULT_MIN_SLICE = 1L << 20;
-    /** Threads copying one chunk, the caller included. */
-    static final int PARALLELISM = Math.max(1, Math.min(8, Runtime.getRuntime().availableProcessors()));
+    /** Threads of the shared pool, the machine's cores less the caller's, at most 15. */
+    static final int WORKERS = Math.max(1, Math.min(16, Runtime.getRuntime().availableProcessors()) - 1);
+    /** Threads copying one chunk at most, by default: every worker and the caller. */
+    static final int PARALLELISM = WORKERS + 1;
 
     /** A thread that is neither the caller nor a worker: a segment it may access is not thread-confined. */
     private static final Thread PROBE = new Thread(() -> { }, "devicebridge-staging-probe");
@@ -48,6 +55,7 @@ final class StagingCopy {
     private long[] start = new long[9]; // start[i]: where piece i begins in the concatenation; start[count]: total
     private int count;
     private boolean confined;
+    private Job job; // the started job, until finish()
 
     StagingCopy() {
         this(DEFAULT_PARALLEL_THRESHOLD, DEFAULT_MIN_SLICE, PARALLELISM);
@@ -86,6 +94,9 @@ final class StagingCopy {
     }
 
     private void add(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes) {
+        if (job != null) {
+            throw new IllegalStateException("pieces added to a started staging copy");
+        }
         if (count == from.length) {
             int n = count * 2;
             from = Arrays.copyOf(from, n);
@@ -108,7 +119,7 @@ final class StagingCopy {
         return start[count];
     }
 
-    /** How many slices {@link #run()} cuts the current pieces into (1: on the caller's thread only). */
+    /** How many slices the current pieces are cut into (1: copied on the caller's thread only). */
     int slices() {
         long total = totalBytes();
         if (parallelism == 1 || confined || total < threshold || total < 2 * minSlice) {
@@ -118,39 +129,69 @@ final class StagingCopy {
     }
 
     /**
-     * Copies every piece added since {@link #clear()}, and clears. Returns when all bytes are copied.
+     * Hands the slices of the pieces added since {@link #clear()} to the pool, unless they are copied on the
+     * caller's thread (see the class comment); returns at once. Call {@link #finish()} next.
+     *
+     * @return {@code true} if the pool took them; {@code false} if {@link #finish()} copies them all
+     */
+    boolean start() {
+        if (job != null) {
+            throw new IllegalStateException("staging copy started twice");
+        }
+        int slices = slices();
+        job = new Job(this, slices, totalBytes());
+        if (slices == 1) {
+            return false; // the caller copies it in finish()
+        }
+        for (int i = 0; i < slices; i++) {
+            try {
+                Pool.EXECUTOR.execute(job);
+            } catch (RejectedExecutionException e) {
+                break; // the caller copies the slices nobody took
+            }
+        }
+        return true;
+    }
+
+    /** {@code true} if nothing is started, or every slice of the started copy finished; never blocks. */
+    boolean isDone() {
+        return job == null || job.done.getCount() == 0;
+    }
+
+    /** {@code true} between {@link #start()} and {@link #finish()}. */
+    boolean isStarted() {
+        return job != null;
+    }
+
+    /**
+     * Copies the slices no worker took yet, waits for the others, and clears. Does nothing if nothing was
+     * started.
      *
      * @throws DeviceBridgeException if a copy failed (for example a source segment's arena was closed); every
      *     slice has stopped by then
      */
-    void run() {
+    void finish() {
+        Job j = job;
+        if (j == null) {
+            return;
+        }
         try {
-            int slices = slices();
-            if (slices == 1) {
-                try {
-                    copyRange(0, totalBytes());
-                } catch (RuntimeException | Error e) {
-                    throw failed(e);
-                }
-                return;
-            }
-            Job job = new Job(this, slices, totalBytes());
-            for (int i = 1; i < slices; i++) {
-                try {
-                    Pool.EXECUTOR.execute(job);
-                } catch (RejectedExecutionException e) {
-                    break; // the caller copies the slices nobody took
-                }
-            }
-            job.run(); // the caller takes slices too, so it never waits for a queued task to start
-            job.awaitUninterruptibly();
-            Throwable failure = job.failure.get();
+            j.run(); // the caller takes slices too, so it never waits for a queued task to start
+            j.awaitUninterruptibly();
+            Throwable failure = j.failure.get();
             if (failure != null) {
                 throw failed(failure);
             }
         } finally {
+            job = null;
             clear();
         }
+    }
+
+    /** Copies every piece added since {@link #clear()}, and clears: {@link #start()} then {@link #finish()}. */
+    void run() {
+        start();
+        finish();
     }
 
     private static DeviceBridgeException failed(Throwable cause) {
@@ -186,7 +227,7 @@ final class StagingCopy {
         private final int slices;
         private final long total;
         private final AtomicInteger next = new AtomicInteger();
-        private final CountDownLatch done;
+        final CountDownLatch done;
         final AtomicReference<Throwable> failure = new AtomicReference<>();
 
         Job(StagingCopy copy, int slices, long total) {
@@ -239,9 +280,8 @@ final class StagingCopy {
         static final ExecutorService EXECUTOR = create();
 
         private static ExecutorService create() {
-            int workers = Math.max(1, PARALLELISM - 1);
             AtomicInteger n = new AtomicInteger();
-            return new ThreadPoolExecutor(workers, workers, 0, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
+            return new ThreadPoolExecutor(WORKERS, WORKERS, 0, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
                 Thread t = new Thread(r, "devicebridge-staging-copy-" + n.incrementAndGet());
                 t.setDaemon(true);
                 return t;

@@ -1,6 +1,10 @@
 package org.devicebridge.cuda;
 
-/** How a new {@link CudaStream} orders itself with the legacy default stream ({@code cuStreamCreate} flags). */
+/**
+ * How a new {@link CudaStream} orders itself with the legacy default stream ({@code cuStreamCreate} flags).
+ *
+ * <p>An enum: immutable and thread-safe; it owns nothing.
+ */
 public enum StreamKind {
     /**
      * {@code CU_STREAM_DEFAULT}: a blocking stream. Work on it waits for work on the legacy default stream

@@ -15,6 +15,7 @@
  *       {@link org.devicebridge.cuda.CudaEvent} (pooled, timing disabled).</li>
  *   <li>{@link org.devicebridge.cuda.DeviceBuffer} (cuMemAlloc, stream-ordered pool memory, or wrapped
  *       foreign memory; reference counted), {@link org.devicebridge.cuda.PinnedHostBuffer},
+ *       {@link org.devicebridge.cuda.PinnedHostPool} (pinned blocks by size class, reused),
  *       {@link org.devicebridge.cuda.HostRegistration}.</li>
  *   <li>{@link org.devicebridge.cuda.CudaCopies}: host/device copies, each as a blocking call and as
  *       {@code ...Async(..., stream)}; a {@link org.devicebridge.cuda.DeviceRange} or
@@ -28,5 +29,9 @@
  *
  * <p>Every owning type is a {@link org.devicebridge.NativeHandle}: close it (try-with-resources); close
  * is idempotent and thread-safe, and a forgotten handle is released by a Cleaner with a leak warning.
+ *
+ * <p><b>Start here:</b> {@link org.devicebridge.cuda.Cuda#isAvailable()}, then
+ * {@link org.devicebridge.cuda.CudaStream}, {@link org.devicebridge.cuda.DeviceBuffer} and
+ * {@link org.devicebridge.cuda.CudaCopies}.
  */
 package org.devicebridge.cuda;

@@ -18,6 +18,8 @@ import org.devicebridge.ValidationException.Category;
  * <li>every other device (CPU included): only {@code null} or -1 (no stream concept).</li>
  * </ul>
  *
+ * <p>Immutable and thread-safe; it borrows the stream handle (the consumer owns the stream).
+ *
  * @param device where the data lives
  * @param kind   what the value means
  * @param handle the stream handle to wait on ({@code CUstream}: 0x1 legacy default, 0x2 per-thread default;
@@ -37,13 +39,18 @@ public record ConsumerStream(Device device, Kind kind, MemorySegment handle) {
         STREAM
     }
 
+    /**
+     * Checks the components.
+     *
+     * @throws NullPointerException if a component is {@code null}
+     */
     public ConsumerStream {
         Objects.requireNonNull(device, "device");
         Objects.requireNonNull(kind, "kind");
         Objects.requireNonNull(handle, "handle");
     }
 
-    /** {@code true} if the producer must order the data before this stream. */
+    /** {@return {@code true} if the producer must order the data before this stream} */
     public boolean needsSync() {
         return kind != Kind.NO_SYNC;
     }
@@ -52,6 +59,8 @@ public record ConsumerStream(Device device, Kind kind, MemorySegment handle) {
      * Interprets a Python-protocol stream value for data on {@code device}.
      *
      * @param stream the value as the consumer passed it ({@code null} for Python's {@code None})
+     * @param device the device the data is on
+     * @return the parsed stream request
      * @throws ValidationException {@code STREAM} for a value the protocol forbids on that device
      */
     public static ConsumerStream of(Device device, Long stream) {

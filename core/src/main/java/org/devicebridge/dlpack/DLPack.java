@@ -24,6 +24,9 @@ import org.devicebridge.foreign.ForeignImport;
  *   DLTensor dl_tensor;
  * } DLManagedTensorVersioned;
  * }
+ *
+ * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
+ * after a return and after a throw.
  */
 public final class DLPack {
     // The header's values, written here so that this class loads without native access (the generated
@@ -51,6 +54,7 @@ public final class DLPack {
      * spec's ({@code IS_COPIED} only if the spec says so), plus {@code IS_SUBBYTE_TYPE_PADDED} for sub-byte
      * types, which are exported padded to a byte per element.
      *
+     * @param spec the tensor: its memory (borrowed), dtype, shape, strides and device
      * @return a live handle that owns the struct. After a throw nothing was exported.
      * @throws ValidationException if the tensor reaches outside the spec's data, or the consumer stream belongs
      *         to another device ({@link TensorSpec} checks the rest when it is made)
@@ -66,6 +70,8 @@ public final class DLPack {
      * Like {@link #exportVersioned(TensorSpec)}, and the export also takes {@code owner}, which keeps the
      * data alive until the consumer is done: the deleter closes it.
      *
+     * @param spec the tensor: its memory (borrowed), dtype, shape, strides and device
+     * @param owner keeps the data alive; the export takes it and the deleter closes it
      * @return a live handle. After a return the handle owns the struct and {@code owner} (closing the handle,
      *         or the consumer's deleter call after {@link ExportedTensor#transferOwnership()}, closes
      *         {@code owner}). After a throw nothing was exported and the caller still owns {@code owner}.
@@ -80,6 +86,8 @@ public final class DLPack {
      * legacy consumer assumes it may write) for consumers that do not speak DLPack 1.x; strides are always
      * written (never NULL). Stream synchronisation and ownership as in {@link #exportVersioned(TensorSpec)}.
      *
+     * @param spec the tensor: its memory (borrowed), dtype, shape, strides and device
+     * @return the exported tensor, owned by the caller
      * @throws UnsupportedFeatureException if the spec has flags (a read-only segment included) or a sub-byte
      *         dtype, which a legacy consumer cannot be told
      */
@@ -92,6 +100,10 @@ public final class DLPack {
      * Like {@link #exportLegacy(TensorSpec)}, and the export also takes {@code owner} (closed by the deleter).
      * After a return the handle owns the struct and {@code owner}; after a throw nothing was exported and the
      * caller still owns {@code owner}.
+     *
+     * @param spec the tensor: its memory (borrowed), dtype, shape, strides and device
+     * @param owner keeps the data alive; the export takes it and the deleter closes it
+     * @return the exported tensor, owned by the caller
      */
     public static ExportedTensor exportLegacy(TensorSpec spec, AutoCloseable owner) {
         requireNativeAccess();
@@ -164,8 +176,12 @@ public final class DLPack {
      * @return a handle that owns the tensor and calls its deleter exactly once when closed. After a return the
      *         handle owns the tensor; after a throw the deleter has already been called (except for a NULL
      *         pointer, which owns nothing).
-     * @throws ValidationException for any malformed field (category and field path say which)
+     * @throws ValidationException for any malformed field (category and field path say which), or
+     *         {@code DEVICE} where {@code options} asks for {@link ImportOptions.PointerCheck#DRIVER} and the
+     *         driver's pointer attributes contradict the device label
      * @throws UnsupportedFeatureException for a valid tensor this library cannot represent (e.g. lanes != 1)
+     * @throws org.devicebridge.cuda.CudaUnavailableException where {@code DRIVER} is asked for a CUDA-labelled
+     *         tensor and no CUDA driver is loaded (the deleter has run)
      */
     public static ImportedTensor importVersioned(MemorySegment tensor, ImportOptions options) {
         requireNativeAccess();
@@ -179,6 +195,11 @@ public final class DLPack {
      *
      * <p>Ownership: after a return {@code arena} owns the tensor (the handle's {@code close()} does nothing);
      * after a throw the deleter has already been called (except for a NULL pointer).
+     *
+     * @param tensor the producer's {@code DLManagedTensorVersioned*} or {@code DLManagedTensor*}; this call takes ownership
+     * @param options what to accept and how to check it
+     * @param arena the arena whose closing calls the deleter (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @return the imported tensor
      */
     public static ImportedTensor importVersioned(MemorySegment tensor, ImportOptions options, Arena arena) {
         requireNativeAccess();
@@ -213,6 +234,10 @@ public final class DLPack {
      * strides mean compact row-major, sub-byte types packed). Validation and ownership as in
      * {@link #importVersioned}: after a return the handle owns the tensor; after a throw its deleter has
      * already been called (except for a NULL pointer).
+     *
+     * @param tensor the producer's {@code DLManagedTensorVersioned*} or {@code DLManagedTensor*}; this call takes ownership
+     * @param options what to accept and how to check it
+     * @return the imported tensor
      */
     public static ImportedTensor importLegacy(MemorySegment tensor, ImportOptions options) {
         requireNativeAccess();
@@ -223,6 +248,11 @@ public final class DLPack {
      * As {@link #importLegacy(MemorySegment, ImportOptions)}, with the deleter bound to {@code arena} as in
      * {@link #importVersioned(MemorySegment, ImportOptions, Arena)}. After a return {@code arena} owns the
      * tensor; after a throw its deleter has already been called (except for a NULL pointer).
+     *
+     * @param tensor the producer's {@code DLManagedTensorVersioned*} or {@code DLManagedTensor*}; this call takes ownership
+     * @param options what to accept and how to check it
+     * @param arena the arena whose closing calls the deleter (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @return the imported tensor
      */
     public static ImportedTensor importLegacy(MemorySegment tensor, ImportOptions options, Arena arena) {
         requireNativeAccess();
@@ -244,6 +274,10 @@ public final class DLPack {
      * never reaches native code, so it is freed as soon as it has been read; what the deleter would still
      * release (the owner given at export, if any) is released when the result is. After a return the result
      * owns the tensor; after a throw its deleter has been called and the owner closed.
+     *
+     * @param exported a tensor this library exported; this call takes ownership
+     * @param options what to accept and how to check it
+     * @return the imported tensor
      */
     public static ImportedTensor importTensor(ExportedTensor exported, ImportOptions options) {
         requireNativeAccess();
@@ -254,6 +288,11 @@ public final class DLPack {
      * As {@link #importTensor(ExportedTensor, ImportOptions)}, with the deleter bound to {@code arena} as in
      * {@link #importVersioned(MemorySegment, ImportOptions, Arena)}. After a return {@code arena} owns the
      * tensor; after a throw its deleter has been called and the owner closed.
+     *
+     * @param exported a tensor this library exported; this call takes ownership
+     * @param options what to accept and how to check it
+     * @param arena the arena whose closing calls the deleter (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @return the imported tensor
      */
     public static ImportedTensor importTensor(ExportedTensor exported, ImportOptions options, Arena arena) {
         requireNativeAccess();
@@ -337,6 +376,9 @@ public final class DLPack {
             if (first < 0 || end < 0) {
                 throw new ValidationException(Category.SIZE, "dl_tensor.strides",
                         "negative strides reach below address 0");
+            }
+            if (options.pointerCheck() == ImportOptions.PointerCheck.DRIVER) {
+                DLPackCuda.confirmPointer(device, first, g.extent);
             }
         }
         boolean readOnly = (flags & FLAG_READ_ONLY) != 0;

@@ -25,6 +25,9 @@ import org.devicebridge.UnsupportedFeatureException;
  *
  * <p>Arrow's validity bitmap has no DLPack equivalent, so vectors with nulls are refused, as are Arrow's
  * bit-packed booleans (DLPack booleans take a byte each).
+ *
+ * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
+ * after a return and after a throw.
  */
 public final class DLPackArrow {
     private DLPackArrow() {}
@@ -35,6 +38,7 @@ public final class DLPackArrow {
      * deleter), so the memory stays valid even if the vector is closed first; the consumer must not write
      * to it while the vector is in use.
      *
+     * @param vector the vector to export; the caller keeps owning it
      * @return a live handle. After a return the caller still owns {@code vector} and owns the returned
      *         handle (see {@link ExportedTensor}); after a throw nothing was retained or exported.
      * @throws UnsupportedFeatureException for a type without a DLPack equivalent, or a vector with nulls
@@ -48,6 +52,7 @@ public final class DLPackArrow {
     /**
      * Exports every column of {@code root} as a 1-D tensor (see {@link #exportVector}), in schema order.
      *
+     * @param root the batch; the caller keeps owning it
      * @return one live handle per column, owned by the caller. After a throw no export remains (those made
      *         before the failing column are closed) and the caller still owns {@code root}.
      */
@@ -64,6 +69,8 @@ public final class DLPackArrow {
      * exactly once. The vector gets an all-valid validity bitmap of its own.
      *
      * @param name the field name of the new vector
+     * @param tensor the imported tensor; consumed by this call
+     * @param allocator wraps the tensor memory and allocates the validity bitmap; the caller keeps owning it
      * @return a vector owned by the caller; {@code tensor} is CONSUMED. After a throw the tensor has already
      *         been released (closed), whatever the exception, as after every import.
      * @throws UnsupportedFeatureException for ndim != 1, non-compact strides, read-only or device memory,

@@ -1,9 +1,16 @@
 package org.devicebridge.dlpack;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Locale;
+import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaEvent;
+import org.devicebridge.cuda.CudaException;
 import org.devicebridge.cuda.CudaStream;
+import org.devicebridge.cuda.CudaUnavailableException;
+import org.devicebridge.cuda.PointerAttributes;
+import org.devicebridge.cuda.PointerAttributes.MemoryType;
 
 /**
  * The CUDA driver calls DLPack's stream protocol needs: make a consumer stream wait for the work submitted
@@ -31,5 +38,69 @@ final class DLPackCuda {
             event.record(producer);
             consumer.waitEvent(event);
         }
+    }
+
+    /**
+     * Confirms with the driver's pointer attributes that the {@code extent} bytes from {@code first} are the
+     * memory {@code device} says (see {@link ImportOptions.PointerCheck#DRIVER}); the rule is the one CUDA
+     * Arrow imports apply to their buffers. Devices other than CPU and the CUDA family are not checked.
+     *
+     * @throws ValidationException {@code DEVICE} on a mismatch, or where the driver rejects the pointer
+     * @throws CudaUnavailableException for a CUDA-labelled tensor where no driver is loaded
+     */
+    static void confirmPointer(Device device, long first, long extent) {
+        DeviceType type = device.type();
+        boolean cudaFamily = type == DeviceType.CUDA || type == DeviceType.CUDA_HOST || type == DeviceType.CUDA_MANAGED;
+        if (!cudaFamily && (type != DeviceType.CPU || !Cuda.isAvailable())) {
+            return; // no driver to ask about this memory (a CPU pointer cannot be device memory without one)
+        }
+        if (cudaFamily) {
+            Cuda.require();
+        }
+        String path = "dl_tensor.data";
+        PointerAttributes a;
+        try {
+            a = PointerAttributes.of(first);
+        } catch (CudaUnavailableException e) {
+            throw e;
+        } catch (CudaException e) {
+            throw new ValidationException(Category.DEVICE, path,
+                    "expected a pointer the CUDA driver knows but it rejected it: " + e.getMessage());
+        }
+        boolean ok = switch (type) {
+            case CUDA -> (a.memoryType() == MemoryType.DEVICE || a.memoryType() == MemoryType.UNIFIED)
+                    && a.deviceOrdinal() == device.id();
+            case CUDA_HOST -> a.memoryType() == MemoryType.HOST;
+            case CUDA_MANAGED -> a.managed();
+            default -> a.memoryType() == MemoryType.UNREGISTERED_HOST || a.memoryType() == MemoryType.HOST
+                    || a.managed(); // kDLCPU: anything the CPU can read
+        };
+        if (!ok) {
+            throw new ValidationException(Category.DEVICE, path, "expected " + expected(device) + " but found "
+                    + found(a));
+        }
+        if (a.rangeSize() > 0 && (first - a.rangeStart() < 0 || extent > a.rangeStart() + a.rangeSize() - first)) {
+            throw new ValidationException(Category.DEVICE, path, String.format(Locale.ROOT,
+                    "expected the %d bytes the tensor spans within its allocation [0x%x, +%d) but found only %d",
+                    extent, a.rangeStart(), a.rangeSize(), Math.max(0, a.rangeStart() + a.rangeSize() - first)));
+        }
+    }
+
+    private static String expected(Device device) {
+        return switch (device.type()) {
+            case CUDA -> "device memory of CUDA device " + device.id() + " (kDLCUDA)";
+            case CUDA_HOST -> "pinned or registered host memory (kDLCUDAHost)";
+            case CUDA_MANAGED -> "managed memory (kDLCUDAManaged)";
+            default -> "memory the CPU can read (kDLCPU)";
+        };
+    }
+
+    private static String found(PointerAttributes a) {
+        return switch (a.memoryType()) {
+            case UNREGISTERED_HOST -> "unregistered host memory";
+            case HOST -> "pinned host memory" + (a.managed() ? " (managed)" : "");
+            default -> a.memoryType().name().toLowerCase(Locale.ROOT) + " memory of CUDA device " + a.deviceOrdinal()
+                    + (a.managed() ? " (managed)" : "");
+        };
     }
 }

@@ -48,6 +48,9 @@ import org.devicebridge.internal.Native;
  *   DLPackCurrentWorkStream current_work_stream;
  * } DLPackExchangeAPI;
  * }
+ *
+ * <p>Immutable and thread-safe as a view; the framework's functions it calls may have their own rules
+ * (the Python-object ones need the GIL).
  */
 public final class DLPackExchange {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.dlpack");
@@ -64,6 +67,8 @@ public final class DLPackExchange {
      * Borrows a framework's exchange table. Checks the header version (major 1, minor >= 2, when the table
      * was introduced); function pointers are checked when used.
      *
+     * @param table the framework's {@code DLPackExchangeAPI} (borrowed: the framework keeps owning it)
+     * @return a view of the table; it owns nothing
      * @throws ValidationException {@code RELEASED} for NULL, {@code VERSION} for another major version or {@code minor < 2}
      */
     public static DLPackExchange of(MemorySegment table) {
@@ -84,12 +89,12 @@ public final class DLPackExchange {
         return new DLPackExchange(t, new ImportedTensor.Version(major, minor));
     }
 
-    /** The version in the table's header. */
+    /** {@return the version in the table's header} */
     public ImportedTensor.Version version() {
         return version;
     }
 
-    /** The table's address (borrowed; for handing to native code). */
+    /** {@return the table's address (borrowed; for handing to native code)} */
     public MemorySegment address() {
         return MemorySegment.ofAddress(table.address());
     }
@@ -98,6 +103,9 @@ public final class DLPackExchange {
      * Asks the framework to allocate a compact tensor of {@code dtype} and {@code shape} on {@code device}
      * ({@code managed_tensor_allocator}) and imports it.
      *
+     * @param dtype the element type
+     * @param shape the extents (only read)
+     * @param device the device to allocate on
      * @return a handle that owns the new tensor (its deleter runs when it closes). After a throw nothing is
      *         owned: a tensor the framework returned has been passed to its deleter.
      * @throws DeviceBridgeException with the framework's error kind and message if it refuses
@@ -147,6 +155,9 @@ public final class DLPackExchange {
     /**
      * The framework's current work stream for {@code device} ({@code current_work_stream}), as a zero-length
      * segment holding the stream handle (NULL for the default stream); the framework owns the stream.
+     *
+     * @param device the device whose current stream is asked for
+     * @return the stream handle (borrowed from the framework), NULL for the default stream
      */
     public MemorySegment currentWorkStream(Device device) {
         Objects.requireNonNull(device, "device");
@@ -166,6 +177,8 @@ public final class DLPackExchange {
      * and imports it. The caller must hold the GIL and keeps its reference to {@code pyObject}; no stream
      * synchronisation is done (as the function's name says).
      *
+     * @param pyObject the framework's tensor object, a {@code PyObject*} (borrowed)
+     * @param options what to accept and how to check it
      * @return a handle that owns the tensor; after a throw nothing is owned (see {@link DLPack#importVersioned})
      */
     public ImportedTensor importFromPyObject(MemorySegment pyObject, ImportOptions options) {
@@ -188,6 +201,8 @@ public final class DLPackExchange {
      * {@code tensor} is transferred (CONSUMED) before the call, as a capsule would be. The caller must hold
      * the GIL and owns the returned new reference.
      *
+     * @param tensor the exported tensor; transferred to the framework
+     * @return the new {@code PyObject*} reference, owned by the caller
      * @throws DeviceBridgeException if the framework refuses (it then owns, and must have deleted, the tensor)
      */
     public MemorySegment exportToPyObject(ExportedTensor tensor) {
@@ -264,7 +279,7 @@ public final class DLPackExchange {
     }
 
     /**
-     * This library's exchange table (DLPack 1.3), allocated once and valid for the life of the JVM. Its
+     * {@return this library's exchange table (DLPack 1.3), allocated once and valid for the life of the JVM} Its
      * allocator makes compact CPU tensors ({@code kDLCPU} only) in native memory that their deleter frees;
      * other devices are refused through {@code SetError} with kind {@code "NotImplementedError"}.
      */

@@ -15,6 +15,8 @@ import org.devicebridge.ValidationException.Category;
  * <p>Any value that fits the C fields can be represented; {@link #check(String)} says whether this library
  * can lay it out in memory (every code of DLPack 1.3 is either accepted or rejected by name).
  *
+ * <p>Immutable and thread-safe; it owns nothing native.
+ *
  * @param code  the {@code DLDataTypeCode} (0..255)
  * @param bits  bits per lane (0..255)
  * @param lanes lanes per element (0..65535); this library supports 1 only
@@ -107,7 +109,11 @@ public record DType(int code, int bits, int lanes) {
         return t;
     }
 
-    /** @throws ValidationException {@code FORMAT} if a field does not fit its C type */
+    /**
+     * Checks that each field fits its C type.
+     *
+     * @throws ValidationException {@code FORMAT} if a field does not fit its C type
+     */
     public DType {
         if (code < 0 || code > 0xFF || bits < 0 || bits > 0xFF || lanes < 0 || lanes > 0xFFFF) {
             throw new ValidationException(Category.FORMAT, "dtype", String.format(Locale.ROOT,
@@ -115,7 +121,7 @@ public record DType(int code, int bits, int lanes) {
         }
     }
 
-    /** {@code true} for widths below one byte (float6, float4), which may be packed or padded to a byte each. */
+    /** {@return {@code true} for widths below one byte (float6, float4), which may be packed or padded to a byte each} */
     public boolean isSubByte() {
         return bits < 8;
     }
@@ -123,6 +129,8 @@ public record DType(int code, int bits, int lanes) {
     /**
      * Bytes one element occupies when it is addressed by strides: {@code bits / 8} for byte-multiple widths,
      * 1 for a sub-byte type padded to a byte. Call {@link #check(String)} first.
+     *
+     * @return the element size in bytes
      */
     public long byteSize() {
         return isSubByte() ? 1 : (long) bits / 8 * lanes;
@@ -132,6 +140,7 @@ public record DType(int code, int bits, int lanes) {
      * Throws unless this library can lay out the type: lanes 1, a DLPack 1.3 code, and a width that code
      * defines. {@code path} prefixes the message (e.g. {@code dl_tensor.dtype}).
      *
+     * @param path where the dtype sits, for the message
      * @throws ValidationException {@code FORMAT} for an unknown code, zero lanes or a width the code does not define
      * @throws UnsupportedFeatureException for vector lanes, opaque handles and bit-packed booleans
      */

@@ -7,13 +7,20 @@ import org.devicebridge.ValidationException.Category;
 /**
  * A DLPack device, {@code DLDevice}: a device type and an ordinal (0 for CPU).
  *
+ * <p>Immutable and thread-safe; it owns nothing native.
+ *
  * @param type the device type
  * @param id   the device ordinal, {@code >= 0}
  */
 public record Device(DeviceType type, int id) {
+    /** The host CPU: {@code kDLCPU}, device 0. */
     public static final Device CPU = new Device(DeviceType.CPU, 0);
 
-    /** @throws ValidationException {@code DEVICE} for a negative id or a CPU id other than 0 */
+    /**
+     * Checks the device id.
+     *
+     * @throws ValidationException {@code DEVICE} for a negative id or a CPU id other than 0
+     */
     public Device {
         Objects.requireNonNull(type, "type");
         if (id < 0) {
@@ -24,12 +31,20 @@ public record Device(DeviceType type, int id) {
         }
     }
 
-    /** CUDA device {@code id}. */
+    /**
+     * {@return CUDA device {@code id}}
+     *
+     * @param id the CUDA device ordinal
+     */
     public static Device cuda(int id) {
         return new Device(DeviceType.CUDA, id);
     }
 
-    /** Pinned host memory of CUDA device {@code id} (usually 0). */
+    /**
+     * {@return pinned host memory of CUDA device {@code id} (usually 0)}
+     *
+     * @param id the CUDA device ordinal
+     */
     public static Device cudaHost(int id) {
         return new Device(DeviceType.CUDA_HOST, id);
     }

@@ -1,16 +1,45 @@
 package org.devicebridge.dlpack;
 
 /**
- * {@code DLDeviceType} of DLPack 1.3. The numbers are the header's {@code kDL*} constants, written here so that
- * this type loads without native access ({@code HeaderConstantsTest} pins each to the generated header).
+ * {@code DLDeviceType} of DLPack 1.3; the numbers are the header's {@code kDL*}
+ * constants, written here so that this type loads without native access ({@code HeaderConstantsTest} pins
+ * each to the generated header).
+ *
+ * <p>An enum: immutable and thread-safe; it owns nothing.
  */
 public enum DeviceType {
-    CPU(1, true), CUDA(2, false), CUDA_HOST(3, true),
-    OPENCL(4, false), VULKAN(7, false), METAL(8, false),
-    VPI(9, false), ROCM(10, false), ROCM_HOST(11, true),
-    EXT_DEV(12, false), CUDA_MANAGED(13, true),
-    ONE_API(14, false), WEBGPU(15, false), HEXAGON(16, false),
-    MAIA(17, false), TRN(18, false);
+    /** Host memory ({@code kDLCPU}). */
+    CPU(1, true),
+    /** CUDA device memory ({@code kDLCUDA}). */
+    CUDA(2, false),
+    /** CUDA pinned host memory ({@code kDLCUDAHost}). */
+    CUDA_HOST(3, true),
+    /** OpenCL device memory ({@code kDLOpenCL}). */
+    OPENCL(4, false),
+    /** Vulkan buffer ({@code kDLVulkan}). */
+    VULKAN(7, false),
+    /** Metal buffer ({@code kDLMetal}). */
+    METAL(8, false),
+    /** Verilog simulator buffer ({@code kDLVPI}). */
+    VPI(9, false),
+    /** ROCm device memory ({@code kDLROCM}). */
+    ROCM(10, false),
+    /** ROCm pinned host memory ({@code kDLROCMHost}). */
+    ROCM_HOST(11, true),
+    /** A device of an extension ({@code kDLExtDev}). */
+    EXT_DEV(12, false),
+    /** CUDA managed (unified) memory ({@code kDLCUDAManaged}). */
+    CUDA_MANAGED(13, true),
+    /** OneAPI unified shared memory ({@code kDLOneAPI}). */
+    ONE_API(14, false),
+    /** WebGPU buffer ({@code kDLWebGPU}). */
+    WEBGPU(15, false),
+    /** Qualcomm Hexagon DSP memory ({@code kDLHexagon}). */
+    HEXAGON(16, false),
+    /** Microsoft MAIA device memory ({@code kDLMAIA}). */
+    MAIA(17, false),
+    /** AWS Trainium device memory ({@code kDLTrn}). */
+    TRN(18, false);
 
     private final int code;
     private final boolean hostAccessible;
@@ -20,12 +49,12 @@ public enum DeviceType {
         this.hostAccessible = hostAccessible;
     }
 
-    /** The C enum value. */
+    /** {@return the C enum value} */
     public int code() {
         return code;
     }
 
-    /** {@code true} where the CPU may read the memory directly (CPU, pinned host, managed memory). */
+    /** {@return {@code true} where the CPU may read the memory directly (CPU, pinned host, managed memory)} */
     public boolean isHostAccessible() {
         return hostAccessible;
     }
@@ -44,7 +73,11 @@ public enum DeviceType {
         }
     }
 
-    /** The type with C value {@code code}, or {@code null} if DLPack 1.3 defines none. */
+    /**
+     * {@return the type with C value {@code code}, or {@code null} if DLPack 1.3 defines none}
+     *
+     * @param code a {@code DLDeviceType} value
+     */
     public static DeviceType of(int code) {
         return code >= 0 && code < BY_CODE.length ? BY_CODE[code] : null;
     }

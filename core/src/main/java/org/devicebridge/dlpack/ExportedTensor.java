@@ -8,6 +8,9 @@ import org.devicebridge.NativeHandle;
  * whose deleter is a Java upcall. Hand it to a consumer with {@link #transferOwnership()}: from then on
  * only the consumer's call of the deleter frees it (capsule semantics). If no consumer takes it,
  * {@link #close()} frees it as the deleter would: the struct block, and the owner given at export.
+ *
+ * <p>Thread safety: {@link #transferOwnership()} and {@code close()} may race from any threads; exactly
+ * one of them wins (the state moves once).
  */
 public final class ExportedTensor extends NativeHandle {
     private final Exports.State state; // the struct is state.block()
@@ -19,13 +22,13 @@ public final class ExportedTensor extends NativeHandle {
         this.versioned = versioned;
     }
 
-    /** {@code true} for a {@code DLManagedTensorVersioned}, {@code false} for a legacy {@code DLManagedTensor}. */
+    /** {@return {@code true} for a {@code DLManagedTensorVersioned}, {@code false} for a legacy {@code DLManagedTensor}} */
     public boolean isVersioned() {
         return versioned;
     }
 
     /**
-     * The struct's address, for inspection while this handle still owns it; ownership does not move.
+     * {@return the struct's address, for inspection while this handle still owns it; ownership does not move}
      *
      * @throws org.devicebridge.HandleClosedException if the handle was closed or transferred
      */
@@ -39,6 +42,7 @@ public final class ExportedTensor extends NativeHandle {
      * a return the consumer owns the tensor and must call its deleter exactly once; this handle never frees
      * it. After a throw (the handle was not live) nothing changed hands.
      *
+     * @return the {@code DLManagedTensorVersioned*} or {@code DLManagedTensor*}, now the consumer's
      * @throws org.devicebridge.HandleClosedException if the handle was closed or already transferred
      */
     public MemorySegment transferOwnership() {

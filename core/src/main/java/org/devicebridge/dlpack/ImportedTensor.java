@@ -20,10 +20,18 @@ import org.devicebridge.foreign.ForeignImport;
  * compact row-major strides where the producer passed NULL). {@link #segment()} covers exactly the bytes
  * the tensor spans; with negative strides that range starts before element {@code [0, ..., 0]}, which sits
  * at {@link #originOffset()} inside it.
+ *
+ * <p>Thread safety: the accessors may be called from any thread while the tensor is live; {@code close()}
+ * is idempotent and thread-safe.
  */
 public final class ImportedTensor extends NativeHandle {
 
-    /** A DLPack ABI version. */
+    /**
+     * A DLPack ABI version.
+     *
+     * @param major the major version
+     * @param minor the minor version
+     */
     public record Version(int major, int minor) {
         private static final Version[] MAJOR_1 = new Version[16];
 
@@ -97,69 +105,72 @@ public final class ImportedTensor extends NativeHandle {
                 subBytePadded, data, arena);
     }
 
-    /** The producer's DLPack version; empty for a legacy {@code DLManagedTensor}. */
+    /** {@return the producer's DLPack version; empty for a legacy {@code DLManagedTensor}} */
     public Optional<Version> version() {
         return Optional.ofNullable(version);
     }
 
+    /** {@return the element type} */
     public DType dtype() {
         return dtype;
     }
 
+    /** {@return the device the data is on} */
     public Device device() {
         return device;
     }
 
+    /** {@return the number of dimensions (0 for a scalar)} */
     public int ndim() {
         return geometry.shape.length;
     }
 
-    /** A copy of the shape. */
+    /** {@return a copy of the shape} */
     public long[] shape() {
         return geometry.shape.clone();
     }
 
-    /** A copy of the strides in elements (compact row-major where the producer passed NULL). */
+    /** {@return a copy of the strides in elements (compact row-major where the producer passed NULL)} */
     public long[] strides() {
         return geometry.strides.clone();
     }
 
-    /** {@code byte_offset} as the producer gave it; already applied to {@link #segment()} and {@link #devicePointer()}. */
+    /** {@return {@code byte_offset} as the producer gave it; already applied to {@link #segment()} and {@link #devicePointer()}} */
     public long byteOffset() {
         return byteOffset;
     }
 
-    /** The number of elements (the product of the shape). */
+    /** {@return the number of elements (the product of the shape)} */
     public long elementCount() {
         return geometry.elements;
     }
 
-    /** Bytes the tensor spans (from its lowest to its highest addressed byte; 0 when it has no elements). */
+    /** {@return bytes the tensor spans (from its lowest to its highest addressed byte; 0 when it has no elements)} */
     public long byteExtent() {
         return geometry.extent;
     }
 
-    /** {@code true} if the elements are laid out compact row-major (C order). */
+    /** {@return {@code true} if the elements are laid out compact row-major (C order)} */
     public boolean isCompact() {
         return geometry.compact;
     }
 
-    /** {@code true} if the producer set {@code DLPACK_FLAG_BITMASK_READ_ONLY}; {@link #segment()} is then read-only. */
+    /** {@return {@code true} if the producer set {@code DLPACK_FLAG_BITMASK_READ_ONLY}; {@link #segment()} is then read-only} */
     public boolean isReadOnly() {
         return readOnly;
     }
 
-    /** {@code true} if the producer set {@code DLPACK_FLAG_BITMASK_IS_COPIED}. */
+    /** {@return {@code true} if the producer set {@code DLPACK_FLAG_BITMASK_IS_COPIED}} */
     public boolean isCopied() {
         return copied;
     }
 
-    /** {@code true} if sub-byte elements are padded to one byte each ({@code IS_SUBBYTE_TYPE_PADDED}). */
+    /** {@return {@code true} if sub-byte elements are padded to one byte each ({@code IS_SUBBYTE_TYPE_PADDED})} */
     public boolean isSubBytePadded() {
         return subBytePadded;
     }
 
-    /** Byte offset of element {@code [0, ..., 0]} inside {@link #segment()} (non-zero only with negative strides). */
+    /** {@return the byte offset of element {@code [0, ..., 0]} inside {@link #segment()} (non-zero only with negative strides)} */
     public long originOffset() {
         return geometry.origin();
     }
@@ -169,6 +180,7 @@ public final class ImportedTensor extends NativeHandle {
      * unusable once this handle is closed. Only for host-accessible devices (CPU, CUDA_HOST, ROCM_HOST,
      * CUDA_MANAGED).
      *
+     * @return the tensor's bytes, borrowed from this handle
      * @throws UnsupportedFeatureException for device memory the CPU cannot read (use {@link #devicePointer()})
      * @throws org.devicebridge.HandleClosedException if the handle was closed
      */
@@ -191,6 +203,7 @@ public final class ImportedTensor extends NativeHandle {
      * The address of element {@code [0, ..., 0]} ({@code data + byte_offset}) as a zero-length segment, for
      * passing to device code; it cannot be dereferenced from Java. Valid while this handle is live.
      *
+     * @return the address of the first element, borrowed from this handle
      * @throws org.devicebridge.HandleClosedException if the handle was closed
      */
     public MemorySegment devicePointer() {

@@ -4,6 +4,8 @@ package org.devicebridge.dlpack;
  * The {@code DLManagedTensorVersioned.flags} bits an exporter chooses (see {@link TensorSpec#withFlags}).
  * {@code IS_SUBBYTE_TYPE_PADDED} is not one of them: export sets it from the dtype (sub-byte types are
  * always exported padded to a byte per element).
+ *
+ * <p>An enum: immutable and thread-safe; it owns nothing.
  */
 public enum TensorFlag {
     /** {@code DLPACK_FLAG_BITMASK_READ_ONLY}: the consumer must not write to the data. */
@@ -20,7 +22,7 @@ public enum TensorFlag {
         this.bit = bit;
     }
 
-    /** The bit in {@code flags}. */
+    /** {@return the bit in {@code flags}} */
     public long bit() {
         return bit;
     }

@@ -75,6 +75,7 @@ public final class TensorSpec {
      *              (it is never dereferenced); element {@code [0, ..., 0]} is at {@code data + byteOffset}
      * @param dtype the element type (it must pass {@link DType#check})
      * @param shape the extents, {@code 0 <= ndim <= 64}; none for a scalar
+     * @return the spec; it borrows {@code data}
      * @throws UnsupportedFeatureException for a heap segment, or a dtype this library cannot lay out
      * @throws ValidationException for an invalid dtype, too many dimensions, a negative extent or an
      *         element count that overflows
@@ -99,6 +100,8 @@ public final class TensorSpec {
      * The same spec with explicit strides, in elements (not bytes); zero (broadcast) and negative strides
      * are allowed (with a negative stride, set a byte offset that keeps the elements inside {@code data}).
      *
+     * @param strides one stride per dimension, in elements
+     * @return a new spec; this one is unchanged
      * @throws ValidationException {@code STRUCTURE} unless there is one stride per dimension, {@code SIZE}
      *         if the byte range overflows
      */
@@ -109,8 +112,9 @@ public final class TensorSpec {
     }
 
     /**
-     * The same spec with element {@code [0, ..., 0]} at {@code data + byteOffset}.
+     * {@return the same spec with element {@code [0, ..., 0]} at {@code data + byteOffset}}
      *
+     * @param byteOffset the byte offset of the first element
      * @throws ValidationException {@code SIZE} for a negative offset or one whose range overflows
      */
     public TensorSpec withByteOffset(long byteOffset) {
@@ -118,7 +122,11 @@ public final class TensorSpec {
         return new TensorSpec(data, dtype, g, byteOffset, device, flags, consumer, producer);
     }
 
-    /** The same spec for data on {@code device} (the default is {@link Device#CPU}). */
+    /**
+     * {@return the same spec for data on {@code device} (the default is {@link Device#CPU})}
+     *
+     * @param device the device {@code data} is on
+     */
     public TensorSpec withDevice(Device device) {
         Objects.requireNonNull(device, "device");
         return new TensorSpec(data, dtype, geometry, byteOffset, device, flags, consumer, producer);
@@ -127,6 +135,9 @@ public final class TensorSpec {
     /**
      * The same spec with exactly these flags (none clears them; {@link TensorFlag#READ_ONLY} stays set for a
      * read-only {@code data} segment). A legacy export refuses every flag, since it cannot tell them.
+     *
+     * @param flags the flags to set; none clears them
+     * @return a new spec; this one is unchanged
      */
     public TensorSpec withFlags(TensorFlag... flags) {
         Objects.requireNonNull(flags, "flags");
@@ -145,6 +156,8 @@ public final class TensorSpec {
      *
      * @param consumer the consumer's stream, parsed with {@link ConsumerStream#of} for the spec's device (export
      *                 throws {@link ValidationException} {@code DEVICE} if the devices differ)
+     * @param producer makes the data ready on the consumer's stream (the caller keeps owning what it uses)
+     * @return a new spec; this one is unchanged
      */
     public TensorSpec withConsumerStream(ConsumerStream consumer, StreamSynchronizer producer) {
         Objects.requireNonNull(consumer, "consumer");
@@ -152,35 +165,37 @@ public final class TensorSpec {
         return new TensorSpec(data, dtype, geometry, byteOffset, device, flags, consumer, producer);
     }
 
-    /** The memory that holds the tensor (borrowed: the spec does not own it). */
+    /** {@return the memory that holds the tensor (borrowed: the spec does not own it)} */
     public MemorySegment data() {
         return data;
     }
 
+    /** {@return the element type} */
     public DType dtype() {
         return dtype;
     }
 
-    /** A copy of the shape. */
+    /** {@return a copy of the shape} */
     public long[] shape() {
         return geometry.shape.clone();
     }
 
-    /** A copy of the strides in elements: as given, or compact row-major. */
+    /** {@return a copy of the strides in elements: as given, or compact row-major} */
     public long[] strides() {
         return geometry.strides.clone();
     }
 
-    /** Bytes from {@code data} to element {@code [0, ..., 0]}. */
+    /** {@return bytes from {@code data} to element {@code [0, ..., 0]}} */
     public long byteOffset() {
         return byteOffset;
     }
 
+    /** {@return the device {@code data} is on} */
     public Device device() {
         return device;
     }
 
-    /** The flags the export sets (unmodifiable); includes {@link TensorFlag#READ_ONLY} for read-only data. */
+    /** {@return the flags the export sets (unmodifiable); includes {@link TensorFlag#READ_ONLY} for read-only data} */
     public Set<TensorFlag> flags() {
         return flags;
     }
@@ -193,7 +208,7 @@ public final class TensorSpec {
         return flagBits;
     }
 
-    /** The consumer's stream the data is made ready on, if one was given. */
+    /** {@return the consumer's stream the data is made ready on, if one was given} */
     public Optional<ConsumerStream> consumerStream() {
         return Optional.ofNullable(consumer);
     }

@@ -11,5 +11,10 @@
  * until a consumer takes it ({@link org.devicebridge.dlpack.ExportedTensor#transferOwnership()}); {@code import...}
  * takes the producer's tensor, and its deleter runs exactly once: when the
  * {@link org.devicebridge.dlpack.ImportedTensor} closes, or before an import method throws.
+ *
+ * <p><b>Start here:</b> {@link org.devicebridge.dlpack.TensorSpec#of} and
+ * {@link org.devicebridge.dlpack.DLPack#exportVersioned(org.devicebridge.dlpack.TensorSpec)} to give a tensor
+ * away; {@link org.devicebridge.dlpack.DLPack#importVersioned(java.lang.foreign.MemorySegment,
+ * org.devicebridge.dlpack.ImportOptions)} and {@link org.devicebridge.dlpack.ImportedTensor#segment()} to take one.
  */
 package org.devicebridge.dlpack;

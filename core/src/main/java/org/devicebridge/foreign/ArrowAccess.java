@@ -30,6 +30,21 @@ public interface ArrowAccess {
     Runnable transfer(ImportedArray array);
 
     /**
+     * Runs on {@code array} (host memory, validated at DEFAULT or FULL) the FULL content checks Arrow Java
+     * relies on that its import level skipped: every offset, view and list-view bound, union type id and
+     * offset, run end and dictionary index (not UTF-8). Nothing for an array validated at FULL.
+     * The one call, at the start of the Arrow Java bridge's import, before it reads the view. {@code array}
+     * stays a live handle owned by the caller, who releases it on a throw.
+     *
+     * @param array the imported array the bridge is about to read
+     * @throws org.devicebridge.ValidationException with the category and field path of the first problem
+     * @throws org.devicebridge.UnsupportedFeatureException if {@code array} is device memory or was validated
+     *         below DEFAULT
+     * @throws org.devicebridge.HandleClosedException if {@code array} is not live
+     */
+    void checkContentsArrowJavaTrusts(ImportedArray array);
+
+    /**
      * A copy of the view under {@code root} whose buffers moved to the device: node {@code n}'s buffer
      * addresses are {@code addresses.get(n)} (nodes absent from the map keep theirs), lengths unchanged; its
      * buffers are not readable as segments.

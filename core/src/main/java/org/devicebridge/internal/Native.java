@@ -131,6 +131,26 @@ public final class Native {
         }
     }
 
+    /**
+     * {@code aligned_alloc(alignment, bytes)} (C11): {@code bytes} must be a multiple of {@code alignment},
+     * a power of two. Returns an unbounded zero-length segment at the memory, or {@link MemorySegment#NULL}
+     * when libc has none to give; free it with {@link #free}. The handle is made on first use, so a libc
+     * without the symbol fails only here (with {@link UnsatisfiedLinkError}).
+     */
+    public static MemorySegment alignedAlloc(long alignment, long bytes) {
+        try {
+            return (MemorySegment) Aligned.ALLOC.invokeExact(alignment, bytes);
+        } catch (Throwable t) {
+            throw unchecked("aligned_alloc", t);
+        }
+    }
+
+    /** {@code aligned_alloc}'s handle, in a holder: made on first use, never at {@code Native}'s initialisation. */
+    private static final class Aligned {
+        static final MethodHandle ALLOC = libc("aligned_alloc",
+                FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
+    }
+
     /** The address of libc's {@code free}, for native code (and benchmarks) that needs a real C function. */
     public static MemorySegment freeAddress() {
         return LIBC.find("free").orElseThrow();

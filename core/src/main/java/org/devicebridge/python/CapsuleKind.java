@@ -13,6 +13,8 @@ import org.devicebridge.foreign.ForeignImport;
  * DLPack capsules carry the producer's {@code DLManagedTensor[Versioned]*}: a consumer renames the
  * capsule to {@code used_dltensor[_versioned]} and from then on calls the deleter itself; the capsule's
  * destructor calls the deleter only if the capsule still has its original name.
+ *
+ * <p>An enum: immutable and thread-safe; it owns nothing.
  */
 public enum CapsuleKind {
     /** {@code "arrow_schema"}: an {@code ArrowSchema}. */
@@ -45,22 +47,22 @@ public enum CapsuleKind {
         this.cUsedName = usedName == null ? MemorySegment.NULL : Arena.global().allocateFrom(usedName);
     }
 
-    /** The capsule name, e.g. {@code "arrow_array"} or {@code "dltensor_versioned"}. */
+    /** {@return the capsule name, e.g. {@code "arrow_array"} or {@code "dltensor_versioned"}} */
     public String capsuleName() {
         return capsuleName;
     }
 
-    /** The name a consumed DLPack capsule gets ({@code "used_dltensor"}, ...); null for Arrow kinds. */
+    /** {@return the name a consumed DLPack capsule gets ({@code "used_dltensor"}, ...); null for Arrow kinds} */
     public String usedName() {
         return usedName;
     }
 
-    /** {@code true} for the DLPack kinds. */
+    /** {@return {@code true} for the DLPack kinds} */
     public boolean isDLPack() {
         return usedName != null;
     }
 
-    /** The C struct's name, e.g. {@code ArrowDeviceArray} or {@code DLManagedTensorVersioned}. */
+    /** {@return the C struct's name, e.g. {@code ArrowDeviceArray} or {@code DLManagedTensorVersioned}} */
     public String structName() {
         return structName;
     }

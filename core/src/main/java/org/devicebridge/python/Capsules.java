@@ -23,6 +23,9 @@ import org.devicebridge.internal.Native;
  * what no consumer took: for an Arrow capsule it calls {@code release} if it is not NULL and frees the
  * capsule's heap struct; for a DLPack capsule still named {@code dltensor[_versioned]} it calls the
  * tensor's deleter, and for one renamed {@code used_...} it does nothing (the consumer owns the tensor).
+ *
+ * <p>Stateless and thread-safe: each method takes the GIL itself where it touches Python objects; each
+ * says who owns the struct and the capsule after a return and after a throw.
  */
 public final class Capsules {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.python");
@@ -51,6 +54,9 @@ public final class Capsules {
      * {@code struct} reads as released); after a throw the caller still owns {@code struct}, unchanged, and
      * no capsule refers to it.
      *
+     * @param struct the struct to wrap: an Arrow C struct or a DLPack tensor, as {@code kind} says
+     * @param kind the kind of capsule
+     * @return a new reference, owned by the caller (close it)
      * @throws ValidationException {@code NULL_POINTER} if {@code struct} is NULL, {@code RELEASED} if it is an
      *         already released Arrow struct
      * @throws InvalidArgumentException if an Arrow {@code struct} is a read-only segment (it cannot be marked
@@ -163,6 +169,11 @@ public final class Capsules {
      * <p>After a return or a throw the caller still owns its reference to the capsule (an emptied one
      * once this method got past validation); the data belongs to {@code importer}, or was released.
      *
+     * @param <T> what {@code importer} returns
+     * @param capsule the capsule (borrowed)
+     * @param kind the kind of capsule
+     * @param importer takes the struct (see above) and returns the import
+     * @return what {@code importer} returned
      * @throws ValidationException {@code FORMAT} if {@code capsule} is not a capsule named for {@code kind},
      *         {@code RELEASED} if it is a DLPack capsule that was consumed already ({@code used_...}) or an
      *         Arrow capsule whose struct was released; nothing is released then
@@ -220,6 +231,9 @@ public final class Capsules {
      * Borrows the struct in a capsule without taking it (for a {@code requested_schema} capsule, for
      * instance): the segment is valid only while the capsule lives and nobody consumes it.
      *
+     * @param capsule the capsule (borrowed)
+     * @param kind the kind of capsule
+     * @return the struct, borrowed from the capsule
      * @throws ValidationException {@code FORMAT} if {@code capsule} is not a live capsule of {@code kind}
      */
     public static MemorySegment borrow(PyObjectRef capsule, CapsuleKind kind) {
@@ -234,6 +248,9 @@ public final class Capsules {
     /**
      * The kind of a capsule by its current name (a consumed DLPack capsule reports its kind too: see
      * {@link #isConsumed}); null when {@code object} is not a capsule or has a name of no known protocol.
+     *
+     * @param object the Python object (borrowed)
+     * @return the capsule's kind, or {@code null}
      */
     public static CapsuleKind kindOf(PyObjectRef object) {
         requireNativeAccess();
@@ -241,14 +258,22 @@ public final class Capsules {
         return name == null ? null : CapsuleKind.byName(name);
     }
 
-    /** {@code true} if {@code capsule} is a DLPack capsule renamed {@code used_...} by a consumer. */
+    /**
+     * {@return {@code true} if {@code capsule} is a DLPack capsule renamed {@code used_...} by a consumer}
+     *
+     * @param capsule the capsule (borrowed)
+     */
     public static boolean isConsumed(PyObjectRef capsule) {
         requireNativeAccess();
         String name = nameOf(capsule);
         return name != null && name.startsWith("used_");
     }
 
-    /** The capsule's name; null when {@code object} is not a capsule or has no name. */
+    /**
+     * {@return the capsule's name; null when {@code object} is not a capsule or has no name}
+     *
+     * @param object the Python object (borrowed)
+     */
     public static String nameOf(PyObjectRef object) {
         requireNativeAccess();
         Objects.requireNonNull(object, "object");

@@ -6,6 +6,8 @@ import org.devicebridge.foreign.NativeCalls;
  * The GIL held by the current thread ({@code PyGILState_Ensure}) until {@link #close()}
  * ({@code PyGILState_Release}). Re-entrant; must be closed on the thread that took it, in reverse order
  * of taking. {@code close()} is idempotent. Take it with {@link PythonRuntime#gil()}.
+ *
+ * <p>Not thread-safe by design: the thread that took it owns it and must close it.
  */
 public final class Gil implements AutoCloseable {
     private final int state;
@@ -31,7 +33,11 @@ public final class Gil implements AutoCloseable {
         }
     }
 
-    /** Releases this take of the GIL. @throws org.devicebridge.DeviceBridgeException if called from another thread */
+    /**
+     * Releases this take of the GIL.
+     *
+     * @throws org.devicebridge.DeviceBridgeException if called from another thread
+     */
     @Override
     public void close() {
         if (closed) {

@@ -42,7 +42,7 @@ public final class PyObjectRef extends NativeHandle {
         return own(borrowedReference);
     }
 
-    /** The {@code PyObject*}, for handing to native code that borrows it; valid while this handle is live. */
+    /** {@return the {@code PyObject*}, for handing to native code that borrows it; valid while this handle is live} */
     public MemorySegment address() {
         ensureLive();
         return address;
@@ -53,7 +53,12 @@ public final class PyObjectRef extends NativeHandle {
         return address;
     }
 
-    /** A new reference to {@code getattr(this, name)}. @throws PythonException (AttributeError) if absent */
+    /**
+     * {@return a new reference to {@code getattr(this, name)}}
+     *
+     * @param name the attribute name
+     * @throws PythonException (AttributeError) if absent
+     */
     public PyObjectRef getAttr(String name) {
         Objects.requireNonNull(name, "name");
         try (Gil ignored = Gil.acquire()) {
@@ -61,7 +66,11 @@ public final class PyObjectRef extends NativeHandle {
         }
     }
 
-    /** {@code hasattr(this, name)}. */
+    /**
+     * {@return {@code hasattr(this, name)}}
+     *
+     * @param name the attribute name
+     */
     public boolean hasAttr(String name) {
         Objects.requireNonNull(name, "name");
         try (Gil ignored = Gil.acquire()) {
@@ -69,12 +78,23 @@ public final class PyObjectRef extends NativeHandle {
         }
     }
 
-    /** {@code this(*args)}: a new reference to the result. @throws PythonException if Python raised */
+    /**
+     * {@return {@code this(*args)}: a new reference to the result}
+     *
+     * @param args the positional arguments
+     * @throws PythonException if Python raised
+     */
     public PyObjectRef call(Object... args) {
         return call(Arrays.asList(args), Map.of());
     }
 
-    /** {@code this(*args, **kwargs)}: a new reference to the result. @throws PythonException if Python raised */
+    /**
+     * {@return {@code this(*args, **kwargs)}: a new reference to the result}
+     *
+     * @param args the positional arguments
+     * @param kwargs the keyword arguments
+     * @throws PythonException if Python raised
+     */
     public PyObjectRef call(List<?> args, Map<String, ?> kwargs) {
         Objects.requireNonNull(args, "args");
         try (Gil ignored = Gil.acquire()) {
@@ -82,12 +102,25 @@ public final class PyObjectRef extends NativeHandle {
         }
     }
 
-    /** {@code this.name(*args)}. @throws PythonException if Python raised */
+    /**
+     * {@return a new reference to the result of {@code this.name(*args)}}
+     *
+     * @param name the method name
+     * @param args the positional arguments
+     * @throws PythonException if Python raised
+     */
     public PyObjectRef callMethod(String name, Object... args) {
         return callMethod(name, Arrays.asList(args), Map.of());
     }
 
-    /** {@code this.name(*args, **kwargs)}. @throws PythonException if Python raised */
+    /**
+     * {@return a new reference to the result of {@code this.name(*args, **kwargs)}}
+     *
+     * @param name the method name
+     * @param args the positional arguments
+     * @param kwargs the keyword arguments
+     * @throws PythonException if Python raised
+     */
     public PyObjectRef callMethod(String name, List<?> args, Map<String, ?> kwargs) {
         Objects.requireNonNull(name, "name");
         try (Gil ignored = Gil.acquire()) {
@@ -100,33 +133,41 @@ public final class PyObjectRef extends NativeHandle {
         }
     }
 
-    /** {@code int(this)} as a Java long. @throws PythonException if it is not an int or overflows */
+    /**
+     * {@return {@code int(this)} as a Java long}
+     *
+     * @throws PythonException if it is not an int or overflows
+     */
     public long toLong() {
         try (Gil ignored = Gil.acquire()) {
             return Py.asLong(borrowAddress(), "int");
         }
     }
 
-    /** {@code float(this)}. @throws PythonException if it is not a number */
+    /**
+     * {@return {@code float(this)}}
+     *
+     * @throws PythonException if it is not a number
+     */
     public double toDouble() {
         try (Gil ignored = Gil.acquire()) {
             return Py.asDouble(borrowAddress(), "float");
         }
     }
 
-    /** {@code this is None}. */
+    /** {@return {@code this is None}} */
     public boolean isNone() {
         return borrowAddress().equals(PyC.NONE);
     }
 
-    /** {@code str(this)}. */
+    /** {@return {@code str(this)}} */
     public String str() {
         try (Gil ignored = Gil.acquire()) {
             return Py.str(borrowAddress());
         }
     }
 
-    /** {@code type(this).__name__}. */
+    /** {@return {@code type(this).__name__}} */
     public String typeName() {
         try (Gil ignored = Gil.acquire()) {
             MemorySegment t = Py.getAttr(borrowAddress(), "__class__");
@@ -138,7 +179,7 @@ public final class PyObjectRef extends NativeHandle {
         }
     }
 
-    /** A second, independent reference to the same object (closed separately). */
+    /** {@return a second, independent reference to the same object (closed separately)} */
     public PyObjectRef newReference() {
         try (Gil ignored = Gil.acquire()) {
             return borrowed(borrowAddress());

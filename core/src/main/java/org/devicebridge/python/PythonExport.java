@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.OptionalLong;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DeviceType;
 import org.devicebridge.foreign.NativeCalls;
 import org.devicebridge.internal.ExportRegistry;
@@ -41,6 +42,9 @@ import org.devicebridge.internal.Native;
  *     ...
  * }
  * }
+ *
+ * <p>A {@link Builder} is not thread-safe (use one per thread); the built object is owned by the caller
+ * through the returned reference.
  */
 public final class PythonExport {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.python");
@@ -49,12 +53,21 @@ public final class PythonExport {
 
     private PythonExport() {}
 
-    /** A DLPack device: {@code DLDeviceType} and device ordinal, as {@code __dlpack_device__} returns them. */
+    /**
+     * A DLPack device: {@code DLDeviceType} and device ordinal, as {@code __dlpack_device__} returns them.
+     *
+     * @param deviceType the device type
+     * @param deviceId the device id
+     */
     public record DLDeviceId(int deviceType, int deviceId) {
         /** {@code (kDLCPU, 0)}. */
         public static final DLDeviceId CPU = new DLDeviceId(DeviceType.CPU.code(), 0);
 
-        /** {@code (kDLCUDA, ordinal)}. */
+        /**
+         * {@return {@code (kDLCUDA, ordinal)}}
+         *
+         * @param ordinal the device ordinal
+         */
         public static DLDeviceId cuda(int ordinal) {
             return new DLDeviceId(DeviceType.CUDA.code(), ordinal);
         }
@@ -72,8 +85,8 @@ public final class PythonExport {
      */
     public record DLPackRequest(OptionalLong stream, int maxVersionMajor, int maxVersionMinor) {
         /**
-         * {@code true} when the export must be a {@code DLManagedTensorVersioned} (capsule
-         * {@code "dltensor_versioned"}); {@code false} for a legacy {@code DLManagedTensor} ("dltensor").
+         * {@return {@code true} when the export must be a {@code DLManagedTensorVersioned} (capsule
+         * {@code "dltensor_versioned"}); {@code false} for a legacy {@code DLManagedTensor} ("dltensor")}
          */
         public boolean versioned() {
             return maxVersionMajor >= 1;
@@ -88,6 +101,9 @@ public final class PythonExport {
          * else a {@code DLManagedTensor*}, with the data ready on {@code request.stream()} (the exporter
          * makes that stream wait for its own work). Ownership passes to the capsule on return; on a throw
          * nothing was exported.
+         *
+         * @param request what the consumer asked for (stream, maximum version)
+         * @return the exported struct; the capsule owns it from then on
          */
         MemorySegment export(DLPackRequest request);
     }
@@ -95,7 +111,11 @@ public final class PythonExport {
     /** Fills an {@code ArrowSchema} for {@code __arrow_c_schema__}. */
     @FunctionalInterface
     public interface ArrowSchemaExporter {
-        /** Fills {@code schemaOut} (zeroed, {@code ArrowSchema.sizeof()} bytes); the capsule owns it after a return. */
+        /**
+         * Fills {@code schemaOut} (zeroed, {@code ArrowSchema.sizeof()} bytes); the capsule owns it after a return.
+         *
+         * @param schemaOut where to write the {@code ArrowSchema}
+         */
         void export(MemorySegment schemaOut);
     }
 
@@ -107,6 +127,10 @@ public final class PythonExport {
          * for the device protocol; both zeroed), cast to {@code requestedSchema} when it is not NULL (a
          * borrowed {@code ArrowSchema*}, valid during the call) or throwing if it cannot. After a return the
          * capsules own both; a struct left with {@code release == NULL} on a throw is not released.
+         *
+         * @param requestedSchema the {@code ArrowSchema} the consumer asks for, or {@code NULL}
+         * @param schemaOut where to write the {@code ArrowSchema}
+         * @param arrayOut where to write the {@code ArrowArray} or {@code ArrowDeviceArray}
          */
         void export(MemorySegment requestedSchema, MemorySegment schemaOut, MemorySegment arrayOut);
     }
@@ -117,17 +141,24 @@ public final class PythonExport {
         /**
          * Fills {@code streamOut} (an {@code ArrowArrayStream} or {@code ArrowDeviceArrayStream}, zeroed),
          * honouring {@code requestedSchema} as {@link ArrowArrayExporter#export} does.
+         *
+         * @param requestedSchema the {@code ArrowSchema} the consumer asks for, or {@code NULL}
+         * @param streamOut where to write the stream struct
          */
         void export(MemorySegment requestedSchema, MemorySegment streamOut);
     }
 
-    /** Starts an exporter object with no protocol. */
+    /**
+     * Starts an exporter object with no protocol.
+     *
+     * @return a new builder
+     */
     public static Builder builder() {
         requireNativeAccess();
         return new Builder();
     }
 
-    /** Number of exporter objects whose Python object is still alive (for leak checks in tests). */
+    /** {@return number of exporter objects whose Python object is still alive (for leak checks in tests)} */
     public static int liveObjects() {
         return LIVE.size();
     }
@@ -141,41 +172,87 @@ public final class PythonExport {
         private ArrowArrayExporter deviceArray;
         private ArrowStreamExporter stream;
         private ArrowStreamExporter deviceStream;
+        private boolean exchangeApi;
 
         private Builder() {}
 
-        /** {@code __dlpack__} and {@code __dlpack_device__}, for a tensor on {@code device}. */
+        /**
+         * Also publishes this library's DLPack C exchange table on the object's type, as
+         * {@code __dlpack_c_exchange_api__} (a capsule named {@code "dlpack_exchange_api"}; see
+         * {@link PythonExchange#publishedTable()}): a consumer that speaks the exchange API takes the tensor
+         * from the {@link #dlpack} exporter without calling {@code __dlpack__}, with no stream
+         * synchronisation (the exporter sees stream -1). Needs {@link #dlpack}.
+         *
+         * @return this builder
+         */
+        public Builder dlpackExchangeApi() {
+            this.exchangeApi = true;
+            return this;
+        }
+
+        /**
+         * Adds {@code __dlpack__} and {@code __dlpack_device__}, for a tensor on {@code device}.
+         *
+         * @param device the tensor's device, as {@code __dlpack_device__} reports it
+         * @param exporter makes a tensor for each {@code __dlpack__} call
+         * @return this builder
+         */
         public Builder dlpack(DLDeviceId device, DLPackExporter exporter) {
             this.device = Objects.requireNonNull(device, "device");
             this.dlpack = Objects.requireNonNull(exporter, "exporter");
             return this;
         }
 
-        /** {@code __arrow_c_schema__}. */
+        /**
+         * Adds {@code __arrow_c_schema__}.
+         *
+         * @param exporter fills the schema for each call
+         * @return this builder
+         */
         public Builder arrowSchema(ArrowSchemaExporter exporter) {
             this.schema = Objects.requireNonNull(exporter, "exporter");
             return this;
         }
 
-        /** {@code __arrow_c_array__(requested_schema=None)}. */
+        /**
+         * Adds {@code __arrow_c_array__(requested_schema=None)}.
+         *
+         * @param exporter fills the structs for each call
+         * @return this builder
+         */
         public Builder arrowArray(ArrowArrayExporter exporter) {
             this.array = Objects.requireNonNull(exporter, "exporter");
             return this;
         }
 
-        /** {@code __arrow_c_device_array__(requested_schema=None, **kwargs)}. */
+        /**
+         * Adds {@code __arrow_c_device_array__(requested_schema=None, **kwargs)}.
+         *
+         * @param exporter fills the structs for each call
+         * @return this builder
+         */
         public Builder arrowDeviceArray(ArrowArrayExporter exporter) {
             this.deviceArray = Objects.requireNonNull(exporter, "exporter");
             return this;
         }
 
-        /** {@code __arrow_c_stream__(requested_schema=None)}. */
+        /**
+         * Adds {@code __arrow_c_stream__(requested_schema=None)}.
+         *
+         * @param exporter fills the stream for each call
+         * @return this builder
+         */
         public Builder arrowStream(ArrowStreamExporter exporter) {
             this.stream = Objects.requireNonNull(exporter, "exporter");
             return this;
         }
 
-        /** {@code __arrow_c_device_stream__(requested_schema=None, **kwargs)}. */
+        /**
+         * Adds {@code __arrow_c_device_stream__(requested_schema=None, **kwargs)}.
+         *
+         * @param exporter fills the stream for each call
+         * @return this builder
+         */
         public Builder arrowDeviceStream(ArrowStreamExporter exporter) {
             this.deviceStream = Objects.requireNonNull(exporter, "exporter");
             return this;
@@ -186,6 +263,7 @@ public final class PythonExport {
          * is collected by Python. After a return the caller owns the returned reference (no data is
          * exported yet: each protocol call exports afresh); after a throw it owns nothing new.
          *
+         * @return a new reference, owned by the caller (close it)
          * @throws PythonUnavailableException where there is no Python
          * @throws DeviceBridgeException if no protocol was chosen
          */
@@ -212,6 +290,12 @@ public final class PythonExport {
             }
             if (methods.isEmpty()) {
                 throw new DeviceBridgeException("an exporter object needs at least one protocol");
+            }
+            if (exchangeApi) {
+                if (dlpack == null) {
+                    throw new DeviceBridgeException("the DLPack exchange API needs a dlpack exporter");
+                }
+                methods.add("__dlpack_c_exchange_api__");
             }
             PythonRuntime runtime = PythonRuntime.get();
             long token = LIVE.register(new Exporters(dlpack, device, schema, array, deviceArray, stream, deviceStream));
@@ -269,7 +353,7 @@ public final class PythonExport {
                 def _make(token, names):
                     cls = _classes.get(names)
                     if cls is None:
-                        ns = {n: _methods[n] for n in names}
+                        ns = {n: (_exchange_capsule if n == '__dlpack_c_exchange_api__' else _methods[n]) for n in names}
                         ns['__slots__'] = ('_db_token',)
                         ns['__del__'] = _del
                         ns['__repr__'] = lambda self: '<devicebridge export %d: %s>' % (self._db_token, ', '.join(names))
@@ -307,6 +391,7 @@ public final class PythonExport {
                 throw NativeCalls.rethrow("PyCFunction_NewEx", t);
             }
             Py.setItem(ns, "_call", fn);
+            Py.setItem(ns, "_exchange_capsule", PythonExchange.newTableCapsule());
             Py.decRef(Py.run(CODE, PyC.Py_file_input, ns));
         }
 
@@ -368,6 +453,37 @@ public final class PythonExport {
             LOG.log(System.Logger.Level.DEBUG, "devicebridge: export to Python failed", t);
             return fail(PyC.EXC_BUFFER_ERROR, "devicebridge: " + t.getMessage());
         }
+    }
+
+    /**
+     * The tensor of the exporter object {@code pyObject} for the exchange table's
+     * {@code managed_tensor_from_py_object_no_sync}: a {@code DLManagedTensorVersioned*} the caller owns,
+     * exported with no stream synchronisation (stream -1). Requires the GIL.
+     *
+     * @throws DeviceBridgeException if {@code pyObject} is not a live exporter object with a DLPack exporter,
+     *         or the exporter returned NULL
+     */
+    static MemorySegment exportForExchange(MemorySegment pyObject) {
+        MemorySegment token = Py.getAttrOrNull(pyObject, "_db_token");
+        if (token == null) {
+            throw new DeviceBridgeException("expected a devicebridge exporter object but found " + Py.repr(pyObject));
+        }
+        long id;
+        try {
+            id = Py.asLong(token, "_db_token");
+        } finally {
+            Py.decRef(token);
+        }
+        Exporters e = LIVE.get(id);
+        if (e == null || e.dlpack == null) {
+            throw new DeviceBridgeException("this exporter object has no live DLPack exporter");
+        }
+        MemorySegment tensor = e.dlpack.export(new DLPackRequest(OptionalLong.of(-1), DLPack.MAJOR_VERSION,
+                DLPack.MINOR_VERSION));
+        if (tensor == null || tensor.equals(MemorySegment.NULL)) {
+            throw new DeviceBridgeException("the DLPack exporter returned NULL");
+        }
+        return tensor;
     }
 
     private static MemorySegment fail(MemorySegment type, String message) {

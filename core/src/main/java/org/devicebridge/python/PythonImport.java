@@ -16,6 +16,8 @@ import org.devicebridge.DeviceBridgeException;
  *
  * <p>Each method returns new capsules the caller owns (close them once taken; a capsule closed without
  * being taken releases its data through its destructor).
+ *
+ * <p>Stateless and thread-safe: each method takes the GIL itself.
  */
 public final class PythonImport {
     private PythonImport() {}
@@ -38,6 +40,8 @@ public final class PythonImport {
      * <p>After a return the caller owns the capsule (and, through it, the tensor until a consumer takes
      * it); after a throw the caller owns nothing new.
      *
+     * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
+     * @return a new reference, owned by the caller (close it)
      * @throws PythonException if the producer raised (BufferError for a read-only array, ...)
      */
     public static PyObjectRef dlpack(PyObjectRef producer, OptionalLong stream) {
@@ -58,7 +62,12 @@ public final class PythonImport {
         }
     }
 
-    /** {@code producer.__dlpack_device__()} as a device id. @throws PythonException if the producer raised */
+    /**
+     * {@return {@code producer.__dlpack_device__()} as a device id}
+     *
+     * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
+     * @throws PythonException if the producer raised
+     */
     public static PythonExport.DLDeviceId dlpackDevice(PyObjectRef producer) {
         requireNativeAccess();
         Objects.requireNonNull(producer, "producer");
@@ -70,26 +79,36 @@ public final class PythonImport {
         }
     }
 
-    /** {@code producer.__arrow_c_schema__()}: an {@code arrow_schema} capsule, owned by the caller after a return. */
+    /**
+     * {@return {@code producer.__arrow_c_schema__()}: an {@code arrow_schema} capsule, owned by the caller after a return}
+     *
+     * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
+     */
     public static PyObjectRef arrowSchema(PyObjectRef producer) {
         requireNativeAccess();
         Objects.requireNonNull(producer, "producer");
         return producer.callMethod("__arrow_c_schema__");
     }
 
-    /** {@link #arrowArray(PyObjectRef, PyObjectRef)} without a requested schema. */
+    /**
+     * {@link #arrowArray(PyObjectRef, PyObjectRef)} without a requested schema.
+     *
+     * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
+     * @return the two capsules, owned by the caller
+     */
     public static ArrowArrayCapsules arrowArray(PyObjectRef producer) {
         requireNativeAccess();
         return arrowArray(producer, null);
     }
 
     /**
-     * {@code producer.__arrow_c_array__(requested_schema)}: the {@code (arrow_schema, arrow_array)} capsules.
+     * {@return {@code producer.__arrow_c_array__(requested_schema)}: the {@code (arrow_schema, arrow_array)} capsules}
      *
      * <p>After a return the caller owns both capsules (each releases its struct unless taken); after a
      * throw the caller owns nothing new.
      *
      * @param requestedSchema an {@code arrow_schema} capsule to cast to (borrowed), or null for none
+     * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
      * @throws PythonException if the producer raised
      * @throws DeviceBridgeException if the producer returned something other than a pair
      */
@@ -98,7 +117,12 @@ public final class PythonImport {
         return capsulePair(producer, "__arrow_c_array__", requestedSchema);
     }
 
-    /** {@link #arrowDeviceArray(PyObjectRef, PyObjectRef)} without a requested schema. */
+    /**
+     * {@link #arrowDeviceArray(PyObjectRef, PyObjectRef)} without a requested schema.
+     *
+     * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
+     * @return the two capsules, owned by the caller
+     */
     public static ArrowArrayCapsules arrowDeviceArray(PyObjectRef producer) {
         requireNativeAccess();
         return arrowDeviceArray(producer, null);
@@ -110,6 +134,8 @@ public final class PythonImport {
      * PyObjectRef)}.
      *
      * @param requestedSchema an {@code arrow_schema} capsule to cast to (borrowed), or null for none
+     * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
+     * @return the two capsules, owned by the caller
      * @throws PythonException if the producer raised
      * @throws DeviceBridgeException if the producer returned something other than a pair
      */
@@ -118,17 +144,23 @@ public final class PythonImport {
         return capsulePair(producer, "__arrow_c_device_array__", requestedSchema);
     }
 
-    /** {@link #arrowStream(PyObjectRef, PyObjectRef)} without a requested schema. */
+    /**
+     * {@link #arrowStream(PyObjectRef, PyObjectRef)} without a requested schema.
+     *
+     * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
+     * @return a new reference, owned by the caller (close it)
+     */
     public static PyObjectRef arrowStream(PyObjectRef producer) {
         requireNativeAccess();
         return arrowStream(producer, null);
     }
 
     /**
-     * {@code producer.__arrow_c_stream__(requested_schema)}: an {@code arrow_array_stream} capsule. After a
+     * {@return {@code producer.__arrow_c_stream__(requested_schema)}: an {@code arrow_array_stream} capsule} After a
      * return the caller owns the capsule; after a throw nothing new.
      *
      * @param requestedSchema an {@code arrow_schema} capsule to cast to (borrowed), or null for none
+     * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
      * @throws PythonException if the producer raised
      */
     public static PyObjectRef arrowStream(PyObjectRef producer, PyObjectRef requestedSchema) {
@@ -136,7 +168,12 @@ public final class PythonImport {
         return call(producer, "__arrow_c_stream__", requestedSchema);
     }
 
-    /** {@link #arrowDeviceStream(PyObjectRef, PyObjectRef)} without a requested schema. */
+    /**
+     * {@link #arrowDeviceStream(PyObjectRef, PyObjectRef)} without a requested schema.
+     *
+     * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
+     * @return a new reference, owned by the caller (close it)
+     */
     public static PyObjectRef arrowDeviceStream(PyObjectRef producer) {
         requireNativeAccess();
         return arrowDeviceStream(producer, null);
@@ -147,6 +184,8 @@ public final class PythonImport {
      * capsule. After a return the caller owns the capsule; after a throw nothing new.
      *
      * @param requestedSchema an {@code arrow_schema} capsule to cast to (borrowed), or null for none
+     * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
+     * @return a new reference, owned by the caller (close it)
      * @throws PythonException if the producer raised
      */
     public static PyObjectRef arrowDeviceStream(PyObjectRef producer, PyObjectRef requestedSchema) {

@@ -46,7 +46,7 @@ public final class PythonRuntime {
         this.namespace = namespace;
     }
 
-    /** {@code true} when native access is enabled and a libpython3 was found and the interpreter is (or can be) initialised. */
+    /** {@return {@code true} when native access is enabled, a libpython3 was found and the interpreter is (or can be) initialised} */
     public static boolean isAvailable() {
         if (!NativeAccess.granted()) {
             return false;
@@ -59,7 +59,7 @@ public final class PythonRuntime {
         }
     }
 
-    /** Why Python is unavailable (native access not enabled, naming the flag; no libpython), or where it was loaded from. */
+    /** {@return why Python is unavailable (native access not enabled, naming the flag; no libpython), or where it was loaded from} */
     public static String unavailableReason() {
         if (!NativeAccess.granted()) {
             return NativeAccess.message();
@@ -80,6 +80,7 @@ public final class PythonRuntime {
      * site-packages) and {@code -Ddevicebridge.python.path} / {@code DEVICEBRIDGE_PYTHON_PATH} are added
      * to {@code sys.path}.
      *
+     * @return the one runtime of this JVM
      * @throws PythonUnavailableException with the reason, on every call, where no library could be loaded
      */
     public static PythonRuntime get() {
@@ -177,17 +178,17 @@ public final class PythonRuntime {
         }
     }
 
-    /** The interpreter's {@code sys.version} first line, e.g. {@code 3.11.2 (main, ...)}. */
+    /** {@return the interpreter's {@code sys.version} first line, e.g. {@code 3.11.2 (main, ...)}} */
     public String version() {
         return version;
     }
 
-    /** The libpython path (or soname) that was loaded. */
+    /** {@return the libpython path (or soname) that was loaded} */
     public String libraryPath() {
         return libraryPath;
     }
 
-    /** {@code true} if this library initialised the interpreter; {@code false} if the JVM runs inside Python. */
+    /** {@return {@code true} if this library initialised the interpreter; {@code false} if the JVM runs inside Python} */
     public boolean initialisedHere() {
         return initialisedHere;
     }
@@ -195,12 +196,20 @@ public final class PythonRuntime {
     /**
      * Takes the GIL for the calling thread until the returned {@link Gil} is closed, on this same thread.
      * Re-entrant: a thread that already holds it may take it again (each take closed once).
+     *
+     * @return this take of the GIL; the calling thread owns it and must close it
      */
     public Gil gil() {
         return Gil.acquire();
     }
 
-    /** Runs {@code body} holding the GIL. */
+    /**
+     * Runs {@code body} holding the GIL.
+     *
+     * @param <T> what {@code body} returns
+     * @param body the code to run
+     * @return what {@code body} returned
+     */
     public <T> T withGil(Supplier<T> body) {
         Objects.requireNonNull(body, "body");
         try (Gil ignored = Gil.acquire()) {
@@ -208,7 +217,12 @@ public final class PythonRuntime {
         }
     }
 
-    /** {@code import name}: a new reference to the module. @throws PythonException if the import fails */
+    /**
+     * {@return {@code import name}: a new reference to the module}
+     *
+     * @param name the name
+     * @throws PythonException if the import fails
+     */
     public PyObjectRef importModule(String name) {
         Objects.requireNonNull(name, "name");
         try (Gil ignored = Gil.acquire(); Arena arena = Arena.ofConfined()) {
@@ -220,8 +234,10 @@ public final class PythonRuntime {
     }
 
     /**
-     * {@code True} if {@code import name} succeeds; the failure (ImportError or any other) is swallowed.
+     * {@return {@code True} if {@code import name} succeeds; the failure (ImportError or any other) is swallowed}
      * For probing optional consumers such as pyarrow or torch.
+     *
+     * @param name the name
      */
     public boolean canImport(String name) {
         try (PyObjectRef ignored = importModule(name)) {
@@ -231,7 +247,7 @@ public final class PythonRuntime {
         }
     }
 
-    /** A new, empty globals dictionary (with {@code __builtins__}) for {@link #exec} and {@link #eval}. */
+    /** {@return a new, empty globals dictionary (with {@code __builtins__}) for {@link #exec} and {@link #eval}} */
     public PyObjectRef newNamespace() {
         try (Gil ignored = Gil.acquire()) {
             MemorySegment d = Py.check((MemorySegment) PyC.PyDict_New.invokeExact(), "dict");
@@ -245,7 +261,13 @@ public final class PythonRuntime {
         }
     }
 
-    /** Runs statements in {@code namespace} (a dict from {@link #newNamespace()}). @throws PythonException */
+    /**
+     * Runs statements in {@code namespace} (a dict from {@link #newNamespace()}).
+     *
+     * @param code Python statements
+     * @param namespace the namespace dictionary (borrowed)
+     * @throws PythonException if Python raised
+     */
     public void exec(String code, PyObjectRef namespace) {
         Objects.requireNonNull(code, "code");
         try (Gil ignored = Gil.acquire()) {
@@ -253,7 +275,14 @@ public final class PythonRuntime {
         }
     }
 
-    /** Evaluates an expression in {@code namespace}: a new reference to its value. @throws PythonException */
+    /**
+     * Evaluates an expression in {@code namespace}: a new reference to its value.
+     *
+     * @param expression a Python expression
+     * @param namespace the namespace dictionary (borrowed)
+     * @return a new reference, owned by the caller (close it)
+     * @throws PythonException if Python raised
+     */
     public PyObjectRef eval(String expression, PyObjectRef namespace) {
         Objects.requireNonNull(expression, "expression");
         try (Gil ignored = Gil.acquire()) {
@@ -261,7 +290,13 @@ public final class PythonRuntime {
         }
     }
 
-    /** Sets {@code namespace[name] = value} (a Java value converted as by {@link PyObjectRef#call}). */
+    /**
+     * Sets {@code namespace[name] = value} (a Java value converted as by {@link PyObjectRef#call}).
+     *
+     * @param namespace the namespace dictionary (borrowed)
+     * @param name the variable name
+     * @param value the Java value to convert
+     */
     public void set(PyObjectRef namespace, String name, Object value) {
         Objects.requireNonNull(name, "name");
         try (Gil ignored = Gil.acquire()) {

@@ -10,5 +10,9 @@
  * {@code __arrow_c_array__} / ... from Java exporters; {@link org.devicebridge.python.PythonImport} asks
  * Python producers for their capsules. Nothing here loads unless called: without libpython every entry
  * point throws {@link org.devicebridge.python.PythonUnavailableException}.
+ *
+ * <p><b>Start here:</b> {@link org.devicebridge.python.PythonRuntime#get()}, then
+ * {@link org.devicebridge.python.PythonExport#builder()} to hand Java data to NumPy, PyTorch or pyarrow, or
+ * {@link org.devicebridge.python.PythonImport} to take theirs.
  */
 package org.devicebridge.python;

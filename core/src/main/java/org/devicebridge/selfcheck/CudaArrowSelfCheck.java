@@ -23,25 +23,28 @@ import org.devicebridge.arrow.cuda.CudaArrowExport;
 import org.devicebridge.arrow.cuda.CudaArrowImport;
 import org.devicebridge.arrow.cuda.CudaArrowUpload;
 import org.devicebridge.cuda.Cuda;
-import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
+import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
 
 /**
  * Self-check section "Arrow on CUDA": where a device exists, uploads a sample table (integers with nulls,
- * doubles, booleans, strings, lists), exports it as a CUDA {@code ArrowDeviceArray}, imports that at FULL,
- * downloads it and compares the values; prints the upload and download bandwidth next to a raw
- * {@code cuMemcpyHtoD}/{@code cuMemcpyDtoH} of the same number of bytes from pinned memory, measured in
- * the same run. Without a device it reports "skipped: reason".
+ * doubles, booleans, strings with nulls, lists; about 36 MB), exports it as a CUDA {@code ArrowDeviceArray},
+ * imports that at FULL, downloads it and compares the values, from a root in ordinary (pageable) memory and
+ * from one in pinned memory; then prints the upload and download bandwidth of each (the whole call: buffers
+ * gathered, copies queued, synchronised) next to a raw {@code cuMemcpyHtoDAsync} / {@code cuMemcpyDtoHAsync}
+ * of the same number of bytes from pinned memory, measured in the same run. Without a device it reports
+ * "skipped: reason". The pinned root comes from {@link PinnedTestAllocation} until the pinned allocation
+ * manager of issue 14 lands.
  */
 final class CudaArrowSelfCheck implements SelfCheckSection {
     private static final int ROWS = 1 << 20;
-    private static final int ROUNDS = 5;
+    private static final int ROUNDS = 7;
 
     @Override
     public String name() {
@@ -61,70 +64,118 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
         int device = 0;
         report.line("device", Cuda.device(device).toString());
         long deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
-        try (BufferAllocator allocator = new RootAllocator();
-             VectorSchemaRoot table = sample(allocator);
+        try (PinnedTestAllocation pinnedMemory = new PinnedTestAllocation();
+             BufferAllocator pageable = new RootAllocator();
+             BufferAllocator pinned = pinnedMemory.newAllocator();
+             VectorSchemaRoot table = sample(pageable);
+             VectorSchemaRoot pinnedTable = sample(pinned);
              CudaStream stream = CudaStream.create(device, StreamKind.NON_BLOCKING);
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(device, 64L << 20)) {
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(device, HostDeviceTransfer.Options.defaults())) {
+            roundTrip(report, "pageable root", table, pageable, transfer, stream);
+            roundTrip(report, "pinned root", pinnedTable, pinned, transfer, stream);
             long bytes;
+            long deviceBytes = CudaCounters.snapshot().deviceBytesOutstanding();
             try (CudaArrowBatch batch = CudaArrowUpload.upload(table, transfer, stream)) {
                 // one packed device allocation per uploaded batch: the device bytes the upload added
-                bytes = CudaCounters.snapshot().deviceBytesOutstanding() - deviceBytesBefore;
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
-                    CudaArrowExport.exportDeviceArray(batch, stream, out);
-                    report.check("export: device type CUDA with a sync event",
-                            ArrowDeviceArray.device_type(out) == ArrowDeviceType.CUDA.code()
-                                    && ArrowDeviceArray.device_id(out) == device
-                                    && !ArrowDeviceArray.sync_event(out).equals(MemorySegment.NULL), "");
-                    try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(batch.schema(), out,
-                            ValidationLevel.FULL, stream, transfer);
-                         VectorSchemaRoot back = CudaArrowDownload.download(imported, allocator, transfer, stream)) {
-                        report.check("upload -> export -> import (FULL) -> download keeps every value",
-                                back.getRowCount() == table.getRowCount() && table.equals(back),
-                                ROWS + " rows, " + table.getFieldVectors().size() + " columns");
-                    }
-                }
+                bytes = CudaCounters.snapshot().deviceBytesOutstanding() - deviceBytes;
             }
-            // Bandwidth: the library's paths and raw copies of the same bytes, same run, best of ROUNDS.
-            long up = Long.MAX_VALUE;
-            long down = Long.MAX_VALUE;
-            for (int r = 0; r < ROUNDS; r++) {
-                long t0 = System.nanoTime();
-                try (CudaArrowBatch batch = CudaArrowUpload.upload(table, transfer, stream)) {
-                    stream.synchronize();
-                    long t1 = System.nanoTime();
-                    try (VectorSchemaRoot back = CudaArrowDownload.download(batch, allocator, transfer, stream)) {
-                        long t2 = System.nanoTime();
-                        up = Math.min(up, t1 - t0);
-                        down = Math.min(down, t2 - t1);
-                    }
-                }
-            }
-            long rawUp = Long.MAX_VALUE;
-            long rawDown = Long.MAX_VALUE;
-            try (PinnedHostBuffer pinned = PinnedHostBuffer.allocate(bytes);
-                 DeviceBuffer dev = DeviceBuffer.allocate(device, bytes)) {
-                for (int r = 0; r < ROUNDS; r++) {
-                    long t0 = System.nanoTime();
-                    CudaCopies.hostToDevice(pinned.segment(), dev, 0);
-                    long t1 = System.nanoTime();
-                    CudaCopies.deviceToHost(dev, 0, pinned.segment());
-                    long t2 = System.nanoTime();
-                    rawUp = Math.min(rawUp, t1 - t0);
-                    rawDown = Math.min(rawDown, t2 - t1);
-                }
-            }
-            report.line("batch bytes", Long.toString(bytes));
-            report.line("upload (VectorSchemaRoot -> device)", rate(bytes, up) + "  vs raw cuMemcpyHtoD " + rate(bytes, rawUp));
-            report.line("download (device -> VectorSchemaRoot)", rate(bytes, down) + "  vs raw cuMemcpyDtoH "
-                    + rate(bytes, rawDown));
+            Timing fromPageable = measure(table, pageable, transfer, stream);
+            HostDeviceTransfer.Statistics before = transfer.statistics();
+            Timing fromPinned = measure(pinnedTable, pinned, transfer, stream);
+            HostDeviceTransfer.Statistics after = transfer.statistics();
+            Timing raw = raw(device, bytes, stream);
+            report.line("batch bytes", bytes + " (" + ROWS + " rows, " + table.getFieldVectors().size() + " columns)");
+            report.line("raw pinned cuMemcpyHtoDAsync / DtoHAsync", rate(bytes, raw.up) + " / " + rate(bytes, raw.down));
+            report.line("upload, pageable root (staged)", ratio(bytes, fromPageable.up, raw.up));
+            report.line("upload, pinned root (direct)", ratio(bytes, fromPinned.up, raw.up));
+            report.line("download, into pageable root (staged)", ratio(bytes, fromPageable.down, raw.down));
+            report.line("download, into pinned root (direct)", ratio(bytes, fromPinned.down, raw.down));
+            report.check("pinned roots move without staging", after.stagedBytes() == before.stagedBytes(),
+                    String.format(Locale.ROOT, "%d direct copies, %d staged bytes, %d host waits in %d pinned round trips",
+                            after.directCopies() - before.directCopies(), after.stagedBytes() - before.stagedBytes(),
+                            after.hostWaits() - before.hostWaits(), ROUNDS));
         }
         long left = CudaCounters.snapshot().deviceBytesOutstanding() - deviceBytesBefore;
         report.check("device memory back to its level before the section", left == 0, left + " bytes outstanding");
     }
 
+    /** upload -> export -> import (FULL) -> download into {@code allocator}, values compared. */
+    private static void roundTrip(Report report, String what, VectorSchemaRoot table, BufferAllocator allocator,
+                                  HostDeviceTransfer transfer, CudaStream stream) {
+        int device = transfer.device();
+        try (CudaArrowBatch batch = CudaArrowUpload.upload(table, transfer, stream);
+             Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
+            CudaArrowExport.exportDeviceArray(batch, stream, out);
+            report.check(what + ": export: device type CUDA with a sync event",
+                    ArrowDeviceArray.device_type(out) == ArrowDeviceType.CUDA.code()
+                            && ArrowDeviceArray.device_id(out) == device
+                            && !ArrowDeviceArray.sync_event(out).equals(MemorySegment.NULL), "");
+            try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(batch.schema(), out,
+                    ValidationLevel.FULL, stream, transfer);
+                 VectorSchemaRoot back = CudaArrowDownload.download(imported, allocator, transfer, stream)) {
+                report.check(what + ": upload -> export -> import (FULL) -> download keeps every value",
+                        back.getRowCount() == table.getRowCount() && table.equals(back),
+                        ROWS + " rows, " + table.getFieldVectors().size() + " columns");
+            }
+        }
+    }
+
+    /** Best-of-ROUNDS nanoseconds of one upload and one download. */
+    private record Timing(long up, long down) {}
+
+    /** The library's whole calls: upload + synchronise, download into a fresh root of {@code allocator}. */
+    private static Timing measure(VectorSchemaRoot table, BufferAllocator allocator, HostDeviceTransfer transfer,
+                                  CudaStream stream) {
+        long up = Long.MAX_VALUE;
+        long down = Long.MAX_VALUE;
+        for (int r = 0; r < ROUNDS; r++) {
+            long t0 = System.nanoTime();
+            try (CudaArrowBatch batch = CudaArrowUpload.upload(table, transfer, stream)) {
+                stream.synchronize();
+                long t1 = System.nanoTime();
+                try (VectorSchemaRoot back = CudaArrowDownload.download(batch, allocator, transfer, stream)) {
+                    long t2 = System.nanoTime();
+                    if (back.getRowCount() == table.getRowCount()) { // compared in roundTrip; here only timed
+                        up = Math.min(up, t1 - t0);
+                        down = Math.min(down, t2 - t1);
+                    }
+                }
+            }
+        }
+        return new Timing(up, down);
+    }
+
+    /** Raw cuMemcpyHtoDAsync / cuMemcpyDtoHAsync of {@code bytes} from pinned memory, each synchronised. */
+    private static Timing raw(int device, long bytes, CudaStream stream) {
+        long up = Long.MAX_VALUE;
+        long down = Long.MAX_VALUE;
+        MemorySegment s = MemorySegment.ofAddress(stream.address());
+        try (PinnedHostBuffer pinned = PinnedHostBuffer.allocate(bytes);
+             DeviceBuffer dev = DeviceBuffer.allocate(device, bytes)) {
+            MemorySegment host = pinned.segment();
+            host.fill((byte) 1);
+            for (int r = 0; r < ROUNDS; r++) {
+                long t0 = System.nanoTime();
+                Cuda.check("cuMemcpyHtoDAsync_v2", cuda_driver_h.cuMemcpyHtoDAsync_v2(dev.address(), host, bytes, s));
+                Cuda.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(s));
+                long t1 = System.nanoTime();
+                Cuda.check("cuMemcpyDtoHAsync_v2", cuda_driver_h.cuMemcpyDtoHAsync_v2(host, dev.address(), bytes, s));
+                Cuda.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(s));
+                long t2 = System.nanoTime();
+                up = Math.min(up, t1 - t0);
+                down = Math.min(down, t2 - t1);
+            }
+        }
+        return new Timing(up, down);
+    }
+
     private static String rate(long bytes, long nanos) {
         return String.format(Locale.ROOT, "%.2f GB/s", bytes / (double) Math.max(1, nanos));
+    }
+
+    private static String ratio(long bytes, long nanos, long rawNanos) {
+        return String.format(Locale.ROOT, "%s (%.2f of raw pinned)", rate(bytes, nanos), rawNanos / (double) Math.max(1, nanos));
     }
 
     /** Integers with nulls, doubles, booleans, strings with nulls, lists of integers. */

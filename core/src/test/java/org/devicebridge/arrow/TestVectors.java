@@ -215,7 +215,7 @@ public final class TestVectors {
                 v.setNull(i);
                 continue;
             }
-            int start = (int) v.startNewValue(i);
+            int start = v.startNewValue(i);
             for (int k = 0; k < i % 3 + 1; k++) {
                 data.setSafe(start + k, i * 10 + k);
             }

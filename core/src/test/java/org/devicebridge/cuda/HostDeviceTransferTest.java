@@ -191,4 +191,150 @@ class HostDeviceTransferTest {
                     () -> transfer.download(d, new long[] {0}, List.of(arena.allocate(1)), stream));
         }
     }
+
+    @Test
+    void pageLockedMemoryIsRecognisedAndPageableOrEmptyMemoryIsNot() {
+        try (Arena arena = Arena.ofConfined();
+             PinnedHostBuffer pinned = PinnedHostBuffer.allocate(1 << 16)) {
+            assertTrue(PointerAttributes.isPageLocked(pinned.segment()));
+            assertTrue(PointerAttributes.isPageLocked(pinned.segment().asSlice(100, 1000)));
+            MemorySegment pageable = arena.allocate(1 << 16);
+            assertEquals(false, PointerAttributes.isPageLocked(pageable));
+            assertEquals(false, PointerAttributes.isPageLocked(pinned.segment().asSlice(0, 0)), "empty");
+            MemorySegment registered = arena.allocate(1 << 16, 4096);
+            try (HostRegistration reg = HostRegistration.register(registered)) {
+                assertTrue(PointerAttributes.isPageLocked(reg.segment()), "registered host memory");
+                assertTrue(PointerAttributes.isPageLocked(registered.asSlice(10, 100)));
+            }
+            assertEquals(false, PointerAttributes.isPageLocked(registered), "unregistered again");
+            // past the end of a pinned allocation: not all of it is page-locked
+            MemorySegment beyond = MemorySegment.ofAddress(pinned.segment().address()).reinterpret((1 << 16) + 1);
+            assertEquals(false, PointerAttributes.isPageLocked(beyond));
+        }
+    }
+
+    @Test
+    void pinnedBuffersGoStraightToTheDeviceAndBackWithOneHostWaitPerBatchAndNoStaging() {
+        Random r = new Random(17);
+        long[] sizes = {1, 4093, 1 << 20, (9 << 20) + 7, 64, 65};
+        try (Arena arena = Arena.ofConfined();
+             PinnedHostBuffer pinned = PinnedHostBuffer.allocate(16L << 20);
+             PinnedHostBuffer pinnedBack = PinnedHostBuffer.allocate(16L << 20);
+             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20)) {
+            List<MemorySegment> host = slices(pinned.segment(), sizes, r);
+            List<MemorySegment> back = slices(pinnedBack.segment(), sizes, null);
+            for (int round = 0; round < 3; round++) {
+                HostDeviceTransfer.Statistics before = transfer.statistics();
+                try (HostDeviceTransfer.Upload up = transfer.upload(host, stream)) {
+                    HostDeviceTransfer.Statistics mid = transfer.statistics();
+                    assertEquals(before.directCopies() + sizes.length, mid.directCopies(), "every buffer copied directly");
+                    assertEquals(before.stagedBytes(), mid.stagedBytes(), "nothing staged");
+                    assertEquals(before.hostWaits() + 1, mid.hostWaits(), "one host wait for the upload");
+                    for (int i = 0; i < sizes.length; i++) {
+                        assertEquals(0, (up.buffer().address() + up.offsets()[i]) % HostDeviceTransfer.ALIGNMENT);
+                    }
+                    checkPaddingIsZero(arena, up, stream);
+                    transfer.download(up.buffer(), up.offsets(), back, stream);
+                    HostDeviceTransfer.Statistics after = transfer.statistics();
+                    assertEquals(mid.directCopies() + sizes.length, after.directCopies());
+                    assertEquals(mid.stagedBytes(), after.stagedBytes(), "nothing staged");
+                    assertEquals(mid.hostWaits() + 1, after.hostWaits(), "one host wait for the download");
+                }
+                for (int i = 0; i < sizes.length; i++) {
+                    assertEquals(-1, host.get(i).mismatch(back.get(i)), "round " + round + ", buffer " + i);
+                }
+                back.forEach(b -> b.fill((byte) 0));
+            }
+            stream.synchronize();
+        }
+    }
+
+    @Test
+    void uploadAsyncOfPinnedBuffersDoesNotWaitAndTheStreamOrdersTheData() {
+        Random r = new Random(19);
+        long[] sizes = {3 << 20, 100, 5 << 20};
+        try (PinnedHostBuffer pinned = PinnedHostBuffer.allocate(16L << 20);
+             PinnedHostBuffer pinnedBack = PinnedHostBuffer.allocate(16L << 20);
+             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20);
+             CudaEvent done = CudaEvent.acquire(DEVICE)) {
+            List<MemorySegment> host = slices(pinned.segment(), sizes, r);
+            List<MemorySegment> back = slices(pinnedBack.segment(), sizes, null);
+            long waits = transfer.statistics().hostWaits();
+            try (HostDeviceTransfer.Upload up = transfer.uploadAsync(host, stream)) {
+                assertEquals(waits, transfer.statistics().hostWaits(), "no host wait");
+                done.record(stream);
+                done.synchronize(); // the caller's own wait before it may change the sources
+                transfer.download(up.buffer(), up.offsets(), back, stream);
+            }
+            for (int i = 0; i < sizes.length; i++) {
+                assertEquals(-1, host.get(i).mismatch(back.get(i)), "buffer " + i);
+            }
+            stream.synchronize();
+        }
+    }
+
+    @Test
+    void aBatchMixingPinnedAndPageableBuffersRoundTripsAndStagesOnlyThePageableOnes() {
+        Random r = new Random(23);
+        long[] pinnedSizes = {5 << 20, 33};
+        long[] pageableSizes = {(6 << 20) + 3, 0, 1000};
+        try (Arena arena = Arena.ofShared();
+             PinnedHostBuffer pinned = PinnedHostBuffer.allocate(8L << 20);
+             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, HostDeviceTransfer.Options.defaults()
+                     .withStagingBytes(8L << 20).withChunkBytes(1L << 20))) {
+            List<MemorySegment> p = slices(pinned.segment(), pinnedSizes, r);
+            List<MemorySegment> q = batch(arena, r, pageableSizes);
+            List<MemorySegment> host = List.of(q.get(0), p.get(0), q.get(1), p.get(1), q.get(2));
+            HostDeviceTransfer.Statistics before = transfer.statistics();
+            try (HostDeviceTransfer.Upload up = transfer.upload(host, stream)) {
+                HostDeviceTransfer.Statistics after = transfer.statistics();
+                assertEquals(before.directCopies() + 2, after.directCopies());
+                assertEquals(before.directBytes() + (5 << 20) + 33, after.directBytes());
+                assertTrue(after.stagedBytes() - before.stagedBytes() >= (6 << 20) + 1003, "the pageable bytes are staged");
+                checkPaddingIsZero(arena, up, stream);
+                List<MemorySegment> back = transfer.download(up.ranges(), arena, stream);
+                for (int i = 0; i < host.size(); i++) {
+                    assertEquals(-1, host.get(i).mismatch(back.get(i)), "buffer " + i);
+                }
+            }
+            stream.synchronize();
+        }
+    }
+
+    /** Consecutive slices of {@code memory}, 64-byte aligned, of these sizes; filled with random bytes if r != null. */
+    private static List<MemorySegment> slices(MemorySegment memory, long[] sizes, Random r) {
+        List<MemorySegment> out = new ArrayList<>();
+        long at = 0;
+        for (long size : sizes) {
+            MemorySegment s = memory.asSlice(at, size);
+            if (r != null) {
+                byte[] b = new byte[(int) size];
+                r.nextBytes(b);
+                MemorySegment.copy(b, 0, s, ValueLayout.JAVA_BYTE, 0, b.length);
+            }
+            out.add(s);
+            at = (at + size + 127) & -64L; // not adjacent: each slice its own copy
+        }
+        return out;
+    }
+
+    /** Every byte of the allocation outside the buffers is zero. */
+    private static void checkPaddingIsZero(Arena arena, HostDeviceTransfer.Upload up, CudaStream stream) {
+        stream.synchronize();
+        long total = up.buffer().byteSize();
+        MemorySegment all = arena.allocate(Math.max(1, total)).asSlice(0, total);
+        CudaCopies.deviceToHost(up.buffer(), 0, all);
+        boolean[] inside = new boolean[(int) total];
+        for (int i = 0; i < up.count(); i++) {
+            java.util.Arrays.fill(inside, (int) up.offsets()[i], (int) (up.offsets()[i] + up.sizes()[i]), true);
+        }
+        for (int b = 0; b < total; b++) {
+            if (!inside[b]) {
+                assertEquals(0, all.get(ValueLayout.JAVA_BYTE, b), "padding byte " + b);
+            }
+        }
+    }
 }

@@ -31,6 +31,8 @@ final class FuzzOracle {
     enum Outcome { ACCEPTED, REJECTED }
 
     static final class FuzzFailure extends AssertionError {
+        private static final long serialVersionUID = 1L;
+
         FuzzFailure(String target, long seed, Object mutations, String what, Throwable cause) {
             super(target + " seed " + seed + " " + mutations + ": " + what, cause);
         }

@@ -7,7 +7,9 @@ import org.devicebridge.ValidationException.Category;
 
 /**
  * One batch of device-to-host copies, planned without the driver: which allocation holds each requested
- * range, the requested ranges sorted and merged where they overlap or touch inside one allocation, and
+ * range, the requested ranges sorted and merged where they overlap or lie less than {@value #ALIGNMENT}
+ * bytes apart inside one allocation (so the buffers of an uploaded batch, packed at aligned offsets, come
+ * back in one copy), and
  * where each merged range lands in one host block. A merged range keeps its device address's position
  * modulo {@value #ALIGNMENT} in the block, so a buffer is as aligned on the host as on the device.
  */
@@ -65,8 +67,9 @@ final class CopyPlan {
                         "expected %d bytes at 0x%x within one device allocation of the array but found none", size,
                         address));
             }
-            if (count > 0 && holders[count - 1] == holder && address - starts[count - 1] <= lengths[count - 1]) {
-                // overlaps or touches the previous range of the same allocation: one copy for both
+            if (count > 0 && holders[count - 1] == holder && address - starts[count - 1] < lengths[count - 1] + ALIGNMENT) {
+                // overlaps the previous range of the same allocation or follows it within ALIGNMENT bytes: one
+                // copy for both (the bytes between them lie in that allocation); a packed batch is one copy
                 lengths[count - 1] = Math.max(lengths[count - 1], address - starts[count - 1] + size);
                 continue;
             }

@@ -22,6 +22,10 @@ import org.devicebridge.cuda.DeviceBuffer;
  * references: device memory still referenced by an export made with {@link CudaArrowExport#exportDeviceArray}
  * lives until that export is released. Data is ready for work queued on the stream given when the batch
  * was made; work on other streams must wait for that stream first.
+ *
+ * <p>Thread safety: the accessors may be called from any thread while the batch is live; {@code close()}
+ * is idempotent and thread-safe. The handle owns its references to the device memory (and, for an import,
+ * the producer's struct).
  */
 public final class CudaArrowBatch extends NativeHandle {
     private final SchemaNode schema;
@@ -61,13 +65,13 @@ public final class CudaArrowBatch extends NativeHandle {
         return String.format(Locale.ROOT, "%s (%s, length %d, device %d)", what, root.type(), root.length(), device);
     }
 
-    /** The type of the array (for a record batch: a struct whose children are the columns). */
+    /** {@return the type of the array (for a record batch: a struct whose children are the columns)} */
     public SchemaNode schema() {
         return schema;
     }
 
     /**
-     * The root node: lengths, null counts, offsets, device addresses and byte lengths of every buffer.
+     * {@return the root node: lengths, null counts, offsets, device addresses and byte lengths of every buffer}
      * The addresses are valid while this batch is live.
      *
      * @throws org.devicebridge.HandleClosedException if the batch was closed
@@ -77,17 +81,17 @@ public final class CudaArrowBatch extends NativeHandle {
         return root;
     }
 
-    /** The CUDA device ordinal. */
+    /** {@return the CUDA device ordinal} */
     public int device() {
         return device;
     }
 
-    /** {@link ArrowDeviceType#CUDA}, {@link ArrowDeviceType#CUDA_HOST} or {@link ArrowDeviceType#CUDA_MANAGED}. */
+    /** {@return {@link ArrowDeviceType#CUDA}, {@link ArrowDeviceType#CUDA_HOST} or {@link ArrowDeviceType#CUDA_MANAGED}} */
     public ArrowDeviceType deviceType() {
         return deviceType;
     }
 
-    /** Number of rows (the root's length). */
+    /** {@return number of rows (the root's length)} */
     public long length() {
         return root.length();
     }

@@ -26,9 +26,11 @@ import org.devicebridge.foreign.ArrowAccess;
 import org.devicebridge.internal.FieldPath;
 
 /**
- * Copies device batches into Arrow Java: every buffer goes to host memory through a
- * {@link HostDeviceTransfer}'s pinned staging memory, ordered on the caller's stream; the batch's own struct
- * is then validated from those very copies, which Arrow Java gets without a further copy.
+ * Copies device batches into Arrow Java: every buffer goes to one host block allocated in the caller's
+ * allocator, straight from the copy engine where that memory is page-locked, through a
+ * {@link HostDeviceTransfer}'s pinned staging ring otherwise, ordered on the caller's stream; the batch's own
+ * struct is then validated from those very copies, which Arrow Java gets without a further copy.
+ * Stateless; thread-safe as far as its arguments are (a transfer serialises its batches).
  */
 public final class CudaArrowDownload {
     private static final ArrowAccess ARROW = Access.arrow();
@@ -36,9 +38,13 @@ public final class CudaArrowDownload {
     private CudaArrowDownload() {}
 
     /**
-     * Copies {@code batch} (a struct array: a record batch) into a new {@link VectorSchemaRoot}: every
-     * buffer is copied to host memory through {@code transfer}'s pinned staging memory, ordered on
-     * {@code stream}, in one batch of copies and one host synchronisation. An imported batch is then
+     * Copies {@code batch} (a struct array: a record batch) into a new {@link VectorSchemaRoot} whose memory
+     * is allocated in {@code allocator}: every buffer is copied into one host block allocated there, in one
+     * batch of copies ordered on {@code stream}. Where that block is page-locked (an allocator of pinned
+     * memory), the copy engine writes it directly, with one host synchronisation for the whole batch;
+     * otherwise the copies go through {@code transfer}'s ring of pinned staging chunks (one host wait per
+     * chunk, unpacking overlapping the next chunk's copy). Ranges of one device allocation less than 64
+     * bytes apart are copied together, so an uploaded batch comes back in one copy. An imported batch is then
      * validated at {@link ValidationLevel#DEFAULT} by reading its own struct again with those copies as the
      * contents (no further device copy, no second struct), and Arrow Java gets the validated view moved to
      * the copies, without a further copy: what it reads is exactly what was validated, even if the producer
@@ -52,10 +58,17 @@ public final class CudaArrowDownload {
      * unchecked.
      *
      * <p>Ownership: after a return the caller owns the root (and the dictionaries added to
-     * {@code dictionaries}); the host memory is freed when the last Arrow buffer is released. The caller
-     * still owns {@code batch}. After a throw nothing new is held.
+     * {@code dictionaries}); the host block is released to {@code allocator} when the last Arrow buffer is
+     * released (until then the allocator counts its bytes twice: as the block, and as the foreign
+     * allocation the root's vectors are slices of). The caller still owns {@code batch}, {@code allocator},
+     * {@code transfer} and {@code stream}. After a throw nothing new is held.
      *
+     * @param batch the device batch; borrowed
+     * @param allocator allocates the root's memory (one block per batch) and its vectors
      * @param dictionaries receives the dictionaries; may be null if the schema has none
+     * @param transfer stages the copies of pageable memory; of the batch's device
+     * @param stream orders the copies after the work that produced the data; of the batch's device
+     * @return the root, which the caller owns
      * @throws CudaUnavailableException without a CUDA driver
      * @throws UnsupportedFeatureException if Arrow Java cannot hold a type exactly
      * @throws ValidationException if the copied data of an imported batch is malformed (an import at MINIMAL
@@ -78,7 +91,7 @@ public final class CudaArrowDownload {
         ImportedArray imported = batch.imported();
         ImportedArray host;
         try (HostCopier copier = new HostCopier(transfer, stream, batch.memory())) {
-            host = toHost(root, imported, copier, new BatchCopier() {
+            host = toHost(root, imported, copier, allocator, new BatchCopier() {
                 @Override
                 public CopyPlan plan(long[] addresses, long[] byteSizes) {
                     return copier.plan(addresses, byteSizes);
@@ -96,6 +109,15 @@ public final class CudaArrowDownload {
     /**
      * {@link #download(CudaArrowBatch, BufferAllocator, DictionaryProvider.MapDictionaryProvider, HostDeviceTransfer,
      * CudaStream)} without dictionaries.
+     *
+     * @param batch the device batch; borrowed
+     * @param allocator allocates the root's memory and its vectors
+     * @param transfer stages the copies of pageable memory; of the batch's device
+     * @param stream orders the copies; of the batch's device
+     * @return the root, which the caller owns
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws UnsupportedFeatureException if Arrow Java cannot hold a type exactly
+     * @throws ValidationException if the copied data is malformed
      */
     public static VectorSchemaRoot download(CudaArrowBatch batch, BufferAllocator allocator, HostDeviceTransfer transfer,
                                             CudaStream stream) {
@@ -140,7 +162,8 @@ public final class CudaArrowDownload {
      * <p>Ownership: after a return the array owns the copies (freed when it is closed or the last Arrow
      * buffer is released); {@code imported} stays the caller's. After a throw nothing new is held.
      */
-    static ImportedArray toHost(ArrayNode root, ImportedArray imported, DeviceCopier sizing, BatchCopier copier) {
+    static ImportedArray toHost(ArrayNode root, ImportedArray imported, DeviceCopier sizing, BufferAllocator allocator,
+                                BatchCopier copier) {
         ArrayNode sized = root;
         if (!sized(root)) {
             if (imported == null) {
@@ -171,7 +194,7 @@ public final class CudaArrowDownload {
             }
         }
         CopyPlan plan = copier.plan(Arrays.copyOf(addresses, count), Arrays.copyOf(sizes, count));
-        DownloadedBuffers copies = DownloadedBuffers.allocate(plan);
+        DownloadedBuffers copies = DownloadedBuffers.allocate(plan, allocator);
         try {
             copier.copy(plan, copies.data());
             // The offsets the copies hold may differ from those that sized the download (the producer may

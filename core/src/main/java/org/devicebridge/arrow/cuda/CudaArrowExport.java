@@ -10,6 +10,8 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
@@ -25,12 +27,18 @@ import org.devicebridge.foreign.StreamExport;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
+import org.devicebridge.internal.Callbacks;
 import org.devicebridge.internal.Native;
 
 /**
- * Zero-copy export of device batches as CUDA {@code ArrowDeviceArray}s and {@code ArrowDeviceArrayStream}s.
+ * Zero-copy export of device batches as CUDA {@code ArrowDeviceArray}s and {@code ArrowDeviceArrayStream}s,
+ * and of Arrow Java batches in pinned host memory as {@code ARROW_DEVICE_CUDA_HOST} arrays. Thread-safe: each
+ * call works on its own arguments.
  * Each export records a pooled event on the caller's stream and hands it out as the {@code sync_event}: the
  * consumer waits on it before reading. The export holds its own reference to the device memory.
+ *
+ * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
+ * after a return and after a throw.
  */
 public final class CudaArrowExport {
     private CudaArrowExport() {}
@@ -49,6 +57,8 @@ public final class CudaArrowExport {
      * {@code outDeviceArray} is untouched and nothing is held.
      *
      * @param outDeviceArray an {@code ArrowDeviceArray} (a zero-length segment is taken to point at a whole one)
+     * @param batch the device batch; the caller keeps owning it
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
      * @throws CudaUnavailableException without a CUDA driver
      * @throws IllegalArgumentException if {@code stream} is of another device than the batch
      * @throws ValidationException if {@code outDeviceArray} is not a native, aligned, large enough segment
@@ -95,6 +105,70 @@ public final class CudaArrowExport {
     }
 
     /**
+     * Exports the batch in {@code root}, whose buffers are pinned host memory (page-locked or registered
+     * with the CUDA driver, e.g. from a pinned-memory allocation manager), as an {@code ArrowDeviceArray}
+     * with {@code device_type = ARROW_DEVICE_CUDA_HOST}, without copying: a CUDA consumer may copy it to a
+     * device in one DMA, or read it from kernels through its device mapping. {@code device_id} is the device
+     * the driver names for that memory (0 for a batch without bytes), {@code sync_event} is NULL (the host
+     * data is ready: the caller finishes any asynchronous copy into it before exporting) and the reserved
+     * fields are zero. Each buffer that holds bytes is checked with the driver's pointer attributes
+     * ({@code cuPointerGetAttributes}, asked each time: {@code CU_MEMORYTYPE_HOST}), including the narrowed copy an export
+     * makes of decimal32/decimal64 values (made from the vector's allocator); ordinary host memory is refused.
+     * The export holds a reference to every buffer, as {@link ArrowExport#exportDeviceArray} does, and the
+     * consumer's {@code release} (any thread, once) drops them.
+     *
+     * <p>Ownership: after a return the consumer owns the struct; the caller still owns {@code root} (closing
+     * or reloading it does not invalidate the export). After a throw {@code outDeviceArray} is untouched and
+     * nothing is held.
+     *
+     * @param root the batch; the caller keeps owning it
+     * @param provider the dictionaries of dictionary-encoded vectors; may be {@code null} if there are none
+     * @param outDeviceArray an {@code ArrowDeviceArray} (a zero-length segment is taken to point at a whole one)
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws ValidationException ({@code DEVICE}) naming the first buffer that is not pinned host memory, or
+     *         as {@link ArrowExport#exportDeviceArray} for a batch that cannot be exported
+     * @throws org.devicebridge.UnsupportedFeatureException as {@link ArrowExport#exportDeviceArray}
+     */
+    public static void exportPinnedHost(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment outDeviceArray) {
+        Cuda.require();
+        Objects.requireNonNull(root, "root");
+        MemorySegment out = OutStructs.sized(outDeviceArray, ArrowDeviceArray.sizeof(), "outDeviceArray");
+        MemorySegment staged = Native.calloc(ArrowDeviceArray.sizeof());
+        try {
+            ArrowExport.exportDeviceArray(root, provider, staged);
+            int device;
+            try {
+                device = PinnedCheck.requirePinned(root, provider, staged.asSlice(ArrowDeviceArray.array$offset(),
+                        ArrowArray.sizeof()));
+            } catch (RuntimeException | Error e) {
+                MemorySegment array = staged.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());
+                Callbacks.invokeVoidPointer(ArrowArray.release(array), array);
+                throw e;
+            }
+            // A C Data struct may be moved by copying its bytes (its release does not depend on its address).
+            MemorySegment.copy(staged, 0, out, 0, ArrowDeviceArray.sizeof());
+            ArrowDeviceArray.device_id(out, device);
+            ArrowDeviceArray.device_type(out, ArrowDeviceType.CUDA_HOST.code());
+        } finally {
+            Native.free(staged);
+        }
+    }
+
+    /**
+     * {@link #exportPinnedHost(VectorSchemaRoot, DictionaryProvider, MemorySegment)} for a batch without
+     * dictionary-encoded vectors. Ownership as there: after a return the consumer owns the struct and the
+     * caller still owns {@code root}; after a throw {@code outDeviceArray} is untouched and nothing is held.
+     *
+     * @param root the batch; the caller keeps owning it
+     * @param outDeviceArray an {@code ArrowDeviceArray} (a zero-length segment is taken to point at a whole one)
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws ValidationException ({@code DEVICE}) naming the first buffer that is not pinned host memory
+     */
+    public static void exportPinnedHost(VectorSchemaRoot root, MemorySegment outDeviceArray) {
+        exportPinnedHost(root, null, outDeviceArray);
+    }
+
+    /**
      * Exports device batches as a CUDA {@code ArrowDeviceArrayStream} ({@code device_type}
      * {@link ArrowDeviceType#CUDA}) into {@code outStream}: {@code get_schema} exports {@code schema};
      * {@code get_next} takes the next batch from {@code batches}, exports it as
@@ -107,6 +181,10 @@ public final class CudaArrowExport {
      * which must stay open until the consumer released the stream. After a throw {@code outStream} is
      * untouched and nothing is held.
      *
+     * @param schema the Arrow Java schema; only read
+     * @param batches the batches the stream yields, in order; the stream takes ownership
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     * @param outStream where to write the stream struct: native memory of at least its size, owned by the caller
      * @throws CudaUnavailableException without a CUDA driver
      * @throws ValidationException if {@code outStream} is not a native, aligned, large enough segment
      */

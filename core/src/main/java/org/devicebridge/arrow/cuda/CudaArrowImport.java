@@ -42,6 +42,9 @@ import org.devicebridge.internal.RefCount;
  *
  * <p>Ownership, the same for every import: after a return the caller owns the returned batch; after a
  * throw the input struct has already been released (also when the CUDA driver is missing).
+ *
+ * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
+ * after a return and after a throw.
  */
 public final class CudaArrowImport {
     private CudaArrowImport() {}
@@ -65,6 +68,11 @@ public final class CudaArrowImport {
      * been released (also when the CUDA driver is missing).
      *
      * @param transfer needed at DEFAULT and FULL; may be null at NONE and MINIMAL
+     * @param schema the field the array is read with (for a batch, an imported schema's root; borrowed)
+     * @param arrowDeviceArrayPtr the producer's {@code ArrowDeviceArray}
+     * @param level how much of the foreign structure to check before it is used
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     * @return the device batch, owned by the caller
      * @throws ValidationException {@link Category#DEVICE} for a non-CUDA device type, a wrong
      *         {@code device_id}, or a buffer that is not memory of the declared kind on that device (for
      *         example a host pointer labelled CUDA); other categories for malformed arrays
@@ -97,6 +105,11 @@ public final class CudaArrowImport {
     /**
      * {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel, CudaStream, HostDeviceTransfer)} at
      * MINIMAL. Ownership as there: after a throw the struct has already been released.
+     *
+     * @param schema the field the array is read with (for a batch, an imported schema's root; borrowed)
+     * @param arrowDeviceArrayPtr the producer's {@code ArrowDeviceArray}
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     * @return the device batch, owned by the caller
      */
     public static CudaArrowBatch importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
                                                    CudaStream stream) {
@@ -114,6 +127,11 @@ public final class CudaArrowImport {
      * <p>Ownership: the caller owns a returned batch and still owns {@code deviceStream}; after a throw the
      * batch the producer handed over (if any) has been released.
      *
+     * @param deviceStream the imported CUDA device stream; the caller keeps owning it
+     * @param level how much of the foreign structure to check before it is used
+     * @param stream the stream that waits on the batch's sync event; the caller keeps owning it
+     * @param transfer the staging transfer for the host copies DEFAULT and FULL validate; the caller keeps owning it
+     * @return the device batch, owned by the caller, or {@code null} at the end of the stream
      * @throws ArrowStreamException if the producer's {@code get_next} returned an errno
      * @throws ValidationException as for a single import
      * @throws org.devicebridge.InvalidArgumentException if {@code deviceStream} is an {@code ArrowArrayStream}

@@ -36,6 +36,9 @@ import org.devicebridge.cuda.HostDeviceTransfer;
  * Arrow IPC streams and files from and to device batches. <b>These paths copy:</b> Arrow Java reads and
  * writes IPC on the host, so each batch is {@link CudaArrowDownload downloaded} before it is written and
  * {@link CudaArrowUpload uploaded} after it is read. Dictionary-encoded schemas are not supported here.
+ *
+ * <p>Stateless: its methods may be called from any thread; what calls share is the {@link
+ * org.devicebridge.cuda.HostDeviceTransfer} passed in (one batch at a time) and the stream.
  */
 public final class CudaArrowIpc {
     private CudaArrowIpc() {}
@@ -47,6 +50,11 @@ public final class CudaArrowIpc {
      * <p>Ownership: the caller keeps owning the batches, {@code out} (not closed) and everything else.
      *
      * @param schema the Arrow Java schema of the batches
+     * @param batches the batches; the caller keeps owning them
+     * @param out where the bytes go; not closed
+     * @param allocator allocates the host buffers the batches pass through; the caller keeps owning it
+     * @param transfer the staging transfer the copies go through; the caller keeps owning it
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
      * @throws UnsupportedFeatureException for dictionary-encoded fields
      * @throws DeviceBridgeException if writing fails
      */
@@ -61,6 +69,13 @@ public final class CudaArrowIpc {
     /**
      * Writes device batches as an Arrow IPC file (with footer) through Arrow Java's {@link ArrowFileWriter}.
      * <b>This path copies</b>, as {@link #writeIpcStream} does; ownership and exceptions as there.
+     *
+     * @param schema the Arrow Java schema; only read
+     * @param batches the batches; the caller keeps owning them
+     * @param out where the bytes go; not closed
+     * @param allocator allocates the host buffers the batches pass through; the caller keeps owning it
+     * @param transfer the staging transfer the copies go through; the caller keeps owning it
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
      */
     public static void writeIpcFile(Schema schema, Iterable<CudaArrowBatch> batches, WritableByteChannel out,
                                     BufferAllocator allocator, HostDeviceTransfer transfer, CudaStream stream) {
@@ -77,6 +92,11 @@ public final class CudaArrowIpc {
      * <p>Ownership: after a return the caller owns every returned batch; {@code in} is not closed. After a
      * throw nothing new is held.
      *
+     * @param in where the bytes come from; not closed
+     * @param allocator allocates the host buffers the batches pass through; the caller keeps owning it
+     * @param transfer the staging transfer the copies go through; the caller keeps owning it
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     * @return the device batches, in order, owned by the caller
      * @throws DeviceBridgeException if reading fails
      */
     public static List<CudaArrowBatch> readIpcStream(InputStream in, BufferAllocator allocator,
@@ -93,6 +113,12 @@ public final class CudaArrowIpc {
      * Reads an Arrow IPC file into device memory through Arrow Java's {@link ArrowFileReader}. <b>This path
      * copies</b>, as {@link #readIpcStream} does; ownership and exceptions as there ({@code in} is not
      * closed).
+     *
+     * @param in where the bytes come from; not closed
+     * @param allocator allocates the host buffers the batches pass through; the caller keeps owning it
+     * @param transfer the staging transfer the copies go through; the caller keeps owning it
+     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     * @return the device batches, in order, owned by the caller
      */
     public static List<CudaArrowBatch> readIpcFile(SeekableByteChannel in, BufferAllocator allocator,
                                                    HostDeviceTransfer transfer, CudaStream stream) {

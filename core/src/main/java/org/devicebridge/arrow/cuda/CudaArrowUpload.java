@@ -9,6 +9,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.BiFunction;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.devicebridge.UnsupportedFeatureException;
@@ -31,8 +32,10 @@ import org.devicebridge.cuda.HostDeviceTransfer;
 
 /**
  * Uploads Arrow Java batches to CUDA device memory: every buffer of a batch lands in one device allocation,
- * through a {@link HostDeviceTransfer}'s reused pinned staging memory, with asynchronous copies on the
- * caller's stream. The data is ready for work queued on that stream afterwards.
+ * with asynchronous copies on the caller's stream. Buffers in page-locked memory (a root built in a pinned
+ * allocator) are read by the copy engine directly; the others go through a {@link HostDeviceTransfer}'s
+ * ring of reused pinned staging chunks. The data is ready for work queued on that stream afterwards.
+ * Stateless; thread-safe as far as its arguments are (a transfer serialises its batches).
  */
 public final class CudaArrowUpload {
     private CudaArrowUpload() {}
@@ -40,16 +43,22 @@ public final class CudaArrowUpload {
     /**
      * Uploads the batch in {@code root} to the device of {@code transfer}: the batch is exported to C
      * structs and validated at {@link ValidationLevel#DEFAULT} (which sizes every buffer), then all buffers
-     * are packed into one device allocation ({@value HostDeviceTransfer#ALIGNMENT}-byte aligned) through the
-     * transfer's reused pinned staging memory with asynchronous copies on {@code stream}. Offsets, null
-     * counts and slices are kept as they are. The host buffers have been read when this returns.
+     * are packed into one device allocation ({@value HostDeviceTransfer#ALIGNMENT}-byte aligned) with
+     * asynchronous copies on {@code stream}: page-locked buffers directly, the others through the transfer's
+     * staging ring (see {@link HostDeviceTransfer#upload}). Offsets, null counts and slices are kept as they
+     * are. When this returns the root's buffers may be changed: one host wait if a buffer was copied directly,
+     * none for a root in pageable memory (its bytes were copied into staging memory before this returns).
      *
      * <p>Ownership: after a return the caller owns the returned batch (close it) and still owns
      * {@code root}, {@code provider}, {@code transfer} and {@code stream} ({@code stream} must stay open
      * until the batch is freed: the allocation is freed stream-ordered on it). After a throw nothing new
      * is held.
      *
+     * @param root the batch; borrowed
      * @param provider the dictionaries of dictionary-encoded columns; may be null if there are none
+     * @param transfer stages pageable buffers; of {@code stream}'s device
+     * @param stream orders the copies; the caller keeps owning it
+     * @return the device batch, which the caller owns
      * @throws CudaUnavailableException without a CUDA driver
      * @throws IllegalArgumentException if {@code transfer} and {@code stream} are of different devices
      * @throws UnsupportedFeatureException if a column's type cannot be exported
@@ -59,6 +68,38 @@ public final class CudaArrowUpload {
                                         CudaStream stream) {
         requireNativeAccess();
         requireArrowJava("CudaArrowUpload.upload");
+        return upload(root, provider, transfer, stream, (buffers, s) -> transfer.upload(buffers, s));
+    }
+
+    /**
+     * As {@link #upload(VectorSchemaRoot, DictionaryProvider, HostDeviceTransfer, CudaStream)}, without any host
+     * wait: the copy engine reads page-locked buffers of {@code root} after this returns, until
+     * {@code stream} reaches the upload, so the caller keeps the root (and its dictionaries) alive and
+     * unchanged until then (record a {@link org.devicebridge.cuda.CudaEvent} on {@code stream} and wait for
+     * it, or synchronize the stream). Pageable buffers have been read when this returns.
+     *
+     * <p>Ownership as in the synchronous form.
+     *
+     * @param root the batch; borrowed, and read by the device until {@code stream} reaches the upload
+     * @param provider the dictionaries of dictionary-encoded columns; may be null if there are none
+     * @param transfer stages pageable buffers; of {@code stream}'s device
+     * @param stream orders the copies; the caller keeps owning it
+     * @return the device batch, which the caller owns
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws IllegalArgumentException if {@code transfer} and {@code stream} are of different devices
+     * @throws UnsupportedFeatureException if a column's type cannot be exported
+     * @throws CudaException if a driver call fails
+     */
+    public static CudaArrowBatch uploadAsync(VectorSchemaRoot root, DictionaryProvider provider,
+                                             HostDeviceTransfer transfer, CudaStream stream) {
+        requireNativeAccess();
+        requireArrowJava("CudaArrowUpload.uploadAsync");
+        return upload(root, provider, transfer, stream, (buffers, s) -> transfer.uploadAsync(buffers, s));
+    }
+
+    private static CudaArrowBatch upload(VectorSchemaRoot root, DictionaryProvider provider, HostDeviceTransfer transfer,
+                                         CudaStream stream,
+                                         BiFunction<List<MemorySegment>, CudaStream, HostDeviceTransfer.Upload> copy) {
         Cuda.require();
         Objects.requireNonNull(root, "root");
         Objects.requireNonNull(transfer, "transfer");
@@ -83,7 +124,7 @@ public final class CudaArrowUpload {
                     }
                 }
             }
-            HostDeviceTransfer.Upload up = transfer.upload(segments, stream);
+            HostDeviceTransfer.Upload up = copy.apply(segments, stream);
             try {
                 long base = up.buffer().address();
                 long[] offsets = up.offsets();
@@ -112,11 +153,37 @@ public final class CudaArrowUpload {
         }
     }
 
-    /** {@link #upload(VectorSchemaRoot, DictionaryProvider, HostDeviceTransfer, CudaStream)} without dictionaries. */
+    /**
+     * {@link #upload(VectorSchemaRoot, DictionaryProvider, HostDeviceTransfer, CudaStream)} without dictionaries.
+     *
+     * @param root the batch; borrowed
+     * @param transfer stages pageable buffers; of {@code stream}'s device
+     * @param stream orders the copies; the caller keeps owning it
+     * @return the device batch, which the caller owns
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws UnsupportedFeatureException if a column's type cannot be exported
+     * @throws CudaException if a driver call fails
+     */
     public static CudaArrowBatch upload(VectorSchemaRoot root, HostDeviceTransfer transfer, CudaStream stream) {
         requireNativeAccess();
         requireArrowJava("CudaArrowUpload.upload");
         return upload(root, null, transfer, stream);
+    }
+
+    /**
+     * {@link #uploadAsync(VectorSchemaRoot, DictionaryProvider, HostDeviceTransfer, CudaStream)} without
+     * dictionaries.
+     *
+     * @param root the batch; borrowed, and read by the device until {@code stream} reaches the upload
+     * @param transfer stages pageable buffers; of {@code stream}'s device
+     * @param stream orders the copies; the caller keeps owning it
+     * @return the device batch, which the caller owns
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws UnsupportedFeatureException if a column's type cannot be exported
+     * @throws CudaException if a driver call fails
+     */
+    public static CudaArrowBatch uploadAsync(VectorSchemaRoot root, HostDeviceTransfer transfer, CudaStream stream) {
+        return uploadAsync(root, null, transfer, stream);
     }
 
     /** Buffer {@code buffer} of {@code node}: one host segment of an upload. */

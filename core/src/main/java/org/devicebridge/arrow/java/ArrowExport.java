@@ -49,7 +49,10 @@ import org.devicebridge.internal.Native;
  * <p>Dictionary-encoded vectors need the {@link DictionaryProvider} that holds their dictionaries
  * (an {@link ArrowReader} is one). Extension types are exported as their storage type with the
  * {@code ARROW:extension:name} / {@code ARROW:extension:metadata} field metadata. Exported arrays always
- * have {@code offset = 0}. What is exported is checked first (buffer sizes against lengths, first and
+ * have {@code offset = 0}. Decimal32 and decimal64, which Arrow Java keeps in its 16-byte {@code DecimalVector}
+ * under a 32- or 64-bit field, are the one copy: their values are narrowed exactly into 4- or 8-byte buffers the
+ * export makes from the vector's allocator and frees in its release (a value that does not fit is a
+ * {@link ValidationException}). A dense union's children follow the order its field lists them in (by type id). What is exported is checked first (buffer sizes against lengths, first and
  * last offsets, child lengths, a vector's value count against the root's row count); a problem is a
  * {@link ValidationException} or {@link org.devicebridge.UnsupportedFeatureException} thrown before
  * anything is written, so after a throw the output struct is untouched and nothing is held.
@@ -70,6 +73,9 @@ public final class ArrowExport {
      * Exports {@code schema} as a struct-typed {@code ArrowSchema} (format {@code +s}, one child per
      * field, the schema's metadata) into {@code outSchema}. After a return the consumer owns the struct
      * and must release it; after a throw {@code outSchema} is untouched and the caller owns nothing new.
+     *
+     * @param schema the Arrow Java schema; only read
+     * @param outSchema where to write the {@code ArrowSchema}: native memory of at least its size, owned by the caller
      */
     public static void exportSchema(Schema schema, MemorySegment outSchema) {
         requireNativeAccess();
@@ -81,6 +87,10 @@ public final class ArrowExport {
      * Like {@link #exportSchema(Schema, MemorySegment)}, resolving dictionary-encoded fields through
      * {@code provider} (may be {@code null} when no field is dictionary-encoded). After a return the
      * consumer owns the struct; after a throw {@code outSchema} is untouched and nothing is held.
+     *
+     * @param schema the Arrow Java schema; only read
+     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
+     * @param outSchema where to write the {@code ArrowSchema}: native memory of at least its size, owned by the caller
      */
     public static void exportSchema(Schema schema, DictionaryProvider provider, MemorySegment outSchema) {
         requireNativeAccess();
@@ -93,6 +103,10 @@ public final class ArrowExport {
      * Exports one field (its type, name, flags, metadata, children and dictionary) into
      * {@code outSchema}. After a return the consumer owns the struct; after a throw {@code outSchema} is
      * untouched and nothing is held.
+     *
+     * @param field the Arrow Java field; only read
+     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
+     * @param outSchema where to write the {@code ArrowSchema}: native memory of at least its size, owned by the caller
      */
     public static void exportField(Field field, DictionaryProvider provider, MemorySegment outSchema) {
         requireNativeAccess();
@@ -105,6 +119,10 @@ public final class ArrowExport {
      * Exports {@code schema} into a library-allocated {@code ArrowSchema}. The caller owns the returned
      * handle (and through it the struct until a consumer releases or moves it); after a throw nothing is
      * held.
+     *
+     * @param schema the Arrow Java schema; only read
+     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
+     * @return the owning handle of the exported {@code ArrowSchema}
      */
     public static ExportedSchema exportSchema(Schema schema, DictionaryProvider provider) {
         requireNativeAccess();
@@ -114,7 +132,12 @@ public final class ArrowExport {
                 s -> ExportSchemaWriter.export(schema, provider, s), Bindings.ARROW::exportedSchema);
     }
 
-    /** {@link #exportSchema(Schema, DictionaryProvider)} for a schema without dictionary-encoded fields. */
+    /**
+     * {@link #exportSchema(Schema, DictionaryProvider)} for a schema without dictionary-encoded fields.
+     *
+     * @param schema the Arrow Java schema; only read
+     * @return the owning handle of the exported {@code ArrowSchema}
+     */
     public static ExportedSchema exportSchema(Schema schema) {
         requireNativeAccess();
         requireArrowJava("ArrowExport.exportSchema");
@@ -124,6 +147,10 @@ public final class ArrowExport {
     /**
      * Exports one field into a library-allocated {@code ArrowSchema}. The caller owns the returned handle;
      * after a throw nothing is held.
+     *
+     * @param field the Arrow Java field; only read
+     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
+     * @return the owning handle of the exported {@code ArrowSchema}
      */
     public static ExportedSchema exportField(Field field, DictionaryProvider provider) {
         requireNativeAccess();
@@ -140,6 +167,9 @@ public final class ArrowExport {
      * consumer owns the struct (and through it a reference to each buffer) and must release it; the
      * caller still owns {@code vector} and may close it. After a throw {@code outArray} is untouched and
      * nothing is held.
+     *
+     * @param vector the vector to export; the caller keeps owning it
+     * @param outArray where to write the {@code ArrowArray}: native memory of at least its size, owned by the caller
      */
     public static void exportVector(FieldVector vector, MemorySegment outArray) {
         requireNativeAccess();
@@ -152,6 +182,11 @@ public final class ArrowExport {
      * {@code null}; dictionaries come from {@code provider}. After a return the consumer owns both
      * structs; the caller still owns {@code vector}. After a throw both outputs are untouched (a schema
      * already written is released again) and nothing is held.
+     *
+     * @param vector the vector to export; the caller keeps owning it
+     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
+     * @param outArray where to write the {@code ArrowArray}: native memory of at least its size, owned by the caller
+     * @param outSchema where to write the {@code ArrowSchema}: native memory of at least its size, owned by the caller
      */
     public static void exportVector(FieldVector vector, DictionaryProvider provider, MemorySegment outArray,
                                     MemorySegment outSchema) {
@@ -175,6 +210,10 @@ public final class ArrowExport {
     /**
      * Exports {@code vector} into a library-allocated {@code ArrowArray}. The caller owns the returned
      * handle and still owns {@code vector}; after a throw nothing is held.
+     *
+     * @param vector the vector to export; the caller keeps owning it
+     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
+     * @return the owning handle of the exported {@code ArrowArray}
      */
     public static ExportedArray exportVector(FieldVector vector, DictionaryProvider provider) {
         requireNativeAccess();
@@ -190,6 +229,10 @@ public final class ArrowExport {
      * the schema once with {@link #exportSchema(Schema, MemorySegment)}, then batches alone). After a
      * return the consumer owns the structs; the caller still owns {@code root}, and may reload or close
      * it. After a throw the outputs are untouched and nothing is held.
+     *
+     * @param root the batch; the caller keeps owning it
+     * @param outArray where to write the {@code ArrowArray}: native memory of at least its size, owned by the caller
+     * @param outSchema where to write the {@code ArrowSchema}: native memory of at least its size, owned by the caller
      */
     public static void exportRoot(VectorSchemaRoot root, MemorySegment outArray, MemorySegment outSchema) {
         requireNativeAccess();
@@ -201,6 +244,11 @@ public final class ArrowExport {
      * {@link #exportRoot(VectorSchemaRoot, MemorySegment, MemorySegment)} with dictionaries from
      * {@code provider}. After a return the consumer owns the structs; after a throw the outputs are
      * untouched and nothing is held.
+     *
+     * @param root the batch; the caller keeps owning it
+     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
+     * @param outArray where to write the {@code ArrowArray}: native memory of at least its size, owned by the caller
+     * @param outSchema where to write the {@code ArrowSchema}: native memory of at least its size, owned by the caller
      */
     public static void exportRoot(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment outArray,
                                   MemorySegment outSchema) {
@@ -224,6 +272,10 @@ public final class ArrowExport {
     /**
      * Exports the batch in {@code root} into a library-allocated {@code ArrowArray}. The caller owns the
      * returned handle and still owns {@code root}; after a throw nothing is held.
+     *
+     * @param root the batch; the caller keeps owning it
+     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
+     * @return the owning handle of the exported {@code ArrowArray}
      */
     public static ExportedArray exportRoot(VectorSchemaRoot root, DictionaryProvider provider) {
         requireNativeAccess();
@@ -233,7 +285,12 @@ public final class ArrowExport {
                 Bindings.ARROW::exportedArray);
     }
 
-    /** {@link #exportRoot(VectorSchemaRoot, DictionaryProvider)} without dictionaries. */
+    /**
+     * {@link #exportRoot(VectorSchemaRoot, DictionaryProvider)} without dictionaries.
+     *
+     * @param root the batch; the caller keeps owning it
+     * @return the owning handle of the exported {@code ArrowArray}
+     */
     public static ExportedArray exportRoot(VectorSchemaRoot root) {
         requireNativeAccess();
         requireArrowJava("ArrowExport.exportRoot");
@@ -248,6 +305,10 @@ public final class ArrowExport {
      * id), {@code sync_event = NULL} and zeroed reserved fields. After a return the consumer owns the
      * struct and releases it through {@code array.release}; after a throw {@code outDeviceArray} is
      * untouched and nothing is held.
+     *
+     * @param root the batch; the caller keeps owning it
+     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
+     * @param outDeviceArray where to write the {@code ArrowDeviceArray}: native memory of at least its size, owned by the caller
      */
     public static void exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider,
                                          MemorySegment outDeviceArray) {
@@ -257,7 +318,12 @@ public final class ArrowExport {
         exportDeviceArrayInto(root, provider, OutStructs.sized(outDeviceArray, ArrowDeviceArray.sizeof(), "outDeviceArray"));
     }
 
-    /** {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider, MemorySegment)} without dictionaries. */
+    /**
+     * {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider, MemorySegment)} without dictionaries.
+     *
+     * @param root the batch; the caller keeps owning it
+     * @param outDeviceArray where to write the {@code ArrowDeviceArray}: native memory of at least its size, owned by the caller
+     */
     public static void exportDeviceArray(VectorSchemaRoot root, MemorySegment outDeviceArray) {
         requireNativeAccess();
         requireArrowJava("ArrowExport.exportDeviceArray");
@@ -267,6 +333,10 @@ public final class ArrowExport {
     /**
      * Exports the batch in {@code root} into a library-allocated CPU {@code ArrowDeviceArray}. The caller
      * owns the returned handle and still owns {@code root}; after a throw nothing is held.
+     *
+     * @param root the batch; the caller keeps owning it
+     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
+     * @return the owning handle of the exported {@code ArrowDeviceArray}
      */
     public static ExportedDeviceArray exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider) {
         requireNativeAccess();
@@ -276,7 +346,12 @@ public final class ArrowExport {
                 Bindings.ARROW::exportedDeviceArray);
     }
 
-    /** {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider)} without dictionaries. */
+    /**
+     * {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider)} without dictionaries.
+     *
+     * @param root the batch; the caller keeps owning it
+     * @return the owning handle of the exported {@code ArrowDeviceArray}
+     */
     public static ExportedDeviceArray exportDeviceArray(VectorSchemaRoot root) {
         requireNativeAccess();
         requireArrowJava("ArrowExport.exportDeviceArray");
@@ -303,6 +378,9 @@ public final class ArrowExport {
      * {@code get_last_error}. After a return the stream owns {@code reader} and closes it on release;
      * batches already exported stay valid after that. After a throw the caller still owns {@code reader}
      * and {@code outStream} is untouched.
+     *
+     * @param reader the batches to export; the export takes ownership
+     * @param outStream where to write the stream struct: native memory of at least its size, owned by the caller
      */
     public static void exportStream(ArrowReader reader, MemorySegment outStream) {
         requireNativeAccess();
@@ -316,6 +394,9 @@ public final class ArrowExport {
      * Exports {@code reader} into a library-allocated {@code ArrowArrayStream}. After a return the stream
      * owns {@code reader} and the caller owns the handle; after a throw the caller still owns
      * {@code reader}.
+     *
+     * @param reader the batches to export; the export takes ownership
+     * @return the owning handle of the exported {@code ArrowArrayStream}
      */
     public static ExportedStream exportStream(ArrowReader reader) {
         requireNativeAccess();
@@ -332,6 +413,11 @@ public final class ArrowExport {
      * exception from the iterator becomes the stream's error. After a return the stream owns the
      * iterator and closes it on release if it is {@link AutoCloseable}; after a throw the caller still
      * owns it.
+     *
+     * @param schema the Arrow Java schema; only read
+     * @param batches the batches, in order; after a return the stream owns the iterator (not the roots)
+     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
+     * @param outStream where to write the stream struct: native memory of at least its size, owned by the caller
      */
     public static void exportStream(Schema schema, Iterator<? extends VectorSchemaRoot> batches,
                                     DictionaryProvider provider, MemorySegment outStream) {
@@ -349,6 +435,9 @@ public final class ArrowExport {
      * {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider, MemorySegment)}. After a return the
      * stream owns {@code reader} and closes it on release; after a throw the caller still owns it and
      * {@code outStream} is untouched.
+     *
+     * @param reader the batches to export; the export takes ownership
+     * @param outStream where to write the stream struct: native memory of at least its size, owned by the caller
      */
     public static void exportDeviceStream(ArrowReader reader, MemorySegment outStream) {
         requireNativeAccess();
@@ -362,6 +451,9 @@ public final class ArrowExport {
      * Exports {@code reader} into a library-allocated CPU {@code ArrowDeviceArrayStream}. After a return
      * the stream owns {@code reader} and the caller owns the handle; after a throw the caller still owns
      * {@code reader}.
+     *
+     * @param reader the batches to export; the export takes ownership
+     * @return the owning handle of the exported {@code ArrowDeviceArrayStream}
      */
     public static ExportedDeviceStream exportDeviceStream(ArrowReader reader) {
         requireNativeAccess();
@@ -375,6 +467,11 @@ public final class ArrowExport {
     /**
      * {@link #exportStream(Schema, Iterator, DictionaryProvider, MemorySegment)} as an
      * {@code ArrowDeviceArrayStream} with {@code device_type = ARROW_DEVICE_CPU}. Ownership as there.
+     *
+     * @param schema the Arrow Java schema; only read
+     * @param batches the batches, in order; after a return the stream owns the iterator (not the roots)
+     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
+     * @param outStream where to write the stream struct: native memory of at least its size, owned by the caller
      */
     public static void exportDeviceStream(Schema schema, Iterator<? extends VectorSchemaRoot> batches,
                                           DictionaryProvider provider, MemorySegment outStream) {

@@ -33,19 +33,28 @@ import org.devicebridge.foreign.ArrowAccess;
  *
  * <p>Offsets: Arrow Java has no offset, so non-zero offsets (the array's own and those nested arrays
  * inherit from their parents) are applied here. Fixed-width, view, type-id and list-view buffers are
- * sliced without copying. Three things are copied into {@code allocator} memory: a validity or boolean
- * bitmap whose first element is not at a multiple of 8 bits (shifted into place), and an offsets buffer
- * whose first offset is not 0 (rebased to start at 0, while the data buffer is sliced). Arrow Java also
+ * sliced without copying. Copied into {@code allocator} memory are: a validity or boolean bitmap whose first
+ * element is not at a multiple of 8 bits (shifted into place), an offsets buffer whose first offset is not 0
+ * (rebased to start at 0, while the data buffer is sliced), and decimal32/decimal64 values (widened). Arrow Java also
  * allocates validity buffers itself for nodes with no nulls or only nulls.
  *
- * <p>Types Arrow Java 19 cannot hold exactly raise {@link UnsupportedFeatureException} naming the field:
- * decimal32 and decimal64, sparse unions whose type ids are not Arrow Java's own minor-type numbers,
- * run-end encoded arrays with a non-zero offset. The Arrow Java path needs host memory validated at
- * {@link ValidationLevel#DEFAULT} or {@link ValidationLevel#FULL} (Arrow Java trusts offsets). Use FULL for
- * producers you do not trust: at DEFAULT an inner offset, union offset or list view can still point outside
- * its child, which Arrow Java's bounds-checked buffers report as an {@code IndexOutOfBoundsException} on
- * access (never a wrong value read from outside the buffer, unless bounds checking was disabled with
- * {@code arrow.enable_unsafe_memory_access}).
+ * <p>Where Arrow Java 19 holds a type its own way, the import holds it as Arrow Java's own readers (its IPC
+ * reader, arrow-c-data) do, exactly: decimal32 and decimal64 keep their declared type over Arrow Java's 16-byte
+ * {@code DecimalVector} (the values are widened into {@code allocator} memory); children of a struct that share
+ * a name are all kept; a union directly under a fixed-size list is made whole (Arrow Java's own
+ * {@code Field.createVector} cannot). The record batch's schema ({@link #importVectorSchemaRoot}) is the
+ * imported schema exactly: names (non-canonical map and list child names included), metadata of every field
+ * and of the schema, union type ids; the vectors' own {@code getField()} is Arrow Java's (canonical list and
+ * map child names, unique names for union children that share one, minor-type numbers as sparse union ids).
+ *
+ * <p>What Arrow Java 19 cannot hold exactly raises {@link UnsupportedFeatureException} naming the field: a
+ * sparse union its {@code UnionVector} would read from the wrong child (two children of one minor type, or a
+ * struct, list or list-view child not named as its minor type; Arrow Java's own readers load those and then
+ * read wrong values), run-end encoded arrays with a non-zero offset. The Arrow Java path needs host memory
+ * validated at {@link ValidationLevel#DEFAULT} or {@link ValidationLevel#FULL}. Arrow Java trusts every offset,
+ * union type id and offset, run end, dictionary index and view: for an array validated at DEFAULT the import
+ * first runs those of FULL's checks (not UTF-8) once, and refuses malformed contents with a
+ * {@link org.devicebridge.ValidationException} naming the field, the array released.
  */
 public final class ArrowJavaImport {
     private static final ArrowAccess ARROW = Access.arrow();
@@ -53,9 +62,10 @@ public final class ArrowJavaImport {
     private ArrowJavaImport() {}
 
     /**
-     * The Arrow Java field for {@code schema}, for callers that build vectors themselves. Dictionary ids
-     * are assigned from 0 in depth-first order.
+     * {@return the Arrow Java field for {@code schema}, exactly (names, metadata, type ids), for callers that
+     * build vectors themselves} Dictionary ids are assigned from 0 in depth-first order.
      *
+     * @param schema the imported field to convert; only read
      * @throws UnsupportedFeatureException if Arrow Java cannot represent a type of the tree exactly
      */
     public static Field toField(SchemaNode schema) {
@@ -74,6 +84,9 @@ public final class ArrowJavaImport {
      * {@code array} has already been released (closed), whatever the exception, as after every import.
      *
      * @param dictionaries receives the dictionaries; may be {@code null} if the schema has none
+     * @param allocator allocates the Arrow Java buffers of the result; the caller keeps owning it
+     * @param array the imported array; consumed by this call
+     * @return the vector, owned by the caller
      * @throws UnsupportedFeatureException see above, or if {@code array} is device memory or was validated
      *         below DEFAULT
      */
@@ -89,6 +102,11 @@ public final class ArrowJavaImport {
      * copying; the struct's validity must have no nulls and its children become the root's vectors.
      * Ownership and exceptions as in {@link #importFieldVector}: after a throw {@code array} has already
      * been released.
+     *
+     * @param allocator allocates the Arrow Java buffers of the result; the caller keeps owning it
+     * @param array the imported array; consumed by this call
+     * @param dictionaries receives the dictionaries; may be {@code null} if the schema has none
+     * @return the batch, owned by the caller
      */
     public static VectorSchemaRoot importVectorSchemaRoot(BufferAllocator allocator, ImportedArray array,
                                                           DictionaryProvider.MapDictionaryProvider dictionaries) {
@@ -118,6 +136,7 @@ public final class ArrowJavaImport {
             Objects.requireNonNull(allocator, "allocator");
             root = array.root();
             fields = prepare(root, array, dictionaries);
+            ARROW.checkContentsArrowJavaTrusts(array); // what Arrow Java trusts, checked once where the level did not
             if (recordBatch) {
                 requireRecordBatch(root);
             }
@@ -134,14 +153,17 @@ public final class ArrowJavaImport {
         } catch (DeviceBridgeException | Error e) {
             throw e;
         } catch (RuntimeException e) {
-            throw new DeviceBridgeException("Arrow Java could not load the imported array (it was released): " + e, e);
+            // every layout the import accepts loads; an exception here is a bug of this bridge, reported as
+            // such, with the array released (never left consumed and unreleased)
+            throw new DeviceBridgeException("internal error: Arrow Java could not load the imported array"
+                    + " (it was released): " + e, e);
         } finally {
             loader.finish(failed);
         }
     }
 
     private static FieldVector loadVector(VectorLoader loader, JavaFields.Mapping fields, ArrayNode root) {
-        FieldVector v = loader.plan(fields.root, root, 0, root.length());
+        FieldVector v = loader.plan(fields.buildRoot, root, 0, root.length());
         try {
             loader.load();
             return v;
@@ -153,7 +175,7 @@ public final class ArrowJavaImport {
 
     private static VectorSchemaRoot loadRoot(VectorLoader loader, JavaFields.Mapping fields, ArrayNode root) {
         List<ArrayNode> children = root.children();
-        List<Field> childFields = fields.root.getChildren();
+        List<Field> childFields = fields.buildChildren;
         List<FieldVector> vectors = new ArrayList<>(children.size());
         try {
             for (int i = 0; i < children.size(); i++) {
@@ -164,6 +186,7 @@ public final class ArrowJavaImport {
             vectors.forEach(FieldVector::close);
             throw e;
         }
+        // the schema's metadata is the root field's, as Arrow Java's readers keep it
         return new VectorSchemaRoot(fields.childSchema(), vectors, Math.toIntExact(root.length()));
     }
 

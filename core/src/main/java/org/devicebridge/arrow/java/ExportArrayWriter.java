@@ -10,6 +10,7 @@ import org.apache.arrow.vector.BaseVariableWidthViewVector;
 import org.apache.arrow.vector.ExtensionTypeVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.complex.DenseUnionVector;
 import org.apache.arrow.vector.dictionary.Dictionary;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.types.pojo.ArrowType;
@@ -66,6 +67,9 @@ final class ExportArrayWriter {
         int variadicTotal;
         ArrowBuf[] retained = new ArrowBuf[64];
         int retainedTotal;
+        /** Buffers this export made (narrowed decimals): the plan's reference, dropped when the export ends. */
+        ArrowBuf[] made = new ArrowBuf[4];
+        int madeTotal;
 
         @Override
         void growNodes(int capacity) {
@@ -83,6 +87,8 @@ final class ExportArrayWriter {
         void reset() {
             super.reset();
             Arrays.fill(retained, 0, retainedTotal, null);
+            Arrays.fill(made, 0, madeTotal, null);
+            madeTotal = 0;
             bufferTotal = 0;
             variadicTotal = 0;
             retainedTotal = 0;
@@ -137,9 +143,19 @@ final class ExportArrayWriter {
         return p;
     }
 
+    /**
+     * Ends an export, written or not: drops the plan's reference to each buffer it made (a written tree holds
+     * its own, taken with the others', and frees them in its release), then forgets the plan.
+     */
     private static void done(Plan p) {
-        p.reset();
-        p.busy = false;
+        try {
+            for (int k = 0; k < p.madeTotal; k++) {
+                p.made[k].getReferenceManager().release();
+            }
+        } finally {
+            p.reset();
+            p.busy = false;
+        }
     }
 
     /** Exports {@code vector} (with its dictionaries) into {@code out}. */
@@ -147,7 +163,7 @@ final class ExportArrayWriter {
         Plan p = plan();
         try {
             p.reserveRoot();
-            planVector(p, 0, vector, provider, 0);
+            planVector(p, 0, vector, vector.getField(), provider, 0);
             write(p, out);
         } finally {
             done(p);
@@ -160,7 +176,8 @@ final class ExportArrayWriter {
         try {
             p.reserveRoot();
             int rows = batch.getRowCount();
-            int n = batch.getSchema().getFields().size(); // as many as vectors (VectorSchemaRoot checks)
+            List<Field> fields = batch.getSchema().getFields(); // the schema exported with it: as many as vectors
+            int n = fields.size();
             p.begin(0);
             p.length[0] = rows;
             p.nullCount[0] = 0;
@@ -173,7 +190,7 @@ final class ExportArrayWriter {
                     throw new ValidationException(ValidationException.Category.LENGTH, p.path(first + i), "vector '"
                             + v.getName() + "' has " + v.getValueCount() + " values but the root has " + rows + " rows");
                 }
-                planVector(p, first + i, v, provider, 1);
+                planVector(p, first + i, v, fields.get(i), provider, 1);
             }
             write(p, out);
         } finally {
@@ -283,14 +300,19 @@ final class ExportArrayWriter {
 
     // ---------------------------------------------------------------- planning
 
-    /** Plans node {@code node} (already reserved) from {@code vector}, then its dictionary and children. */
-    private static void planVector(Plan p, int node, FieldVector vector, DictionaryProvider provider, int depth) {
+    /**
+     * Plans node {@code node} (already reserved) from {@code vector}, then its dictionary and children.
+     * {@code field} is the field the schema exported with the array describes this node with (the vector's own
+     * field, or the root schema's): the array follows it where Arrow Java's vector could be read in another
+     * order (a dense union's field lists its children by type id, its vector by when they were added).
+     */
+    private static void planVector(Plan p, int node, FieldVector vector, Field field, DictionaryProvider provider,
+                                   int depth) {
         if (depth > FieldPath.MAX_DEPTH) {
             throw new ValidationException(ValidationException.Category.DEPTH, p.path(node),
                     "the data nests deeper than " + FieldPath.MAX_DEPTH
                             + " levels (or a dictionary refers back to itself)");
         }
-        Field field = vector.getField();
         FieldVector v = vector;
         while (v instanceof ExtensionTypeVector<?> ext) {
             v = ext.getUnderlyingVector();
@@ -299,7 +321,8 @@ final class ExportArrayWriter {
         long len = v.getValueCount();
         p.length[node] = len;
         p.begin(node);
-        List<FieldVector> children = v.getChildrenFromFields() == null ? List.of() : v.getChildrenFromFields();
+        List<FieldVector> children = v instanceof DenseUnionVector dense ? denseChildren(dense, type, p, node)
+                : v.getChildrenFromFields() == null ? List.of() : v.getChildrenFromFields();
         int expectedChildren;
         switch (type.getTypeID()) {
             case Null -> {
@@ -321,6 +344,10 @@ final class ExportArrayWriter {
                     p.nullCount[node] = v.getNullCount();
                 }
                 validity(p, node, validity);
+                if (type instanceof ArrowType.Decimal && v instanceof BaseFixedWidthVector f
+                        && bits < 8L * f.getTypeWidth() && len > 0) {
+                    data = narrowDecimals(p, node, f, (int) bits, data, validity, len);
+                }
                 required(p, node, data, ceilDiv8(Math.multiplyExact(bits, len)), 1);
                 expectedChildren = 0;
             }
@@ -426,11 +453,74 @@ final class ExportArrayWriter {
         }
         int first = p.reserveDependents(node, children.size(), dictionary != null);
         if (dictionary != null) {
-            planVector(p, first + children.size(), dictionary.getVector(), provider, depth + 1);
+            planVector(p, first + children.size(), dictionary.getVector(), dictionary.getVector().getField(), provider,
+                    depth + 1);
         }
         for (int i = 0; i < children.size(); i++) {
-            planVector(p, first + i, children.get(i), provider, depth + 1);
+            planVector(p, first + i, children.get(i), field.getChildren().get(i), provider, depth + 1);
         }
+    }
+
+    /**
+     * The children of a dense union in the order of the field's type ids (the vector for each id), which is the
+     * order the schema lists them in; the vector's own list is in the order the children were added.
+     */
+    private static List<FieldVector> denseChildren(DenseUnionVector v, ArrowType type, Plan p, int node) {
+        int[] ids = type instanceof ArrowType.Union u ? u.getTypeIds() : null;
+        if (ids == null) {
+            return v.getChildrenFromFields();
+        }
+        List<FieldVector> out = new java.util.ArrayList<>(ids.length);
+        for (int id : ids) {
+            if (!(id >= 0 && id <= Byte.MAX_VALUE && v.getVectorByType((byte) id) instanceof FieldVector c)) {
+                throw new ValidationException(ValidationException.Category.STRUCTURE, p.path(node),
+                        "the field declares type id " + id + " but the dense union vector has no child of that id");
+            }
+            out.add(c);
+        }
+        return out;
+    }
+
+    /**
+     * Arrow Java 19 keeps decimal32/decimal64 in its 16-byte {@code DecimalVector} while the field says 32 or
+     * 64 bits; the C Data Interface wants 4- or 8-byte values. They are narrowed exactly into a buffer this
+     * export makes (from the vector's allocator; the export holds it and frees it in its release), null slots
+     * as 0; a valid value that does not fit is refused.
+     *
+     * @throws ValidationException ({@code CONTENT}) naming the first value that does not fit
+     */
+    private static ArrowBuf narrowDecimals(Plan p, int node, BaseFixedWidthVector v, int bits, ArrowBuf data,
+                                           ArrowBuf validity, long len) {
+        long width = v.getTypeWidth();
+        if (width != 16 || data == null || data.capacity() < Math.multiplyExact(width, len)) {
+            throw new ValidationException(ValidationException.Category.SIZE, p.path(node, "buffers[1]"),
+                    "expected " + len + " decimals of " + width + " bytes (Arrow Java's DecimalVector) but found "
+                            + (data == null ? 0 : data.capacity()) + " bytes");
+        }
+        boolean allValid = validity == null || validity.memoryAddress() == 0 || p.nullCount[node] == 0;
+        ArrowBuf out = v.getAllocator().buffer(Math.multiplyExact(len, bits / 8L));
+        if (p.madeTotal == p.made.length) {
+            p.made = Arrays.copyOf(p.made, p.madeTotal * 2);
+        }
+        p.made[p.madeTotal++] = out; // dropped by done(), whatever happens next
+        for (long i = 0; i < len; i++) {
+            long low = data.getLong(i * 16);
+            long high = data.getLong(i * 16 + 8);
+            boolean valid = allValid || (validity.getByte(i >>> 3) & (1 << (i & 7))) != 0;
+            if (!valid) {
+                low = 0;
+            } else if (high != (low >> 63) || (bits == 32 && low != (int) low)) {
+                throw new ValidationException(ValidationException.Category.CONTENT, p.path(node, "buffers[1]"),
+                        "decimal value at index " + i + " (" + v.getObject((int) i) + ") does not fit in " + bits
+                                + " bits, the width its field declares");
+            }
+            if (bits == 32) {
+                out.setInt(i * 4, (int) low);
+            } else {
+                out.setLong(i * 8, low);
+            }
+        }
+        return out;
     }
 
     /**

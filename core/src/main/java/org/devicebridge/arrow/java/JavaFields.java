@@ -1,27 +1,22 @@
 package org.devicebridge.arrow.java;
 
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import org.apache.arrow.vector.types.DateUnit;
 import org.apache.arrow.vector.types.FloatingPointPrecision;
 import org.apache.arrow.vector.types.IntervalUnit;
-import org.apache.arrow.vector.types.Types;
 import org.apache.arrow.vector.types.UnionMode;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.DictionaryEncoding;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
-import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.ArrowDataType;
 import org.devicebridge.arrow.ArrowDataType.TypeId;
 import org.devicebridge.arrow.SchemaNode;
-import org.devicebridge.internal.FieldPath;
 
 /**
  * Maps parsed schemas ({@link SchemaNode}) to Arrow Java {@link Field}s. Dictionary ids are assigned in
@@ -48,8 +43,15 @@ final class JavaFields {
     static final class Mapping {
         final SchemaNode schema;
         final long firstDictionaryId;
+        /** The exact field of the schema: names, metadata and type ids as the producer declared them. */
         final Field root;
+        /** The field the root vector is made from ({@link VectorFields#build}): {@link #root} where Arrow Java holds it. */
+        final Field buildRoot;
+        /** The fields the vectors of a record batch (the root's children) are made from. */
+        final List<Field> buildChildren;
         final Map<SchemaNode, Field> dictionaryValueFields;
+        /** The fields the dictionaries' value vectors are made from, keyed as {@link #dictionaryValueFields}. */
+        final Map<SchemaNode, Field> dictionaryBuildFields;
         final boolean hasDictionary;
         final boolean hasRunEndEncoded;
         /** The root's children as a schema (a record batch's), made on first use. */
@@ -59,16 +61,32 @@ final class JavaFields {
             this.schema = schema;
             this.firstDictionaryId = firstDictionaryId;
             this.root = root;
+            this.buildRoot = VectorFields.build(root);
+            List<Field> children = new ArrayList<>(root.getChildren().size());
+            for (Field c : root.getChildren()) {
+                children.add(VectorFields.build(c));
+            }
+            this.buildChildren = children;
             this.dictionaryValueFields = dictionaryValueFields;
+            if (dictionaryValueFields.isEmpty()) {
+                this.dictionaryBuildFields = Map.of();
+            } else {
+                IdentityHashMap<SchemaNode, Field> build = new IdentityHashMap<>();
+                dictionaryValueFields.forEach((node, field) -> build.put(node, VectorFields.build(field)));
+                this.dictionaryBuildFields = build;
+            }
             this.hasDictionary = !dictionaryValueFields.isEmpty();
             this.hasRunEndEncoded = hasRunEndEncoded(schema);
         }
 
-        /** The schema of a record batch of this struct type: the root's children, without metadata. */
+        /**
+         * The schema of a record batch of this struct type: the root's children, exactly as declared (names,
+         * type ids), and the root's metadata as the schema's, as Arrow Java's IPC reader keeps them.
+         */
         Schema childSchema() {
             Schema s = childSchema;
             if (s == null) {
-                s = new Schema(root.getChildren());
+                s = new Schema(root.getChildren(), root.getMetadata());
                 childSchema = s;
             }
             return s;
@@ -82,9 +100,8 @@ final class JavaFields {
 
     /**
      * The mapping of {@code schema} with dictionary ids from {@code firstDictionaryId}: this thread's last
-     * one when it was made for this schema or an equal one without dictionaries, else a new one.
-     *
-     * @throws UnsupportedFeatureException if Arrow Java cannot represent a type of the tree exactly
+     * one when it was made for this schema or an equal one without dictionaries, else a new one. Every type
+     * maps (what Arrow Java cannot then hold exactly is refused when the vectors are loaded).
      */
     static Mapping of(SchemaNode schema, long firstDictionaryId) {
         Mapping last = LAST.get();
@@ -154,9 +171,6 @@ final class JavaFields {
         for (SchemaNode c : s.children()) {
             children.add(field0(c));
         }
-        if (s.type().id() == TypeId.SPARSE_UNION) {
-            checkSparseUnion(s, children);
-        }
         Map<String, String> metadata = s.metadata().isEmpty() ? null : s.metadata();
         return new HashedField(s.name() == null ? "" : s.name(), new FieldType(s.nullable(), type, encoding, metadata),
                 children);
@@ -192,19 +206,6 @@ final class JavaFields {
         }
     }
 
-    private static void checkSparseUnion(SchemaNode s, List<Field> children) {
-        Set<Types.MinorType> seen = new HashSet<>();
-        for (int i = 0; i < children.size(); i++) {
-            Types.MinorType minor = Types.getMinorTypeForArrowType(children.get(i).getType());
-            int declared = s.type().unionTypeIds().get(i);
-            if (declared != minor.ordinal() || !seen.add(minor)) {
-                throw new UnsupportedFeatureException(FieldPath.join(s.path(), "format"),
-                        "expected sparse union type ids equal to Arrow Java's minor-type numbers (one child per type)"
-                                + " but found type id " + declared + " for " + minor + " (" + minor.ordinal() + ")");
-            }
-        }
-    }
-
     private static ArrowType type(SchemaNode s) {
         ArrowDataType t = s.type();
         return switch (t.id()) {
@@ -221,8 +222,10 @@ final class JavaFields {
             case FLOAT16 -> new ArrowType.FloatingPoint(FloatingPointPrecision.HALF);
             case FLOAT32 -> new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE);
             case FLOAT64 -> new ArrowType.FloatingPoint(FloatingPointPrecision.DOUBLE);
-            case DECIMAL32, DECIMAL64 -> throw new UnsupportedFeatureException(FieldPath.join(s.path(), "format"),
-                    "expected a decimal Arrow Java 19 can hold exactly (128 or 256 bits) but found '" + t.format() + "'");
+            // Arrow Java 19 holds decimal32/64 as its own readers do: the declared type over a 16-byte
+            // DecimalVector (the loader widens the values exactly).
+            case DECIMAL32 -> new ArrowType.Decimal(t.precision(), t.scale(), 32);
+            case DECIMAL64 -> new ArrowType.Decimal(t.precision(), t.scale(), 64);
             case DECIMAL128 -> new ArrowType.Decimal(t.precision(), t.scale(), 128);
             case DECIMAL256 -> new ArrowType.Decimal(t.precision(), t.scale(), 256);
             case DATE32 -> new ArrowType.Date(DateUnit.DAY);

@@ -11,13 +11,17 @@ import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.ForeignAllocation;
 import org.apache.arrow.memory.ReferenceManager;
+import org.apache.arrow.vector.DecimalVector;
 import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.NullVector;
+import org.apache.arrow.vector.complex.UnionVector;
 import org.apache.arrow.vector.dictionary.Dictionary;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.ipc.message.ArrowFieldNode;
 import org.apache.arrow.vector.types.pojo.DictionaryEncoding;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowDataType;
 import org.devicebridge.arrow.ArrowDataType.Layout;
@@ -208,8 +212,12 @@ final class VectorLoader implements AutoCloseable {
                 ownEnd = s.bufferCount;
             }
             case FIXED_WIDTH, FIXED_SIZE_BINARY -> {
-                long w = t.elementByteWidth();
-                slice(n, 1, Math.multiplyExact(phys, w), Math.multiplyExact(count, w));
+                if (t.id() == ArrowDataType.TypeId.DECIMAL32 || t.id() == ArrowDataType.TypeId.DECIMAL64) {
+                    widenDecimals(n, phys, count);
+                } else {
+                    long w = t.elementByteWidth();
+                    slice(n, 1, Math.multiplyExact(phys, w), Math.multiplyExact(count, w));
+                }
                 ownEnd = s.bufferCount;
             }
             case VARIABLE, LARGE_VARIABLE -> {
@@ -247,6 +255,9 @@ final class VectorLoader implements AutoCloseable {
                     slice(n, 0, phys, count);
                 }
                 ownEnd = s.bufferCount;
+                if (layout == Layout.SPARSE_UNION) {
+                    checkSparseUnion((UnionVector) v, n, childVectors);
+                }
                 for (int i = 0; i < children.size(); i++) {
                     fill(childVectors.get(i), children.get(i), phys, count);
                 }
@@ -276,6 +287,57 @@ final class VectorLoader implements AutoCloseable {
         addVector(v, Math.toIntExact(count), Math.toIntExact(nulls), mark, ownEnd);
     }
 
+    /**
+     * Arrow Java 19 keeps decimal32/decimal64 in its 16-byte {@code DecimalVector} under the declared type (as
+     * its IPC reader and arrow-c-data make them): values [phys, phys + count) are sign-extended into a buffer of
+     * the allocator, exactly (null slots included, whatever they hold).
+     */
+    private void widenDecimals(ArrayNode n, long phys, long count) {
+        int w = n.type().elementByteWidth();
+        if (count == 0 || n.isBufferNull(1)) {
+            own(allocator.getEmpty());
+            return;
+        }
+        MemorySegment src = hostBuffer(n, 1);
+        ArrowBuf out = allocator.buffer(Math.multiplyExact(count, DecimalVector.TYPE_WIDTH));
+        own(out);
+        for (long k = 0; k < count; k++) {
+            long v = w == 4 ? src.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, phys + k)
+                    : src.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, phys + k);
+            out.setLong(k * DecimalVector.TYPE_WIDTH, v); // little-endian two's complement, as DecimalVector stores it
+            out.setLong(k * DecimalVector.TYPE_WIDTH + 8, v >> 63);
+        }
+    }
+
+    /**
+     * Arrow Java's sparse {@code UnionVector} finds the child of a type id through the child's minor type
+     * (one cached vector per minor type, and a fixed name for struct, list and list-view children): a union
+     * it would read from another vector than the declared child, or from a vector it makes on the spot, is
+     * refused. Arrow Java's own readers (its IPC reader, arrow-c-data 19) load such unions and then read
+     * wrong values from them: two children of one minor type read the first one's values, a struct child
+     * not named "struct" reads nulls. Type ids themselves are not the problem: Arrow Java 19 maps any id to
+     * its declared child (although the vector's own field then lists minor-type numbers as its ids; the
+     * imported schema keeps the declared ones).
+     */
+    private static void checkSparseUnion(UnionVector v, ArrayNode n, List<FieldVector> childVectors) {
+        List<Integer> ids = n.type().unionTypeIds();
+        for (int i = 0; i < childVectors.size(); i++) {
+            FieldVector child = childVectors.get(i);
+            Object found;
+            try {
+                found = v.getVectorByType(ids.get(i));
+            } catch (RuntimeException e) {
+                found = e;
+            }
+            if (found != child && !(found == null && child instanceof NullVector)) {
+                throw new UnsupportedFeatureException(FieldPath.join(n.path(), "children[" + i + "]"),
+                        "expected a sparse union Arrow Java's UnionVector can read (one child per minor type; a struct,"
+                                + " list or list-view child named as its minor type) but found type id " + ids.get(i)
+                                + " for child '" + child.getName() + "' of minor type " + child.getMinorType());
+            }
+        }
+    }
+
     /** Adds {@code v}, which takes buffers [from, to) (planned before its children's). */
     private void addVector(FieldVector v, int length, int nulls, int from, int to) {
         if (s.vectorCount == s.vectors.length) {
@@ -296,7 +358,7 @@ final class VectorLoader implements AutoCloseable {
 
     private void loadDictionary(DictionaryEncoding encoding, ArrayNode dictionaryNode) {
         // Arrow Java keeps a dictionary's value vector separately, under the id the mapping assigned.
-        Field valueField = fields.dictionaryValueFields.get(dictionaryNode.schema());
+        Field valueField = fields.dictionaryBuildFields.get(dictionaryNode.schema());
         FieldVector values = plan(valueField, dictionaryNode, 0, dictionaryNode.length());
         if (addedDictionaries == null) {
             addedDictionaries = new ArrayList<>();

@@ -21,16 +21,28 @@ class CopyPlanTest {
 
     @Test
     void overlappingAndTouchingRangesOfOneAllocationBecomeOneCopy() {
-        CopyPlan plan = CopyPlan.of(STARTS, SIZES, new long[] {A + 100, A, A + 40, A + 200},
+        CopyPlan plan = CopyPlan.of(STARTS, SIZES, new long[] {A + 130, A, A + 40, A + 230},
                 new long[] {100, 50, 20, 8});
-        // [A, A+50) + [A+40, A+60) overlap; [A+100, A+200) touches [A+200, A+208); the gap [A+60, A+100) stays
+        // [A, A+50) + [A+40, A+60) overlap; [A+130, A+230) touches [A+230, A+238); the gap [A+60, A+130) stays
         assertEquals(2, plan.count());
         assertEquals(A, plan.address(0));
         assertEquals(60, plan.size(0));
-        assertEquals(A + 100, plan.address(1));
+        assertEquals(A + 130, plan.address(1));
         assertEquals(108, plan.size(1));
         assertEquals(0, plan.allocation(0));
         assertEquals(0, plan.allocation(1));
+    }
+
+    @Test
+    void rangesOfOneAllocationLessThan64BytesApartBecomeOneCopyOverTheGap() {
+        // a packed upload: buffers at 64-byte aligned offsets with padding between them
+        CopyPlan plan = CopyPlan.of(STARTS, SIZES, new long[] {A, A + 64, A + 192, A + 320},
+                new long[] {60, 100, 1, 64});
+        assertEquals(2, plan.count(), "gaps of 4 and 28 bytes are copied over; the gap of 127 bytes is not");
+        assertEquals(A, plan.address(0));
+        assertEquals(193, plan.size(0));
+        assertEquals(plan.find(A, 60) + 192, plan.find(A + 192, 1), "the device distances are kept on the host");
+        assertEquals(A + 320, plan.address(1));
     }
 
     @Test
@@ -96,7 +108,8 @@ class CopyPlanTest {
                 assertTrue(plan.address(k) >= start
                         && plan.address(k) + plan.size(k) <= start + SIZES[plan.allocation(k)], "inside its allocation");
                 if (k > 0 && plan.allocation(k) == plan.allocation(k - 1)) {
-                    assertTrue(plan.address(k) > plan.address(k - 1) + plan.size(k - 1), "merged where they touch");
+                    assertTrue(plan.address(k) >= plan.address(k - 1) + plan.size(k - 1) + CopyPlan.ALIGNMENT,
+                            "merged where they lie less than 64 bytes apart");
                 }
                 end = plan.hostOffset(k) + plan.size(k);
             }

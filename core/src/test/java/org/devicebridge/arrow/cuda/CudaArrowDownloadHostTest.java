@@ -215,7 +215,7 @@ class CudaArrowDownloadHostTest {
             HostBatch batch = new HostBatch();
             try (ImportedArray device = asDevice(root, dictionaries, schema, level, sizing)) {
                 int importBatches = sizing.batches;
-                ImportedArray host = CudaArrowDownload.toHost(device.root(), device, sizing, batch);
+                ImportedArray host = CudaArrowDownload.toHost(device.root(), device, sizing, allocator, batch);
                 assertTrue(sizing.batches - importBatches <= (level == ValidationLevel.MINIMAL ? 1 : 0),
                         "at most one batch of offsets to size a batch imported at MINIMAL, none otherwise");
                 assertEquals(1, batch.batches, "one batch of copies of every buffer");
@@ -257,7 +257,7 @@ class CudaArrowDownloadHostTest {
             batch.before = () -> offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 1 << 20);
             try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.MINIMAL, sizing)) {
                 ValidationException e = assertThrows(ValidationException.class,
-                        () -> CudaArrowDownload.toHost(device.root(), device, sizing, batch));
+                        () -> CudaArrowDownload.toHost(device.root(), device, sizing, allocator, batch));
                 assertEquals(Category.DEVICE, e.category());
                 assertEquals("children[0].buffers[2]", e.path());
                 assertTrue(device.isLive(), "the device array stays the caller's after a throw");
@@ -277,7 +277,7 @@ class CudaArrowDownloadHostTest {
             batch.before = () -> offsets.setAtIndex(ValueLayout.JAVA_INT, 3, -1); // last offset before the first
             try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.MINIMAL, sizing)) {
                 ValidationException e = assertThrows(ValidationException.class,
-                        () -> CudaArrowDownload.toHost(device.root(), device, sizing, batch));
+                        () -> CudaArrowDownload.toHost(device.root(), device, sizing, allocator, batch));
                 assertTrue(e.path().startsWith("children[0]"), e.getMessage());
                 assertNotEquals(Category.DEVICE, e.category(), "refused by the offset checks themselves: " + e.getMessage());
             } finally {
@@ -295,7 +295,7 @@ class CudaArrowDownloadHostTest {
             batch.before = () -> offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 5); // "f" becomes ""
             try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.MINIMAL, sizing)) {
                 int importBatches = sizing.batches;
-                ImportedArray host = CudaArrowDownload.toHost(device.root(), device, sizing, batch);
+                ImportedArray host = CudaArrowDownload.toHost(device.root(), device, sizing, allocator, batch);
                 assertEquals(1, sizing.batches - importBatches, "one batch of offsets sized the download");
                 assertEquals(1, batch.batches, "then one batch of every buffer");
                 assertEquals(5, host.root().children().get(0).bufferLength(2), "sized by the validated copy");
@@ -321,7 +321,7 @@ class CudaArrowDownloadHostTest {
                 data.set(ValueLayout.JAVA_BYTE, 0, (byte) 'X');
             };
             try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.DEFAULT, sizing)) {
-                ImportedArray host = CudaArrowDownload.toHost(device.root(), device, sizing, batch);
+                ImportedArray host = CudaArrowDownload.toHost(device.root(), device, sizing, allocator, batch);
                 try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, null)) {
                     assertEquals(List.of("ab", "cde", "f"), values(down));
                 }
@@ -340,7 +340,7 @@ class CudaArrowDownloadHostTest {
                 ArrayNode uploaded = ARROW.relocated(source.root(), Map.of()); // as an upload's view: not host-readable
                 assertFalse(uploaded.isHostAccessible());
                 HostBatch batch = new HostBatch();
-                ImportedArray host = CudaArrowDownload.toHost(uploaded, null, sizing, batch);
+                ImportedArray host = CudaArrowDownload.toHost(uploaded, null, sizing, allocator, batch);
                 assertEquals(0, sizing.batches);
                 assertEquals(1, batch.batches);
                 try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, null)) {
@@ -363,7 +363,7 @@ class CudaArrowDownloadHostTest {
                 batch.before = () -> offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 1 << 20);
                 try {
                     ValidationException e = assertThrows(ValidationException.class,
-                            () -> CudaArrowDownload.toHost(uploaded, null, sizing, batch));
+                            () -> CudaArrowDownload.toHost(uploaded, null, sizing, allocator, batch));
                     assertEquals(Category.CONTENT, e.category());
                     assertEquals("children[0].buffers[2]", e.path());
                 } finally {
@@ -383,7 +383,7 @@ class CudaArrowDownloadHostTest {
                 ArrayNode unsized = ARROW.relocated(source.root(), Map.of());
                 HostBatch batch = new HostBatch();
                 assertThrows(UnsupportedFeatureException.class,
-                        () -> CudaArrowDownload.toHost(unsized, null, sizing, batch));
+                        () -> CudaArrowDownload.toHost(unsized, null, sizing, allocator, batch));
                 assertEquals(0, batch.batches);
             }
         }

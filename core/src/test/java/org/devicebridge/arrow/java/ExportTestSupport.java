@@ -130,8 +130,11 @@ public final class ExportTestSupport {
                 continue;
             }
             long value = i * 1000L + 7;
+            if (type instanceof ArrowType.Date d && d.getUnit() == DateUnit.MILLISECOND) {
+                value *= 86_400_000L; // date64 holds whole days (FULL validation checks it)
+            }
             for (int b = 0; b < width; b++) {
-                f.getDataBuffer().setByte((long) i * width + b, b < 4 ? (byte) (value >>> (8 * b)) : 0);
+                f.getDataBuffer().setByte((long) i * width + b, b < 8 ? (byte) (value >>> (8 * b)) : 0);
             }
             BitVectorHelper.setBit(f.getValidityBuffer(), i);
         }

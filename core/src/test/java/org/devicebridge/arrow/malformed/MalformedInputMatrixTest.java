@@ -78,6 +78,7 @@ class MalformedInputMatrixTest {
         nonZeroOffset(t);
         alignment(t);
         device(t);
+        ParityCases.add(t);
         return t;
     }
 

@@ -1,0 +1,106 @@
+package org.devicebridge.arrow.cuda;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.vector.BaseVariableWidthViewVector;
+import org.apache.arrow.vector.DecimalVector;
+import org.apache.arrow.vector.ExtensionTypeVector;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.dictionary.Dictionary;
+import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.devicebridge.ValidationException;
+import org.devicebridge.cuda.PointerAttributes;
+import org.devicebridge.internal.ArrowArrayFields;
+import org.devicebridge.internal.FieldPath;
+
+/**
+ * Confirms, with the driver's pointer attributes, that an exported Arrow Java batch lies in pinned host
+ * memory: every Arrow buffer with bytes of its vectors and their dictionaries, and the buffers the export
+ * made itself (narrowed decimals), read from the exported structs walked beside the vectors.
+ */
+final class PinnedCheck {
+    /** Every address: the exported structs are this library's own, written a moment ago. */
+    private static final MemorySegment ALL = ArrowArrayFields.BY_ADDRESS;
+
+    private PinnedCheck() {}
+
+    /**
+     * Throws unless every buffer of {@code root} is pinned host memory; returns the device the driver names
+     * for it (that of the first buffer, 0 without any).
+     *
+     * @param exported the {@code ArrowArray} exported from {@code root} (a struct, one child per vector)
+     */
+    static int requirePinned(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment exported) {
+        int[] device = {-1};
+        List<FieldVector> vectors = root.getFieldVectors();
+        for (int i = 0; i < vectors.size(); i++) {
+            check(vectors.get(i), provider, child(exported.address(), i), "children[" + i + "]", device, 0);
+        }
+        return Math.max(device[0], 0);
+    }
+
+    /** Checks {@code vector}, exported as the {@code ArrowArray} at address {@code struct} (ours: read by address). */
+    private static void check(FieldVector vector, DictionaryProvider provider, long struct, String path,
+                              int[] device, int depth) {
+        if (depth > FieldPath.MAX_DEPTH) {
+            throw new ValidationException(ValidationException.Category.DEPTH, path,
+                    "the data nests deeper than " + FieldPath.MAX_DEPTH + " levels");
+        }
+        FieldVector v = vector;
+        while (v instanceof ExtensionTypeVector<?> ext) {
+            v = ext.getUnderlyingVector();
+        }
+        List<ArrowBuf> buffers = v.getFieldBuffers();
+        for (int b = 0; b < buffers.size(); b++) {
+            ArrowBuf buf = buffers.get(b);
+            if (buf != null && buf.capacity() > 0 && buf.memoryAddress() != 0) {
+                requireHost(buf.memoryAddress(), FieldPath.join(path, "buffers[" + b + "]"), device);
+            }
+        }
+        if (v instanceof BaseVariableWidthViewVector view) {
+            List<ArrowBuf> data = view.getDataBuffers();
+            for (int k = 0; k < data.size(); k++) {
+                ArrowBuf buf = data.get(k);
+                if (buf.capacity() > 0) {
+                    requireHost(buf.memoryAddress(), FieldPath.join(path, "buffers[" + (2 + k) + "]"), device);
+                }
+            }
+        }
+        if (v instanceof DecimalVector && ((ArrowType.Decimal) v.getField().getType()).getBitWidth() < 128
+                && v.getValueCount() > 0) {
+            // the export narrowed the values into a buffer of its own
+            long narrowed = ALL.get(ValueLayout.JAVA_LONG, ALL.get(ValueLayout.JAVA_LONG, struct + ArrowArrayFields.BUFFERS) + 8);
+            requireHost(narrowed, FieldPath.join(path, "buffers[1]"), device);
+        }
+        List<FieldVector> children = v.getChildrenFromFields() == null ? List.of() : v.getChildrenFromFields();
+        for (int i = 0; i < children.size(); i++) {
+            check(children.get(i), provider, child(struct, i), FieldPath.join(path, "children[" + i + "]"), device,
+                    depth + 1);
+        }
+        if (vector.getField().getDictionary() != null && provider != null) {
+            Dictionary d = provider.lookup(vector.getField().getDictionary().getId());
+            long dictionary = ALL.get(ValueLayout.JAVA_LONG, struct + ArrowArrayFields.DICTIONARY);
+            check(d.getVector(), provider, dictionary, FieldPath.join(path, "dictionary"), device, depth + 1);
+        }
+    }
+
+    private static long child(long struct, int i) {
+        return ALL.get(ValueLayout.JAVA_LONG, ALL.get(ValueLayout.JAVA_LONG, struct + ArrowArrayFields.CHILDREN) + 8L * i);
+    }
+
+    private static void requireHost(long address, String path, int[] device) {
+        PointerAttributes a = PointerAttributes.query(address); // not cached: freed pinned memory can be reused unpinned
+        if (a.memoryType() != PointerAttributes.MemoryType.HOST) {
+            throw new ValidationException(ValidationException.Category.DEVICE, path,
+                    "expected pinned host memory (CU_MEMORYTYPE_HOST) for ARROW_DEVICE_CUDA_HOST but found "
+                            + a.memoryType());
+        }
+        if (device[0] < 0) {
+            device[0] = Math.max(a.deviceOrdinal(), 0);
+        }
+    }
+}

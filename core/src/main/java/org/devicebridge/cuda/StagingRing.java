@@ -1,0 +1,244 @@
+package org.devicebridge.cuda;
+
+import java.lang.foreign.MemorySegment;
+import java.util.function.IntConsumer;
+import org.devicebridge.InvalidArgumentException;
+
+/**
+ * The staging logic of a {@link HostDeviceTransfer}, apart from the driver so that it can be tested without
+ * a GPU: a ring of pinned chunks, reused by every batch, each guarded by its own event. A chunk is written
+ * by the host only after the copies last queued from or into it finished.
+ *
+ * <p>Upload: chunk N+1 (and the next ones, as far as free chunks allow) is packed by the shared copy
+ * threads while chunk N's copy to the device runs; a chunk's copy is queued as soon as it is packed.
+ * Download: the copies of the next chunks into free chunks are queued ahead; each chunk is unpacked by the
+ * copy threads as soon as its copy arrived, while the next chunks' copies run. The host waits only for a
+ * chunk it needs next.
+ *
+ * <p>Not thread-safe: one ring belongs to one transfer object, whose methods are serialised.
+ */
+final class StagingRing {
+    private final MemorySegment[] chunks;
+    private final StagingCopy[] copies; // the host copies of each chunk, split over threads when large
+    private final boolean[] used; // a copy from or into the chunk was queued and not yet seen finished
+    private final long chunkBytes;
+    private int next; // the chunk the next batch starts with
+
+    /**
+     * A ring over {@code chunks} (at least two, of equal size) whose host copies run through
+     * {@code copies} (one per chunk).
+     */
+    StagingRing(MemorySegment[] chunks, StagingCopy[] copies) {
+        if (chunks.length < 2 || copies.length != chunks.length) {
+            throw new InvalidArgumentException("chunks", "expected at least two staging chunks, one copier each, but found "
+                    + chunks.length + " chunks and " + copies.length + " copiers");
+        }
+        this.chunks = chunks.clone();
+        this.copies = copies.clone();
+        this.used = new boolean[chunks.length];
+        this.chunkBytes = chunks[0].byteSize();
+        for (MemorySegment c : chunks) {
+            if (c.byteSize() != chunkBytes) {
+                throw new InvalidArgumentException("chunks", "expected staging chunks of one size");
+            }
+        }
+    }
+
+    /** Bytes one chunk holds. */
+    long chunkBytes() {
+        return chunkBytes;
+    }
+
+    /** Number of chunks. */
+    int size() {
+        return chunks.length;
+    }
+
+    private int slot(int chunk) {
+        return (int) ((next + (long) chunk) % chunks.length);
+    }
+
+    /**
+     * Packs the staged buffers {@code src[order[k]]} (placed at {@code offsets[order[k]]}, increasing with
+     * {@code k}, in {@code [0, stagedBytes)}) into {@code [base, base + stagedBytes)} on the device, with
+     * zeros between them, chunk by chunk. Returns once every chunk's copy is queued: the host buffers have
+     * then been read, and the last copies may still run (the chunks' events guard them).
+     */
+    void upload(MemorySegment[] src, long[] offsets, long[] sizes, int[] order, long stagedBytes, long base,
+                TransferOps ops) {
+        int n = Math.toIntExact((stagedBytes + chunkBytes - 1) / chunkBytes);
+        Packer packer = new Packer(src, offsets, sizes, order, stagedBytes);
+        int published = 0;
+        int sent = 0;
+        try {
+            while (sent < n) {
+                if (published == sent) {
+                    claim(slot(published), ops);
+                    packer.pack(published++);
+                }
+                while (published < n && published - sent < chunks.length && isFree(slot(published), ops)) {
+                    packer.pack(published++);
+                }
+                int s = slot(sent);
+                copies[s].finish(); // copies the slices no thread took yet, waits for the others
+                long at = (long) sent * chunkBytes;
+                long len = Math.min(chunkBytes, stagedBytes - at);
+                ops.toDevice(base + at, chunks[s].asSlice(0, len), len);
+                ops.record(s);
+                used[s] = true;
+                sent++;
+            }
+        } catch (RuntimeException | Error e) {
+            finishAll(e);
+            throw e;
+        } finally {
+            next = slot(n);
+        }
+    }
+
+    /** Packs chunk {@code c} of an upload into its slot: the buffers' bytes and the zeros between them. */
+    private final class Packer {
+        private final MemorySegment[] src;
+        private final long[] offsets;
+        private final long[] sizes;
+        private final int[] order;
+        private final long stagedBytes;
+        private int first; // the first staged buffer that may overlap the next chunk
+
+        Packer(MemorySegment[] src, long[] offsets, long[] sizes, int[] order, long stagedBytes) {
+            this.src = src;
+            this.offsets = offsets;
+            this.sizes = sizes;
+            this.order = order;
+            this.stagedBytes = stagedBytes;
+        }
+
+        /** Collects chunk {@code c}'s copies and starts them (chunks are packed in order). */
+        void pack(int c) {
+            StagingCopy copy = copies[slot(c)];
+            MemorySegment chunk = chunks[slot(c)];
+            long at = (long) c * chunkBytes;
+            long end = Math.min(stagedBytes, at + chunkBytes);
+            while (first < order.length && offsets[order[first]] + sizes[order[first]] <= at) {
+                first++;
+            }
+            long cursor = at;
+            for (int k = first; k < order.length && offsets[order[k]] < end; k++) {
+                int i = order[k];
+                long from = Math.max(at, offsets[i]);
+                long to = Math.min(end, offsets[i] + sizes[i]);
+                if (to > from) {
+                    copy.zero(chunk, cursor - at, from - cursor);
+                    copy.copy(src[i], from - offsets[i], chunk, from - at, to - from);
+                    cursor = to;
+                }
+            }
+            copy.zero(chunk, cursor - at, end - cursor);
+            copy.start();
+        }
+    }
+
+    /**
+     * Copies the staged part of a download: {@code plan}'s entry {@code i} fills {@code dst[i]} (at the
+     * part offsets the plan gives). Returns when every byte arrived and was unpacked.
+     */
+    void download(DownloadPlan plan, MemorySegment[] dst, TransferOps ops) {
+        int n = plan.chunks();
+        int issued = 0;
+        int unpacked = 0;
+        try {
+            while (unpacked < n) {
+                if (issued == unpacked) {
+                    issue(plan, issued++, ops);
+                }
+                while (issued < n && issued - unpacked < chunks.length && copies[slot(issued)].isDone()
+                        && isFree(slot(issued), ops)) {
+                    issue(plan, issued++, ops);
+                }
+                int s = slot(unpacked);
+                ops.await(s);
+                used[s] = false;
+                StagingCopy copy = copies[s];
+                for (int k = plan.firstPart(unpacked); k < plan.firstPart(unpacked + 1); k++) {
+                    copy.copy(chunks[s], plan.partStage(k), dst[plan.partEntry(k)], plan.partOffset(k), plan.partLength(k));
+                }
+                if (!copy.start()) {
+                    copy.finish(); // not for the pool: unpacked now, while the next chunks' copies run
+                }
+                unpacked++;
+            }
+            for (int c = Math.max(0, n - chunks.length); c < n; c++) {
+                copies[slot(c)].finish(); // throws the first failure, once every slice stopped
+            }
+        } catch (RuntimeException | Error e) {
+            finishAll(e);
+            throw e;
+        } finally {
+            next = slot(n);
+        }
+    }
+
+    /** Queues chunk {@code c}'s copies into its slot, once the slot's previous use finished. */
+    private void issue(DownloadPlan plan, int c, TransferOps ops) {
+        int s = slot(c);
+        claim(s, ops);
+        for (int k = plan.firstCopy(c); k < plan.firstCopy(c + 1); k++) {
+            long len = plan.copyLength(k);
+            ops.toHost(chunks[s].asSlice(plan.copyStage(k), len), plan.copyDevice(k), len);
+        }
+        ops.record(s);
+        used[s] = true;
+    }
+
+    /** Waits until slot {@code s} may be written: its host copies and its last queued copy finished. */
+    private void claim(int s, TransferOps ops) {
+        copies[s].finish();
+        if (used[s]) {
+            ops.await(s);
+            used[s] = false;
+        }
+    }
+
+    /** {@code true} (and the slot marked free) if the last copy queued from or into slot {@code s} finished. */
+    private boolean isFree(int s, TransferOps ops) {
+        if (used[s] && ops.query(s)) {
+            used[s] = false;
+        }
+        return !used[s];
+    }
+
+    /** After a failure: waits for every started host copy (their failures are added to {@code e}). */
+    private void finishAll(Throwable e) {
+        for (StagingCopy c : copies) {
+            try {
+                c.finish();
+            } catch (RuntimeException | Error more) {
+                if (more != e) {
+                    e.addSuppressed(more);
+                }
+            }
+        }
+    }
+
+    /**
+     * Waits for every host copy and (through {@code await}, given a chunk's number) every queued copy still
+     * using a chunk, before the chunks are freed.
+     */
+    void drain(IntConsumer await) {
+        RuntimeException failure = null;
+        for (int s = 0; s < chunks.length; s++) {
+            try {
+                copies[s].finish();
+            } catch (RuntimeException e) {
+                failure = failure == null ? e : failure;
+            }
+            if (used[s]) {
+                await.accept(s);
+                used[s] = false;
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+}

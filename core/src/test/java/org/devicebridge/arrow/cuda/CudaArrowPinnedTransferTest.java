@@ -1,0 +1,147 @@
+package org.devicebridge.arrow.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.devicebridge.arrow.java.ExportTestSupport;
+import org.devicebridge.cuda.CudaEvent;
+import org.devicebridge.cuda.CudaStream;
+import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.cuda.PointerAttributes;
+import org.devicebridge.cuda.StreamKind;
+import org.devicebridge.internal.CudaCounters;
+import org.devicebridge.testing.RequiresCuda;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Arrow Java roots in pinned host memory go to the device and back with no staging copy and one host wait
+ * per batch; roots in pageable memory go through the staging ring; the values survive either way. The
+ * pinned roots come from {@link PinnedTestAllocation} until the pinned allocation manager of issue 14 lands.
+ */
+@RequiresCuda
+class CudaArrowPinnedTransferTest {
+    private static final int DEVICE = 0;
+    private static final int ROWS = 50_000;
+
+    private BufferAllocator pageable;
+    private PinnedTestAllocation pinnedMemory;
+    private BufferAllocator pinned;
+    private ExportTestSupport.Baseline baseline;
+    private long deviceBytesBefore;
+    private int downloadsBefore;
+    private CudaStream stream;
+    private HostDeviceTransfer transfer;
+
+    @BeforeEach
+    void setUp() {
+        baseline = new ExportTestSupport.Baseline();
+        pageable = ExportTestSupport.allocator();
+        pinnedMemory = new PinnedTestAllocation();
+        pinned = pinnedMemory.newAllocator();
+        downloadsBefore = DownloadedBuffers.LIVE.get();
+        stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+        transfer = HostDeviceTransfer.create(DEVICE, HostDeviceTransfer.Options.defaults()
+                .withStagingBytes(4L << 20).withChunkBytes(256L << 10));
+        deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
+    }
+
+    @AfterEach
+    void tearDown() {
+        transfer.close();
+        stream.synchronize();
+        stream.close();
+        assertEquals(deviceBytesBefore, CudaCounters.snapshot().deviceBytesOutstanding(), "device memory freed");
+        assertEquals(downloadsBefore, DownloadedBuffers.LIVE.get(), "every downloaded block freed");
+        assertEquals(0, pinned.getAllocatedMemory(), "pinned Arrow memory released");
+        pinned.close();
+        pinnedMemory.close();
+        baseline.assertNothingLeaked(pageable);
+        pageable.close();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"integers", "strings", "lists", "struct", "nested", "dictionary"})
+    void aPinnedRootGoesUpAndComesBackWithoutStagingAndOneHostWaitEachWay(String family) {
+        DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
+        List<FieldVector> vectors = ExportTestSupport.family(family, pinned, ROWS, true, dictionaries);
+        try (VectorSchemaRoot root = new VectorSchemaRoot(vectors)) {
+            root.setRowCount(ROWS);
+            FieldVector first = root.getVector(0);
+            assertTrue(PointerAttributes.isPageLocked(java.lang.foreign.MemorySegment.ofAddress(
+                    first.getDataBuffer().memoryAddress()).reinterpret(Math.max(1, first.getDataBuffer().capacity()))),
+                    "the test allocator gives pinned memory");
+            HostDeviceTransfer.Statistics s0 = transfer.statistics();
+            try (CudaArrowBatch batch = CudaArrowUpload.upload(root, dictionaries, transfer, stream)) {
+                HostDeviceTransfer.Statistics s1 = transfer.statistics();
+                assertEquals(s0.stagedBytes(), s1.stagedBytes(), "nothing staged on the way up");
+                assertTrue(s1.directCopies() > s0.directCopies(), "every buffer copied directly");
+                assertEquals(s0.hostWaits() + 1, s1.hostWaits(), "one host wait for the upload");
+                DictionaryProvider.MapDictionaryProvider back = new DictionaryProvider.MapDictionaryProvider();
+                try (VectorSchemaRoot down = CudaArrowDownload.download(batch, pinned, back, transfer, stream)) {
+                    HostDeviceTransfer.Statistics s2 = transfer.statistics();
+                    assertEquals(s1.stagedBytes(), s2.stagedBytes(), "nothing staged on the way down");
+                    assertEquals(s1.directCopies() + 1, s2.directCopies(), "the packed batch comes back in one copy");
+                    assertEquals(s1.hostWaits() + 1, s2.hostWaits(), "one host wait for the download");
+                    assertEquals(root.contentToTSVString(), down.contentToTSVString());
+                } finally {
+                    ExportTestSupport.closeDictionaries(back);
+                }
+            }
+        } finally {
+            ExportTestSupport.closeDictionaries(dictionaries);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"integers", "strings", "lists", "nested"})
+    void aPageableRootIsStagedBothWaysAndSurvives(String family) {
+        DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
+        List<FieldVector> vectors = ExportTestSupport.family(family, pageable, ROWS, true, dictionaries);
+        try (VectorSchemaRoot root = new VectorSchemaRoot(vectors)) {
+            root.setRowCount(ROWS);
+            HostDeviceTransfer.Statistics s0 = transfer.statistics();
+            try (CudaArrowBatch batch = CudaArrowUpload.upload(root, dictionaries, transfer, stream)) {
+                HostDeviceTransfer.Statistics s1 = transfer.statistics();
+                assertEquals(s0.directCopies(), s1.directCopies(), "nothing copied directly");
+                assertTrue(s1.stagedBytes() > s0.stagedBytes());
+                try (VectorSchemaRoot down = CudaArrowDownload.download(batch, pageable, transfer, stream)) {
+                    HostDeviceTransfer.Statistics s2 = transfer.statistics();
+                    assertEquals(s1.directCopies(), s2.directCopies(), "a pageable block is staged");
+                    assertEquals(root.contentToTSVString(), down.contentToTSVString());
+                }
+            }
+        } finally {
+            ExportTestSupport.closeDictionaries(dictionaries);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"integers", "strings"})
+    void uploadAsyncOfAPinnedRootWaitsForNothingAndTheCallersEventOrdersIt(String family) {
+        DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
+        List<FieldVector> vectors = ExportTestSupport.family(family, pinned, ROWS, false, dictionaries);
+        try (VectorSchemaRoot root = new VectorSchemaRoot(vectors);
+             CudaEvent done = CudaEvent.acquire(DEVICE)) {
+            root.setRowCount(ROWS);
+            long waits = transfer.statistics().hostWaits();
+            try (CudaArrowBatch batch = CudaArrowUpload.uploadAsync(root, dictionaries, transfer, stream)) {
+                assertEquals(waits, transfer.statistics().hostWaits(), "no host wait");
+                done.record(stream);
+                done.synchronize();
+                try (VectorSchemaRoot down = CudaArrowDownload.download(batch, pageable, transfer, stream)) {
+                    assertEquals(root.contentToTSVString(), down.contentToTSVString());
+                }
+            }
+        } finally {
+            ExportTestSupport.closeDictionaries(dictionaries);
+        }
+    }
+}

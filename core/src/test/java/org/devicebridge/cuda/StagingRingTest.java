@@ -1,0 +1,415 @@
+package org.devicebridge.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.function.Supplier;
+import org.devicebridge.DeviceBridgeException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The staging ring and the batch logic of HostDeviceTransfer without a GPU: a fake stream whose copies run
+ * only when the host waits for them (or, when it asks, at random), in queue order, as a CUDA stream would
+ * run them at the latest. A ring that refilled a chunk before its queued copy ran, or unpacked before
+ * waiting, would read or send the wrong bytes here; a direct copy reads the caller's buffer as late as
+ * the stream reaches it.
+ */
+class StagingRingTest {
+    private static final long BASE = 1 << 20; // fake device addresses start here
+
+    /** A stream of copies against a host segment standing in for device memory. */
+    static class FakeStream implements TransferOps {
+        MemorySegment device; // the fake device memory copies queued from now on use
+        final List<Runnable> queue = new ArrayList<>();
+        final Map<Integer, Integer> mark = new HashMap<>();
+        final Random eager; // null: query() never runs queued copies
+        int executed;
+        int toDevice;
+        int toHost;
+        int zeros;
+        int realWaits;
+
+        FakeStream(Random eager) {
+            this.eager = eager;
+        }
+
+        /** Sets the fake device memory and zeroes the per-batch counters. */
+        FakeStream on(MemorySegment memory) {
+            this.device = memory;
+            toDevice = 0;
+            toHost = 0;
+            zeros = 0;
+            realWaits = 0;
+            return this;
+        }
+
+        @Override
+        public void toDevice(long deviceAddress, MemorySegment from, long bytes) {
+            assertEquals(bytes, from.byteSize());
+            toDevice++;
+            MemorySegment d = device;
+            queue.add(() -> MemorySegment.copy(from, 0, d, deviceAddress - BASE, bytes));
+        }
+
+        @Override
+        public void toHost(MemorySegment to, long deviceAddress, long bytes) {
+            assertEquals(bytes, to.byteSize());
+            toHost++;
+            MemorySegment d = device;
+            queue.add(() -> MemorySegment.copy(d, deviceAddress - BASE, to, 0, bytes));
+        }
+
+        @Override
+        public void zero(long deviceAddress, long bytes) {
+            zeros++;
+            MemorySegment d = device;
+            queue.add(() -> d.asSlice(deviceAddress - BASE, bytes).fill((byte) 0));
+        }
+
+        @Override
+        public void record(int event) {
+            mark.put(event, queue.size());
+        }
+
+        @Override
+        public void await(int event) {
+            Integer m = mark.get(event);
+            assertTrue(m != null, "waited for event " + event + ", never recorded");
+            if (executed < m) {
+                realWaits++;
+            }
+            runUpTo(m);
+        }
+
+        @Override
+        public boolean query(int event) {
+            Integer m = mark.get(event);
+            assertTrue(m != null, "queried event " + event + ", never recorded");
+            if (eager != null && eager.nextBoolean()) {
+                runUpTo(m);
+            }
+            return executed >= m;
+        }
+
+        void runUpTo(int end) {
+            while (executed < end) {
+                queue.get(executed++).run();
+            }
+        }
+
+        void finish() {
+            runUpTo(queue.size());
+        }
+    }
+
+    private static MemorySegment random(Arena arena, Random r, long size) {
+        MemorySegment s = arena.allocate(Math.max(1, size), 8).asSlice(0, size);
+        byte[] b = new byte[(int) size];
+        r.nextBytes(b);
+        MemorySegment.copy(b, 0, s, ValueLayout.JAVA_BYTE, 0, b.length);
+        return s;
+    }
+
+    private static long randomSize(Random r) {
+        int[] special = {0, 1, 63, 64, 65, 127, 128, 129};
+        return r.nextInt(3) == 0 ? special[r.nextInt(special.length)] : r.nextInt(3000);
+    }
+
+    private static StagingRing ring(Arena arena, int chunks, long chunkBytes, Supplier<StagingCopy> copies) {
+        MemorySegment staging = arena.allocate(chunks * chunkBytes, 64);
+        MemorySegment[] c = new MemorySegment[chunks];
+        StagingCopy[] s = new StagingCopy[chunks];
+        for (int i = 0; i < chunks; i++) {
+            c[i] = staging.asSlice(i * chunkBytes, chunkBytes);
+            s[i] = copies.get();
+        }
+        return new StagingRing(c, s);
+    }
+
+    @ParameterizedTest(name = "{0} chunks of {1} bytes, split copies {2}, eager device {3}")
+    @CsvSource({
+        "2, 64, false, false", "2, 192, false, true", "3, 1024, false, false", "5, 65536, false, true",
+        "2, 64, true, true", "3, 192, true, false", "4, 1024, true, true", "2, 65536, true, false",
+    })
+    void batchesOfPageableAndPageLockedBuffersRoundTripEveryByteThroughTheReusedRing(int chunks, long chunkBytes,
+                                                                                     boolean split, boolean eager) {
+        Random r = new Random(chunks * 31L + chunkBytes);
+        // split: thresholds far below the real ones, so that small, odd-sized chunks are cut into many
+        // slices copied by the pool (shared buffers); otherwise everything on the caller's thread (confined)
+        try (Arena arena = split ? Arena.ofShared() : Arena.ofConfined()) {
+            StagingRing ring = ring(arena, chunks, chunkBytes, split ? () -> new StagingCopy(1, 7, 4) : StagingCopy::new);
+            FakeStream stream = new FakeStream(eager ? new Random(chunkBytes) : null); // marks persist across batches
+            TransferStatistics stats = new TransferStatistics();
+            for (int batch = 0; batch < 30; batch++) {
+                int n = r.nextInt(12);
+                MemorySegment[] src = new MemorySegment[n];
+                long[] sizes = new long[n];
+                boolean[] direct = new boolean[n];
+                for (int i = 0; i < n; i++) {
+                    src[i] = random(arena, r, randomSize(r));
+                    sizes[i] = src[i].byteSize();
+                    direct[i] = sizes[i] > 0 && batch % 3 != 0 && r.nextInt(3) == 0; // every third batch: all staged
+                }
+                BatchTransfer.Layout layout = BatchTransfer.layout(sizes, direct);
+                checkLayout(layout, sizes, direct);
+
+                MemorySegment device = arena.allocate(Math.max(1, layout.total())).asSlice(0, layout.total());
+                device.fill((byte) 0x5A); // padding must come out zero, not this
+                stream.on(device);
+                boolean waits = BatchTransfer.upload(ring, src, sizes, layout, BASE, stream, stats);
+                assertEquals(layout.direct().length > 0, waits, "the batch event is recorded after direct copies");
+                assertEquals(layout.direct().length + (layout.stagedBytes() + chunkBytes - 1) / chunkBytes,
+                        stream.toDevice, "one copy per direct buffer and one per staging chunk");
+                stream.finish();
+                long cursor = 0;
+                for (int i : order(layout)) {
+                    for (long p = cursor; p < layout.offsets()[i]; p++) {
+                        assertEquals(0, device.get(ValueLayout.JAVA_BYTE, p), "padding byte " + p);
+                    }
+                    assertArrayEquals(src[i].toArray(ValueLayout.JAVA_BYTE),
+                            device.asSlice(layout.offsets()[i], sizes[i]).toArray(ValueLayout.JAVA_BYTE), "buffer " + i);
+                    cursor = layout.offsets()[i] + sizes[i];
+                }
+
+                MemorySegment[] back = new MemorySegment[n];
+                long[] addresses = new long[n];
+                for (int i = 0; i < n; i++) {
+                    back[i] = arena.allocate(Math.max(1, sizes[i])).asSlice(0, sizes[i]);
+                    addresses[i] = BASE + layout.offsets()[i];
+                }
+                FakeStream down = stream.on(device);
+                BatchTransfer.download(ring, addresses, null, back, sizes, direct, down, stats);
+                for (int i = 0; i < n; i++) {
+                    assertArrayEquals(src[i].toArray(ValueLayout.JAVA_BYTE), back[i].toArray(ValueLayout.JAVA_BYTE),
+                            "downloaded buffer " + i);
+                }
+                if (layout.direct().length == 0 && layout.total() > 0 && layout.total() <= chunkBytes) {
+                    assertEquals(1, down.toHost, "a packed batch that fits a chunk is one copy");
+                    assertTrue(down.realWaits <= 1, "and at most one synchronisation");
+                }
+                if (layout.direct().length > 0 && layout.stagedBytes() == 0) {
+                    assertEquals(layout.direct().length, down.toHost, "direct copies only");
+                    assertTrue(down.realWaits <= 1, "and one synchronisation for the batch");
+                }
+                stream.finish();
+            }
+        }
+    }
+
+    /** Staged buffers first, in order, packed; then direct ones, in order; all aligned. */
+    private static void checkLayout(BatchTransfer.Layout layout, long[] sizes, boolean[] direct) {
+        long end = 0;
+        for (int i : order(layout)) {
+            long at = layout.offsets()[i];
+            assertEquals(0, at % HostDeviceTransfer.ALIGNMENT, "aligned offset");
+            assertTrue(at >= end && at - end < HostDeviceTransfer.ALIGNMENT, "packed tightly");
+            end = at + sizes[i];
+            if (direct[i]) {
+                assertTrue(at >= layout.stagedBytes(), "a direct buffer lies after the staged region");
+            } else {
+                assertTrue(end <= layout.stagedBytes(), "a staged buffer lies in the staged region");
+            }
+        }
+        assertEquals(end, layout.total(), "the allocation ends with the last buffer");
+    }
+
+    private static int[] order(BatchTransfer.Layout layout) {
+        int[] all = new int[layout.staged().length + layout.direct().length];
+        System.arraycopy(layout.staged(), 0, all, 0, layout.staged().length);
+        System.arraycopy(layout.direct(), 0, all, layout.staged().length, layout.direct().length);
+        return all;
+    }
+
+    @Test
+    void aBatchWithoutDirectBuffersKeepsTheInputOrderAndABatchWithThemPutsThemLast() {
+        long[] sizes = {10, 100, 64, 3};
+        BatchTransfer.Layout plain = BatchTransfer.layout(sizes, new boolean[4]);
+        assertArrayEquals(new long[] {0, 64, 192, 256}, plain.offsets());
+        assertEquals(259, plain.total());
+        assertEquals(259, plain.stagedBytes());
+        BatchTransfer.Layout mixed = BatchTransfer.layout(sizes, new boolean[] {false, true, false, true});
+        assertArrayEquals(new long[] {0, 128, 64, 256}, mixed.offsets());
+        assertEquals(128, mixed.stagedBytes(), "the staged region ends aligned: its padding is packed");
+        assertEquals(259, mixed.total());
+    }
+
+    @Test
+    void theGapsBetweenDirectBuffersAreZeroedOnTheDeviceAndNothingElse() {
+        try (Arena arena = Arena.ofConfined()) {
+            StagingRing ring = ring(arena, 2, 256, StagingCopy::new);
+            FakeStream stream = new FakeStream(null);
+            Random r = new Random(1);
+            MemorySegment[] src = {random(arena, r, 10), random(arena, r, 64), random(arena, r, 100), random(arena, r, 1)};
+            long[] sizes = {10, 64, 100, 1};
+            BatchTransfer.Layout layout = BatchTransfer.layout(sizes, new boolean[] {true, true, true, true});
+            MemorySegment device = arena.allocate(layout.total());
+            device.fill((byte) 0x5A);
+            BatchTransfer.upload(ring, src, sizes, layout, BASE, stream.on(device), new TransferStatistics());
+            assertEquals(2, stream.zeros, "after the 10-byte and the 100-byte buffer; the 64-byte one ends aligned");
+            assertEquals(4, stream.toDevice);
+            stream.finish();
+            assertEquals(-1, device.asSlice(10, 54).mismatch(arena.allocate(54)), "gap zeroed");
+            assertArrayEquals(src[3].toArray(ValueLayout.JAVA_BYTE), device.asSlice(256, 1).toArray(ValueLayout.JAVA_BYTE));
+        }
+    }
+
+    @Test
+    void aDirectUploadReadsTheCallersBufferOnlyWhenTheStreamReachesIt() {
+        try (Arena arena = Arena.ofConfined()) {
+            StagingRing ring = ring(arena, 2, 256, StagingCopy::new);
+            FakeStream stream = new FakeStream(null);
+            MemorySegment src = arena.allocate(100);
+            src.fill((byte) 1);
+            MemorySegment device = arena.allocate(100);
+            BatchTransfer.Layout layout = BatchTransfer.layout(new long[] {100}, new boolean[] {true});
+            TransferStatistics stats = new TransferStatistics();
+            assertTrue(BatchTransfer.upload(ring, new MemorySegment[] {src}, new long[] {100}, layout, BASE,
+                    stream.on(device), stats));
+            src.fill((byte) 2); // what HostDeviceTransfer.uploadAsync's contract forbids: the device sees it
+            stream.await(TransferOps.BATCH); // what upload() does before it returns
+            assertEquals(2, device.get(ValueLayout.JAVA_BYTE, 99));
+            assertEquals(new HostDeviceTransfer.Statistics(0, 1, 100, 0, 0), stats.snapshot());
+        }
+    }
+
+    @ParameterizedTest(name = "{0} chunks of {1} bytes")
+    @CsvSource({"2, 64", "3, 320", "2, 4096", "6, 128"})
+    void downloadOfArbitraryRangesFillsEachDestination(int chunks, long chunkBytes) {
+        Random r = new Random(7L * chunkBytes + chunks);
+        try (Arena arena = Arena.ofShared()) {
+            StagingRing ring = ring(arena, chunks, chunkBytes, () -> new StagingCopy(1, 5, 3));
+            MemorySegment device = random(arena, r, 20_000);
+            FakeStream stream = new FakeStream(new Random(chunks)).on(device);
+            for (int batch = 0; batch < 40; batch++) {
+                int n = r.nextInt(10);
+                long[] addresses = new long[n];
+                long[] offsets = new long[n];
+                long[] sizes = new long[n];
+                MemorySegment[] dst = new MemorySegment[n];
+                for (int i = 0; i < n; i++) {
+                    sizes[i] = Math.min(randomSize(r), 20_000);
+                    // unsorted, overlapping, adjacent or nearly adjacent ranges
+                    offsets[i] = i > 0 && r.nextBoolean()
+                            ? Math.min(offsets[i - 1] + sizes[i - 1] + r.nextInt(70), 20_000 - sizes[i])
+                            : r.nextLong(20_000 - sizes[i] + 1);
+                    addresses[i] = BASE + offsets[i];
+                    dst[i] = arena.allocate(Math.max(1, sizes[i])).asSlice(0, sizes[i]);
+                }
+                ring.download(DownloadPlan.of(addresses, sizes, null, chunkBytes), dst, stream);
+                for (int i = 0; i < n; i++) {
+                    assertArrayEquals(device.asSlice(offsets[i], sizes[i]).toArray(ValueLayout.JAVA_BYTE),
+                            dst[i].toArray(ValueLayout.JAVA_BYTE), "range " + i + " of batch " + batch);
+                }
+                stream.finish();
+            }
+        }
+    }
+
+    @Test
+    void downloadJoinsNearbyRangesOfOneGroupButNeverRangesOfTwoGroups() {
+        try (Arena arena = Arena.ofConfined()) {
+            StagingRing ring = ring(arena, 2, 4096, StagingCopy::new);
+            MemorySegment device = random(arena, new Random(3), 1000);
+            FakeStream stream = new FakeStream(null).on(device);
+            long[] addresses = {BASE, BASE + 108, BASE + 300}; // gaps of 8 and 92 bytes
+            long[] sizes = {100, 100, 50};
+            for (long[] groups : new long[][] {null, {1, 1, 1}, {1, 2, 2}, {1, 1, 2}}) {
+                MemorySegment[] dst = new MemorySegment[3];
+                for (int i = 0; i < 3; i++) {
+                    dst[i] = arena.allocate(sizes[i]);
+                }
+                stream.on(device);
+                ring.download(DownloadPlan.of(addresses, sizes, groups, 4096), dst, stream);
+                for (int i = 0; i < 3; i++) {
+                    assertArrayEquals(device.asSlice(addresses[i] - BASE, sizes[i]).toArray(ValueLayout.JAVA_BYTE),
+                            dst[i].toArray(ValueLayout.JAVA_BYTE), "range " + i);
+                }
+                boolean splitFirstGap = groups != null && groups[0] != groups[1];
+                assertEquals(splitFirstGap ? 3 : 2, stream.toHost,
+                        "the 8-byte gap is copied over only inside one group; the 92-byte gap never");
+                stream.finish();
+            }
+        }
+    }
+
+    @Test
+    void anUploadPacksAheadIntoFreeChunksWithoutWaitingWhenTheDeviceKeepsUp() {
+        try (Arena arena = Arena.ofConfined()) {
+            StagingRing ring = ring(arena, 4, 1024, StagingCopy::new);
+            Random r = new Random(2);
+            MemorySegment src = random(arena, r, 10 * 1024);
+            MemorySegment device = arena.allocate(10 * 1024);
+            FakeStream fast = new FakeStream(null) {
+                @Override
+                public boolean query(int event) {
+                    runUpTo(mark.get(event)); // a device that finished everything by the time the host asks
+                    return true;
+                }
+            };
+            BatchTransfer.Layout layout = BatchTransfer.layout(new long[] {10 * 1024}, new boolean[1]);
+            assertFalse(BatchTransfer.upload(ring, new MemorySegment[] {src}, new long[] {10 * 1024}, layout, BASE,
+                    fast.on(device), new TransferStatistics()));
+            assertEquals(10, fast.toDevice);
+            assertEquals(0, fast.realWaits, "no host wait: every chunk was free when its turn came");
+            fast.finish();
+            assertEquals(-1, src.mismatch(device));
+        }
+    }
+
+    @Test
+    void aFailedStagingCopyThrowsALibraryExceptionRecordsWhatWasSentAndLeavesTheRingUsable() {
+        Random r = new Random(11);
+        try (Arena arena = Arena.ofShared()) {
+            StagingRing ring = ring(arena, 3, 1024, () -> new StagingCopy(1, 64, 4));
+            MemorySegment good = random(arena, r, 3000);
+            Arena gone = Arena.ofShared();
+            MemorySegment dead = gone.allocate(3000);
+            gone.close();
+            MemorySegment device = arena.allocate(8192);
+            FakeStream stream = new FakeStream(null).on(device);
+            TransferStatistics stats = new TransferStatistics();
+
+            // upload: the buffer at 3008 is closed; the chunks before it went
+            long[] sizes = {3000, 3000};
+            BatchTransfer.Layout layout = BatchTransfer.layout(sizes, new boolean[2]);
+            DeviceBridgeException up = assertThrows(DeviceBridgeException.class, () -> BatchTransfer.upload(ring,
+                    new MemorySegment[] {good, dead}, sizes, layout, BASE, stream, stats));
+            assertInstanceOf(IllegalStateException.class, up.getCause());
+            assertEquals(2, stream.toDevice, "the two chunks before the closed buffer's first byte");
+            assertEquals(2, stream.mark.size(), "and both recorded: not refilled before they ran");
+
+            // download into a closed destination: the copy into staging was queued, the unpack fails
+            DeviceBridgeException down = assertThrows(DeviceBridgeException.class, () -> ring.download(
+                    DownloadPlan.of(new long[] {BASE}, new long[] {3000}, null, 1024), new MemorySegment[] {dead}, stream));
+            assertInstanceOf(IllegalStateException.class, down.getCause());
+
+            // the ring is usable again: the next batch goes through and round-trips
+            device.fill((byte) 0x5A);
+            stream.on(device);
+            BatchTransfer.upload(ring, new MemorySegment[] {good}, new long[] {3000},
+                    BatchTransfer.layout(new long[] {3000}, new boolean[1]), BASE, stream, stats);
+            stream.finish();
+            MemorySegment back = arena.allocate(3000);
+            ring.download(DownloadPlan.of(new long[] {BASE}, new long[] {3000}, null, 1024), new MemorySegment[] {back},
+                    stream);
+            assertArrayEquals(good.toArray(ValueLayout.JAVA_BYTE), back.toArray(ValueLayout.JAVA_BYTE));
+            assertEquals(3, stream.toDevice, "3000 bytes in chunks of 1024");
+            assertEquals(3, stream.toHost);
+            stream.finish();
+        }
+    }
+}
