@@ -142,9 +142,11 @@ public final class DeviceFlight {
      * into device memory: each batch Flight delivers is uploaded into one allocation of {@code copies}'
      * device with copies ordered on {@code copies}' stream (straight from the Arrow buffers where they are
      * pinned: build the {@code FlightServer} or {@code FlightClient} with a {@code PinnedArrowMemory}
-     * allocator), an event is recorded on that stream after them, and {@code sink} gets both. Blocks in
-     * {@code in.next()} between batches; returns at the end of the stream. Dictionary-encoded columns are
-     * uploaded with their dictionaries.
+     * allocator), an event is recorded on that stream after them, and {@code sink} gets both. The copies
+     * are queued without a host wait and overlap Flight's reading of the next batch: the host waits for
+     * them (one wait per batch) when that batch has arrived, or before this returns, and only then lets
+     * Flight have the host buffers back. Returns at the end of the stream. Dictionary-encoded columns are
+     * uploaded with their dictionaries (synchronously).
      *
      * <p>Ownership: {@code sink} owns each batch from the moment it is called, even if it throws (it closes
      * the batch); a sink that throws ends the loop with its exception. The caller keeps owning {@code in}
