@@ -75,9 +75,10 @@ public final class ArrayNode {
     }
 
     /**
-     * {@return {@code true} if buffer {@code i} is NULL (allowed where it would have no bytes, or for validity with no nulls)}
+     * {@return {@code true} if buffer {@code i} is NULL (allowed where it would have no bytes, or for validity
+     * with no nulls)}
      *
-     * @param i the index
+     * @param i the buffer index, from 0 to {@link #bufferCount()} - 1
      */
     public boolean isBufferNull(int i) {
         Objects.checkIndex(i, bufferCount());

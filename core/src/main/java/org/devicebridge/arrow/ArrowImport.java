@@ -77,7 +77,8 @@ public final class ArrowImport {
      * @param schema the field the array is read with (for a batch, an imported schema's root; borrowed)
      * @param arrowArrayPtr the producer's {@code ArrowArray}
      * @param level how much of the foreign structure to check before it is used
-     * @param arena the arena whose closing releases the import (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @param arena the arena whose closing releases the import (the caller keeps owning it), or
+     *     {@code null} for one the returned handle owns
      * @return the imported array
      * @throws ValidationException if the array is malformed or does not match the schema
      * @throws org.devicebridge.HandleClosedException if {@code arena} is closed (the struct is released)
@@ -115,7 +116,8 @@ public final class ArrowImport {
      * @param schema the imported schema the array is read with; the caller keeps owning it
      * @param arrowArrayPtr the producer's {@code ArrowArray}
      * @param level how much of the foreign structure to check before it is used
-     * @param arena the arena whose closing releases the import (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @param arena the arena whose closing releases the import (the caller keeps owning it), or
+     *     {@code null} for one the returned handle owns
      * @return the imported array
      */
     public static ImportedArray importArray(ImportedSchema schema, MemorySegment arrowArrayPtr, ValidationLevel level,
@@ -159,7 +161,8 @@ public final class ArrowImport {
      * @param schema the field the array is read with (for a batch, an imported schema's root; borrowed)
      * @param arrowDeviceArrayPtr the producer's {@code ArrowDeviceArray}
      * @param level how much of the foreign structure to check before it is used
-     * @param arena the arena whose closing releases the import (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @param arena the arena whose closing releases the import (the caller keeps owning it), or
+     *     {@code null} for one the returned handle owns
      * @return the imported array
      */
     public static ImportedArray importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
@@ -215,7 +218,8 @@ public final class ArrowImport {
      * @param schema the field the array is read with (for a batch, an imported schema's root; borrowed)
      * @param arrowDeviceArrayPtr the producer's {@code ArrowDeviceArray}
      * @param level how much of the foreign structure to check before it is used
-     * @param arena the arena whose closing releases the import (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @param arena the arena whose closing releases the import (the caller keeps owning it), or
+     *     {@code null} for one the returned handle owns
      * @param copier copies device memory to the host when needed
      * @return the imported array
      * @throws ValidationException as for {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel)}
@@ -247,7 +251,8 @@ public final class ArrowImport {
      * @param schema the imported schema the array is read with; the caller keeps owning it
      * @param arrowDeviceArrayPtr the producer's {@code ArrowDeviceArray}
      * @param level how much of the foreign structure to check before it is used
-     * @param arena the arena whose closing releases the import (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @param arena the arena whose closing releases the import (the caller keeps owning it), or
+     *     {@code null} for one the returned handle owns
      * @return the imported array
      */
     public static ImportedArray importDeviceArray(ImportedSchema schema, MemorySegment arrowDeviceArrayPtr,

@@ -132,7 +132,8 @@ public final class ImportedArrayStream extends NativeHandle {
      * over (if any) has been released. The stream stays the caller's to close in both cases.
      *
      * @param level how much of the foreign structure to check before it is used
-     * @param arena the arena whose closing releases the import (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @param arena the arena whose closing releases the import (the caller keeps owning it), or
+     *     {@code null} for one the returned handle owns
      * @return the imported batch, or {@code null} at the end of the stream
      */
     public ImportedArray next(ValidationLevel level, java.lang.foreign.Arena arena) {
@@ -154,7 +155,8 @@ public final class ImportedArrayStream extends NativeHandle {
      * the caller's to close in both cases.
      *
      * @param level how much of the foreign structure to check before it is used
-     * @param arena the arena whose closing releases the import (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @param arena the arena whose closing releases the import (the caller keeps owning it), or
+     *     {@code null} for one the returned handle owns
      * @param copier copies device memory to the host when needed
      * @return the imported batch, or {@code null} at the end of the stream
      * @throws org.devicebridge.InvalidArgumentException for an {@code ArrowArrayStream} (nothing is pulled)

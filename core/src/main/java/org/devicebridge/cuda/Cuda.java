@@ -107,12 +107,14 @@ public final class Cuda {
      */
     public static MemoryInfo memoryInfo(int device) {
         requireNativeAccess();
-        CudaContext.makeCurrent(device);
+        long saved = CudaContext.enter(device);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment free = arena.allocate(JAVA_LONG);
             MemorySegment total = arena.allocate(JAVA_LONG);
             CudaDriver.check("cuMemGetInfo_v2", cuda_driver_h.cuMemGetInfo_v2(free, total));
             return new MemoryInfo(free.get(JAVA_LONG, 0), total.get(JAVA_LONG, 0));
+        } finally {
+            CudaContext.exit(saved);
         }
     }
 
@@ -124,8 +126,12 @@ public final class Cuda {
      */
     public static void synchronize(int device) {
         requireNativeAccess();
-        CudaContext.makeCurrent(device);
-        CudaDriver.check("cuCtxSynchronize", cuda_driver_h.cuCtxSynchronize());
+        long saved = CudaContext.enter(device);
+        try {
+            CudaDriver.check("cuCtxSynchronize", cuda_driver_h.cuCtxSynchronize());
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /**

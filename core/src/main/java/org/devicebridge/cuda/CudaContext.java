@@ -11,8 +11,9 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
 
 /**
  * Primary contexts: each device's primary context is retained once, on first use, and kept for the life
- * of the process (as the runtime API does); {@link #makeCurrent(int)} makes it current on the calling
- * thread before a driver call that needs a context. Every entry point here calls
+ * of the process (as the runtime API does). {@link #enter(int)} makes it current on the calling thread
+ * around the driver calls of one library entry point and {@link #exit(long)} restores the caller's context
+ * afterwards, on every path. Every entry point here calls
  * {@link CudaDriver#require()} first, so no generated binding runs without a loaded driver.
  */
 final class CudaContext {
@@ -105,26 +106,69 @@ final class CudaContext {
         }
     }
 
-    /** Makes the device's primary context current on this thread, unless it already is. */
-    static void makeCurrent(int ordinal) {
+    /** What {@link #exit} restores when the context was current already: nothing. */
+    static final long UNCHANGED = -1;
+
+    /**
+     * Makes the device's primary context current on this thread (one {@code cuCtxGetCurrent}, plus one
+     * {@code cuCtxSetCurrent} when another context, or none, was current) and returns what {@link #exit}
+     * must restore: the caller's context, or {@link #UNCHANGED}. Every entry point that makes driver calls
+     * for a given device brackets them, so that a caller's own context (another device's, or one a native
+     * library made current) is current again when the library returns. A thread with no current context
+     * keeps the primary context made current here, as the runtime API's lazy initialisation does: code on
+     * that thread that calls the driver itself then finds a context, and the single-device path costs one
+     * {@code cuCtxGetCurrent} per entry point.
+     * {@snippet :
+     * long saved = CudaContext.enter(device);
+     * try {
+     *     // driver calls for device
+     * } finally {
+     *     CudaContext.exit(saved);
+     * }
+     * }
+     *
+     * @throws CudaUnavailableException without a driver
+     * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
+     */
+    static long enter(int ordinal) {
         MemorySegment ctx = primary(ordinal);
         MemorySegment slot = CURRENT_SLOT.get();
         CudaDriver.check("cuCtxGetCurrent", cuda_driver_h.cuCtxGetCurrent(slot));
-        if (slot.get(ADDRESS, 0).address() != ctx.address()) {
-            CudaDriver.check("cuCtxSetCurrent", cuda_driver_h.cuCtxSetCurrent(ctx));
+        long previous = slot.get(ADDRESS, 0).address();
+        if (previous == ctx.address()) {
+            return UNCHANGED;
         }
+        CudaDriver.check("cuCtxSetCurrent", cuda_driver_h.cuCtxSetCurrent(ctx));
+        return previous == 0 ? UNCHANGED : previous;
     }
 
     /**
-     * Makes sure some context is current on this thread (device 0's primary context if none is), for calls
-     * such as cuMemHostAlloc or cuPointerGetAttributes that need one but no particular one.
+     * Makes sure some context is current on this thread for calls such as {@code cuMemHostAlloc} or
+     * {@code cuPointerGetAttributes} that need one but no particular one: the caller's if it has one,
+     * otherwise device 0's primary context (which every machine with a device has), left current as
+     * {@link #enter} leaves it for a thread that had none. Returns what {@link #exit} must restore.
+     *
+     * @throws CudaUnavailableException without a driver
      */
-    static void ensureAnyCurrent() {
+    static long enterAny() {
         CudaDriver.require();
         MemorySegment slot = CURRENT_SLOT.get();
         CudaDriver.check("cuCtxGetCurrent", cuda_driver_h.cuCtxGetCurrent(slot));
-        if (slot.get(ADDRESS, 0).address() == 0) {
-            makeCurrent(0);
+        if (slot.get(ADDRESS, 0).address() != 0) {
+            return UNCHANGED;
+        }
+        return enter(0);
+    }
+
+    /**
+     * Makes current again the context {@link #enter} or {@link #enterAny} found ({@code cuCtxSetCurrent}),
+     * unless it was {@link #UNCHANGED}.
+     *
+     * @param saved what {@code enter} returned
+     */
+    static void exit(long saved) {
+        if (saved != UNCHANGED) {
+            CudaDriver.check("cuCtxSetCurrent", cuda_driver_h.cuCtxSetCurrent(MemorySegment.ofAddress(saved)));
         }
     }
 }

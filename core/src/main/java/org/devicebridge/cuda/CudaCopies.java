@@ -3,13 +3,14 @@ package org.devicebridge.cuda;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Locale;
 import java.util.Objects;
 import org.devicebridge.HandleClosedException;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 
 /**
- * Copies between host memory and device memory, and device fills. Each copy comes as a synchronous call,
+ * Copies between host memory and device memory, between devices ({@link #copyPeer}), and device fills. Each copy comes as a synchronous call,
  * which returns when the data arrived, and as {@code ...Async(..., stream)}, which only queues the copy on
  * {@code stream}. The synchronous forms use the driver's {@code cuMemcpy*} and {@code cuMemsetD8} on the
  * legacy default stream and then wait for that stream ({@code cuStreamSynchronize}): the driver alone
@@ -36,7 +37,7 @@ public final class CudaCopies {
     /**
      * Copies all of {@code src} into {@code dst} at {@code dstOffset}; returns when the copy is done.
      *
-     * @param src the source memory
+     * @param src the host memory to copy (the caller keeps owning it)
      * @param dst the destination device buffer; the caller keeps owning it
      * @param dstOffset the byte offset in {@code dst}
      */
@@ -49,15 +50,19 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        CudaContext.makeCurrent(dst.device());
-        CudaDriver.check("cuMemcpyHtoD_v2", cuda_driver_h.cuMemcpyHtoD_v2(d, src, bytes));
-        syncLegacyStream();
+        long saved = CudaContext.enter(dst.device());
+        try {
+            CudaDriver.check("cuMemcpyHtoD_v2", cuda_driver_h.cuMemcpyHtoD_v2(d, src, bytes));
+            syncLegacyStream();
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /**
      * Queues a copy of all of {@code src} into {@code dst} at {@code dstOffset} on {@code stream}.
      *
-     * @param src the source memory
+     * @param src the host memory to copy (the caller keeps owning it)
      * @param dst the destination device buffer; the caller keeps owning it
      * @param dstOffset the byte offset in {@code dst}
      * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
@@ -73,8 +78,12 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        CudaContext.makeCurrent(stream.device());
-        CudaDriver.check("cuMemcpyHtoDAsync_v2", cuda_driver_h.cuMemcpyHtoDAsync_v2(d, src, bytes, s));
+        long saved = CudaContext.enter(stream.device());
+        try {
+            CudaDriver.check("cuMemcpyHtoDAsync_v2", cuda_driver_h.cuMemcpyHtoDAsync_v2(d, src, bytes, s));
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /**
@@ -82,7 +91,7 @@ public final class CudaCopies {
      *
      * @param src the source device buffer; the caller keeps owning it
      * @param srcOffset the byte offset in {@code src}
-     * @param dst the destination memory
+     * @param dst the host memory to copy into (the caller keeps owning it)
      */
     public static void deviceToHost(DeviceBuffer src, long srcOffset, MemorySegment dst) {
         requireNativeAccess();
@@ -94,8 +103,12 @@ public final class CudaCopies {
             return;
         }
         checkWritable(dst);
-        CudaContext.makeCurrent(src.device());
-        CudaDriver.check("cuMemcpyDtoH_v2", cuda_driver_h.cuMemcpyDtoH_v2(dst, s, bytes));
+        long saved = CudaContext.enter(src.device());
+        try {
+            CudaDriver.check("cuMemcpyDtoH_v2", cuda_driver_h.cuMemcpyDtoH_v2(dst, s, bytes));
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /**
@@ -103,7 +116,7 @@ public final class CudaCopies {
      *
      * @param src the source device buffer; the caller keeps owning it
      * @param srcOffset the byte offset in {@code src}
-     * @param dst the destination memory
+     * @param dst the host memory to copy into (the caller keeps owning it)
      * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
      */
     public static void deviceToHostAsync(DeviceBuffer src, long srcOffset, MemorySegment dst, CudaStream stream) {
@@ -118,8 +131,12 @@ public final class CudaCopies {
             return;
         }
         checkWritable(dst);
-        CudaContext.makeCurrent(stream.device());
-        CudaDriver.check("cuMemcpyDtoHAsync_v2", cuda_driver_h.cuMemcpyDtoHAsync_v2(dst, s, bytes, st));
+        long saved = CudaContext.enter(stream.device());
+        try {
+            CudaDriver.check("cuMemcpyDtoHAsync_v2", cuda_driver_h.cuMemcpyDtoHAsync_v2(dst, s, bytes, st));
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /**
@@ -140,9 +157,13 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        CudaContext.makeCurrent(dst.device());
-        CudaDriver.check("cuMemcpyDtoD_v2", cuda_driver_h.cuMemcpyDtoD_v2(d, s, bytes));
-        syncLegacyStream();
+        long saved = CudaContext.enter(dst.device());
+        try {
+            CudaDriver.check("cuMemcpyDtoD_v2", cuda_driver_h.cuMemcpyDtoD_v2(d, s, bytes));
+            syncLegacyStream();
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /**
@@ -165,8 +186,94 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        CudaContext.makeCurrent(stream.device());
-        CudaDriver.check("cuMemcpyDtoDAsync_v2", cuda_driver_h.cuMemcpyDtoDAsync_v2(d, s, bytes, st));
+        long saved = CudaContext.enter(stream.device());
+        try {
+            CudaDriver.check("cuMemcpyDtoDAsync_v2", cuda_driver_h.cuMemcpyDtoDAsync_v2(d, s, bytes, st));
+        } finally {
+            CudaContext.exit(saved);
+        }
+    }
+
+    /**
+     * Copies all of {@code src} into {@code dst} at {@code dstOffset}, where the two buffers may be on
+     * different devices ({@code cuMemcpyPeer} between their primary contexts); returns when the copy is
+     * done. The copy goes over NVLink or PCIe peer-to-peer where the driver can, through host memory
+     * otherwise: {@link CudaPeerAccess#enable} is not required, only faster. Work that wrote {@code src}
+     * must have finished (or been ordered before the legacy default stream of {@code dst}'s device).
+     *
+     * @param src the source range, on any device; the caller keeps owning its buffer
+     * @param dst the destination device buffer, on any device; the caller keeps owning it
+     * @param dstOffset the byte offset in {@code dst}
+     * @throws InvalidArgumentException if the range does not fit in {@code dst} at {@code dstOffset}
+     * @throws HandleClosedException if a buffer is closed
+     * @throws CudaException if the driver fails
+     */
+    public static void copyPeer(DeviceRange src, DeviceBuffer dst, long dstOffset) {
+        requireNativeAccess();
+        Objects.requireNonNull(src, "src");
+        Objects.requireNonNull(dst, "dst");
+        long bytes = src.byteSize();
+        long s = src.address();
+        long d = dst.addressOf(dstOffset, bytes);
+        if (bytes == 0) {
+            return;
+        }
+        MemorySegment srcContext = CudaContext.primary(src.buffer().device());
+        MemorySegment dstContext = CudaContext.primary(dst.device());
+        long saved = CudaContext.enter(dst.device());
+        try {
+            CudaDriver.check("cuMemcpyPeer", cuda_driver_h.cuMemcpyPeer(d, dstContext, s, srcContext, bytes));
+            syncLegacyStream();
+        } finally {
+            CudaContext.exit(saved);
+        }
+    }
+
+    /**
+     * Queues on {@code stream} a copy of all of {@code src} into {@code dst} at {@code dstOffset}, where the
+     * two buffers may be on different devices ({@code cuMemcpyPeerAsync} between their primary contexts).
+     * {@code stream} may belong to either device: the copy is ordered after the work queued on it before,
+     * and work queued on it after sees the data. Work on the other device's streams that wrote
+     * {@code src} (or still reads {@code dst}) must be ordered first, e.g. with an event recorded there and
+     * {@link CudaStream#waitEvent} on {@code stream}: waiting on another device's event is legal. Both
+     * buffers must stay open until the copy finished.
+     *
+     * @param src the source range, on any device; the caller keeps owning its buffer
+     * @param dst the destination device buffer, on any device; the caller keeps owning it
+     * @param dstOffset the byte offset in {@code dst}
+     * @param stream a stream of {@code src}'s or {@code dst}'s device; the caller keeps owning it
+     * @throws InvalidArgumentException if the range does not fit in {@code dst} at {@code dstOffset}, or
+     *     {@code stream} belongs to a third device
+     * @throws HandleClosedException if a buffer or the stream is closed
+     * @throws CudaException if the driver fails
+     */
+    public static void copyPeerAsync(DeviceRange src, DeviceBuffer dst, long dstOffset, CudaStream stream) {
+        requireNativeAccess();
+        Objects.requireNonNull(src, "src");
+        Objects.requireNonNull(dst, "dst");
+        Objects.requireNonNull(stream, "stream");
+        int srcDevice = src.buffer().device();
+        if (stream.device() != srcDevice && stream.device() != dst.device()) {
+            throw new InvalidArgumentException("stream", String.format(Locale.ROOT,
+                    "expected a stream of device %d or %d (the source's or the destination's) but found one of device %d",
+                    srcDevice, dst.device(), stream.device()));
+        }
+        long bytes = src.byteSize();
+        long s = src.address();
+        long d = dst.addressOf(dstOffset, bytes);
+        MemorySegment st = stream.raw();
+        if (bytes == 0) {
+            return;
+        }
+        MemorySegment srcContext = CudaContext.primary(srcDevice);
+        MemorySegment dstContext = CudaContext.primary(dst.device());
+        long saved = CudaContext.enter(stream.device());
+        try {
+            CudaDriver.check("cuMemcpyPeerAsync",
+                    cuda_driver_h.cuMemcpyPeerAsync(d, dstContext, s, srcContext, bytes, st));
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /**
@@ -183,9 +290,13 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        CudaContext.makeCurrent(dst.buffer().device());
-        CudaDriver.check("cuMemsetD8_v2", cuda_driver_h.cuMemsetD8_v2(d, value, bytes));
-        syncLegacyStream();
+        long saved = CudaContext.enter(dst.buffer().device());
+        try {
+            CudaDriver.check("cuMemsetD8_v2", cuda_driver_h.cuMemsetD8_v2(d, value, bytes));
+            syncLegacyStream();
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /**
@@ -205,8 +316,12 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        CudaContext.makeCurrent(stream.device());
-        CudaDriver.check("cuMemsetD8Async", cuda_driver_h.cuMemsetD8Async(d, value, bytes, st));
+        long saved = CudaContext.enter(stream.device());
+        try {
+            CudaDriver.check("cuMemsetD8Async", cuda_driver_h.cuMemsetD8Async(d, value, bytes, st));
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /** Waits for the legacy default stream, where the synchronous driver calls queue their work. */

@@ -96,22 +96,35 @@ public final class CudaEvent extends NativeHandle {
         }
         ensureLive();
         MemorySegment s = stream.raw();
-        CudaContext.makeCurrent(device);
-        CudaDriver.check("cuEventRecord", cuda_driver_h.cuEventRecord(raw, s));
+        long saved = CudaContext.enter(device);
+        try {
+            CudaDriver.check("cuEventRecord", cuda_driver_h.cuEventRecord(raw, s));
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /** Blocks the calling thread until the recorded work finished (at once if never recorded). */
     public void synchronize() {
         ensureLive();
-        CudaContext.makeCurrent(device);
-        CudaDriver.check("cuEventSynchronize", cuda_driver_h.cuEventSynchronize(raw));
+        long saved = CudaContext.enter(device);
+        try {
+            CudaDriver.check("cuEventSynchronize", cuda_driver_h.cuEventSynchronize(raw));
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /** {@return {@code true} if the recorded work finished (or nothing was recorded); never blocks} */
     public boolean query() {
         ensureLive();
-        CudaContext.makeCurrent(device);
-        int r = cuda_driver_h.cuEventQuery(raw);
+        long saved = CudaContext.enter(device);
+        int r;
+        try {
+            r = cuda_driver_h.cuEventQuery(raw);
+        } finally {
+            CudaContext.exit(saved);
+        }
         if (r == cuda_driver_h.CUDA_ERROR_NOT_READY()) {
             return false;
         }

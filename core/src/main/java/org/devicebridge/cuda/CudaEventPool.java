@@ -75,17 +75,23 @@ final class CudaEventPool {
     }
 
     static MemorySegment create(int device, int flags) {
-        CudaContext.makeCurrent(device);
+        long saved = CudaContext.enter(device);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
             CudaDriver.check("cuEventCreate", cuda_driver_h.cuEventCreate(out, flags));
             CudaCounters.eventCreate();
             return out.get(ADDRESS, 0);
+        } finally {
+            CudaContext.exit(saved);
         }
     }
 
     static void destroy(MemorySegment event, int device) {
-        CudaContext.makeCurrent(device);
-        CudaDriver.check("cuEventDestroy_v2", cuda_driver_h.cuEventDestroy_v2(event));
+        long saved = CudaContext.enter(device);
+        try {
+            CudaDriver.check("cuEventDestroy_v2", cuda_driver_h.cuEventDestroy_v2(event));
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 }

@@ -47,11 +47,13 @@ public final class CudaIpc {
                     + " buffer");
         }
         long address = buffer.address();
-        CudaContext.makeCurrent(buffer.device());
+        long saved = CudaContext.enter(buffer.device());
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment handle = arena.allocate(HANDLE_SIZE);
             CudaDriver.check("cuIpcGetMemHandle", cuda_driver_h.cuIpcGetMemHandle(handle, address));
             return handle.toArray(JAVA_BYTE);
+        } finally {
+            CudaContext.exit(saved);
         }
     }
 
@@ -71,9 +73,9 @@ public final class CudaIpc {
     public static DeviceBuffer openMemHandle(int device, byte[] handle) {
         requireNativeAccess();
         checkHandle(handle);
-        CudaContext.makeCurrent(device);
         long address;
         long bytes;
+        long saved = CudaContext.enter(device);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment h = arena.allocate(HANDLE_SIZE);
             MemorySegment.copy(handle, 0, h, JAVA_BYTE, 0, HANDLE_SIZE);
@@ -90,6 +92,8 @@ public final class CudaIpc {
                 cuda_driver_h.cuIpcCloseMemHandle(address);
                 throw e;
             }
+        } finally {
+            CudaContext.exit(saved);
         }
         return DeviceBuffer.ofIpc(address, bytes, device);
     }
@@ -105,11 +109,13 @@ public final class CudaIpc {
         requireNativeAccess();
         Objects.requireNonNull(event, "event");
         MemorySegment e = event.raw();
-        CudaContext.makeCurrent(event.device());
+        long saved = CudaContext.enter(event.device());
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment handle = arena.allocate(HANDLE_SIZE);
             CudaDriver.check("cuIpcGetEventHandle", cuda_driver_h.cuIpcGetEventHandle(handle, e));
             return handle.toArray(JAVA_BYTE);
+        } finally {
+            CudaContext.exit(saved);
         }
     }
 
@@ -124,13 +130,15 @@ public final class CudaIpc {
     public static CudaEvent openEventHandle(int device, byte[] handle) {
         requireNativeAccess();
         checkHandle(handle);
-        CudaContext.makeCurrent(device);
+        long saved = CudaContext.enter(device);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment h = arena.allocate(HANDLE_SIZE);
             MemorySegment.copy(handle, 0, h, JAVA_BYTE, 0, HANDLE_SIZE);
             MemorySegment out = arena.allocate(ADDRESS);
             CudaDriver.check("cuIpcOpenEventHandle", cuda_driver_h.cuIpcOpenEventHandle(out, h));
             return CudaEvent.ofOpened(out.get(ADDRESS, 0), device);
+        } finally {
+            CudaContext.exit(saved);
         }
     }
 

@@ -40,8 +40,12 @@ public final class CudaStream extends NativeHandle {
         }
 
         private static void destroy(MemorySegment raw, int device) {
-            CudaContext.makeCurrent(device);
-            CudaDriver.check("cuStreamDestroy_v2", cuda_driver_h.cuStreamDestroy_v2(raw));
+            long saved = CudaContext.enter(device);
+            try {
+                CudaDriver.check("cuStreamDestroy_v2", cuda_driver_h.cuStreamDestroy_v2(raw));
+            } finally {
+                CudaContext.exit(saved);
+            }
         }
     }
 
@@ -63,16 +67,19 @@ public final class CudaStream extends NativeHandle {
     public static CudaStream create(int device, StreamKind kind) {
         requireNativeAccess();
         Objects.requireNonNull(kind, "kind");
-        CudaContext.makeCurrent(device);
+        long saved = CudaContext.enter(device);
+        MemorySegment raw;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
             CudaDriver.check("cuStreamCreate", cuda_driver_h.cuStreamCreate(out,
                     kind == StreamKind.NON_BLOCKING ? cuda_driver_h.CU_STREAM_NON_BLOCKING() : cuda_driver_h.CU_STREAM_DEFAULT()));
             CudaCounters.streamCreate();
-            MemorySegment raw = out.get(ADDRESS, 0);
-            return new CudaStream(new Ref(raw, device, true), String.format(Locale.ROOT,
-                    "CUDA stream 0x%x on device %d", raw.address(), device));
+            raw = out.get(ADDRESS, 0);
+        } finally {
+            CudaContext.exit(saved);
         }
+        return new CudaStream(new Ref(raw, device, true), String.format(Locale.ROOT,
+                "CUDA stream 0x%x on device %d", raw.address(), device));
     }
 
     /**
@@ -106,15 +113,24 @@ public final class CudaStream extends NativeHandle {
     /** Blocks the calling thread until all work queued on this stream finished. */
     public void synchronize() {
         ensureLive();
-        CudaContext.makeCurrent(ref.device);
-        CudaDriver.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(ref.raw));
+        long saved = CudaContext.enter(ref.device);
+        try {
+            CudaDriver.check("cuStreamSynchronize", cuda_driver_h.cuStreamSynchronize(ref.raw));
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /** {@return {@code true} if all work queued on this stream finished; never blocks} */
     public boolean query() {
         ensureLive();
-        CudaContext.makeCurrent(ref.device);
-        int r = cuda_driver_h.cuStreamQuery(ref.raw);
+        long saved = CudaContext.enter(ref.device);
+        int r;
+        try {
+            r = cuda_driver_h.cuStreamQuery(ref.raw);
+        } finally {
+            CudaContext.exit(saved);
+        }
         if (r == cuda_driver_h.CUDA_ERROR_NOT_READY()) {
             return false;
         }
@@ -133,8 +149,12 @@ public final class CudaStream extends NativeHandle {
         Objects.requireNonNull(event, "event");
         ensureLive();
         MemorySegment e = event.raw();
-        CudaContext.makeCurrent(ref.device);
-        CudaDriver.check("cuStreamWaitEvent", cuda_driver_h.cuStreamWaitEvent(ref.raw, e, 0));
+        long saved = CudaContext.enter(ref.device);
+        try {
+            CudaDriver.check("cuStreamWaitEvent", cuda_driver_h.cuStreamWaitEvent(ref.raw, e, 0));
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /**
@@ -151,9 +171,13 @@ public final class CudaStream extends NativeHandle {
             throw new InvalidArgumentException("cuEvent", "expected a CUevent but found NULL");
         }
         ensureLive();
-        CudaContext.makeCurrent(ref.device);
-        CudaDriver.check("cuStreamWaitEvent",
-                cuda_driver_h.cuStreamWaitEvent(ref.raw, MemorySegment.ofAddress(cuEvent), 0));
+        long saved = CudaContext.enter(ref.device);
+        try {
+            CudaDriver.check("cuStreamWaitEvent",
+                    cuda_driver_h.cuStreamWaitEvent(ref.raw, MemorySegment.ofAddress(cuEvent), 0));
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /** The {@code CUstream}, checked live. */

@@ -78,25 +78,29 @@ public final class DeviceBuffer extends NativeHandle {
     public static DeviceBuffer allocate(int device, long bytes) {
         requireNativeAccess();
         checkBytes(bytes);
-        CudaContext.makeCurrent(device);
+        CudaContext.checkDevice(device);
         if (bytes == 0) {
             return empty(device);
         }
         long address;
+        long saved = CudaContext.enter(device);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(JAVA_LONG);
             CudaDriver.check("cuMemAlloc_v2", cuda_driver_h.cuMemAlloc_v2(out, bytes));
             address = out.get(JAVA_LONG, 0);
+        } finally {
+            CudaContext.exit(saved);
         }
         CudaCounters.memAlloc(bytes);
         PointerAttributes.registerOwn(address, bytes, device);
         return new DeviceBuffer(new Allocation(address, bytes, device, Kind.MEM_ALLOC, () -> {
             PointerAttributes.unregisterOwn(address);
-            CudaContext.makeCurrent(device);
+            long savedOnFree = CudaContext.enter(device);
             try {
                 CudaDriver.check("cuMemFree_v2", cuda_driver_h.cuMemFree_v2(address));
             } finally {
                 CudaCounters.deviceFreed(bytes);
+                CudaContext.exit(savedOnFree);
             }
         }));
     }
@@ -122,13 +126,14 @@ public final class DeviceBuffer extends NativeHandle {
             throw new InvalidArgumentException("stream", String.format(Locale.ROOT,
                     "expected a stream of device %d but found one of device %d", device, stream.device()));
         }
-        CudaContext.makeCurrent(device);
+        CudaContext.checkDevice(device);
         if (bytes == 0) {
             return empty(device);
         }
         MemorySegment pool = defaultPool(device);
         CudaStream.Ref streamRef = stream.retainRef();
         long address;
+        long saved = CudaContext.enter(device);
         try {
             MemorySegment out = CudaContext.outSlot(); // no arena per allocation
             CudaDriver.check("cuMemAllocFromPoolAsync",
@@ -137,14 +142,20 @@ public final class DeviceBuffer extends NativeHandle {
         } catch (RuntimeException e) {
             streamRef.refs.release();
             throw e;
+        } finally {
+            CudaContext.exit(saved);
         }
         CudaCounters.memAllocAsync(bytes);
         PointerAttributes.registerOwn(address, bytes, device);
         return new DeviceBuffer(new Allocation(address, bytes, device, Kind.POOL, () -> {
             PointerAttributes.unregisterOwn(address);
             try {
-                CudaContext.makeCurrent(device);
-                CudaDriver.check("cuMemFreeAsync", cuda_driver_h.cuMemFreeAsync(address, streamRef.raw));
+                long savedOnFree = CudaContext.enter(device);
+                try {
+                    CudaDriver.check("cuMemFreeAsync", cuda_driver_h.cuMemFreeAsync(address, streamRef.raw));
+                } finally {
+                    CudaContext.exit(savedOnFree);
+                }
             } finally {
                 CudaCounters.deviceFreed(bytes);
                 streamRef.refs.release();
@@ -189,8 +200,12 @@ public final class DeviceBuffer extends NativeHandle {
     /** A buffer over memory mapped by {@code cuIpcOpenMemHandle}; the last close unmaps it. */
     static DeviceBuffer ofIpc(long address, long bytes, int device) {
         return new DeviceBuffer(new Allocation(address, bytes, device, Kind.IPC, () -> {
-            CudaContext.makeCurrent(device);
-            CudaDriver.check("cuIpcCloseMemHandle", cuda_driver_h.cuIpcCloseMemHandle(address));
+            long saved = CudaContext.enter(device);
+            try {
+                CudaDriver.check("cuIpcCloseMemHandle", cuda_driver_h.cuIpcCloseMemHandle(address));
+            } finally {
+                CudaContext.exit(saved);
+            }
         }));
     }
 

@@ -73,7 +73,7 @@ public final class HostDeviceTransfer extends NativeHandle {
         public static final long DEFAULT_CHUNK_BYTES = 8L << 20;
 
         /**
-         * Checks the sizes and the thread count.
+         * Checks the options.
          *
          * @throws InvalidArgumentException if {@code chunkBytes} is not a positive multiple of {@value #ALIGNMENT},
          *     {@code stagingBytes} holds fewer than two chunks, or {@code threads} is below 1
@@ -159,7 +159,7 @@ public final class HostDeviceTransfer extends NativeHandle {
      */
     public record Upload(DeviceBuffer buffer, long[] offsets, long[] sizes) implements AutoCloseable {
         /**
-         * Copies the arrays.
+         * Copies the arrays in.
          *
          * @throws NullPointerException if an argument is null
          */
@@ -169,13 +169,21 @@ public final class HostDeviceTransfer extends NativeHandle {
             sizes = sizes.clone();
         }
 
-        /** {@return a copy of the buffer offsets} */
+        /**
+         * Where each buffer starts in {@link #buffer()}.
+         *
+         * @return a copy of the offsets
+         */
         @Override
         public long[] offsets() {
             return offsets.clone();
         }
 
-        /** {@return a copy of the buffer sizes} */
+        /**
+         * The size of each buffer.
+         *
+         * @return a copy of the sizes
+         */
         @Override
         public long[] sizes() {
             return sizes.clone();
@@ -352,17 +360,18 @@ public final class HostDeviceTransfer extends NativeHandle {
     public Upload upload(List<MemorySegment> buffers, CudaStream stream) {
         synchronized (lock) {
             ensureLive();
-            StreamTransferOps ops = ops(stream);
-            Batch b = uploadLocked(buffers, stream, ops);
-            if (b.direct) {
-                try {
-                    ops.await(TransferOps.BATCH);
-                } catch (RuntimeException | Error e) {
-                    b.upload.close();
-                    throw e;
+            try (StreamTransferOps ops = ops(stream)) {
+                Batch b = uploadLocked(buffers, stream, ops);
+                if (b.direct) {
+                    try {
+                        ops.await(TransferOps.BATCH);
+                    } catch (RuntimeException | Error e) {
+                        b.upload.close();
+                        throw e;
+                    }
                 }
+                return b.upload;
             }
-            return b.upload;
         }
     }
 
@@ -384,7 +393,9 @@ public final class HostDeviceTransfer extends NativeHandle {
     public Upload uploadAsync(List<MemorySegment> buffers, CudaStream stream) {
         synchronized (lock) {
             ensureLive();
-            return uploadLocked(buffers, stream, ops(stream)).upload;
+            try (StreamTransferOps ops = ops(stream)) {
+                return uploadLocked(buffers, stream, ops).upload;
+            }
         }
     }
 
@@ -532,7 +543,9 @@ public final class HostDeviceTransfer extends NativeHandle {
             direct[i] = PointerAttributes.isPageLocked(dst[i]);
         }
         stats.batch();
-        BatchTransfer.download(ring, addresses, groups, dst, sizes, direct, ops(stream), stats);
+        try (StreamTransferOps ops = ops(stream)) {
+            BatchTransfer.download(ring, addresses, groups, dst, sizes, direct, ops, stats);
+        }
     }
 
     private StreamTransferOps ops(CudaStream stream) {

@@ -42,16 +42,24 @@ public final class HostRegistration extends NativeHandle {
         if (segment.byteSize() == 0) {
             throw new InvalidArgumentException("segment", "expected at least one byte to register but found an empty segment");
         }
-        CudaContext.ensureAnyCurrent();
         long bytes = segment.byteSize();
-        CudaDriver.check("cuMemHostRegister_v2", cuda_driver_h.cuMemHostRegister_v2(segment, bytes,
-                cuda_driver_h.CU_MEMHOSTREGISTER_PORTABLE()));
+        long saved = CudaContext.enterAny();
+        try {
+            CudaDriver.check("cuMemHostRegister_v2", cuda_driver_h.cuMemHostRegister_v2(segment, bytes,
+                    cuda_driver_h.CU_MEMHOSTREGISTER_PORTABLE()));
+        } finally {
+            CudaContext.exit(saved);
+        }
         CudaCounters.memHostRegister();
         MemorySegment base = MemorySegment.ofAddress(segment.address());
         return new HostRegistration(segment, () -> {
             PointerAttributes.invalidate(base.address());
-            CudaContext.ensureAnyCurrent();
-            CudaDriver.check("cuMemHostUnregister", cuda_driver_h.cuMemHostUnregister(base));
+            long savedOnFree = CudaContext.enterAny();
+            try {
+                CudaDriver.check("cuMemHostUnregister", cuda_driver_h.cuMemHostUnregister(base));
+            } finally {
+                CudaContext.exit(savedOnFree);
+            }
         });
     }
 

@@ -44,22 +44,30 @@ public final class PinnedHostBuffer extends NativeHandle {
         if (bytes < 0) {
             throw new InvalidArgumentException("bytes", "expected a byte size >= 0 but found " + bytes);
         }
-        CudaContext.ensureAnyCurrent();
+        CudaDriver.require();
         if (bytes == 0) {
             return new PinnedHostBuffer(0, 0, "empty pinned host buffer", () -> { });
         }
         MemorySegment base;
+        long saved = CudaContext.enterAny();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
             CudaDriver.check("cuMemHostAlloc",
                     cuda_driver_h.cuMemHostAlloc(out, bytes, cuda_driver_h.CU_MEMHOSTALLOC_PORTABLE()));
             base = out.get(ADDRESS, 0);
+        } finally {
+            CudaContext.exit(saved);
         }
         CudaCounters.memHostAlloc(bytes);
         try {
             PointerAttributes.registerOwnQueried(base.address(), bytes);
         } catch (RuntimeException e) {
-            cuda_driver_h.cuMemFreeHost(base);
+            long savedOnFree = CudaContext.enterAny();
+            try {
+                cuda_driver_h.cuMemFreeHost(base);
+            } finally {
+                CudaContext.exit(savedOnFree);
+            }
             CudaCounters.pinnedFreed(bytes);
             throw e;
         }
@@ -70,8 +78,12 @@ public final class PinnedHostBuffer extends NativeHandle {
                 address, bytes), () -> {
                     PointerAttributes.unregisterOwn(address);
                     try {
-                        CudaContext.ensureAnyCurrent();
-                        CudaDriver.check("cuMemFreeHost", cuda_driver_h.cuMemFreeHost(MemorySegment.ofAddress(address)));
+                        long savedOnFree = CudaContext.enterAny();
+                        try {
+                            CudaDriver.check("cuMemFreeHost", cuda_driver_h.cuMemFreeHost(MemorySegment.ofAddress(address)));
+                        } finally {
+                            CudaContext.exit(savedOnFree);
+                        }
                     } finally {
                         CudaCounters.pinnedFreed(bytes);
                     }

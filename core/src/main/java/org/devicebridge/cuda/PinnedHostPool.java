@@ -56,7 +56,7 @@ public final class PinnedHostPool extends NativeHandle {
      * @throws CudaUnavailableException without a CUDA driver
      */
     public static PinnedHostPool create() {
-        CudaContext.ensureAnyCurrent();
+        CudaDriver.require();
         return new PinnedHostPool(new State());
     }
 

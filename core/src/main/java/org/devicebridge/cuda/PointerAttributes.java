@@ -55,9 +55,10 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     private static final ConcurrentSkipListMap<Long, PointerAttributes> FOREIGN = new ConcurrentSkipListMap<>();
 
     /**
-     * {@return {@code true} if {@code address} lies in {@code [rangeStart, rangeStart + rangeSize)}}
+     * {@code true} if {@code address} lies in {@code [rangeStart, rangeStart + rangeSize)}.
      *
-     * @param address any host or device address
+     * @param address an address
+     * @return whether the range holds it
      */
     public boolean contains(long address) {
         return rangeSize > 0 && address - rangeStart >= 0 && address - rangeStart < rangeSize;
@@ -66,7 +67,7 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     /**
      * {@return the attributes of {@code address}, from the cache where possible (see the class comment)}
      *
-     * @param address any host or device address
+     * @param address a host or device address
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if the driver fails
      */
@@ -94,14 +95,14 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     /**
      * Asks the driver, bypassing and not filling the cache.
      *
-     * @param address any address: device, pinned host, managed or pageable host memory
-     * @return the driver's answer
+     * @param address a host or device address
+     * @return its attributes
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if the driver fails
      */
     public static PointerAttributes query(long address) {
         requireNativeAccess();
-        CudaContext.ensureAnyCurrent();
+        CudaDriver.require();
         int[] kinds = {
             cuda_driver_h.CU_POINTER_ATTRIBUTE_MEMORY_TYPE(),
             cuda_driver_h.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL(),
@@ -109,6 +110,7 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
             cuda_driver_h.CU_POINTER_ATTRIBUTE_RANGE_SIZE(),
             cuda_driver_h.CU_POINTER_ATTRIBUTE_IS_MANAGED(),
         };
+        long saved = CudaContext.enterAny();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment attributes = arena.allocateFrom(JAVA_INT, kinds);
             // One zeroed 8-byte slot per attribute: the widest value (CUdeviceptr, size_t) fits, and the
@@ -133,6 +135,8 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
             int ordinal = memoryType == MemoryType.UNREGISTERED_HOST ? -1 : values.get(JAVA_INT, 8);
             return new PointerAttributes(memoryType, ordinal, values.get(JAVA_LONG, 16), values.get(JAVA_LONG, 24),
                     values.get(JAVA_BYTE, 32) != 0);
+        } finally {
+            CudaContext.exit(saved);
         }
     }
 
@@ -167,8 +171,12 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
         if (own != null) {
             return own.memoryType == MemoryType.HOST && own.contains(last);
         }
-        CudaContext.ensureAnyCurrent();
-        return hostMemoryType(first) && hostMemoryType(last);
+        long saved = CudaContext.enterAny();
+        try {
+            return hostMemoryType(first) && hostMemoryType(last);
+        } finally {
+            CudaContext.exit(saved);
+        }
     }
 
     /** Whether the driver reports {@code CU_MEMORYTYPE_HOST} for one address (one driver call, no allocation). */
@@ -186,7 +194,7 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     /**
      * Forgets any cached range containing {@code address} (the memory there was freed).
      *
-     * @param address any host or device address
+     * @param address an address of the freed memory
      */
     public static void invalidate(long address) {
         requireNativeAccess();

@@ -6,14 +6,16 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
 /**
  * {@link TransferOps} on one CUDA stream of one device: every call is the driver call named there, its
  * result checked. Events {@code 0 .. n - 1} are the staging chunks', {@link TransferOps#BATCH} the batch's.
- * Used by one batch on one thread.
+ * Used by one batch on one thread: the stream's device context is current on that thread from construction
+ * to {@link #close()}, which makes the caller's context current again.
  */
-final class StreamTransferOps implements TransferOps {
+final class StreamTransferOps implements TransferOps, AutoCloseable {
     private final int device;
     private final MemorySegment stream;
     private final MemorySegment[] chunkEvents;
     private final MemorySegment batchEvent;
     private final TransferStatistics stats;
+    private final long savedContext;
 
     /** Ops on {@code stream} (live) with the transfer's events (live); borrows all of them. */
     StreamTransferOps(CudaStream stream, CudaEvent[] chunkEvents, CudaEvent batchEvent, TransferStatistics stats) {
@@ -25,7 +27,13 @@ final class StreamTransferOps implements TransferOps {
         }
         this.batchEvent = batchEvent.raw();
         this.stats = stats;
-        CudaContext.makeCurrent(device); // every call below runs on this thread, in this context
+        this.savedContext = CudaContext.enter(device); // every call below runs on this thread, in this context
+    }
+
+    /** Makes the caller's context current again. */
+    @Override
+    public void close() {
+        CudaContext.exit(savedContext);
     }
 
     private MemorySegment event(int e) {

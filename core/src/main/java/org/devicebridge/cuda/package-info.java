@@ -24,7 +24,8 @@
  *       cached per allocation.</li>
  *   <li>{@link org.devicebridge.cuda.CudaIpc}: sharing device memory and events with other processes.</li>
  *   <li>{@link org.devicebridge.cuda.HostDeviceTransfer}: batches of host buffers to one packed device
- *       allocation and back through reused pinned staging memory.</li>
+ *       allocation and back: page-locked buffers by direct DMA, pageable ones through a reused ring of pinned
+ *       staging chunks packed in parallel while the previous chunk's copy runs.</li>
  * </ul>
  *
  * <p>Every owning type is a {@link org.devicebridge.NativeHandle}: close it (try-with-resources); close

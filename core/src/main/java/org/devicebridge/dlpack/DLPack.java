@@ -198,7 +198,8 @@ public final class DLPack {
      *
      * @param tensor the producer's {@code DLManagedTensorVersioned*} or {@code DLManagedTensor*}; this call takes ownership
      * @param options what to accept and how to check it
-     * @param arena the arena whose closing calls the deleter (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @param arena the arena whose closing calls the deleter (the caller keeps owning it), or
+     *     {@code null} for one the returned handle owns
      * @return the imported tensor
      */
     public static ImportedTensor importVersioned(MemorySegment tensor, ImportOptions options, Arena arena) {
@@ -251,7 +252,8 @@ public final class DLPack {
      *
      * @param tensor the producer's {@code DLManagedTensorVersioned*} or {@code DLManagedTensor*}; this call takes ownership
      * @param options what to accept and how to check it
-     * @param arena the arena whose closing calls the deleter (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @param arena the arena whose closing calls the deleter (the caller keeps owning it), or
+     *     {@code null} for one the returned handle owns
      * @return the imported tensor
      */
     public static ImportedTensor importLegacy(MemorySegment tensor, ImportOptions options, Arena arena) {
@@ -291,7 +293,8 @@ public final class DLPack {
      *
      * @param exported a tensor this library exported; this call takes ownership
      * @param options what to accept and how to check it
-     * @param arena the arena whose closing calls the deleter (the caller keeps owning it), or {@code null} for one the returned handle owns
+     * @param arena the arena whose closing calls the deleter (the caller keeps owning it), or
+     *     {@code null} for one the returned handle owns
      * @return the imported tensor
      */
     public static ImportedTensor importTensor(ExportedTensor exported, ImportOptions options, Arena arena) {

@@ -56,8 +56,8 @@ public final class PythonExport {
     /**
      * A DLPack device: {@code DLDeviceType} and device ordinal, as {@code __dlpack_device__} returns them.
      *
-     * @param deviceType the device type
-     * @param deviceId the device id
+     * @param deviceType the {@code DLDeviceType} value, e.g. {@code kDLCUDA}
+     * @param deviceId the device ordinal (0 for the CPU)
      */
     public record DLDeviceId(int deviceType, int deviceId) {
         /** {@code (kDLCPU, 0)}. */

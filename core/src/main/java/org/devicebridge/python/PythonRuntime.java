@@ -220,7 +220,7 @@ public final class PythonRuntime {
     /**
      * {@return {@code import name}: a new reference to the module}
      *
-     * @param name the name
+     * @param name the module's dotted name, e.g. {@code numpy}
      * @throws PythonException if the import fails
      */
     public PyObjectRef importModule(String name) {
@@ -237,7 +237,7 @@ public final class PythonRuntime {
      * {@return {@code True} if {@code import name} succeeds; the failure (ImportError or any other) is swallowed}
      * For probing optional consumers such as pyarrow or torch.
      *
-     * @param name the name
+     * @param name the module's dotted name, e.g. {@code numpy}
      */
     public boolean canImport(String name) {
         try (PyObjectRef ignored = importModule(name)) {

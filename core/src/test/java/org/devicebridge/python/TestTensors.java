@@ -23,7 +23,7 @@ import org.devicebridge.internal.Native;
  */
 final class TestTensors {
     static final AtomicInteger DELETES = new AtomicInteger();
-    /** Deleter calls per struct address: a second call for the same address is a double delete. */
+    /** Deleter calls per live tensor's struct address (reset when a tensor is made there): 2 is a double delete. */
     static final Map<Long, Integer> DELETES_BY_ADDRESS = new ConcurrentHashMap<>();
 
     private static final MemorySegment DELETER = Native.upcallStub(MethodHandles.lookup(), TestTensors.class,
@@ -41,6 +41,8 @@ final class TestTensors {
                                 int deviceType, int deviceId, boolean readOnly) {
         long structSize = versioned ? DLManagedTensorVersioned.sizeof() : DLManagedTensor.sizeof();
         MemorySegment block = Native.calloc(structSize + 8L * shape.length);
+        // malloc reuses the address of a deleted tensor: the count belongs to the tensor, not the address
+        DELETES_BY_ADDRESS.remove(block.address());
         MemorySegment shapeArray = block.asSlice(structSize);
         for (int i = 0; i < shape.length; i++) {
             shapeArray.setAtIndex(JAVA_LONG, i, shape[i]);

@@ -4,7 +4,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrayNode;
@@ -15,10 +14,11 @@ import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowMemory;
 
 public class QuickStartArrow {
     public static void main(String[] args) {
-        try (BufferAllocator allocator = new RootAllocator();
+        try (BufferAllocator allocator = ArrowMemory.newRootAllocator();
              BigIntVector ids = new BigIntVector("id", allocator)) {
             ids.allocateNew(3);
             ids.set(0, 10);

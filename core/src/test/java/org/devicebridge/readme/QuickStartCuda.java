@@ -3,7 +3,6 @@ package org.devicebridge.readme;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrowImport;
@@ -17,13 +16,14 @@ import org.devicebridge.arrow.cuda.CudaArrowExport;
 import org.devicebridge.arrow.cuda.CudaArrowImport;
 import org.devicebridge.arrow.cuda.CudaArrowUpload;
 import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.StreamKind;
 
 public class QuickStartCuda {
     public static void main(String[] args) {
-        try (BufferAllocator allocator = new RootAllocator();
+        try (BufferAllocator allocator = ArrowMemory.newRootAllocator();
              BigIntVector ids = new BigIntVector("id", allocator)) {
             ids.allocateNew(1000);
             for (int i = 0; i < 1000; i++) {

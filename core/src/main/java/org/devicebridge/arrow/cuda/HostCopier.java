@@ -15,10 +15,10 @@ import org.devicebridge.cuda.HostDeviceTransfer;
 
 /**
  * Copies device memory of known allocations to the host for validation: each {@link #copyToHost} is one
- * batch of asynchronous copies through a {@link HostDeviceTransfer}'s pinned staging memory, on one stream,
- * and one host synchronisation (per half of the staging memory the batch fills), into one block of a
- * confined arena that lives until {@link #close()} (the end of the import that asked). Single-threaded,
- * as an import is.
+ * batch of asynchronous copies through a {@link HostDeviceTransfer} (its staging ring for pageable memory),
+ * on one stream, with one host wait per staging chunk the batch fills, into one block of a confined arena
+ * that lives until {@link #close()} (the end of the import that asked); {@link #copy} also fills blocks the
+ * caller allocated (page-locked ones by direct copies, one host wait). Single-threaded, as an import is.
  *
  * <p>Borrows the transfer, the stream and the allocations; owns only its arena.
  */

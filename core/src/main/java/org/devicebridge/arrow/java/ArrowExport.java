@@ -308,7 +308,8 @@ public final class ArrowExport {
      *
      * @param root the batch; the caller keeps owning it
      * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
-     * @param outDeviceArray where to write the {@code ArrowDeviceArray}: native memory of at least its size, owned by the caller
+     * @param outDeviceArray where to write the {@code ArrowDeviceArray}: native memory of at least its size,
+     *     owned by the caller
      */
     public static void exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider,
                                          MemorySegment outDeviceArray) {
@@ -322,7 +323,8 @@ public final class ArrowExport {
      * {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider, MemorySegment)} without dictionaries.
      *
      * @param root the batch; the caller keeps owning it
-     * @param outDeviceArray where to write the {@code ArrowDeviceArray}: native memory of at least its size, owned by the caller
+     * @param outDeviceArray where to write the {@code ArrowDeviceArray}: native memory of at least its size,
+     *     owned by the caller
      */
     public static void exportDeviceArray(VectorSchemaRoot root, MemorySegment outDeviceArray) {
         requireNativeAccess();
@@ -379,7 +381,7 @@ public final class ArrowExport {
      * batches already exported stay valid after that. After a throw the caller still owns {@code reader}
      * and {@code outStream} is untouched.
      *
-     * @param reader the batches to export; the export takes ownership
+     * @param reader the batches; the stream owns it after a return
      * @param outStream where to write the stream struct: native memory of at least its size, owned by the caller
      */
     public static void exportStream(ArrowReader reader, MemorySegment outStream) {
@@ -395,7 +397,7 @@ public final class ArrowExport {
      * owns {@code reader} and the caller owns the handle; after a throw the caller still owns
      * {@code reader}.
      *
-     * @param reader the batches to export; the export takes ownership
+     * @param reader the batches; the stream owns it after a return
      * @return the owning handle of the exported {@code ArrowArrayStream}
      */
     public static ExportedStream exportStream(ArrowReader reader) {
@@ -436,7 +438,7 @@ public final class ArrowExport {
      * stream owns {@code reader} and closes it on release; after a throw the caller still owns it and
      * {@code outStream} is untouched.
      *
-     * @param reader the batches to export; the export takes ownership
+     * @param reader the batches; the stream owns it after a return
      * @param outStream where to write the stream struct: native memory of at least its size, owned by the caller
      */
     public static void exportDeviceStream(ArrowReader reader, MemorySegment outStream) {
@@ -452,7 +454,7 @@ public final class ArrowExport {
      * the stream owns {@code reader} and the caller owns the handle; after a throw the caller still owns
      * {@code reader}.
      *
-     * @param reader the batches to export; the export takes ownership
+     * @param reader the batches; the stream owns it after a return
      * @return the owning handle of the exported {@code ArrowDeviceArrayStream}
      */
     public static ExportedDeviceStream exportDeviceStream(ArrowReader reader) {

@@ -203,6 +203,15 @@ public class cuda_driver_h extends cuda_driver_h$shared {
     public static int CUDA_ERROR_INVALID_CONTEXT() {
         return CUDA_ERROR_INVALID_CONTEXT;
     }
+    private static final int CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = (int)217L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaError_enum.CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217
+     * }
+     */
+    public static int CUDA_ERROR_PEER_ACCESS_UNSUPPORTED() {
+        return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+    }
     private static final int CUDA_ERROR_ALREADY_MAPPED = (int)208L;
     /**
      * {@snippet lang=c :
@@ -247,6 +256,24 @@ public class cuda_driver_h extends cuda_driver_h$shared {
      */
     public static int CUDA_ERROR_ILLEGAL_ADDRESS() {
         return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+    private static final int CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = (int)704L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaError_enum.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
+     * }
+     */
+    public static int CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED() {
+        return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    }
+    private static final int CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = (int)705L;
+    /**
+     * {@snippet lang=c :
+     * enum cudaError_enum.CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705
+     * }
+     */
+    public static int CUDA_ERROR_PEER_ACCESS_NOT_ENABLED() {
+        return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
     }
     private static final int CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = (int)712L;
     /**
@@ -1545,6 +1572,129 @@ public class cuda_driver_h extends cuda_driver_h$shared {
                 traceDowncall("cuCtxSynchronize");
             }
             return (int)mh$.invokeExact();
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cuDeviceCanAccessPeer {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_driver_h.C_INT,
+            cuda_driver_h.C_POINTER,
+            cuda_driver_h.C_INT,
+            cuda_driver_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cuDeviceCanAccessPeer").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cuDeviceCanAccessPeer"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+     * }
+     */
+    public static FunctionDescriptor cuDeviceCanAccessPeer$descriptor() {
+        return cuDeviceCanAccessPeer.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+     * }
+     */
+    public static MethodHandle cuDeviceCanAccessPeer$handle() {
+        return cuDeviceCanAccessPeer.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+     * }
+     */
+    public static MemorySegment cuDeviceCanAccessPeer$address() {
+        return cuDeviceCanAccessPeer.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+     * }
+     */
+    public static int cuDeviceCanAccessPeer(MemorySegment canAccessPeer, int dev, int peerDev) {
+        var mh$ = cuDeviceCanAccessPeer.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cuDeviceCanAccessPeer", canAccessPeer, dev, peerDev);
+            }
+            return (int)mh$.invokeExact(canAccessPeer, dev, peerDev);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cuCtxEnablePeerAccess {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_driver_h.C_INT,
+            cuda_driver_h.C_POINTER,
+            cuda_driver_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cuCtxEnablePeerAccess").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cuCtxEnablePeerAccess"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+     * }
+     */
+    public static FunctionDescriptor cuCtxEnablePeerAccess$descriptor() {
+        return cuCtxEnablePeerAccess.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+     * }
+     */
+    public static MethodHandle cuCtxEnablePeerAccess$handle() {
+        return cuCtxEnablePeerAccess.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+     * }
+     */
+    public static MemorySegment cuCtxEnablePeerAccess$address() {
+        return cuCtxEnablePeerAccess.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+     * }
+     */
+    public static int cuCtxEnablePeerAccess(MemorySegment peerContext, int Flags) {
+        var mh$ = cuCtxEnablePeerAccess.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cuCtxEnablePeerAccess", peerContext, Flags);
+            }
+            return (int)mh$.invokeExact(peerContext, Flags);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
@@ -3027,6 +3177,135 @@ public class cuda_driver_h extends cuda_driver_h$shared {
                 traceDowncall("cuMemcpyDtoDAsync_v2", dstDevice, srcDevice, ByteCount, hStream);
             }
             return (int)mh$.invokeExact(dstDevice, srcDevice, ByteCount, hStream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cuMemcpyPeer {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_driver_h.C_INT,
+            cuda_driver_h.C_LONG_LONG,
+            cuda_driver_h.C_POINTER,
+            cuda_driver_h.C_LONG_LONG,
+            cuda_driver_h.C_POINTER,
+            cuda_driver_h.C_LONG
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cuMemcpyPeer").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cuMemcpyPeer"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount)
+     * }
+     */
+    public static FunctionDescriptor cuMemcpyPeer$descriptor() {
+        return cuMemcpyPeer.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount)
+     * }
+     */
+    public static MethodHandle cuMemcpyPeer$handle() {
+        return cuMemcpyPeer.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount)
+     * }
+     */
+    public static MemorySegment cuMemcpyPeer$address() {
+        return cuMemcpyPeer.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount)
+     * }
+     */
+    public static int cuMemcpyPeer(long dstDevice, MemorySegment dstContext, long srcDevice, MemorySegment srcContext, long ByteCount) {
+        var mh$ = cuMemcpyPeer.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cuMemcpyPeer", dstDevice, dstContext, srcDevice, srcContext, ByteCount);
+            }
+            return (int)mh$.invokeExact(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cuMemcpyPeerAsync {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_driver_h.C_INT,
+            cuda_driver_h.C_LONG_LONG,
+            cuda_driver_h.C_POINTER,
+            cuda_driver_h.C_LONG_LONG,
+            cuda_driver_h.C_POINTER,
+            cuda_driver_h.C_LONG,
+            cuda_driver_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cuMemcpyPeerAsync").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cuMemcpyPeerAsync"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream)
+     * }
+     */
+    public static FunctionDescriptor cuMemcpyPeerAsync$descriptor() {
+        return cuMemcpyPeerAsync.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream)
+     * }
+     */
+    public static MethodHandle cuMemcpyPeerAsync$handle() {
+        return cuMemcpyPeerAsync.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream)
+     * }
+     */
+    public static MemorySegment cuMemcpyPeerAsync$address() {
+        return cuMemcpyPeerAsync.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream)
+     * }
+     */
+    public static int cuMemcpyPeerAsync(long dstDevice, MemorySegment dstContext, long srcDevice, MemorySegment srcContext, long ByteCount, MemorySegment hStream) {
+        var mh$ = cuMemcpyPeerAsync.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cuMemcpyPeerAsync", dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
+            }
+            return (int)mh$.invokeExact(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {

@@ -1,0 +1,174 @@
+package org.devicebridge.arrow.cuda;
+
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import org.devicebridge.InvalidArgumentException;
+import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.arrow.ArrayNode;
+import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.cuda.Cuda;
+import org.devicebridge.cuda.CudaCopies;
+import org.devicebridge.cuda.CudaEvent;
+import org.devicebridge.cuda.CudaException;
+import org.devicebridge.cuda.CudaStream;
+import org.devicebridge.cuda.CudaUnavailableException;
+import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.cuda.DeviceRange;
+import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.internal.FieldPath;
+
+/**
+ * Copies a CUDA Arrow batch to another device (or into a fresh allocation on its own): every buffer lands
+ * in one new stream-ordered allocation of the destination device, packed at
+ * {@value HostDeviceTransfer#ALIGNMENT}-byte aligned offsets as {@link CudaArrowUpload} packs them, with one
+ * {@code cuMemcpyPeerAsync} per buffer on the destination's stream. Nothing goes through the host: the
+ * copies use NVLink or PCIe peer-to-peer where the driver can (faster still after
+ * {@link org.devicebridge.cuda.CudaPeerAccess#enable}), host staging inside the driver otherwise.
+ *
+ * <p>Stateless and thread-safe as far as its arguments are; the caller keeps owning the source batch and
+ * both streams, and owns the returned batch.
+ */
+public final class CudaArrowPeerCopy {
+    private CudaArrowPeerCopy() {}
+
+    /**
+     * Queues the copy of {@code batch} to {@code stream}'s device: an event recorded on {@code sourceStream}
+     * (where the batch is ready) makes {@code stream} wait (a cross-device wait, no host block), then the
+     * buffers are copied on {@code stream}. The returned batch is ready for work queued on {@code stream}
+     * afterwards. The source batch must stay open until {@code stream} has reached the copies (synchronize
+     * it, or record an event on it and wait for that): its memory is read until then.
+     *
+     * @param batch a batch of {@link ArrowDeviceType#CUDA} or {@link ArrowDeviceType#CUDA_MANAGED} memory whose
+     *     buffer lengths are known (an upload, or an import at {@link org.devicebridge.arrow.ValidationLevel#DEFAULT}
+     *     or above); borrowed
+     * @param sourceStream a stream of the batch's device on which the batch is ready; borrowed
+     * @param stream a stream of the destination device; borrowed, and it must stay open until the returned
+     *     batch's memory is freed (which is queued on it)
+     * @return a batch on {@code stream}'s device that the caller owns. After a throw the caller owns nothing
+     *     new (an allocation made before the failure is freed on {@code stream})
+     * @throws InvalidArgumentException if {@code sourceStream} is not of the batch's device
+     * @throws UnsupportedFeatureException for pinned host batches ({@link ArrowDeviceType#CUDA_HOST}), or a
+     *     buffer whose byte length an import at {@code MINIMAL} did not establish
+     * @throws org.devicebridge.HandleClosedException if the batch or a stream is closed
+     * @throws CudaException if a driver call fails
+     * @throws CudaUnavailableException without a CUDA driver
+     */
+    public static CudaArrowBatch copyAsync(CudaArrowBatch batch, CudaStream sourceStream, CudaStream stream) {
+        requireNativeAccess();
+        Cuda.require();
+        Objects.requireNonNull(batch, "batch");
+        Objects.requireNonNull(sourceStream, "sourceStream");
+        Objects.requireNonNull(stream, "stream");
+        if (batch.deviceType() == ArrowDeviceType.CUDA_HOST) {
+            throw new UnsupportedFeatureException("device_type", "a batch of pinned host memory"
+                    + " (ARROW_DEVICE_CUDA_HOST) is reachable from every device: upload it instead of copying it");
+        }
+        if (sourceStream.device() != batch.device()) {
+            throw new InvalidArgumentException("sourceStream", String.format(Locale.ROOT,
+                    "expected a stream of device %d (the batch's) but found one of device %d",
+                    batch.device(), sourceStream.device()));
+        }
+        ArrayNode root = batch.root();
+        List<DeviceBuffer> memory = batch.memory();
+        List<ArrayNode> nodes = Nodes.collect(root);
+        List<Slot> slots = new ArrayList<>();
+        long total = 0;
+        for (ArrayNode node : nodes) {
+            for (int i = 0; i < node.bufferCount(); i++) {
+                long address = Nodes.address(node, i);
+                long len = node.bufferLength(i);
+                if (address == 0 || len == 0) {
+                    continue;
+                }
+                String path = FieldPath.join(node.path(), "buffers[" + i + "]");
+                if (len < 0) {
+                    throw new UnsupportedFeatureException(path, "the byte length of this buffer is unknown (imported"
+                            + " at MINIMAL): import at DEFAULT or above to copy the batch");
+                }
+                long offset = align(total);
+                slots.add(new Slot(node, i, containing(memory, address, len, path), offset, len));
+                total = Math.addExact(offset, len);
+            }
+        }
+        try (CudaEvent ready = CudaEvent.acquire(batch.device())) {
+            ready.record(sourceStream);
+            stream.waitEvent(ready);
+        }
+        DeviceBuffer dst = DeviceBuffer.allocateAsync(stream.device(), total, stream);
+        try {
+            long base = dst.address();
+            Map<ArrayNode, long[]> placed = new IdentityHashMap<>();
+            for (ArrayNode node : nodes) {
+                long[] a = new long[node.bufferCount()];
+                for (int i = 0; i < a.length; i++) {
+                    // an empty but non-NULL buffer stays non-NULL, pointing at the allocation's start, as an upload does
+                    a[i] = Nodes.address(node, i) == 0 ? 0 : base;
+                }
+                placed.put(node, a);
+            }
+            for (Slot s : slots) {
+                CudaCopies.copyPeerAsync(s.source(), dst, s.offset(), stream);
+                placed.get(s.node())[s.buffer()] = base + s.offset();
+            }
+            ArrayNode moved = Nodes.relocate(root, placed);
+            return new CudaArrowBatch(CudaArrowBatch.describe("Arrow batch copied from device " + batch.device(),
+                    moved, stream.device()), batch.schema(), moved, stream.device(), ArrowDeviceType.CUDA,
+                    List.of(dst), dst::close, null);
+        } catch (RuntimeException | Error e) {
+            dst.close();
+            throw e;
+        }
+    }
+
+    /**
+     * As {@link #copyAsync}, then waits for {@code stream} to finish the copies: when this returns the
+     * source batch may be closed.
+     *
+     * @param batch the batch to copy; borrowed (see {@link #copyAsync})
+     * @param sourceStream a stream of the batch's device on which the batch is ready; borrowed
+     * @param stream a stream of the destination device; borrowed, open until the returned batch is freed
+     * @return a batch on {@code stream}'s device that the caller owns. After a throw the caller owns nothing new
+     * @throws InvalidArgumentException if {@code sourceStream} is not of the batch's device
+     * @throws UnsupportedFeatureException as {@link #copyAsync} does
+     * @throws org.devicebridge.HandleClosedException if the batch or a stream is closed
+     * @throws CudaException if a driver call fails
+     * @throws CudaUnavailableException without a CUDA driver
+     */
+    public static CudaArrowBatch copy(CudaArrowBatch batch, CudaStream sourceStream, CudaStream stream) {
+        CudaArrowBatch copied = copyAsync(batch, sourceStream, stream);
+        try {
+            stream.synchronize();
+        } catch (RuntimeException | Error e) {
+            copied.close();
+            throw e;
+        }
+        return copied;
+    }
+
+    /** One source buffer: where it sits in the tree, the range it reads and where it lands. */
+    private record Slot(ArrayNode node, int buffer, DeviceRange source, long offset, long bytes) {}
+
+    /** The range of the batch's memory holding {@code [address, address + len)}. */
+    private static DeviceRange containing(List<DeviceBuffer> memory, long address, long len, String path) {
+        for (DeviceBuffer b : memory) {
+            long start = b.address();
+            if (address - start >= 0 && address - start <= b.byteSize() - len) {
+                return b.range(address - start, len);
+            }
+        }
+        throw new InvalidArgumentException(path, String.format(Locale.ROOT,
+                "expected the buffer's %d bytes at 0x%x inside the batch's device memory but found none holding them",
+                len, address));
+    }
+
+    private static long align(long v) {
+        long a = HostDeviceTransfer.ALIGNMENT;
+        return Math.addExact(v, a - 1) & -a;
+    }
+}
