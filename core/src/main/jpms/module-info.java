@@ -3,7 +3,8 @@
  *
  * <p>Packages by what they depend on: {@code org.devicebridge.arrow} needs only the FFM API;
  * {@code org.devicebridge.arrow.java} is the Arrow Java bridge; {@code org.devicebridge.arrow.cuda} is Arrow
- * on CUDA (both need Arrow Java). The plumbing ({@code internal}, {@code foreign}) and the self-check main
+ * on CUDA (both need Arrow Java); {@code org.devicebridge.arrow.flight} is Arrow Flight for device batches
+ * (it also needs Arrow Flight, optional as well: {@code requires static org.apache.arrow.flight.core}). The plumbing ({@code internal}, {@code foreign}) and the self-check main
  * ({@code selfcheck}, run with {@code -m org.devicebridge.core/org.devicebridge.selfcheck.SelfCheck}) are
  * not exported.
  *
@@ -19,11 +20,13 @@ module org.devicebridge.core {
     requires org.devicebridge.generated;
     requires static org.apache.arrow.vector;
     requires static org.apache.arrow.memory.core;
+    requires static org.apache.arrow.flight.core;
 
     exports org.devicebridge;
     exports org.devicebridge.arrow;
     exports org.devicebridge.arrow.java;
     exports org.devicebridge.arrow.cuda;
+    exports org.devicebridge.arrow.flight;
     exports org.devicebridge.dlpack;
     exports org.devicebridge.cuda;
     exports org.devicebridge.python;

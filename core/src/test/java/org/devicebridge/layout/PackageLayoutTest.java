@@ -66,6 +66,26 @@ class PackageLayoutTest {
     }
 
     @Test
+    void arrowFlightIsUsedOnlyByItsOwnPackage() throws IOException {
+        for (String pkg : List.of("", "arrow", "arrow/java", "arrow/cuda", "cuda", "dlpack", "python", "foreign",
+                "internal", "selfcheck")) {
+            List<String> wrong = imports(pkg).stream()
+                    .filter(i -> i.contains(" org.apache.arrow.flight.") || i.contains(" org.devicebridge.arrow.flight."))
+                    .toList();
+            assertEquals(List.of(), wrong, pkg);
+        }
+    }
+
+    @Test
+    void theFlightPackageNeedsOnlyArrowOnCudaTheBridgeCudaAndFlight() throws IOException {
+        List<String> wrong = imports("arrow/flight").stream()
+                .filter(i -> i.contains(" org.devicebridge.") && !i.matches(".* org\\.devicebridge\\.(arrow\\.flight|arrow\\.cuda"
+                        + "|arrow\\.java|cuda|[A-Z]\\w*$)[\\w.]*"))
+                .toList();
+        assertEquals(List.of(), wrong);
+    }
+
+    @Test
     void theModuleExportsThePublicPackagesOnly() throws IOException {
         String descriptor = Files.readString(Path.of("src/main/jpms/module-info.java"));
         Set<String> exported = new TreeSet<>();
@@ -74,7 +94,7 @@ class PackageLayoutTest {
             exported.add(m.group(1));
         }
         assertEquals(new TreeSet<>(List.of("org.devicebridge", "org.devicebridge.arrow", "org.devicebridge.arrow.cuda",
-                "org.devicebridge.arrow.java", "org.devicebridge.cuda", "org.devicebridge.dlpack",
+                "org.devicebridge.arrow.flight", "org.devicebridge.arrow.java", "org.devicebridge.cuda", "org.devicebridge.dlpack",
                 "org.devicebridge.python")), exported);
     }
 
