@@ -525,7 +525,7 @@ final class ArrowFuzz {
     /**
      * Exact mode: rewrites the {@code n} values of a decimal, date64 or time32 / time64 buffer into what FULL
      * accepts (decimals within their precision, either sign; date64 whole days; times within one day), as a
-     * valid tree must be. {@link MalformedArrow#DECIMAL_OUT_OF_PRECISION} breaks one of them on purpose.
+     * valid tree must be. {@link MalformedArrow.Malformation#DECIMAL_OUT_OF_PRECISION} breaks one of them on purpose.
      */
     private void inRange(MemorySegment d, String f, long n, int w) {
         if (f.startsWith("d:")) {
