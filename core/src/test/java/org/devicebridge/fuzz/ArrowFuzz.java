@@ -352,6 +352,8 @@ final class ArrowFuzz {
                                 d.set(JAVA_BYTE, i * w, (byte) r.nextInt(3));
                             }
                         }
+                    } else if (exact) {
+                        inRange(d, f, n, w);
                     }
                     bufs.add(d);
                 }
@@ -518,6 +520,57 @@ final class ArrowFuzz {
             sizes.setAtIndex(JAVA_LONG_UNALIGNED, b, used[b] + (r.nextBoolean() ? 0 : r.nextInt(1, 8)));
         }
         bufs.add(sizes);
+    }
+
+    /**
+     * Exact mode: rewrites the {@code n} values of a decimal, date64 or time32 / time64 buffer into what FULL
+     * accepts (decimals within their precision, either sign; date64 whole days; times within one day), as a
+     * valid tree must be. {@link MalformedArrow.Malformation#DECIMAL_OUT_OF_PRECISION} breaks one of them on purpose.
+     */
+    private void inRange(MemorySegment d, String f, long n, int w) {
+        if (f.startsWith("d:")) {
+            int precision = Integer.parseInt(f.substring(2, f.indexOf(',')));
+            for (long i = 0; i < n; i++) {
+                int digits = r.nextInt(precision + 1);
+                java.math.BigInteger v = new java.math.BigInteger(digits * 4, new java.util.Random(r.nextLong()))
+                        .mod(java.math.BigInteger.TEN.pow(digits));
+                if (i == 0 && r.nextInt(4) == 0) {
+                    v = java.math.BigInteger.TEN.pow(precision).subtract(java.math.BigInteger.ONE); // the largest that fits
+                }
+                writeDecimal(d, i, w, r.nextBoolean() ? v.negate() : v);
+            }
+        } else if (f.equals("tdm")) {
+            for (long i = 0; i < n; i++) {
+                d.setAtIndex(JAVA_LONG_UNALIGNED, i, (r.nextInt(-40_000, 40_000)) * 86_400_000L);
+            }
+        } else if (f.startsWith("tt")) {
+            long day = switch (f) {
+                case "tts" -> 86_400L;
+                case "ttm" -> 86_400_000L;
+                case "ttu" -> 86_400_000_000L;
+                default -> 86_400_000_000_000L;
+            };
+            for (long i = 0; i < n; i++) {
+                long v = r.nextInt(8) == 0 ? day - 1 : r.nextLong(day);
+                if (w == 4) {
+                    d.setAtIndex(JAVA_INT_UNALIGNED, i, (int) v);
+                } else {
+                    d.setAtIndex(JAVA_LONG_UNALIGNED, i, v);
+                }
+            }
+        }
+    }
+
+    /** Writes {@code v} as element {@code i} of a decimal buffer of {@code w}-byte little-endian two's complement values. */
+    static void writeDecimal(MemorySegment d, long i, int w, java.math.BigInteger v) {
+        byte[] be = v.toByteArray();
+        if (be.length > w) {
+            throw new IllegalArgumentException(v + " does not fit " + w + " bytes");
+        }
+        for (int k = 0; k < w; k++) {
+            byte b = k < be.length ? be[be.length - 1 - k] : (byte) (v.signum() < 0 ? -1 : 0);
+            d.set(JAVA_BYTE, i * w + k, b);
+        }
     }
 
     private MemorySegment data(long bytes) {

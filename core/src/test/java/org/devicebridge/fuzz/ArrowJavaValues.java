@@ -68,8 +68,10 @@ final class ArrowJavaValues {
         }
         switch (v) {
             case UnionVector u -> {
+                // the child UnionVector itself reads for this type id (getObject's own lookup); its field's type
+                // ids are minor-type numbers, not the declared ids the type buffer holds
                 int typeId = u.getTypeValue(i);
-                int child = childIndex(((ArrowType.Union) u.getField().getType()).getTypeIds(), typeId);
+                int child = sparseChild(u, typeId);
                 out.append('U').append(child).append(':');
                 value(u.getChildrenFromFields().get(child), i, dictionaries, out);
             }
@@ -145,6 +147,30 @@ final class ArrowJavaValues {
             value(child, Math.toIntExact(k), dictionaries, out);
         }
         out.append(']');
+    }
+
+    /**
+     * The position among its children of the vector a sparse union reads type id {@code typeId} from
+     * ({@code getVectorByType}, as {@code getObject} does); a NULL child is looked up as null, so null means
+     * the one NullVector child.
+     */
+    private static int sparseChild(UnionVector u, int typeId) {
+        ValueVector found = u.getVectorByType(typeId);
+        List<org.apache.arrow.vector.FieldVector> children = u.getChildrenFromFields();
+        int match = -1;
+        for (int c = 0; c < children.size(); c++) {
+            ValueVector child = children.get(c);
+            if (found == null ? child instanceof NullVector : child == found) {
+                if (match >= 0) {
+                    throw new IllegalStateException("type id " + typeId + " reads more than one child of " + u.getField());
+                }
+                match = c;
+            }
+        }
+        if (match < 0) {
+            throw new IllegalStateException("type id " + typeId + " reads " + found + ", no child of " + u.getField());
+        }
+        return match;
     }
 
     private static int childIndex(int[] typeIds, int typeId) {

@@ -142,8 +142,6 @@ final class ArrowOracle {
         List<String> reference = null;
         try {
             walk(schema.root(), 0, c);
-            c.unions = hasUnion(schema.root(), 0);
-            c.duplicateNames = hasDuplicateNames(schema.root(), 0);
             c.shape = shape(schema.root(), 0);
             long structSize = in.device ? ArrowDeviceArray.sizeof() : ArrowArray.sizeof();
             MemorySegment snapshot = mem.allocate(structSize, 16).copyFrom(in.array.asSlice(0, structSize));
@@ -340,35 +338,6 @@ final class ArrowOracle {
             sb.append('{').append(shape(s.dictionary(), depth + 1)).append('}');
         }
         return sb.toString();
-    }
-
-    /** Whether a struct (or union) of the tree has two children of one name. */
-    private static boolean hasDuplicateNames(SchemaNode s, int depth) {
-        if (depth > 70) {
-            return false;
-        }
-        java.util.Set<String> names = new java.util.HashSet<>();
-        for (SchemaNode child : s.children()) {
-            if (!names.add(child.name()) || hasDuplicateNames(child, depth + 1)) {
-                return true;
-            }
-        }
-        return s.dictionary() != null && hasDuplicateNames(s.dictionary(), depth + 1);
-    }
-
-    private static boolean hasUnion(SchemaNode s, int depth) {
-        if (depth > 70) {
-            return false;
-        }
-        if (s.format().startsWith("+u")) {
-            return true;
-        }
-        for (SchemaNode child : s.children()) {
-            if (hasUnion(child, depth + 1)) {
-                return true;
-            }
-        }
-        return s.dictionary() != null && hasUnion(s.dictionary(), depth + 1);
     }
 
     private static boolean hasDictionary(ArrayNode n) {

@@ -23,7 +23,7 @@ import org.devicebridge.dlpack.ImportedTensor;
 final class FuzzOracle {
     enum Outcome { ACCEPTED, REJECTED }
 
-    /** What kind of oracle rule a failure broke ({@link KnownGaps} matches on it). */
+    /** What kind of oracle rule a failure broke (for its message and for whoever triages it). */
     enum Kind {
         /** A malformed input accepted at a level the {@link MalformedArrow.Malformation} table says rejects it. */
         LEVEL_TABLE,
@@ -186,10 +186,6 @@ final class FuzzOracle {
         private final Object mutations;
         /** The malformation of a malformed input, or null. */
         MalformedArrow.Malformation malformation;
-        /** The input's schema holds a union somewhere (set once the schema is imported). */
-        boolean unions;
-        /** A struct or union of the input's schema has two fields of one name (set once the schema is imported). */
-        boolean duplicateNames;
         /** The imported schema's formats as a tree, for messages (set once the schema is imported). */
         String shape;
 

@@ -23,9 +23,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * Replays every seed that ever failed the fuzz oracle (core/src/test/resources/fuzz-seeds/arrow.txt,
  * malformed.txt, dlpack.txt and stream.txt: one seed a line, {@code #} starts a comment saying what it
- * broke), plus a fixed slice of seeds, so that a regression shows up in the normal fast test run. A failure
- * that a {@link KnownGaps} row explains is tolerated as in {@link ImportFuzzTest} (not under
- * {@code -Ddevicebridge.fuzz.strict=true}).
+ * broke), plus a fixed slice of seeds, so that a regression shows up in the normal fast test run. Every
+ * failure fails it, as in {@link ImportFuzzTest}: nothing is tolerated.
  */
 class FuzzSeedsTest {
     private static BufferAllocator allocator;
@@ -65,18 +64,11 @@ class FuzzSeedsTest {
     @ParameterizedTest(name = "{0} seed {1}: {2}")
     @MethodSource("seeds")
     void seedThatOnceFailedPassesTheOracle(String target, long seed, String what) {
-        KnownGaps.Tally gaps = new KnownGaps.Tally();
-        try {
-            switch (target) {
-                case "arrow" -> oracle.arrow(seed);
-                case "malformed" -> oracle.malformed(seed);
-                case "dlpack" -> oracle.dlpack(seed);
-                default -> oracle.stream(seed);
-            }
-        } catch (FuzzOracle.FuzzFailure f) {
-            if (!gaps.tolerate(f)) {
-                throw f;
-            }
+        switch (target) {
+            case "arrow" -> oracle.arrow(seed);
+            case "malformed" -> oracle.malformed(seed);
+            case "dlpack" -> oracle.dlpack(seed);
+            default -> oracle.stream(seed);
         }
         assertEquals(0, allocator.getAllocatedMemory());
     }
@@ -85,22 +77,15 @@ class FuzzSeedsTest {
     @MethodSource("slice")
     void aFixedSliceOfSeedsPassesTheOracleWithBothOutcomes(int count) {
         int[] outcomes = new int[8];
-        KnownGaps.Tally gaps = new KnownGaps.Tally();
         for (long seed = 0; seed < count; seed++) {
             for (int target = 0; target < 4; target++) {
-                try {
-                    FuzzOracle.Outcome o = switch (target) {
-                        case 0 -> oracle.arrow(seed);
-                        case 1 -> oracle.malformed(seed);
-                        case 2 -> oracle.dlpack(seed);
-                        default -> oracle.stream(seed);
-                    };
-                    outcomes[2 * target + o.ordinal()]++;
-                } catch (FuzzOracle.FuzzFailure f) {
-                    if (!gaps.tolerate(f)) {
-                        throw f;
-                    }
-                }
+                FuzzOracle.Outcome o = switch (target) {
+                    case 0 -> oracle.arrow(seed);
+                    case 1 -> oracle.malformed(seed);
+                    case 2 -> oracle.dlpack(seed);
+                    default -> oracle.stream(seed);
+                };
+                outcomes[2 * target + o.ordinal()]++;
             }
         }
         for (int o : outcomes) {

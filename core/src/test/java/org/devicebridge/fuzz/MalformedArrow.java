@@ -39,6 +39,7 @@ final class MalformedArrow {
     private static final String[] LIST_VIEW = {"+vl"};
     private static final String[] STRUCT = {"+s"};
     private static final String[] FIXED_LIST = {"+w:2", "+w:3"};
+    private static final String[] DECIMALS = {"d:9,2,32", "d:18,3,64", "d:10,2", "d:60,3,256"};
     private static final String[] WITH_VALIDITY = {"i", "l", "b", "U", "u", "+L", "+s", "w:3"};
     private static final String[] WITH_DATA = {"i", "l", "U", "u", "w:3", "d:10,2"};
     private static final String[] ANY = {"i", "b", "U", "u", "+L", "+l", "+s", "+w:2", "+us:0,1", "+ud:0,1", "vu", "+r", "dict:i"};
@@ -91,6 +92,8 @@ final class MalformedArrow {
         // ---- list views
         LIST_VIEW_BEYOND_CHILD(FULL, LIST_VIEW, 1, Nulls.NONE, (n, r) -> listView(n, false)),
         LIST_VIEW_NEGATIVE_SIZE(FULL, LIST_VIEW, 1, Nulls.NONE, (n, r) -> listView(n, true)),
+        // ---- fixed-width values
+        DECIMAL_OUT_OF_PRECISION(FULL, DECIMALS, 1, Nulls.NONE, MalformedArrow::decimalTooWide),
         // ---- null counts
         NULL_COUNT_DIFFERS_FROM_BITMAP(FULL, WITH_VALIDITY, 2, Nulls.SOME, MalformedArrow::nullCountMismatch),
         NULL_COUNT_ABOVE_LENGTH(FULL, WITH_VALIDITY, 1, Nulls.SOME, (n, r) -> {
@@ -280,6 +283,19 @@ final class MalformedArrow {
         byte id = (byte) new int[] {2, 5, 127, -1}[r.nextInt(4)];
         n.buffers().get(0).set(JAVA_BYTE, p, id);
         return "type id " + id + " at element " + (p - n.offset());
+    }
+
+    /** One decimal of precision p set to +-(10^p + 0..2): one digit too many. */
+    private static String decimalTooWide(Built n, SplittableRandom r) {
+        String f = n.type().format();
+        int precision = Integer.parseInt(f.substring(2, f.indexOf(',')));
+        long p = n.offset() + r.nextInt((int) n.length());
+        java.math.BigInteger v = java.math.BigInteger.TEN.pow(precision).add(java.math.BigInteger.valueOf(r.nextInt(3)));
+        if (r.nextBoolean()) {
+            v = v.negate();
+        }
+        ArrowFuzz.writeDecimal(n.buffers().get(1), p, ArrowFuzz.fixedWidth(f), v);
+        return "value " + v + " at element " + (p - n.offset());
     }
 
     private static String denseOffset(Built n, SplittableRandom r, boolean negative) {

@@ -317,12 +317,22 @@ final class VectorLoader implements AutoCloseable {
      * wrong values from them: two children of one minor type read the first one's values, a struct child
      * not named "struct" reads nulls. Type ids themselves are not the problem: Arrow Java 19 maps any id to
      * its declared child (although the vector's own field then lists minor-type numbers as its ids; the
-     * imported schema keeps the declared ones).
+     * imported schema keeps the declared ones). Two null children are refused too: UnionVector looks both up
+     * as no vector, so which of them a row belongs to is lost (its field then lists type id 0 twice).
      */
     private static void checkSparseUnion(UnionVector v, ArrayNode n, List<FieldVector> childVectors) {
         List<Integer> ids = n.type().unionTypeIds();
+        boolean nullChild = false;
         for (int i = 0; i < childVectors.size(); i++) {
             FieldVector child = childVectors.get(i);
+            if (child instanceof NullVector) {
+                if (nullChild) {
+                    throw new UnsupportedFeatureException(FieldPath.join(n.path(), "children[" + i + "]"),
+                            "expected a sparse union Arrow Java's UnionVector can read (at most one null child) but found"
+                                    + " a second null child '" + child.getName() + "' (type id " + ids.get(i) + ")");
+                }
+                nullChild = true;
+            }
             Object found;
             try {
                 found = v.getVectorByType(ids.get(i));
