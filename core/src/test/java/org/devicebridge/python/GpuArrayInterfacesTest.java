@@ -58,17 +58,28 @@ class GpuArrayInterfacesTest {
 
     @Test
     void javaImportsCupyArrayWaitingOnCupysStream() {
+        // CuPy reports as `stream` the stream current when the attribute is read (1, the legacy default stream,
+        // outside `with s:`), and the import reads the attribute itself: `onS` makes s current around that read.
         python.exec("""
                 s = cupy.cuda.Stream(non_blocking=True)
                 with s:
                     a = cupy.arange(12, dtype=cupy.float32) * 2
                     v = a.reshape(3, 4)[:, 1:]
-                    cai = a.__cuda_array_interface__
+                class OnStream:
+                    def __init__(self, array, stream):
+                        self.array, self.stream = array, stream
+                    @property
+                    def __cuda_array_interface__(self):
+                        with self.stream:
+                            return self.array.__cuda_array_interface__
+                onS = OnStream(a, s)
+                cai = onS.__cuda_array_interface__
                 """, ns);
         try (CudaStream stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
              Arena arena = Arena.ofConfined();
-             PyObjectRef a = python.eval("a", ns);
+             PyObjectRef a = python.eval("onS", ns);
              PyObjectRef v = python.eval("v", ns);
+             PyObjectRef sPtr = python.eval("s.ptr", ns);
              PyObjectRef streamPtr = python.eval("cai.get('stream')", ns);
              InterfaceArray arr = ArrayInterfaces.importCudaArrayInterface(a,
                      ConsumerStream.of(Device.cuda(0), stream.address()), ImportOptions.any().confirmingPointers());
@@ -77,8 +88,9 @@ class GpuArrayInterfacesTest {
             ImportedTensor t = arr.tensor();
             assertEquals(Device.cuda(0), t.device());
             assertEquals(DType.FLOAT32, t.dtype());
-            if (!streamPtr.isNone()) {
-                assertEquals(streamPtr.toLong(), arr.producerStream().orElseThrow().address());
+            if (!streamPtr.isNone()) { // None only where CUPY_CUDA_ARRAY_INTERFACE_SYNC=0
+                assertEquals(sPtr.toLong(), streamPtr.toLong(), "CuPy reports its current stream");
+                assertEquals(sPtr.toLong(), arr.producerStream().orElseThrow().address());
             }
             assertArrayEquals(new long[] {3, 3}, view.tensor().shape());
             assertArrayEquals(new long[] {4, 1}, view.tensor().strides());
@@ -91,7 +103,7 @@ class GpuArrayInterfacesTest {
                 assertEquals(2f * i, host.getAtIndex(JAVA_FLOAT, i));
             }
         }
-        python.exec("del a, v, cai", ns);
+        python.exec("del a, v, cai, onS, OnStream, s", ns);
     }
 
     private void consumesJavaMemory(String consume) {

@@ -25,9 +25,11 @@ import org.devicebridge.internal.FieldPath;
 import org.devicebridge.internal.Native;
 
 /**
- * Fills an ArrowArray tree from Arrow Java vectors without copying data: the buffer pointers are the
+ * Fills an ArrowArray tree from Arrow Java vectors without copying data (but for narrowed decimals and view
+ * buffers whose inline padding is not zero, which the export copies and owns): the buffer pointers are the
  * ArrowBufs' addresses, and each exported node retains its buffers. Everything is planned and checked
- * first (O(1) per node: buffer sizes against lengths, first/last offsets) into the thread's reused
+ * first (O(1) per node: buffer sizes against lengths, first/last offsets; views and narrowed decimals are
+ * read per value) into the thread's reused
  * {@link Plan}, then the buffers are retained, one malloc block receives the child structs, pointer
  * arrays, variadic sizes and the node table, the tree is registered, and the structs are written. A
  * failure leaves the output untouched and holds nothing.
@@ -67,7 +69,7 @@ final class ExportArrayWriter {
         int variadicTotal;
         ArrowBuf[] retained = new ArrowBuf[64];
         int retainedTotal;
-        /** Buffers this export made (narrowed decimals): the plan's reference, dropped when the export ends. */
+        /** Buffers this export made (narrowed decimals, zero-padded views): the plan's reference, dropped when the export ends. */
         ArrowBuf[] made = new ArrowBuf[4];
         int madeTotal;
 
@@ -368,7 +370,7 @@ final class ExportArrayWriter {
                 List<ArrowBuf> data = view.getDataBuffers();
                 p.nullCount[node] = v.getNullCount();
                 validity(p, node, view.getValidityBuffer());
-                required(p, node, view.getDataBuffer(), Math.multiplyExact(16L, len), 1);
+                required(p, node, zeroPaddedViews(p, node, view, len), Math.multiplyExact(16L, len), 1);
                 for (int k = 0; k < data.size(); k++) {
                     ArrowBuf d = data.get(k);
                     p.variadicSize(node, d.capacity());
@@ -521,6 +523,50 @@ final class ExportArrayWriter {
             }
         }
         return out;
+    }
+
+    /**
+     * The view buffer to export: the vector's own where every valid inline view (12 bytes or fewer) is zero
+     * after its bytes, as the format requires; else a copy with that padding zeroed, which this export makes
+     * (from the vector's allocator; the export holds it and frees it in its release). Arrow Java 19's split
+     * ({@code VectorSchemaRoot.slice}, {@code splitAndTransfer}) writes only the length and bytes of an inline
+     * view into a view buffer it allocates without zeroing, so a slice can carry allocator garbage there.
+     * The vector is never written. Null slots are left as they are (their views are unspecified).
+     */
+    private static ArrowBuf zeroPaddedViews(Plan p, int node, BaseVariableWidthViewVector v, long len) {
+        ArrowBuf views = v.getDataBuffer();
+        long need = Math.multiplyExact(16L, len);
+        if (len == 0 || views == null || views.memoryAddress() == 0 || views.capacity() < need) {
+            return views; // required() names a short buffer
+        }
+        ArrowBuf validity = v.getValidityBuffer();
+        boolean allValid = validity == null || validity.memoryAddress() == 0 || p.nullCount[node] == 0;
+        ArrowBuf out = null;
+        for (long i = 0; i < len; i++) {
+            long base = i * 16;
+            int size = views.getInt(base);
+            if (size < 0 || size >= 12
+                    || !(allValid || (validity.getByte(i >>> 3) & (1 << (i & 7))) != 0)) {
+                continue; // no padding, not inline, or a null slot
+            }
+            int pad = 4 + size; // first padding byte; the buffer is little-endian, as Arrow Java's
+            long lo = views.getLong(base);
+            long hi = views.getLong(base + 8);
+            boolean dirty = pad < 8 ? (lo >>> (8 * pad)) != 0 || hi != 0 : (hi >>> (8 * (pad - 8))) != 0;
+            if (!dirty) {
+                continue;
+            }
+            if (out == null) {
+                out = v.getAllocator().buffer(need);
+                if (p.madeTotal == p.made.length) {
+                    p.made = Arrays.copyOf(p.made, p.madeTotal * 2);
+                }
+                p.made[p.madeTotal++] = out; // dropped by done(), whatever happens next
+                out.setBytes(0, views, 0, need);
+            }
+            out.setZero(base + pad, 16 - pad);
+        }
+        return out == null ? views : out;
     }
 
     /**
