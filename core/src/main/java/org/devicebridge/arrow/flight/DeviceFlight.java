@@ -60,7 +60,7 @@ public final class DeviceFlight {
      * @param copies where the batches are copied to host memory, and on which stream
      * @return the number of batches sent
      * @throws UnsupportedFeatureException if {@code schema} has a dictionary-encoded field (nothing was sent)
-     * @throws InvalidArgumentException if a batch's fields differ from {@code schema}'s
+     * @throws InvalidArgumentException if a batch's field types differ from {@code schema}'s
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if a driver call fails
      */
@@ -83,7 +83,7 @@ public final class DeviceFlight {
      * @param allocator allocates the stream's root
      * @return the number of batches sent
      * @throws UnsupportedFeatureException if {@code schema} has a dictionary-encoded field (nothing was sent)
-     * @throws InvalidArgumentException if a root's fields differ from {@code schema}'s or its memory is of
+     * @throws InvalidArgumentException if a root's field types differ from {@code schema}'s or its memory is of
      *         another root allocator
      */
     public static long serveRoots(ServerStreamListener listener, Schema schema, Iterator<? extends VectorSchemaRoot> roots,
@@ -109,7 +109,7 @@ public final class DeviceFlight {
      * @param batches the device batches, of {@code copies}' device, each of {@code streamRoot}'s fields
      * @param copies where the batches are copied to host memory, and on which stream
      * @return the number of batches sent
-     * @throws InvalidArgumentException if a batch's fields differ from the stream's, or {@code streamRoot}'s
+     * @throws InvalidArgumentException if a batch's field types differ from the stream's, or {@code streamRoot}'s
      *         memory is of another root allocator than {@code copies}'
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if a driver call fails
@@ -129,7 +129,7 @@ public final class DeviceFlight {
      * @param streamRoot the root the stream was started with
      * @param roots the batches, each of {@code streamRoot}'s fields, in memory of its root allocator
      * @return the number of batches sent
-     * @throws InvalidArgumentException if a root's fields differ from the stream's or its memory is of
+     * @throws InvalidArgumentException if a root's field types differ from the stream's or its memory is of
      *         another root allocator
      */
     public static long sendRoots(OutboundStreamListener out, VectorSchemaRoot streamRoot,
@@ -241,7 +241,7 @@ public final class DeviceFlight {
         Objects.requireNonNull(items, "batches");
         Outbound flow = Outbound.of(out);
         long sent = 0;
-        while (flow.awaitReady() && items.hasNext()) {
+        while (items.hasNext() && flow.awaitReady()) {
             T item = Objects.requireNonNull(items.next(), "a batch");
             VectorSchemaRoot host = toHost.apply(item);
             try {

@@ -116,7 +116,7 @@ public final class DeviceFlightClient {
      * @return the number of batches sent
      * @throws org.apache.arrow.flight.FlightRuntimeException for Flight's failures and the server's error (unchanged)
      * @throws UnsupportedFeatureException if {@code schema} has a dictionary-encoded field (nothing was sent)
-     * @throws InvalidArgumentException if a batch's fields differ from {@code schema}'s
+     * @throws InvalidArgumentException if a batch's field types differ from {@code schema}'s
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if a driver call fails
      */
@@ -140,7 +140,7 @@ public final class DeviceFlightClient {
      * @return the number of batches sent
      * @throws org.apache.arrow.flight.FlightRuntimeException for Flight's failures and the server's error (unchanged)
      * @throws UnsupportedFeatureException if {@code schema} has a dictionary-encoded field (nothing was sent)
-     * @throws InvalidArgumentException if a root's fields differ from {@code schema}'s or its memory is of
+     * @throws InvalidArgumentException if a root's field types differ from {@code schema}'s or its memory is of
      *         another root allocator
      */
     public long putRoots(FlightDescriptor descriptor, Schema schema, Iterator<? extends VectorSchemaRoot> roots,

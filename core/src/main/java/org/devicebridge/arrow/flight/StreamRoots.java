@@ -20,17 +20,17 @@ final class StreamRoots {
     private StreamRoots() {}
 
     /**
-     * Replaces the contents of {@code target} with those of {@code source} (same fields), sharing the
-     * buffers: no byte is copied. Both roots stay their owners'.
+     * Replaces the contents of {@code target} with those of {@code source} (fields of the same types, see
+     * {@link #sameTypes}), sharing the buffers: no byte is copied. Both roots stay their owners'.
      *
-     * @throws InvalidArgumentException if the fields differ, or the roots' memory is of different root
+     * @throws InvalidArgumentException if the field types differ, or the roots' memory is of different root
      *         allocators
      */
     static void move(VectorSchemaRoot source, VectorSchemaRoot target, String parameter) {
         List<Field> expected = target.getSchema().getFields();
         List<Field> found = source.getSchema().getFields();
-        if (!expected.equals(found)) {
-            throw new InvalidArgumentException(parameter, "expected a batch of fields " + expected
+        if (!sameTypes(expected, found)) {
+            throw new InvalidArgumentException(parameter, "expected a batch with the types of fields " + expected
                     + " (the stream's) but found " + found);
         }
         BufferAllocator from = allocatorOf(source);
@@ -43,6 +43,23 @@ final class StreamRoots {
         try (ArrowRecordBatch batch = new VectorUnloader(source).getRecordBatch()) {
             new org.apache.arrow.vector.VectorLoader(target).load(batch);
         }
+    }
+
+    /**
+     * Whether the two field lists have the same types, nested alike: what Arrow Java's loader needs for the
+     * buffers of one to fill the vectors of the other. Names, nullability and metadata may differ (a batch
+     * that went through the C Data Interface and back may name a list's child differently).
+     */
+    static boolean sameTypes(List<Field> a, List<Field> b) {
+        if (a.size() != b.size()) {
+            return false;
+        }
+        for (int i = 0; i < a.size(); i++) {
+            if (!a.get(i).getType().equals(b.get(i).getType()) || !sameTypes(a.get(i).getChildren(), b.get(i).getChildren())) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** A new root of {@code schema} in {@code allocator} holding {@code source}'s buffers (see {@link #move}). */

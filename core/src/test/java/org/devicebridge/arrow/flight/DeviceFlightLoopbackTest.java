@@ -247,7 +247,7 @@ class DeviceFlightLoopbackTest {
         producer.offer("wrong", List.of(wrong));
         FlightRuntimeException e = assertThrows(FlightRuntimeException.class, () -> fetchAll("wrong"));
         assertEquals(FlightStatusCode.INTERNAL, e.status().code());
-        assertTrue(e.getMessage().contains("expected a batch of fields"), e.getMessage());
+        assertTrue(e.getMessage().contains("expected a batch with the types of fields"), e.getMessage());
         assertTrue(producer.lastFailure.get() instanceof InvalidArgumentException, String.valueOf(producer.lastFailure.get()));
     }
 
