@@ -166,10 +166,11 @@ class ArrayInterfacesTest {
 
     @ParameterizedTest(name = "{0} -> {1}")
     @CsvSource({
-        "bool, BOOL", "int8, INT8", "int16, INT16", "int32, INT32", "int64, INT64", "uint8, UINT8",
+        "bool_, BOOL", "int8, INT8", "int16, INT16", "int32, INT32", "int64, INT64", "uint8, UINT8",
         "uint16, UINT16", "uint32, UINT32", "uint64, UINT64", "float16, FLOAT16", "float32, FLOAT32",
         "float64, FLOAT64", "complex64, COMPLEX64", "complex128, COMPLEX128",
     })
+    // np.bool_ rather than np.bool: Debian 12's NumPy 1.24 (what CI installs) has no np.bool
     void mapsEveryNumpyTypeToItsDLPackType(String numpy, String dlpack) throws ReflectiveOperationException {
         try (InterfaceArray arr = importHost("np.zeros(3, dtype=np." + numpy + ")")) {
             assertEquals(DType.class.getField(dlpack).get(null), arr.tensor().dtype());
