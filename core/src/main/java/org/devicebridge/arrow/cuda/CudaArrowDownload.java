@@ -121,8 +121,6 @@ public final class CudaArrowDownload {
      */
     public static VectorSchemaRoot download(CudaArrowBatch batch, BufferAllocator allocator, HostDeviceTransfer transfer,
                                             CudaStream stream) {
-        requireNativeAccess();
-        requireArrowJava("CudaArrowDownload.download");
         return download(batch, allocator, null, transfer, stream);
     }
 

@@ -165,8 +165,6 @@ public final class CudaArrowUpload {
      * @throws CudaException if a driver call fails
      */
     public static CudaArrowBatch upload(VectorSchemaRoot root, HostDeviceTransfer transfer, CudaStream stream) {
-        requireNativeAccess();
-        requireArrowJava("CudaArrowUpload.upload");
         return upload(root, null, transfer, stream);
     }
 
