@@ -1,5 +1,6 @@
 package org.devicebridge.fuzz;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.EnumMap;
@@ -18,6 +19,7 @@ import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.fuzz.FuzzOracle.Check;
 import org.devicebridge.fuzz.FuzzOracle.Outcome;
@@ -61,6 +63,9 @@ final class ArrowOracle {
         long bridgeLoadedDefault;
         long bridgeUnsupportedDefault;
         long bridgeRefusedDefault;
+        /** FULL-loaded vectors exported back (own field) and re-imported with the same values; export unsupported. */
+        long exportedBack;
+        long exportUnsupported;
         /** Inputs whose values were only right read with the other null-count convention (see ReferenceDecoder). */
         long nullCountConvention;
         /** Per malformation row: inputs, and rejections at a level below the row's (allowed, counted). */
@@ -74,6 +79,8 @@ final class ArrowOracle {
             bridgeLoadedDefault += o.bridgeLoadedDefault;
             bridgeUnsupportedDefault += o.bridgeUnsupportedDefault;
             bridgeRefusedDefault += o.bridgeRefusedDefault;
+            exportedBack += o.exportedBack;
+            exportUnsupported += o.exportUnsupported;
             nullCountConvention += o.nullCountConvention;
             o.malformations.forEach((m, v) -> {
                 long[] mine = malformations.computeIfAbsent(m, x -> new long[3]);
@@ -305,6 +312,12 @@ final class ArrowOracle {
             }
             if (level == ValidationLevel.FULL) {
                 stats.bridgeLoadedFull++;
+                List<String> back = exportedBack(vector, dictionaries, c);
+                if (back != null && !back.equals(values)) {
+                    throw c.fail(FuzzOracle.Kind.BRIDGE, level, "exported back with the vector's own field and"
+                            + " imported at FULL, the values differ: " + back + " instead of " + values, null);
+                }
+                stats.exportedBack += back == null ? 0 : 1;
             } else {
                 stats.bridgeLoadedDefault++;
             }
@@ -312,6 +325,37 @@ final class ArrowOracle {
         } finally {
             vector.close();
             closeDictionaries(dictionaries);
+        }
+    }
+
+    /**
+     * The values of {@code vector} exported by {@code ArrowExport.exportVector} with its own field and imported
+     * back at FULL through the bridge; {@code null} where the export refuses typed as unsupported (counted).
+     */
+    private List<String> exportedBack(FieldVector vector, DictionaryProvider dictionaries, Check c) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment outArray = arena.allocate(ArrowArray.layout());
+            MemorySegment outSchema = arena.allocate(org.devicebridge.generated.arrow.ArrowSchema.layout());
+            try {
+                ArrowExport.exportVector(vector, dictionaries, outArray, outSchema);
+            } catch (UnsupportedFeatureException e) {
+                stats.exportUnsupported++;
+                return null;
+            } catch (RuntimeException | Error e) {
+                throw c.fail(FuzzOracle.Kind.BRIDGE, ValidationLevel.FULL,
+                        "ArrowExport.exportVector refused what the bridge loaded at FULL", e);
+            }
+            DictionaryProvider.MapDictionaryProvider backDictionaries = new DictionaryProvider.MapDictionaryProvider();
+            try (ImportedSchema schema = ArrowImport.importSchema(outSchema);
+                 FieldVector back = ArrowJavaImport.importFieldVector(allocator,
+                         ArrowImport.importArray(schema, outArray, ValidationLevel.FULL), backDictionaries)) {
+                return ArrowJavaValues.of(back, backDictionaries);
+            } catch (RuntimeException | Error e) {
+                throw c.fail(FuzzOracle.Kind.BRIDGE, ValidationLevel.FULL,
+                        "what ArrowExport.exportVector wrote failed to import back at FULL", e);
+            } finally {
+                closeDictionaries(backDictionaries);
+            }
         }
     }
 

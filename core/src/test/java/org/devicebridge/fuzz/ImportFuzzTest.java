@@ -218,12 +218,14 @@ class ImportFuzzTest {
                             + " malformed accepted %,d rejected %,d; dlpack accepted %,d rejected %,d; stream accepted %,d rejected %,d;"
                             + " arrow accepted nested %,d, with dictionaries %,d; Arrow Java bridge: at FULL loaded with right"
                             + " values %,d, declined (unsupported) %,d; at DEFAULT loaded with right values %,d, declined %,d,"
-                            + " refused (validation) %,d; right only under the other null-count convention %,d;"
+                            + " refused (validation) %,d; exported back and re-imported with the same values %,d, export"
+                            + " unsupported %,d; right only under the other null-count convention %,d;"
                             + " malloc growth after warm-up %,d bytes; failures %d",
                     done, start, start + done - 1, threads, secs, done / secs, accepted[0], rejected[0], accepted[1], rejected[1],
                     accepted[2], rejected[2], accepted[3], rejected[3], stats.acceptedNested, stats.acceptedDictionary,
                     stats.bridgeLoadedFull, stats.bridgeUnsupportedFull, stats.bridgeLoadedDefault,
-                    stats.bridgeUnsupportedDefault, stats.bridgeRefusedDefault, stats.nullCountConvention, mallocGrowth,
+                    stats.bridgeUnsupportedDefault, stats.bridgeRefusedDefault, stats.exportedBack, stats.exportUnsupported,
+                    stats.nullCountConvention, mallocGrowth,
                     shared.failures.size());
             StringBuilder table = new StringBuilder("fuzz: malformed inputs by row (inputs, also rejected below the row's level):");
             for (Map.Entry<Malformation, long[]> e : stats.malformations.entrySet()) {

@@ -11,6 +11,7 @@ import org.apache.arrow.vector.ExtensionTypeVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.DenseUnionVector;
+import org.apache.arrow.vector.complex.UnionVector;
 import org.apache.arrow.vector.dictionary.Dictionary;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.types.pojo.ArrowType;
@@ -25,8 +26,9 @@ import org.devicebridge.internal.FieldPath;
 import org.devicebridge.internal.Native;
 
 /**
- * Fills an ArrowArray tree from Arrow Java vectors without copying data (but for narrowed decimals and view
- * buffers whose inline padding is not zero, which the export copies and owns): the buffer pointers are the
+ * Fills an ArrowArray tree from Arrow Java vectors without copying data (but for the buffers
+ * {@link ExportRewrites} makes: narrowed decimals, views whose inline padding is not zero, sparse-union type ids
+ * Arrow Java's own field misnames, which the export copies and owns): the buffer pointers are the
  * ArrowBufs' addresses, and each exported node retains its buffers. Everything is planned and checked
  * first (O(1) per node: buffer sizes against lengths, first/last offsets; views and narrowed decimals are
  * read per value) into the thread's reused
@@ -121,6 +123,14 @@ final class ExportArrayWriter {
             }
             variadic[variadicTotal++] = size;
             variadicCount[node]++;
+        }
+
+        /** Keeps {@code b}, a buffer this export made: the plan's reference, dropped by {@code done}, whatever happens next. */
+        void made(ArrowBuf b) {
+            if (madeTotal == made.length) {
+                made = Arrays.copyOf(made, madeTotal * 2);
+            }
+            made[madeTotal++] = b;
         }
 
         /** Holds {@code b} for node {@code node}: one reference per allocation (a vector's buffers often share one). */
@@ -348,7 +358,7 @@ final class ExportArrayWriter {
                 validity(p, node, validity);
                 if (type instanceof ArrowType.Decimal && v instanceof BaseFixedWidthVector f
                         && bits < 8L * f.getTypeWidth() && len > 0) {
-                    data = narrowDecimals(p, node, f, (int) bits, data, validity, len);
+                    data = ExportRewrites.narrowDecimals(p, node, f, (int) bits, data, validity, len);
                 }
                 required(p, node, data, ceilDiv8(Math.multiplyExact(bits, len)), 1);
                 expectedChildren = 0;
@@ -370,7 +380,7 @@ final class ExportArrayWriter {
                 List<ArrowBuf> data = view.getDataBuffers();
                 p.nullCount[node] = v.getNullCount();
                 validity(p, node, view.getValidityBuffer());
-                required(p, node, zeroPaddedViews(p, node, view, len), Math.multiplyExact(16L, len), 1);
+                required(p, node, ExportRewrites.zeroPaddedViews(p, node, view, len), Math.multiplyExact(16L, len), 1);
                 for (int k = 0; k < data.size(); k++) {
                     ArrowBuf d = data.get(k);
                     p.variadicSize(node, d.capacity());
@@ -422,7 +432,11 @@ final class ExportArrayWriter {
                 boolean dense = u.getMode() == org.apache.arrow.vector.types.UnionMode.Dense;
                 List<ArrowBuf> fb = fieldBuffers(v, dense ? 2 : 1, type, p, node);
                 p.nullCount[node] = 0; // unions have no validity bitmap
-                required(p, node, fb.get(0), len, 0);
+                ArrowBuf types = fb.get(0);
+                if (!dense && v instanceof UnionVector sparse && children.size() == field.getChildren().size()) {
+                    types = ExportRewrites.sparseTypeIds(p, node, sparse, u.getTypeIds(), children, types, len);
+                }
+                required(p, node, types, len, 0);
                 if (dense) {
                     required(p, node, fb.get(1), Math.multiplyExact(4L, len), 1);
                 }
@@ -481,92 +495,6 @@ final class ExportArrayWriter {
             out.add(c);
         }
         return out;
-    }
-
-    /**
-     * Arrow Java 19 keeps decimal32/decimal64 in its 16-byte {@code DecimalVector} while the field says 32 or
-     * 64 bits; the C Data Interface wants 4- or 8-byte values. They are narrowed exactly into a buffer this
-     * export makes (from the vector's allocator; the export holds it and frees it in its release), null slots
-     * as 0; a valid value that does not fit is refused.
-     *
-     * @throws ValidationException ({@code CONTENT}) naming the first value that does not fit
-     */
-    private static ArrowBuf narrowDecimals(Plan p, int node, BaseFixedWidthVector v, int bits, ArrowBuf data,
-                                           ArrowBuf validity, long len) {
-        long width = v.getTypeWidth();
-        if (width != 16 || data == null || data.capacity() < Math.multiplyExact(width, len)) {
-            throw new ValidationException(ValidationException.Category.SIZE, p.path(node, "buffers[1]"),
-                    "expected " + len + " decimals of " + width + " bytes (Arrow Java's DecimalVector) but found "
-                            + (data == null ? 0 : data.capacity()) + " bytes");
-        }
-        boolean allValid = validity == null || validity.memoryAddress() == 0 || p.nullCount[node] == 0;
-        ArrowBuf out = v.getAllocator().buffer(Math.multiplyExact(len, bits / 8L));
-        if (p.madeTotal == p.made.length) {
-            p.made = Arrays.copyOf(p.made, p.madeTotal * 2);
-        }
-        p.made[p.madeTotal++] = out; // dropped by done(), whatever happens next
-        for (long i = 0; i < len; i++) {
-            long low = data.getLong(i * 16);
-            long high = data.getLong(i * 16 + 8);
-            boolean valid = allValid || (validity.getByte(i >>> 3) & (1 << (i & 7))) != 0;
-            if (!valid) {
-                low = 0;
-            } else if (high != (low >> 63) || (bits == 32 && low != (int) low)) {
-                throw new ValidationException(ValidationException.Category.CONTENT, p.path(node, "buffers[1]"),
-                        "decimal value at index " + i + " (" + v.getObject((int) i) + ") does not fit in " + bits
-                                + " bits, the width its field declares");
-            }
-            if (bits == 32) {
-                out.setInt(i * 4, (int) low);
-            } else {
-                out.setLong(i * 8, low);
-            }
-        }
-        return out;
-    }
-
-    /**
-     * The view buffer to export: the vector's own where every valid inline view (12 bytes or fewer) is zero
-     * after its bytes, as the format requires; else a copy with that padding zeroed, which this export makes
-     * (from the vector's allocator; the export holds it and frees it in its release). Arrow Java 19's split
-     * ({@code VectorSchemaRoot.slice}, {@code splitAndTransfer}) writes only the length and bytes of an inline
-     * view into a view buffer it allocates without zeroing, so a slice can carry allocator garbage there.
-     * The vector is never written. Null slots are left as they are (their views are unspecified).
-     */
-    private static ArrowBuf zeroPaddedViews(Plan p, int node, BaseVariableWidthViewVector v, long len) {
-        ArrowBuf views = v.getDataBuffer();
-        long need = Math.multiplyExact(16L, len);
-        if (len == 0 || views == null || views.memoryAddress() == 0 || views.capacity() < need) {
-            return views; // required() names a short buffer
-        }
-        ArrowBuf validity = v.getValidityBuffer();
-        boolean allValid = validity == null || validity.memoryAddress() == 0 || p.nullCount[node] == 0;
-        ArrowBuf out = null;
-        for (long i = 0; i < len; i++) {
-            long base = i * 16;
-            int size = views.getInt(base);
-            if (size < 0 || size >= 12
-                    || !(allValid || (validity.getByte(i >>> 3) & (1 << (i & 7))) != 0)) {
-                continue; // no padding, not inline, or a null slot
-            }
-            int pad = 4 + size; // first padding byte; the buffer is little-endian, as Arrow Java's
-            long lo = views.getLong(base);
-            long hi = views.getLong(base + 8);
-            boolean dirty = pad < 8 ? (lo >>> (8 * pad)) != 0 || hi != 0 : (hi >>> (8 * (pad - 8))) != 0;
-            if (!dirty) {
-                continue;
-            }
-            if (out == null) {
-                out = v.getAllocator().buffer(need);
-                if (p.madeTotal == p.made.length) {
-                    p.made = Arrays.copyOf(p.made, p.madeTotal * 2);
-                }
-                p.made[p.madeTotal++] = out; // dropped by done(), whatever happens next
-                out.setBytes(0, views, 0, need);
-            }
-            out.setZero(base + pad, 16 - pad);
-        }
-        return out == null ? views : out;
     }
 
     /**

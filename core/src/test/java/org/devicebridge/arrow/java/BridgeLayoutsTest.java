@@ -18,6 +18,9 @@ import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.ListVector;
 import org.apache.arrow.vector.complex.StructVector;
+import org.apache.arrow.vector.complex.UnionVector;
+import org.apache.arrow.vector.holders.NullableBigIntHolder;
+import org.apache.arrow.vector.holders.NullableIntHolder;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.devicebridge.UnsupportedFeatureException;
@@ -232,6 +235,59 @@ class BridgeLayoutsTest extends ArrowTestSupport {
         }
     }
 
+    /**
+     * A sparse union Arrow Java's writers built holds minor-type numbers in its type buffer, as its own field
+     * says: exported alone it is zero-copy (the exported type-id buffer is the vector's); an id that selects no
+     * child is refused typed, with nothing written or held.
+     */
+    @Test
+    void sparseUnionBuiltByArrowJavaExportsItsOwnTypeBufferAndAnIdWithoutAChildIsRefused() {
+        try (UnionVector v = UnionVector.empty("u", allocator); Arena arena = Arena.ofConfined()) {
+            v.allocateNew();
+            v.setSafe(0, holder(7));
+            NullableBigIntHolder big = new NullableBigIntHolder();
+            big.isSet = 1;
+            big.value = 1L << 40;
+            v.setSafe(1, big);
+            v.setSafe(2, holder(9));
+            v.setValueCount(3);
+            List<String> expected = values(v);
+            assertEquals(expected, roundTrip(v));
+            MemorySegment array = arena.allocate(org.devicebridge.generated.arrow.ArrowArray.layout());
+            ArrowExport.exportVector(v, array);
+            try (ImportedSchema s = ArrowImport.importSchema(exportedSchema(v, arena))) {
+                MemorySegment buffers = array.get(java.lang.foreign.ValueLayout.ADDRESS,
+                        org.devicebridge.generated.arrow.ArrowArray.buffers$offset()).reinterpret(8);
+                assertEquals(v.getTypeBuffer().memoryAddress(), buffers.get(java.lang.foreign.ValueLayout.JAVA_LONG, 0),
+                        "the type ids are the vector's own buffer");
+                ArrowImport.importArray(s, array, ValidationLevel.FULL).close();
+            }
+            long before = allocator.getAllocatedMemory();
+            v.getTypeBuffer().setByte(1, 100); // no minor type 100, no declared id 100
+            MemorySegment untouched = arena.allocate(org.devicebridge.generated.arrow.ArrowArray.layout());
+            org.devicebridge.ValidationException e = assertThrows(org.devicebridge.ValidationException.class,
+                    () -> ArrowExport.exportVector(v, untouched));
+            assertEquals(org.devicebridge.ValidationException.Category.CONTENT, e.category());
+            assertTrue(e.getMessage().contains("type id 100 at index 1"), e.getMessage());
+            assertEquals(0, untouched.get(java.lang.foreign.ValueLayout.ADDRESS,
+                    org.devicebridge.generated.arrow.ArrowArray.release$offset()).address(), "nothing written");
+            assertEquals(before, allocator.getAllocatedMemory(), "nothing held");
+        }
+    }
+
+    private static NullableIntHolder holder(int value) {
+        NullableIntHolder h = new NullableIntHolder();
+        h.isSet = 1;
+        h.value = value;
+        return h;
+    }
+
+    private static MemorySegment exportedSchema(FieldVector v, Arena arena) {
+        MemorySegment schema = arena.allocate(org.devicebridge.generated.arrow.ArrowSchema.layout());
+        ArrowExport.exportField(v.getField(), null, schema);
+        return schema;
+    }
+
     /** A sparse union of 3 rows (type ids first, second, first), read by this bridge or by arrow-c-data. */
     private List<String> sparse(HandBuilt h, String format, String f0, String n0, String f1, String n1, boolean peer) {
         String[] ids = format.substring(4).split(",");
@@ -262,7 +318,12 @@ class BridgeLayoutsTest extends ArrowTestSupport {
                 assertFalse(a.isLive());
                 assertEquals(format.substring(4), joinIds((ArrowType.Union) r.getSchema().getFields().get(0).getType()),
                         "the schema keeps the declared type ids");
-                return values(r.getVector(0));
+                List<String> values = values(r.getVector(0));
+                // exported alone, with the vector's own field (minor-type numbers as ids), the ids are rewritten
+                // to match it; exported with the root's schema, they stay the declared ones, zero-copy
+                assertEquals(values, roundTrip(r.getVector(0)), "exportVector with the vector's own field");
+                assertEquals(values, rootRoundTrip(r), "exportRoot with the declared ids");
+                return values;
             } finally {
                 assertFalse(a.isLive(), "consumed or released, never left live");
             }
@@ -283,6 +344,20 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             out.add(String.valueOf(v.getObject(i)));
         }
         return out;
+    }
+
+    /** The first column of {@code r} exported by this library as a root and imported back at DEFAULT. */
+    private List<String> rootRoundTrip(VectorSchemaRoot r) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment array = arena.allocate(org.devicebridge.generated.arrow.ArrowArray.layout());
+            MemorySegment schema = arena.allocate(org.devicebridge.generated.arrow.ArrowSchema.layout());
+            ArrowExport.exportRoot(r, null, array, schema);
+            try (ImportedSchema s = ArrowImport.importSchema(schema);
+                 VectorSchemaRoot back = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                         ArrowImport.importArray(s, array, ValidationLevel.DEFAULT), null)) {
+                return values(back.getVector(0));
+            }
+        }
     }
 
     /** The values of {@code v} exported by this library and imported back by it (the copy is closed here). */
