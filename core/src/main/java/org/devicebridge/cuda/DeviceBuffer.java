@@ -1,14 +1,12 @@
 package org.devicebridge.cuda;
 
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
-import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.HandleClosedException;
 import org.devicebridge.InvalidArgumentException;
@@ -24,7 +22,8 @@ import org.devicebridge.internal.RefCount;
  * idempotent and thread-safe and drops exactly its own reference.
  *
  * <p>Memory from {@link #allocate} is freed with {@code cuMemFree}; memory from {@link #allocateAsync} is
- * stream-ordered (the device's default memory pool) and is freed with {@code cuMemFreeAsync} on the stream
+ * stream-ordered (the device's default memory pool: see {@link DeviceMemoryPool} for keeping its freed memory
+ * for reuse) and is freed with {@code cuMemFreeAsync} on the stream
  * it was allocated on, so work queued on that stream before the last close finishes first; work on other
  * streams must be ordered before the close by the caller (an event). Device memory is never mapped into
  * the JVM: read and write it with {@link CudaCopies}.
@@ -56,8 +55,6 @@ public final class DeviceBuffer extends NativeHandle {
             this.refs = new RefCount(free);
         }
     }
-
-    private static volatile AtomicReferenceArray<MemorySegment> defaultPools;
 
     private DeviceBuffer(Allocation allocation) {
         // concatenation, not String.format: a handle is made per allocation on the hot path (the same text)
@@ -130,7 +127,7 @@ public final class DeviceBuffer extends NativeHandle {
         if (bytes == 0) {
             return empty(device);
         }
-        MemorySegment pool = defaultPool(device);
+        MemorySegment pool = DeviceMemoryPool.of(device);
         CudaStream.Ref streamRef = stream.retainRef();
         long address;
         long saved = CudaContext.enter(device);
@@ -217,30 +214,6 @@ public final class DeviceBuffer extends NativeHandle {
         if (bytes < 0) {
             throw new InvalidArgumentException("bytes", "expected a byte size >= 0 but found " + bytes);
         }
-    }
-
-    private static MemorySegment defaultPool(int device) {
-        AtomicReferenceArray<MemorySegment> all = defaultPools;
-        if (all == null) {
-            synchronized (DeviceBuffer.class) {
-                all = defaultPools;
-                if (all == null) {
-                    all = new AtomicReferenceArray<>(CudaContext.deviceCount());
-                    defaultPools = all;
-                }
-            }
-        }
-        MemorySegment pool = all.get(device);
-        if (pool == null) {
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment out = arena.allocate(ADDRESS);
-                CudaDriver.check("cuDeviceGetDefaultMemPool",
-                        cuda_driver_h.cuDeviceGetDefaultMemPool(out, CudaContext.cuDevice(device)));
-                pool = out.get(ADDRESS, 0);
-            }
-            all.set(device, pool); // the same value for every thread that races here
-        }
-        return pool;
     }
 
     /**

@@ -1,0 +1,88 @@
+package org.devicebridge.arrow.java;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.Map;
+import org.devicebridge.internal.Native;
+
+/**
+ * Freed large blocks of host memory kept for reuse, up to a capacity, oldest given back first: a block
+ * that is reused was touched before, so filling it costs no page faults (a fresh 1 GiB buffer fills at
+ * 7-22 GB/s with 16 threads, a reused one at 53 GB/s, measured on the H100 machine). Blocks are keyed by
+ * their exact size, which {@link FfmAllocationManager} rounds to whole huge pages.
+ *
+ * <p>Thread-safe: every method holds this object's lock (blocks this large are few and their users slow).
+ */
+final class HostBlockCache {
+    private final long capacity;
+    private final Map<Long, ArrayDeque<long[]>> bySize = new HashMap<>(); // size -> {address, stamp}, oldest first
+    private long cached;
+    private long stamp;
+    private boolean closed;
+
+    HostBlockCache(long capacity) {
+        this.capacity = capacity;
+    }
+
+    /** A kept block of exactly {@code size} bytes (the most recently freed one), or 0. */
+    synchronized long take(long size) {
+        ArrayDeque<long[]> blocks = bySize.get(size);
+        if (blocks == null || blocks.isEmpty()) {
+            return 0;
+        }
+        cached -= size;
+        return blocks.pollLast()[0];
+    }
+
+    /**
+     * Keeps the block at {@code address} of {@code size} bytes, giving back the oldest kept blocks to make
+     * room; {@code false} (the caller frees it) when closed or larger than the capacity.
+     */
+    synchronized boolean offer(long address, long size) {
+        if (closed || size > capacity) {
+            return false;
+        }
+        while (cached + size > capacity) {
+            freeOldest();
+        }
+        bySize.computeIfAbsent(size, s -> new ArrayDeque<>()).addLast(new long[] {address, stamp++});
+        cached += size;
+        return true;
+    }
+
+    /** Bytes kept now. */
+    synchronized long cachedBytes() {
+        return cached;
+    }
+
+    /** Gives every kept block back to libc (and the OS). */
+    synchronized void trim() {
+        for (ArrayDeque<long[]> blocks : bySize.values()) {
+            for (long[] b : blocks) {
+                Native.free(MemorySegment.ofAddress(b[0]));
+            }
+            blocks.clear();
+        }
+        bySize.clear();
+        cached = 0;
+    }
+
+    /** Trims, and keeps nothing from now on. Idempotent. */
+    synchronized void close() {
+        closed = true;
+        trim();
+    }
+
+    private void freeOldest() {
+        Map.Entry<Long, ArrayDeque<long[]>> oldest = null;
+        for (Map.Entry<Long, ArrayDeque<long[]>> e : bySize.entrySet()) {
+            if (!e.getValue().isEmpty() && (oldest == null || e.getValue().peekFirst()[1] < oldest.getValue().peekFirst()[1])) {
+                oldest = e;
+            }
+        }
+        long[] block = oldest.getValue().pollFirst();
+        cached -= oldest.getKey();
+        Native.free(MemorySegment.ofAddress(block[0]));
+    }
+}
