@@ -4,7 +4,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.TimeUnit;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
@@ -57,6 +56,15 @@ public class B6BatchBenchmark {
     @Param({"8388608"})
     public long chunkBytes;
 
+    /** Host memory of the pageable roots: netty, ffm or pooled (see GpuSupport.HostMemory). */
+    @Param({"pooled"})
+    public String hostMemory;
+
+    /** Whether device 0's default pool keeps freed memory (DeviceMemoryPool.retain) during the trial. */
+    @Param({"true"})
+    public boolean retainDevicePool;
+
+    private GpuSupport.HostMemory host;
     private CudaStream stream;
     private MemorySegment rawStream;
     private HostDeviceTransfer transfer;
@@ -77,10 +85,12 @@ public class B6BatchBenchmark {
     @Setup(Level.Trial)
     public void setUp() {
         GpuSupport.requireCuda();
+        GpuSupport.retainDevicePool(retainDevicePool);
         stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
         rawStream = GpuSupport.handle(stream.address());
         transfer = HostDeviceTransfer.create(0, HostDeviceTransfer.Options.defaults().withChunkBytes(chunkBytes));
-        pageable = new RootAllocator();
+        host = new GpuSupport.HostMemory(hostMemory);
+        pageable = host.allocator;
         pinnedMemory = PinnedArrowMemory.create();
         pinned = pinnedMemory.newRootAllocator();
         pageableRoot = Batches.selfCheckSample(pageable, ROWS);
@@ -113,10 +123,11 @@ public class B6BatchBenchmark {
         pageableRoot.close();
         pinned.close();
         pinnedMemory.close();
-        pageable.close();
+        host.close();
         transfer.close();
         stream.synchronize();
         stream.close();
+        GpuSupport.retainDevicePool(false);
     }
 
     @Benchmark

@@ -8,7 +8,6 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
@@ -79,6 +78,15 @@ public class B6CopyBenchmark {
     @Param({"0"})
     public int threads;
 
+    /** Host memory of the pageable roots: netty, ffm or pooled (see GpuSupport.HostMemory). */
+    @Param({"pooled"})
+    public String hostMemory;
+
+    /** Whether device 0's default pool keeps freed memory (DeviceMemoryPool.retain) during the trial. */
+    @Param({"true"})
+    public boolean retainDevicePool;
+
+    private GpuSupport.HostMemory host;
     private CudaStream stream;
     private MemorySegment rawStream;
     private DeviceBuffer device;
@@ -100,12 +108,14 @@ public class B6CopyBenchmark {
     @Setup(Level.Trial)
     public void setUp() {
         GpuSupport.requireCuda();
+        GpuSupport.retainDevicePool(retainDevicePool);
         // Creating the stream on this (the benchmark) thread makes device 0's primary context current here.
         stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
         rawStream = GpuSupport.handle(stream.address());
         device = DeviceBuffer.allocate(0, bytes);
         pinned = PinnedHostBuffer.allocate(bytes);
-        allocator = new RootAllocator();
+        host = new GpuSupport.HostMemory(hostMemory);
+        allocator = host.allocator;
         arrow = Batches.int64Root(allocator, 1, Math.toIntExact(bytes / 8));
         ArrowBuf data = ((BigIntVector) arrow.getVector(0)).getDataBuffer();
         arrowBytes = MemorySegment.ofAddress(data.memoryAddress()).reinterpret(bytes);
@@ -142,9 +152,10 @@ public class B6CopyBenchmark {
         device.close();
         pinned.close();
         arrow.close();
-        allocator.close();
+        host.close();
         stream.synchronize();
         stream.close();
+        GpuSupport.retainDevicePool(false);
     }
 
     // ---------------------------------------------------------------- pinned

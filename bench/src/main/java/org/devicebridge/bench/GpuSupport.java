@@ -2,7 +2,12 @@ package org.devicebridge.bench;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.devicebridge.arrow.java.ArrowMemory;
+import org.devicebridge.arrow.java.PooledArrowMemory;
 import org.devicebridge.cuda.Cuda;
+import org.devicebridge.cuda.DeviceMemoryPool;
 import org.devicebridge.internal.CudaCounters;
 
 /** Setup guard of the GPU benchmarks: a clear failure where no CUDA driver or device is present. */
@@ -43,5 +48,45 @@ final class GpuSupport {
                     benchmark, events, allocs, hostAllocs));
         }
         return after;
+    }
+
+    /**
+     * Pageable host memory for Arrow roots, by the benchmarks' {@code hostMemory} parameter: {@code netty}
+     * (Arrow Java's default allocator with arrow-memory-netty), {@code ffm} ({@code ArrowMemory}: fresh memory
+     * per buffer, huge pages for large ones) or {@code pooled} ({@code PooledArrowMemory} keeping up to 4 GiB
+     * of freed blocks).
+     */
+    static final class HostMemory implements AutoCloseable {
+        final BufferAllocator allocator;
+        private final PooledArrowMemory pooled;
+
+        HostMemory(String kind) {
+            pooled = kind.equals("pooled") ? PooledArrowMemory.create(4L << 30) : null;
+            allocator = switch (kind) {
+                case "netty" -> new RootAllocator();
+                case "ffm" -> ArrowMemory.newRootAllocator();
+                case "pooled" -> pooled.newRootAllocator();
+                default -> throw new IllegalArgumentException("hostMemory: netty, ffm or pooled, not " + kind);
+            };
+        }
+
+        @Override
+        public void close() {
+            allocator.close();
+            if (pooled != null) {
+                pooled.close();
+            }
+        }
+    }
+
+    /**
+     * Sets device 0's default pool to keep freed memory ({@code retain}: everything, until the trial ends) or
+     * CUDA's default (give it back at every synchronisation), the benchmarks' {@code retainDevicePool}.
+     */
+    static void retainDevicePool(boolean retain) {
+        DeviceMemoryPool.retain(0, retain ? Long.MAX_VALUE : 0);
+        if (!retain) {
+            DeviceMemoryPool.trim(0, 0);
+        }
     }
 }
