@@ -55,6 +55,11 @@ final class Batches {
      * The self-check's Arrow-on-CUDA sample ({@code selfcheck.CudaArrowSelfCheck.sample}): integers with nulls,
      * doubles, booleans, strings with nulls, lists of integers, {@code rows} rows (1 << 20: about 36 MB); the
      * caller closes the root.
+     *
+     * <p>A copy, kept in step by hand: core has no home both can reach. The self-check package may have one
+     * public class, its main ({@code PackageLayoutTest}), and that class cannot carry an Arrow Java type (the
+     * launcher resolves every method signature of the main class, and the self-check must start without
+     * Arrow Java); {@code internal} may not import Arrow Java; and test data is no public API.
      */
     static VectorSchemaRoot selfCheckSample(BufferAllocator allocator, int rows) {
         IntVector ints = new IntVector("ints", allocator);
