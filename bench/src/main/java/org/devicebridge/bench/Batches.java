@@ -8,6 +8,7 @@ import java.lang.invoke.MethodHandle;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.function.IntFunction;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import java.nio.charset.StandardCharsets;
@@ -33,8 +34,7 @@ final class Batches {
     /** {@code columns} non-null int64 columns c0..cN of {@code rows} seeded values; the caller closes the root. */
     static VectorSchemaRoot int64Root(BufferAllocator allocator, int columns, int rows) {
         SplittableRandom random = new SplittableRandom(SEED);
-        List<FieldVector> vectors = new ArrayList<>(columns);
-        for (int c = 0; c < columns; c++) {
+        return root(columns, rows, c -> {
             BigIntVector v = new BigIntVector("c" + c, allocator);
             v.allocateNew(rows);
             ArrowBuf data = v.getDataBuffer();
@@ -43,12 +43,34 @@ final class Batches {
             }
             ArrowBuf validity = v.getValidityBuffer();
             validity.setOne(0, validity.capacity());
+            return v;
+        });
+    }
+
+    /**
+     * A root of the {@code columns} vectors {@code column} makes (given 0, 1, ... in order, each filled with
+     * {@code rows} values), their value counts and the root's row count set to {@code rows}; the caller
+     * closes the root.
+     */
+    static VectorSchemaRoot root(int columns, int rows, IntFunction<FieldVector> column) {
+        List<FieldVector> vectors = new ArrayList<>(columns);
+        for (int c = 0; c < columns; c++) {
+            FieldVector v = column.apply(c);
             v.setValueCount(rows);
             vectors.add(v);
         }
         VectorSchemaRoot root = new VectorSchemaRoot(vectors);
         root.setRowCount(rows);
         return root;
+    }
+
+    /** Closes {@code allocator}, then fails if the benchmark left Arrow memory allocated in it. */
+    static void closeCheckingLeaks(BufferAllocator allocator) {
+        long leaked = allocator.getAllocatedMemory();
+        allocator.close();
+        if (leaked != 0) {
+            throw new IllegalStateException("benchmark leaked " + leaked + " bytes of Arrow memory");
+        }
     }
 
     /**

@@ -3,6 +3,7 @@ package org.devicebridge.python;
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 import java.util.OptionalLong;
+import java.util.function.Consumer;
 import org.devicebridge.internal.Native;
 import org.devicebridge.python.PythonExport.ArrowArrayExporter;
 import org.devicebridge.python.PythonExport.ArrowSchemaExporter;
@@ -68,14 +69,7 @@ final class ProtocolCapsules {
 
     /** {@code __arrow_c_schema__()}: a new capsule. */
     static MemorySegment schema(ArrowSchemaExporter exporter) {
-        MemorySegment heap = Native.calloc(CapsuleKind.ARROW_SCHEMA.struct().byteSize());
-        try {
-            exporter.export(heap);
-        } catch (RuntimeException | Error ex) {
-            CapsuleKind.ARROW_SCHEMA.struct().release(heap);
-            throw ex;
-        }
-        return capsuleOrRelease(heap, CapsuleKind.ARROW_SCHEMA);
+        return filledCapsule(CapsuleKind.ARROW_SCHEMA, heap -> exporter.export(heap));
     }
 
     /** {@code __arrow_c_array__} or {@code __arrow_c_device_array__}: a new tuple of two capsules. */
@@ -83,15 +77,9 @@ final class ProtocolCapsules {
         MemorySegment requested = requestedSchema(Py.tupleItem(params, 0));
         MemorySegment schema = Native.calloc(CapsuleKind.ARROW_SCHEMA.struct().byteSize());
         MemorySegment array = Native.calloc(kind.struct().byteSize());
-        try {
-            exporter.export(requested, schema, array);
-        } catch (RuntimeException | Error ex) {
-            CapsuleKind.ARROW_SCHEMA.struct().release(schema);
-            kind.struct().release(array);
-            throw ex;
-        }
         MemorySegment schemaCapsule;
         try {
+            exporter.export(requested, schema, array);
             schemaCapsule = Capsules.newCapsule(schema, CapsuleKind.ARROW_SCHEMA);
         } catch (RuntimeException | Error ex) {
             CapsuleKind.ARROW_SCHEMA.struct().release(schema);
@@ -112,18 +100,17 @@ final class ProtocolCapsules {
     /** {@code __arrow_c_stream__} or {@code __arrow_c_device_stream__}: a new capsule. */
     static MemorySegment stream(ArrowStreamExporter exporter, CapsuleKind kind, MemorySegment params) {
         MemorySegment requested = requestedSchema(Py.tupleItem(params, 0));
-        MemorySegment heap = Native.calloc(kind.struct().byteSize());
-        try {
-            exporter.export(requested, heap);
-        } catch (RuntimeException | Error ex) {
-            kind.struct().release(heap);
-            throw ex;
-        }
-        return capsuleOrRelease(heap, kind);
+        return filledCapsule(kind, heap -> exporter.export(requested, heap));
     }
 
-    private static MemorySegment capsuleOrRelease(MemorySegment heap, CapsuleKind kind) {
+    /**
+     * A capsule of a zeroed struct of {@code kind} that {@code fill} filled; the struct is released (where
+     * {@code fill} set its {@code release}) if filling or making the capsule fails.
+     */
+    private static MemorySegment filledCapsule(CapsuleKind kind, Consumer<MemorySegment> fill) {
+        MemorySegment heap = Native.calloc(kind.struct().byteSize());
         try {
+            fill.accept(heap);
             return Capsules.newCapsule(heap, kind);
         } catch (RuntimeException | Error ex) {
             kind.struct().release(heap);
