@@ -135,11 +135,7 @@ public class B2ExportImportBenchmark {
             }
             root.close();
             arena.close();
-            long leaked = allocator.getAllocatedMemory();
-            allocator.close();
-            if (leaked != 0) {
-                throw new IllegalStateException("benchmark leaked " + leaked + " bytes of Arrow memory");
-            }
+            Batches.closeCheckingLeaks(allocator);
         }
 
         /**

@@ -109,11 +109,7 @@ public class B3ZeroCopyBenchmark {
             schema.close();
             root.close();
             arena.close();
-            long leaked = allocator.getAllocatedMemory();
-            allocator.close();
-            if (leaked != 0) {
-                throw new IllegalStateException("benchmark leaked " + leaked + " bytes of Arrow memory");
-            }
+            Batches.closeCheckingLeaks(allocator);
         }
     }
 

@@ -3,13 +3,10 @@ package org.devicebridge.bench;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrowImport;
@@ -92,31 +89,22 @@ public class B8TrustedContentsBenchmark {
         importedSchema.close();
         root.close();
         arena.close();
-        long leaked = allocator.getAllocatedMemory();
-        allocator.close();
-        if (leaked != 0) {
-            throw new IllegalStateException("benchmark leaked " + leaked + " bytes of Arrow memory");
-        }
+        Batches.closeCheckingLeaks(allocator);
     }
 
     /** {@code columns} non-null utf8 columns of {@code rows} seeded ASCII strings of 1 to 16 bytes. */
     static VectorSchemaRoot utf8Root(BufferAllocator allocator, int columns, int rows) {
         SplittableRandom random = new SplittableRandom(Batches.SEED);
-        List<FieldVector> vectors = new ArrayList<>(columns);
         byte[] text = "abcdefghijklmnopqrstuvwxyz0123456789".getBytes(StandardCharsets.US_ASCII);
-        for (int c = 0; c < columns; c++) {
+        return Batches.root(columns, rows, c -> {
             VarCharVector v = new VarCharVector("s" + c, allocator);
             v.allocateNew(rows * 9L, rows);
             for (int i = 0; i < rows; i++) {
                 int from = random.nextInt(text.length - 16);
                 v.setSafe(i, text, from, 1 + random.nextInt(16));
             }
-            v.setValueCount(rows);
-            vectors.add(v);
-        }
-        VectorSchemaRoot r = new VectorSchemaRoot(vectors);
-        r.setRowCount(rows);
-        return r;
+            return v;
+        });
     }
 
     private ImportedArray exportAndImport(ValidationLevel level, Arena scope) {

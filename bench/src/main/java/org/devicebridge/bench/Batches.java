@@ -8,6 +8,7 @@ import java.lang.invoke.MethodHandle;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.function.IntFunction;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import java.nio.charset.StandardCharsets;
@@ -33,8 +34,7 @@ final class Batches {
     /** {@code columns} non-null int64 columns c0..cN of {@code rows} seeded values; the caller closes the root. */
     static VectorSchemaRoot int64Root(BufferAllocator allocator, int columns, int rows) {
         SplittableRandom random = new SplittableRandom(SEED);
-        List<FieldVector> vectors = new ArrayList<>(columns);
-        for (int c = 0; c < columns; c++) {
+        return root(columns, rows, c -> {
             BigIntVector v = new BigIntVector("c" + c, allocator);
             v.allocateNew(rows);
             ArrowBuf data = v.getDataBuffer();
@@ -43,6 +43,19 @@ final class Batches {
             }
             ArrowBuf validity = v.getValidityBuffer();
             validity.setOne(0, validity.capacity());
+            return v;
+        });
+    }
+
+    /**
+     * A root of the {@code columns} vectors {@code column} makes (given 0, 1, ... in order, each filled with
+     * {@code rows} values), their value counts and the root's row count set to {@code rows}; the caller
+     * closes the root.
+     */
+    static VectorSchemaRoot root(int columns, int rows, IntFunction<FieldVector> column) {
+        List<FieldVector> vectors = new ArrayList<>(columns);
+        for (int c = 0; c < columns; c++) {
+            FieldVector v = column.apply(c);
             v.setValueCount(rows);
             vectors.add(v);
         }
@@ -51,10 +64,24 @@ final class Batches {
         return root;
     }
 
+    /** Closes {@code allocator}, then fails if the benchmark left Arrow memory allocated in it. */
+    static void closeCheckingLeaks(BufferAllocator allocator) {
+        long leaked = allocator.getAllocatedMemory();
+        allocator.close();
+        if (leaked != 0) {
+            throw new IllegalStateException("benchmark leaked " + leaked + " bytes of Arrow memory");
+        }
+    }
+
     /**
      * The self-check's Arrow-on-CUDA sample ({@code selfcheck.CudaArrowSelfCheck.sample}): integers with nulls,
      * doubles, booleans, strings with nulls, lists of integers, {@code rows} rows (1 << 20: about 36 MB); the
      * caller closes the root.
+     *
+     * <p>A copy, kept in step by hand: core has no home both can reach. The self-check package may have one
+     * public class, its main ({@code PackageLayoutTest}), and that class cannot carry an Arrow Java type (the
+     * launcher resolves every method signature of the main class, and the self-check must start without
+     * Arrow Java); {@code internal} may not import Arrow Java; and test data is no public API.
      */
     static VectorSchemaRoot selfCheckSample(BufferAllocator allocator, int rows) {
         IntVector ints = new IntVector("ints", allocator);

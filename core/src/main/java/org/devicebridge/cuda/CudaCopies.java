@@ -50,13 +50,8 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        long saved = CudaContext.enter(dst.device());
-        try {
-            CudaDriver.check("cuMemcpyHtoD_v2", cuda_driver_h.cuMemcpyHtoD_v2(d, src, bytes));
-            syncLegacyStream();
-        } finally {
-            CudaContext.exit(saved);
-        }
+        inContext(dst.device(), "cuMemcpyHtoD_v2",
+                () -> cuda_driver_h.cuMemcpyHtoD_v2(d, src, bytes), Wait.LEGACY_STREAM);
     }
 
     /**
@@ -78,12 +73,8 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        long saved = CudaContext.enter(stream.device());
-        try {
-            CudaDriver.check("cuMemcpyHtoDAsync_v2", cuda_driver_h.cuMemcpyHtoDAsync_v2(d, src, bytes, s));
-        } finally {
-            CudaContext.exit(saved);
-        }
+        inContext(stream.device(), "cuMemcpyHtoDAsync_v2",
+                () -> cuda_driver_h.cuMemcpyHtoDAsync_v2(d, src, bytes, s), Wait.NONE);
     }
 
     /**
@@ -103,12 +94,7 @@ public final class CudaCopies {
             return;
         }
         checkWritable(dst);
-        long saved = CudaContext.enter(src.device());
-        try {
-            CudaDriver.check("cuMemcpyDtoH_v2", cuda_driver_h.cuMemcpyDtoH_v2(dst, s, bytes));
-        } finally {
-            CudaContext.exit(saved);
-        }
+        inContext(src.device(), "cuMemcpyDtoH_v2", () -> cuda_driver_h.cuMemcpyDtoH_v2(dst, s, bytes), Wait.NONE);
     }
 
     /**
@@ -131,12 +117,8 @@ public final class CudaCopies {
             return;
         }
         checkWritable(dst);
-        long saved = CudaContext.enter(stream.device());
-        try {
-            CudaDriver.check("cuMemcpyDtoHAsync_v2", cuda_driver_h.cuMemcpyDtoHAsync_v2(dst, s, bytes, st));
-        } finally {
-            CudaContext.exit(saved);
-        }
+        inContext(stream.device(), "cuMemcpyDtoHAsync_v2",
+                () -> cuda_driver_h.cuMemcpyDtoHAsync_v2(dst, s, bytes, st), Wait.NONE);
     }
 
     /**
@@ -157,13 +139,8 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        long saved = CudaContext.enter(dst.device());
-        try {
-            CudaDriver.check("cuMemcpyDtoD_v2", cuda_driver_h.cuMemcpyDtoD_v2(d, s, bytes));
-            syncLegacyStream();
-        } finally {
-            CudaContext.exit(saved);
-        }
+        inContext(dst.device(), "cuMemcpyDtoD_v2",
+                () -> cuda_driver_h.cuMemcpyDtoD_v2(d, s, bytes), Wait.LEGACY_STREAM);
     }
 
     /**
@@ -186,12 +163,8 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        long saved = CudaContext.enter(stream.device());
-        try {
-            CudaDriver.check("cuMemcpyDtoDAsync_v2", cuda_driver_h.cuMemcpyDtoDAsync_v2(d, s, bytes, st));
-        } finally {
-            CudaContext.exit(saved);
-        }
+        inContext(stream.device(), "cuMemcpyDtoDAsync_v2",
+                () -> cuda_driver_h.cuMemcpyDtoDAsync_v2(d, s, bytes, st), Wait.NONE);
     }
 
     /**
@@ -220,13 +193,8 @@ public final class CudaCopies {
         }
         MemorySegment srcContext = CudaContext.primary(src.buffer().device());
         MemorySegment dstContext = CudaContext.primary(dst.device());
-        long saved = CudaContext.enter(dst.device());
-        try {
-            CudaDriver.check("cuMemcpyPeer", cuda_driver_h.cuMemcpyPeer(d, dstContext, s, srcContext, bytes));
-            syncLegacyStream();
-        } finally {
-            CudaContext.exit(saved);
-        }
+        inContext(dst.device(), "cuMemcpyPeer",
+                () -> cuda_driver_h.cuMemcpyPeer(d, dstContext, s, srcContext, bytes), Wait.LEGACY_STREAM);
     }
 
     /**
@@ -267,13 +235,8 @@ public final class CudaCopies {
         }
         MemorySegment srcContext = CudaContext.primary(srcDevice);
         MemorySegment dstContext = CudaContext.primary(dst.device());
-        long saved = CudaContext.enter(stream.device());
-        try {
-            CudaDriver.check("cuMemcpyPeerAsync",
-                    cuda_driver_h.cuMemcpyPeerAsync(d, dstContext, s, srcContext, bytes, st));
-        } finally {
-            CudaContext.exit(saved);
-        }
+        inContext(stream.device(), "cuMemcpyPeerAsync",
+                () -> cuda_driver_h.cuMemcpyPeerAsync(d, dstContext, s, srcContext, bytes, st), Wait.NONE);
     }
 
     /**
@@ -290,13 +253,8 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        long saved = CudaContext.enter(dst.buffer().device());
-        try {
-            CudaDriver.check("cuMemsetD8_v2", cuda_driver_h.cuMemsetD8_v2(d, value, bytes));
-            syncLegacyStream();
-        } finally {
-            CudaContext.exit(saved);
-        }
+        inContext(dst.buffer().device(), "cuMemsetD8_v2",
+                () -> cuda_driver_h.cuMemsetD8_v2(d, value, bytes), Wait.LEGACY_STREAM);
     }
 
     /**
@@ -316,9 +274,35 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        long saved = CudaContext.enter(stream.device());
+        inContext(stream.device(), "cuMemsetD8Async",
+                () -> cuda_driver_h.cuMemsetD8Async(d, value, bytes, st), Wait.NONE);
+    }
+
+    /** What a copy waits for after its driver call returns. */
+    private enum Wait {
+        /** Nothing: the call itself returned when done, or only queued the work. */
+        NONE,
+        /** The legacy default stream, where the synchronous driver calls queue their work. */
+        LEGACY_STREAM
+    }
+
+    /** One driver call returning a {@code CUresult}. */
+    @FunctionalInterface
+    private interface DriverCall {
+        int invoke();
+    }
+
+    /**
+     * Makes {@code device}'s primary context current, makes {@code call} (a failure is a {@link CudaException}
+     * naming {@code function}), waits as {@code wait} says, and makes the caller's context current again.
+     */
+    private static void inContext(int device, String function, DriverCall call, Wait wait) {
+        long saved = CudaContext.enter(device);
         try {
-            CudaDriver.check("cuMemsetD8Async", cuda_driver_h.cuMemsetD8Async(d, value, bytes, st));
+            CudaDriver.check(function, call.invoke());
+            if (wait == Wait.LEGACY_STREAM) {
+                syncLegacyStream();
+            }
         } finally {
             CudaContext.exit(saved);
         }

@@ -17,6 +17,8 @@ import org.devicebridge.internal.Native;
  * (owned) references, "borrowed" ones are not.
  */
 final class Py {
+    private static final System.Logger LOG = System.getLogger("org.devicebridge.python");
+
     private Py() {}
 
     static void incRef(MemorySegment o) {
@@ -94,6 +96,18 @@ final class Py {
             return new PythonException(context, typeName == null ? "?" : typeName, message);
         } catch (Throwable t) {
             throw NativeCalls.rethrow("PyErr_Fetch", t);
+        }
+    }
+
+    /**
+     * {@link #setError} for an upcall about to return its failure value: never throws (a failure to raise is
+     * logged).
+     */
+    static void setErrorQuietly(MemorySegment excType, String message) {
+        try {
+            setError(excType, message);
+        } catch (Throwable t) {
+            LOG.log(System.Logger.Level.ERROR, "devicebridge: cannot raise a Python exception", t);
         }
     }
 

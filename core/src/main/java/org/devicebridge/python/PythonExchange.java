@@ -184,7 +184,7 @@ public final class PythonExchange {
         try {
             MemorySegment slot = OutStructs.sized(out, ADDRESS.byteSize(), "out");
             slot.set(ADDRESS, 0, MemorySegment.NULL);
-            slot.set(ADDRESS, 0, PythonExport.exportForExchange(pyObject));
+            slot.set(ADDRESS, 0, ExportDispatch.exportForExchange(pyObject));
             return 0;
         } catch (Throwable t) {
             return raise(PyC.EXC_BUFFER_ERROR, "devicebridge: " + t.getMessage());
@@ -206,11 +206,7 @@ public final class PythonExchange {
     }
 
     private static int raise(MemorySegment type, String message) {
-        try {
-            Py.setError(type, message);
-        } catch (Throwable t) {
-            LOG.log(System.Logger.Level.ERROR, "devicebridge: cannot raise a Python exception", t);
-        }
+        Py.setErrorQuietly(type, message);
         return -1;
     }
 }

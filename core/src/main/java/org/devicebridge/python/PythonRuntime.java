@@ -149,7 +149,7 @@ public final class PythonRuntime {
             MemorySegment builtins = (MemorySegment) PyC.PyEval_GetBuiltins.invokeExact();
             Py.incRef(builtins);
             Py.setItem(globals, "__builtins__", builtins);
-            PythonExport.install(globals);
+            ExporterClasses.install(globals);
             LOG.log(System.Logger.Level.DEBUG, "CPython {0} from {1}", version, lib.path());
             return new PythonRuntime(version == null ? "?" : version.lines().findFirst().orElse(version),
                     lib.path(), initialisedHere, globals);

@@ -1,0 +1,128 @@
+package org.devicebridge.python;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Locale;
+import java.util.OptionalLong;
+import java.util.function.Consumer;
+import org.devicebridge.internal.Native;
+import org.devicebridge.python.PythonExport.ArrowArrayExporter;
+import org.devicebridge.python.PythonExport.ArrowSchemaExporter;
+import org.devicebridge.python.PythonExport.ArrowStreamExporter;
+import org.devicebridge.python.PythonExport.DLDeviceId;
+import org.devicebridge.python.PythonExport.DLPackExporter;
+import org.devicebridge.python.PythonExport.DLPackRequest;
+
+/**
+ * What each protocol method of an exporter object ({@link PythonExport}) returns: calls the Java exporter
+ * into structs allocated here and wraps them in capsules. Ownership: a struct goes to its capsule once the
+ * capsule exists; on every failure before that it is released here (unless the exporter left it with
+ * {@code release == NULL}), so Python never holds a half-made export. Stateless; every method needs the GIL
+ * and returns a new reference.
+ */
+final class ProtocolCapsules {
+    private ProtocolCapsules() {}
+
+    /** Raises {@code type(message)} in Python and returns the NULL a failing protocol method returns; never throws. */
+    static MemorySegment fail(MemorySegment type, String message) {
+        Py.setErrorQuietly(type, message);
+        return MemorySegment.NULL;
+    }
+
+    /** {@code __dlpack__(stream, max_version, dl_device, copy)}: a new capsule, or NULL with a BufferError set. */
+    static MemorySegment dlpack(DLPackExporter exporter, DLDeviceId device, MemorySegment params) {
+        MemorySegment stream = Py.tupleItem(params, 0);
+        MemorySegment maxVersion = Py.tupleItem(params, 1);
+        MemorySegment dlDevice = Py.tupleItem(params, 2);
+        MemorySegment copy = Py.tupleItem(params, 3);
+        if (!Py.isNone(copy) && "True".equals(Py.str(copy))) {
+            return fail(PyC.EXC_BUFFER_ERROR, "devicebridge: copy=True is not supported (the export is zero-copy)");
+        }
+        if (!Py.isNone(dlDevice)) {
+            long type = Py.asLong(Py.tupleItem(dlDevice, 0), "dl_device[0]");
+            long id = Py.asLong(Py.tupleItem(dlDevice, 1), "dl_device[1]");
+            if (type != device.deviceType() || id != device.deviceId()) {
+                return fail(PyC.EXC_BUFFER_ERROR, String.format(Locale.ROOT,
+                        "devicebridge: dl_device=(%d, %d) asked but the tensor is on (%d, %d); no cross-device copy",
+                        type, id, device.deviceType(), device.deviceId()));
+            }
+        }
+        OptionalLong s = Py.isNone(stream) ? OptionalLong.empty() : OptionalLong.of(Py.asLong(stream, "stream"));
+        int major = -1;
+        int minor = -1;
+        if (!Py.isNone(maxVersion)) {
+            major = (int) Py.asLong(Py.tupleItem(maxVersion, 0), "max_version[0]");
+            minor = (int) Py.asLong(Py.tupleItem(maxVersion, 1), "max_version[1]");
+        }
+        DLPackRequest request = new DLPackRequest(s, major, minor);
+        MemorySegment tensor = exporter.export(request);
+        if (tensor == null || tensor.equals(MemorySegment.NULL)) {
+            return fail(PyC.EXC_BUFFER_ERROR, "devicebridge: the DLPack exporter returned NULL");
+        }
+        CapsuleKind kind = request.versioned() ? CapsuleKind.DLTENSOR_VERSIONED : CapsuleKind.DLTENSOR;
+        try {
+            return Capsules.newCapsule(tensor, kind);
+        } catch (RuntimeException | Error ex) {
+            kind.struct().release(tensor.reinterpret(kind.struct().byteSize())); // the capsule never owned it
+            throw ex;
+        }
+    }
+
+    /** {@code __arrow_c_schema__()}: a new capsule. */
+    static MemorySegment schema(ArrowSchemaExporter exporter) {
+        return filledCapsule(CapsuleKind.ARROW_SCHEMA, heap -> exporter.export(heap));
+    }
+
+    /** {@code __arrow_c_array__} or {@code __arrow_c_device_array__}: a new tuple of two capsules. */
+    static MemorySegment array(ArrowArrayExporter exporter, CapsuleKind kind, MemorySegment params) {
+        MemorySegment requested = requestedSchema(Py.tupleItem(params, 0));
+        MemorySegment schema = Native.calloc(CapsuleKind.ARROW_SCHEMA.struct().byteSize());
+        MemorySegment array = Native.calloc(kind.struct().byteSize());
+        MemorySegment schemaCapsule;
+        try {
+            exporter.export(requested, schema, array);
+            schemaCapsule = Capsules.newCapsule(schema, CapsuleKind.ARROW_SCHEMA);
+        } catch (RuntimeException | Error ex) {
+            CapsuleKind.ARROW_SCHEMA.struct().release(schema);
+            kind.struct().release(array);
+            throw ex;
+        }
+        MemorySegment arrayCapsule;
+        try {
+            arrayCapsule = Capsules.newCapsule(array, kind);
+        } catch (RuntimeException | Error ex) {
+            Py.decRef(schemaCapsule);
+            kind.struct().release(array);
+            throw ex;
+        }
+        return Py.tupleStealing(schemaCapsule, arrayCapsule);
+    }
+
+    /** {@code __arrow_c_stream__} or {@code __arrow_c_device_stream__}: a new capsule. */
+    static MemorySegment stream(ArrowStreamExporter exporter, CapsuleKind kind, MemorySegment params) {
+        MemorySegment requested = requestedSchema(Py.tupleItem(params, 0));
+        return filledCapsule(kind, heap -> exporter.export(requested, heap));
+    }
+
+    /**
+     * A capsule of a zeroed struct of {@code kind} that {@code fill} filled; the struct is released (where
+     * {@code fill} set its {@code release}) if filling or making the capsule fails.
+     */
+    private static MemorySegment filledCapsule(CapsuleKind kind, Consumer<MemorySegment> fill) {
+        MemorySegment heap = Native.calloc(kind.struct().byteSize());
+        try {
+            fill.accept(heap);
+            return Capsules.newCapsule(heap, kind);
+        } catch (RuntimeException | Error ex) {
+            kind.struct().release(heap);
+            throw ex;
+        }
+    }
+
+    /** The borrowed {@code ArrowSchema*} of a {@code requested_schema} capsule, or NULL for None. */
+    private static MemorySegment requestedSchema(MemorySegment capsule) {
+        if (Py.isNone(capsule)) {
+            return MemorySegment.NULL;
+        }
+        return Capsules.pointer(capsule, CapsuleKind.ARROW_SCHEMA).reinterpret(CapsuleKind.ARROW_SCHEMA.struct().byteSize());
+    }
+}
