@@ -109,7 +109,13 @@ public final class IpcBatchImport implements AutoCloseable {
         CountDownLatch unmapped = new CountDownLatch(1);
         boolean handedOver = false;
         try (Arena arena = Arena.ofConfined()) {
-            checkInside(descriptor.array(), mapped, "array");
+            long[] bases = new long[mapped.size()];
+            long[] sizes = new long[mapped.size()];
+            for (int k = 0; k < bases.length; k++) {
+                bases[k] = mapped.get(k).address();
+                sizes[k] = mapped.get(k).byteSize();
+            }
+            checkInside(descriptor.array(), sizes, "array");
             byte[] eventHandle = descriptor.eventHandle();
             if (eventHandle != null) {
                 CudaEvent ready;
@@ -124,7 +130,7 @@ public final class IpcBatchImport implements AutoCloseable {
                 }
             }
             MemorySegment struct = arena.allocate(ArrowDeviceArray.layout());
-            writeDeviceArray(descriptor.array(), mapped, device, struct, () -> {
+            writeDeviceArray(descriptor.array(), bases, device, struct, () -> {
                 try {
                     CudaArrowSupport.closeAll(mapped);
                 } finally {
@@ -171,31 +177,34 @@ public final class IpcBatchImport implements AutoCloseable {
         }
     }
 
-    /** Every buffer lies inside its mapped allocation (the mapped sizes come from the driver). */
-    static void checkInside(Node n, List<DeviceBuffer> mapped, String path) {
+    /**
+     * Every buffer lies inside its mapped allocation: {@code sizes[k]} bytes mapped from handle {@code k} (the
+     * driver's {@code cuMemGetAddressRange} of the mapped base).
+     */
+    static void checkInside(Node n, long[] sizes, String path) {
         for (int i = 0; i < n.buffers().size(); i++) {
             BufferRef b = n.buffers().get(i);
-            if (b != null && b.end() > mapped.get(b.handle()).byteSize()) {
+            if (b != null && b.end() > sizes[b.handle()]) {
                 throw new ValidationException(Category.LENGTH, FieldPath.join(path, "buffers[" + i + "]"),
-                        "expected offset + size within the " + mapped.get(b.handle()).byteSize() + " bytes mapped from"
-                        + " handles[" + b.handle() + "] but found " + b.offset() + " + " + b.size() + " = " + b.end());
+                        "expected offset + size within the " + sizes[b.handle()] + " bytes mapped from handles["
+                        + b.handle() + "] but found " + b.offset() + " + " + b.size() + " = " + b.end());
             }
         }
         for (int c = 0; c < n.children().size(); c++) {
-            checkInside(n.children().get(c), mapped, FieldPath.join(path, "children[" + c + "]"));
+            checkInside(n.children().get(c), sizes, FieldPath.join(path, "children[" + c + "]"));
         }
         if (n.dictionary() != null) {
-            checkInside(n.dictionary(), mapped, FieldPath.join(path, "dictionary"));
+            checkInside(n.dictionary(), sizes, FieldPath.join(path, "dictionary"));
         }
     }
 
     /**
      * Writes a CUDA {@code ArrowDeviceArray} (no sync event: the caller waited already) over the mapped
-     * allocations into {@code out}. A buffer of no bytes points at its allocation's base (any valid address
+     * allocations at {@code bases} (indexed by handle) into {@code out}. A buffer of no bytes points at its allocation's base (any valid address
      * serves; the offset may be the allocation's end). After a return the struct owns {@code onFree} (run when
      * its last node is released); after a throw {@code out} is untouched and {@code onFree} was not run.
      */
-    static void writeDeviceArray(Node root, List<DeviceBuffer> mapped, int device, MemorySegment out,
+    static void writeDeviceArray(Node root, long[] bases, int device, MemorySegment out,
                                  Runnable onFree) {
         CudaStructs.write(root, new CudaStructs.Shape<Node>() {
             @Override
@@ -224,7 +233,7 @@ public final class IpcBatchImport implements AutoCloseable {
                 if (b == null) {
                     return 0;
                 }
-                long base = mapped.get(b.handle()).address();
+                long base = bases[b.handle()];
                 return b.size() == 0 ? base : base + b.offset();
             }
 
