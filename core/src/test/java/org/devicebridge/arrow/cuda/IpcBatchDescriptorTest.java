@@ -306,6 +306,15 @@ class IpcBatchDescriptorTest {
     }
 
     @Test
+    void withoutACudaDriverBothEndsThrowTheTypedErrorFirst() {
+        org.junit.jupiter.api.Assumptions.assumeFalse(org.devicebridge.cuda.Cuda.isAvailable(), "a CUDA driver is here");
+        assertThrows(org.devicebridge.cuda.CudaUnavailableException.class,
+                () -> IpcBatchImport.open(sample(null), ValidationLevel.MINIMAL, null, null));
+        assertThrows(org.devicebridge.cuda.CudaUnavailableException.class,
+                () -> IpcBatchExport.export(null, null, IpcBatchExport.Memory.SHARE_ONLY));
+    }
+
+    @Test
     void checkInsideNamesTheBufferBeyondItsMapping() {
         IpcBatchDescriptor d = sample(null);
         ValidationException e = assertThrows(ValidationException.class,
