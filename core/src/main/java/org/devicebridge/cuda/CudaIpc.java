@@ -29,21 +29,33 @@ public final class CudaIpc {
     private CudaIpc() {}
 
     /**
-     * The IPC handle of a device buffer ({@code cuIpcGetMemHandle}). Only memory from
-     * {@link DeviceBuffer#allocate} ({@code cuMemAlloc}) can be shared this way; the handle names the
-     * whole allocation, so a buffer must not be a view into a larger one.
+     * The IPC handle of a device buffer ({@code cuIpcGetMemHandle}). Only {@code cuMemAlloc} memory can be
+     * shared this way: a buffer from {@link DeviceBuffer#allocate}, or a {@link DeviceBuffer#wrap wrapped} one
+     * that starts where its allocation starts (as the driver's {@code cuMemGetAddressRange} reports it) and
+     * whose memory the driver agrees to share (memory of another process's {@code cudaMalloc}, for instance,
+     * imported through the Arrow C Device interface); the handle names the whole allocation, so a buffer must
+     * not be a view into a larger one.
      *
      * @param buffer the device buffer; the caller keeps owning it
      * @return 64 bytes; the caller keeps owning {@code buffer} and must keep it open while others use it
-     * @throws UnsupportedFeatureException for stream-ordered, wrapped, opened or empty buffers
-     * @throws CudaException if the driver refuses
+     * @throws UnsupportedFeatureException for stream-ordered, opened or empty buffers, and for wrapped buffers
+     *         that do not start at their allocation's base
+     * @throws CudaException if the driver refuses (for example wrapped memory of a stream-ordered pool)
      */
     public static byte[] getMemHandle(DeviceBuffer buffer) {
         requireNativeAccess();
         Objects.requireNonNull(buffer, "buffer");
-        if (buffer.kind() != DeviceBuffer.Kind.MEM_ALLOC) {
+        DeviceBuffer.Kind kind = buffer.kind();
+        if (kind == DeviceBuffer.Kind.WRAPPED && buffer.address() != 0) {
+            PointerAttributes a = PointerAttributes.query(buffer.address());
+            if (a.rangeStart() != buffer.address()) {
+                throw new UnsupportedFeatureException("buffer", String.format(java.util.Locale.ROOT,
+                        "expected a wrapped buffer at the base of its allocation but found one at 0x%x inside the"
+                        + " allocation at 0x%x: CUDA IPC shares whole allocations", buffer.address(), a.rangeStart()));
+            }
+        } else if (kind != DeviceBuffer.Kind.MEM_ALLOC) {
             throw new UnsupportedFeatureException("buffer", "only memory from DeviceBuffer.allocate (cuMemAlloc)"
-                    + " can be shared through CUDA IPC, not a " + buffer.kind().name().toLowerCase(java.util.Locale.ROOT)
+                    + " can be shared through CUDA IPC, not a " + kind.name().toLowerCase(java.util.Locale.ROOT)
                     + " buffer");
         }
         long address = buffer.address();

@@ -4,6 +4,7 @@ import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
+import java.util.List;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.internal.ExportRegistry;
@@ -53,6 +54,27 @@ final class CudaStructs {
         long address(ArrayNode node, int i);
     }
 
+    /**
+     * What the writer reads of a node of type {@code N}: the {@code ArrowArray} fields, with buffer addresses.
+     * Lets one writer (and one release upcall) serve the import views and the IPC batch descriptor.
+     */
+    interface Shape<N> {
+        long length(N n);
+
+        long nullCount(N n);
+
+        long offset(N n);
+
+        int bufferCount(N n);
+
+        long address(N n, int i);
+
+        List<N> children(N n);
+
+        /** The dictionary node, or {@code null}. */
+        N dictionary(N n);
+    }
+
     private CudaStructs() {}
 
     /**
@@ -61,8 +83,52 @@ final class CudaStructs {
      * node is released); after a throw {@code out} is untouched and {@code onFree} was not run.
      */
     static void write(ArrayNode root, Addresses addresses, MemorySegment out, Runnable onFree) {
+        write(root, new Shape<ArrayNode>() {
+            @Override
+            public long length(ArrayNode n) {
+                return n.length();
+            }
+
+            @Override
+            public long nullCount(ArrayNode n) {
+                return n.nullCount();
+            }
+
+            @Override
+            public long offset(ArrayNode n) {
+                return n.offset();
+            }
+
+            @Override
+            public int bufferCount(ArrayNode n) {
+                return n.bufferCount();
+            }
+
+            @Override
+            public long address(ArrayNode n, int i) {
+                return addresses.address(n, i);
+            }
+
+            @Override
+            public List<ArrayNode> children(ArrayNode n) {
+                return n.children();
+            }
+
+            @Override
+            public ArrayNode dictionary(ArrayNode n) {
+                return n.dictionary();
+            }
+        }, out, onFree);
+    }
+
+    /**
+     * Writes the tree of {@code root}, read through {@code shape}, into {@code out} (an {@code ArrowArray},
+     * zero or garbage). After a return the tree owns {@code onFree} (run once when the last node is
+     * released); after a throw {@code out} is untouched and {@code onFree} was not run.
+     */
+    static <N> void write(N root, Shape<N> shape, MemorySegment out, Runnable onFree) {
         int[] counts = new int[2]; // nodes below the root, pointer slots
-        count(root, counts, true);
+        count(root, shape, counts, true);
         long bytes = Math.addExact(Math.multiplyExact((long) counts[0], SIZE), Math.multiplyExact((long) counts[1], 8L));
         MemorySegment block = bytes == 0 ? MemorySegment.NULL : Native.calloc(bytes).reinterpret(bytes);
         Tree tree = new Tree(counts[0] + 1, block, onFree);
@@ -70,7 +136,7 @@ final class CudaStructs {
         long[] cursor = {0, Math.multiplyExact((long) counts[0], SIZE)}; // next node, next pointer slot
         MemorySegment staged = MemorySegment.ofArray(new long[(int) (SIZE / 8)]); // 8-byte aligned, as the layout needs
         try {
-            fill(root, addresses, staged, block, cursor, key);
+            fill(root, shape, staged, block, cursor, key);
         } catch (RuntimeException | Error e) {
             TREES.remove(key);
             if (!block.equals(MemorySegment.NULL)) {
@@ -81,52 +147,54 @@ final class CudaStructs {
         MemorySegment.copy(staged, 0, out, 0, SIZE);
     }
 
-    private static void count(ArrayNode n, int[] counts, boolean root) {
+    private static <N> void count(N n, Shape<N> shape, int[] counts, boolean root) {
         if (!root) {
             counts[0]++;
         }
-        counts[1] += n.bufferCount() + n.children().size();
-        for (ArrayNode c : n.children()) {
-            count(c, counts, false);
+        counts[1] += shape.bufferCount(n) + shape.children(n).size();
+        for (N c : shape.children(n)) {
+            count(c, shape, counts, false);
         }
-        if (n.dictionary() != null) {
-            count(n.dictionary(), counts, false);
+        if (shape.dictionary(n) != null) {
+            count(shape.dictionary(n), shape, counts, false);
         }
     }
 
-    private static void fill(ArrayNode n, Addresses addresses, MemorySegment s, MemorySegment block, long[] cursor,
-                             long key) {
-        ArrowArray.length(s, n.length());
-        ArrowArray.null_count(s, n.nullCount());
-        ArrowArray.offset(s, n.offset());
-        ArrowArray.n_buffers(s, n.bufferCount());
-        ArrowArray.n_children(s, n.children().size());
+    private static <N> void fill(N n, Shape<N> shape, MemorySegment s, MemorySegment block, long[] cursor, long key) {
+        ArrowArray.length(s, shape.length(n));
+        ArrowArray.null_count(s, shape.nullCount(n));
+        ArrowArray.offset(s, shape.offset(n));
+        int bufferCount = shape.bufferCount(n);
+        List<N> kids = shape.children(n);
+        ArrowArray.n_buffers(s, bufferCount);
+        ArrowArray.n_children(s, kids.size());
         MemorySegment buffers = MemorySegment.NULL;
-        if (n.bufferCount() > 0) {
-            buffers = block.asSlice(cursor[1], 8L * n.bufferCount());
-            cursor[1] += 8L * n.bufferCount();
-            for (int i = 0; i < n.bufferCount(); i++) {
-                buffers.setAtIndex(ValueLayout.JAVA_LONG, i, addresses.address(n, i));
+        if (bufferCount > 0) {
+            buffers = block.asSlice(cursor[1], 8L * bufferCount);
+            cursor[1] += 8L * bufferCount;
+            for (int i = 0; i < bufferCount; i++) {
+                buffers.setAtIndex(ValueLayout.JAVA_LONG, i, shape.address(n, i));
             }
         }
         ArrowArray.buffers(s, buffers);
         MemorySegment children = MemorySegment.NULL;
-        if (!n.children().isEmpty()) {
-            children = block.asSlice(cursor[1], 8L * n.children().size());
-            cursor[1] += 8L * n.children().size();
-            for (int i = 0; i < n.children().size(); i++) {
+        if (!kids.isEmpty()) {
+            children = block.asSlice(cursor[1], 8L * kids.size());
+            cursor[1] += 8L * kids.size();
+            for (int i = 0; i < kids.size(); i++) {
                 MemorySegment c = block.asSlice(cursor[0], SIZE);
                 cursor[0] += SIZE;
                 children.setAtIndex(ValueLayout.ADDRESS, i, c);
-                fill(n.children().get(i), addresses, c, block, cursor, key);
+                fill(kids.get(i), shape, c, block, cursor, key);
             }
         }
         ArrowArray.children(s, children);
         MemorySegment dictionary = MemorySegment.NULL;
-        if (n.dictionary() != null) {
+        N dict = shape.dictionary(n);
+        if (dict != null) {
             dictionary = block.asSlice(cursor[0], SIZE);
             cursor[0] += SIZE;
-            fill(n.dictionary(), addresses, dictionary, block, cursor, key);
+            fill(dict, shape, dictionary, block, cursor, key);
         }
         ArrowArray.dictionary(s, dictionary);
         ArrowArray.private_data(s, MemorySegment.ofAddress(key));

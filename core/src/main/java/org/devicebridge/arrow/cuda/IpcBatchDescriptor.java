@@ -1,0 +1,400 @@
+package org.devicebridge.arrow.cuda;
+
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.Collections;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
+import org.devicebridge.internal.FieldPath;
+
+/**
+ * The language-neutral description of an Arrow record batch in device memory shared through CUDA IPC: one
+ * line of JSON that another process on the same machine (a JVM, CPython with CuPy and pyarrow, C++) reads to
+ * map the batch's buffers zero-copy. Format, version 1:
+ *
+ * {@snippet lang=json :
+ * {"devicebridge_ipc": 1, "kind": "arrow_batch", "id": "3f2a...", "device": 0,
+ *  "schema": "<base64 of the Arrow IPC schema message (encapsulated: continuation, length, flatbuffer)>",
+ *  "handles": ["<128 hex digits: the CUipcMemHandle of one allocation>", "..."],
+ *  "array": {"length": 3, "null_count": 0, "offset": 0, "buffers": [null],
+ *            "children": [{"length": 3, "null_count": 1, "offset": 0,
+ *                          "buffers": [[0, 0, 1], [0, 64, 24]], "children": [], "dictionary": null}],
+ *            "dictionary": null},
+ *  "event_handle": "<128 hex digits of a CUipcEventHandle, or null when the data was ready>"}
+ * }
+ *
+ * <p>{@code schema} is what pyarrow's {@code pa.ipc.read_schema} reads and {@code Schema.serialize()} writes
+ * (Arrow Java: {@code MessageSerializer}); its fields are the children of the {@code array} node, a struct.
+ * Each node carries the C Data Interface's {@code length}, {@code null_count} ({@code -1}: unknown) and
+ * {@code offset}, and its buffers in the C Data Interface's order for its type: {@code null} for a NULL
+ * buffer, else {@code [handle, offset, size]}: the index into {@code handles}, the byte offset from the base of
+ * that allocation (what {@code cuIpcOpenMemHandle} maps: a process sharing a sub-range of a larger allocation,
+ * as CuPy's memory pool hands out, sends the base's handle and the offset from it) and the buffer's byte size.
+ * {@code handles} holds one handle per distinct allocation. The reader makes its stream wait on the event
+ * before reading; when it has closed every mapping it sends back the close message
+ * {@code {"devicebridge_ipc_closed": "<id>"}} ({@link #closeMessage()}), and the exporter keeps the memory
+ * alive until then ({@link IpcBatchExport}).
+ *
+ * <p>The constructor checks what needs no GPU: handle sizes, handle indices, signs, sizes that overflow and
+ * nesting depth. The schema's agreement with the nodes and the buffers' place in their mapped allocations are
+ * checked by {@link IpcBatchImport}, with the library's import validation.
+ *
+ * <p>Immutable and thread-safe; it owns nothing (the handles are plain bytes).
+ *
+ * @param id the export's identity, echoed in the close message (any string; JSON escapes are written as needed)
+ * @param device the CUDA device ordinal
+ * @param schema the Arrow IPC schema message
+ * @param handles the 64-byte memory handles, one per allocation
+ * @param array the root node: a struct whose children are the columns
+ * @param eventHandle the 64 bytes of the event handle, or {@code null} when the data was ready at export
+ */
+public record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> handles, Node array,
+                                 byte[] eventHandle) {
+    /** The format version written in {@code devicebridge_ipc}. */
+    public static final int FORMAT_VERSION = 1;
+    /** The {@code kind} of this descriptor. */
+    public static final String KIND = "arrow_batch";
+    private static final HexFormat HEX = HexFormat.of();
+    private static final int HANDLE_SIZE = 64;
+
+    /**
+     * One node of the batch: the C Data Interface fields of an {@code ArrowArray} with its buffers named by
+     * allocation and offset instead of by address.
+     *
+     * <p>Immutable and thread-safe.
+     *
+     * @param length the number of elements
+     * @param nullCount the number of nulls, or {@code -1} when unknown
+     * @param offset the logical offset into the buffers
+     * @param buffers the buffers in C Data Interface order; an element is {@code null} for a NULL buffer
+     * @param children the child nodes
+     * @param dictionary the dictionary of a dictionary-encoded node, or {@code null}
+     */
+    public record Node(long length, long nullCount, long offset, List<BufferRef> buffers, List<Node> children,
+                       Node dictionary) {
+        /**
+         * Copies the lists (keeping {@code null} buffers) and checks the signs.
+         *
+         * @throws ValidationException ({@code SIZE}) for a negative length or offset, or a null count below -1
+         */
+        public Node {
+            Objects.requireNonNull(buffers, "buffers");
+            Objects.requireNonNull(children, "children");
+            buffers = Collections.unmodifiableList(new ArrayList<>(buffers));
+            children = List.copyOf(children);
+            if (length < 0 || offset < 0) {
+                throw new ValidationException(Category.SIZE, length < 0 ? "length" : "offset",
+                        "expected a value >= 0 but found " + (length < 0 ? length : offset));
+            }
+            if (nullCount < -1) {
+                throw new ValidationException(Category.SIZE, "null_count", "expected a value >= -1 but found "
+                        + nullCount);
+            }
+        }
+    }
+
+    /**
+     * Where a buffer lies: {@code size} bytes at {@code offset} from the base of allocation {@code handle}.
+     *
+     * <p>Immutable and thread-safe.
+     *
+     * @param handle the index into the descriptor's {@code handles}
+     * @param offset the byte offset from the allocation's base
+     * @param size the buffer's size in bytes
+     */
+    public record BufferRef(int handle, long offset, long size) {
+        /**
+         * Checks the signs and that {@code offset + size} does not overflow.
+         *
+         * @throws ValidationException ({@code SIZE}) for a negative index, offset or size, or an overflowing end
+         */
+        public BufferRef {
+            if (handle < 0 || offset < 0 || size < 0) {
+                throw new ValidationException(Category.SIZE, "", "expected [handle, offset, size] >= 0 but found ["
+                        + handle + ", " + offset + ", " + size + "]");
+            }
+            if (offset > Long.MAX_VALUE - size) {
+                throw new ValidationException(Category.SIZE, "", "expected offset + size to fit in 64 bits but found "
+                        + offset + " + " + size);
+            }
+        }
+
+        /** {@return {@code offset + size}} */
+        public long end() {
+            return offset + size;
+        }
+    }
+
+    /**
+     * Copies the arrays and checks the components.
+     *
+     * @throws ValidationException {@code STRUCTURE} for a handle that is not 64 bytes or an empty schema,
+     *         {@code SIZE} for a buffer naming a handle that does not exist or a negative device,
+     *         {@code DEPTH} for nodes nested deeper than 64, {@code FORMAT} for a root with a dictionary
+     */
+    public IpcBatchDescriptor {
+        Objects.requireNonNull(id, "id");
+        Objects.requireNonNull(schema, "schema");
+        Objects.requireNonNull(handles, "handles");
+        Objects.requireNonNull(array, "array");
+        schema = schema.clone();
+        List<byte[]> copies = new ArrayList<>(handles.size());
+        for (int k = 0; k < handles.size(); k++) {
+            byte[] h = Objects.requireNonNull(handles.get(k), "handles[" + k + "]");
+            if (h.length != HANDLE_SIZE) {
+                throw new ValidationException(Category.STRUCTURE, "handles[" + k + "]", "expected " + HANDLE_SIZE
+                        + " bytes but found " + h.length);
+            }
+            copies.add(h.clone());
+        }
+        handles = Collections.unmodifiableList(copies);
+        eventHandle = eventHandle == null ? null : eventHandle.clone();
+        if (eventHandle != null && eventHandle.length != HANDLE_SIZE) {
+            throw new ValidationException(Category.STRUCTURE, "event_handle", "expected " + HANDLE_SIZE
+                    + " bytes but found " + eventHandle.length);
+        }
+        if (device < 0) {
+            throw new ValidationException(Category.DEVICE, "device", "expected a device ordinal >= 0 but found "
+                    + device);
+        }
+        if (schema.length == 0) {
+            throw new ValidationException(Category.STRUCTURE, "schema", "expected an Arrow IPC schema message but"
+                    + " found no bytes");
+        }
+        if (array.dictionary() != null) {
+            throw new ValidationException(Category.FORMAT, "array.dictionary", "expected a struct root without a"
+                    + " dictionary but found one");
+        }
+        checkRefs(array, copies.size(), "array", 0);
+    }
+
+    private static void checkRefs(Node n, int handles, String path, int depth) {
+        if (depth > FieldPath.MAX_DEPTH) {
+            throw new ValidationException(Category.DEPTH, path, "expected at most " + FieldPath.MAX_DEPTH
+                    + " levels of nesting but found more");
+        }
+        for (int i = 0; i < n.buffers().size(); i++) {
+            BufferRef b = n.buffers().get(i);
+            if (b != null && b.handle() >= handles) {
+                throw new ValidationException(Category.SIZE, FieldPath.join(path, "buffers[" + i + "]"),
+                        "expected a handle index below " + handles + " but found " + b.handle());
+            }
+        }
+        for (int c = 0; c < n.children().size(); c++) {
+            checkRefs(n.children().get(c), handles, FieldPath.join(path, "children[" + c + "]"), depth + 1);
+        }
+        if (n.dictionary() != null) {
+            checkRefs(n.dictionary(), handles, FieldPath.join(path, "dictionary"), depth + 1);
+        }
+    }
+
+    /** {@return the Arrow IPC schema message (a copy)} */
+    @Override
+    public byte[] schema() {
+        return schema.clone();
+    }
+
+    /** {@return the 64-byte memory handles (copies), one per allocation} */
+    @Override
+    public List<byte[]> handles() {
+        List<byte[]> out = new ArrayList<>(handles.size());
+        for (byte[] h : handles) {
+            out.add(h.clone());
+        }
+        return Collections.unmodifiableList(out);
+    }
+
+    /** {@return the 64 bytes of the event handle (a copy), or {@code null}} */
+    @Override
+    public byte[] eventHandle() {
+        return eventHandle == null ? null : eventHandle.clone();
+    }
+
+    /** {@return the descriptor as one line of JSON (the format of the class comment)} */
+    public String toJson() {
+        StringBuilder b = new StringBuilder(1024);
+        b.append("{\"devicebridge_ipc\": ").append(FORMAT_VERSION).append(", \"kind\": \"").append(KIND)
+                .append("\", \"id\": ");
+        IpcJson.quote(b, id).append(", \"device\": ").append(device).append(", \"schema\": \"")
+                .append(Base64.getEncoder().encodeToString(schema)).append("\", \"handles\": [");
+        for (int k = 0; k < handles.size(); k++) {
+            b.append(k == 0 ? "\"" : ", \"").append(HEX.formatHex(handles.get(k))).append('"');
+        }
+        b.append("], \"array\": ");
+        node(b, array);
+        b.append(", \"event_handle\": ").append(eventHandle == null ? "null" : "\"" + HEX.formatHex(eventHandle) + "\"")
+                .append('}');
+        return b.toString();
+    }
+
+    private static void node(StringBuilder b, Node n) {
+        b.append("{\"length\": ").append(n.length()).append(", \"null_count\": ").append(n.nullCount())
+                .append(", \"offset\": ").append(n.offset()).append(", \"buffers\": [");
+        for (int i = 0; i < n.buffers().size(); i++) {
+            BufferRef r = n.buffers().get(i);
+            b.append(i == 0 ? "" : ", ");
+            if (r == null) {
+                b.append("null");
+            } else {
+                b.append('[').append(r.handle()).append(", ").append(r.offset()).append(", ").append(r.size()).append(']');
+            }
+        }
+        b.append("], \"children\": [");
+        for (int c = 0; c < n.children().size(); c++) {
+            b.append(c == 0 ? "" : ", ");
+            node(b, n.children().get(c));
+        }
+        b.append("], \"dictionary\": ");
+        if (n.dictionary() == null) {
+            b.append("null");
+        } else {
+            node(b, n.dictionary());
+        }
+        b.append('}');
+    }
+
+    /** {@return the message the importer sends back once it closed every mapping} */
+    public String closeMessage() {
+        return IpcJson.quote(new StringBuilder("{\"devicebridge_ipc_closed\": "), id).append('}').toString();
+    }
+
+    /**
+     * Reads a descriptor written by {@link #toJson()} or by another language following the format. Keys
+     * the format does not name are ignored; a node's {@code dictionary} may be left out (no dictionary).
+     *
+     * @param json one JSON object
+     * @return the descriptor
+     * @throws ValidationException {@code FORMAT} for malformed JSON, a wrong value type, bad hex or base64, or
+     *         another {@code kind}; {@code VERSION} for a format version other than 1; {@code STRUCTURE} for a
+     *         missing key; and the constructors' categories, each with the key path (e.g.
+     *         {@code array.children[1].buffers[2]})
+     */
+    public static IpcBatchDescriptor parse(String json) {
+        Objects.requireNonNull(json, "json");
+        Map<String, Object> m = IpcJson.object(json);
+        long version = IpcJson.number(m, "devicebridge_ipc", "devicebridge_ipc");
+        if (version != FORMAT_VERSION) {
+            throw new ValidationException(Category.VERSION, "devicebridge_ipc", "expected format version "
+                    + FORMAT_VERSION + " but found " + version);
+        }
+        String kind = IpcJson.string(m, "kind", "kind");
+        if (!KIND.equals(kind)) {
+            throw new ValidationException(Category.FORMAT, "kind", "expected \"" + KIND + "\" but found \"" + kind + "\"");
+        }
+        long device = IpcJson.number(m, "device", "device");
+        if (device < 0 || device > Integer.MAX_VALUE) {
+            throw new ValidationException(Category.DEVICE, "device", "expected a device ordinal but found " + device);
+        }
+        byte[] schema;
+        try {
+            schema = Base64.getDecoder().decode(IpcJson.string(m, "schema", "schema"));
+        } catch (IllegalArgumentException e) {
+            throw new ValidationException(Category.FORMAT, "schema", "expected base64 but found " + e.getMessage(), e);
+        }
+        List<?> hs = IpcJson.list(m, "handles", "handles");
+        List<byte[]> handles = new ArrayList<>(hs.size());
+        for (int k = 0; k < hs.size(); k++) {
+            handles.add(hex(hs.get(k), "handles[" + k + "]"));
+        }
+        Object event = IpcJson.get(m, "event_handle", "event_handle");
+        Node array = readNode(IpcJson.object(IpcJson.get(m, "array", "array"), "array"), "array", 0);
+        return new IpcBatchDescriptor(IpcJson.string(m, "id", "id"), (int) device, schema, handles, array,
+                event == null ? null : hex(event, "event_handle"));
+    }
+
+    private static Node readNode(Map<String, Object> m, String path, int depth) {
+        if (depth > FieldPath.MAX_DEPTH) {
+            throw new ValidationException(Category.DEPTH, path, "expected at most " + FieldPath.MAX_DEPTH
+                    + " levels of nesting but found more");
+        }
+        List<?> bs = IpcJson.list(m, "buffers", FieldPath.join(path, "buffers"));
+        List<BufferRef> buffers = new ArrayList<>(bs.size());
+        for (int i = 0; i < bs.size(); i++) {
+            String at = FieldPath.join(path, "buffers[" + i + "]");
+            Object b = bs.get(i);
+            if (b == null) {
+                buffers.add(null);
+                continue;
+            }
+            if (!(b instanceof List<?> l) || l.size() != 3 || !(l.get(0) instanceof Long h) || !(l.get(1) instanceof Long o)
+                    || !(l.get(2) instanceof Long z)) {
+                throw new ValidationException(Category.FORMAT, at, "expected null or [handle, offset, size] but found " + b);
+            }
+            if (h > Integer.MAX_VALUE) {
+                throw new ValidationException(Category.SIZE, at, "expected a handle index but found " + h);
+            }
+            try {
+                buffers.add(new BufferRef((int) (long) h, o, z));
+            } catch (ValidationException e) {
+                throw new ValidationException(e.category(), at, stripPath(e), e);
+            }
+        }
+        List<?> cs = IpcJson.list(m, "children", FieldPath.join(path, "children"));
+        List<Node> children = new ArrayList<>(cs.size());
+        for (int c = 0; c < cs.size(); c++) {
+            String at = FieldPath.join(path, "children[" + c + "]");
+            children.add(readNode(IpcJson.object(cs.get(c), at), at, depth + 1));
+        }
+        Object d = m.get("dictionary");
+        String dictPath = FieldPath.join(path, "dictionary");
+        Node dictionary = d == null ? null : readNode(IpcJson.object(d, dictPath), dictPath, depth + 1);
+        try {
+            return new Node(IpcJson.number(m, "length", FieldPath.join(path, "length")),
+                    IpcJson.number(m, "null_count", FieldPath.join(path, "null_count")),
+                    IpcJson.number(m, "offset", FieldPath.join(path, "offset")), buffers, children, dictionary);
+        } catch (ValidationException e) {
+            if (e.category() != Category.SIZE) {
+                throw e;
+            }
+            throw new ValidationException(Category.SIZE, FieldPath.join(path, e.path()), stripPath(e), e);
+        }
+    }
+
+    /** The message of {@code e} without the path prefix its constructor added. */
+    private static String stripPath(ValidationException e) {
+        String msg = e.getMessage();
+        String prefix = e.path().isEmpty() ? "" : e.path() + ": ";
+        return msg.startsWith(prefix) ? msg.substring(prefix.length()) : msg;
+    }
+
+    private static byte[] hex(Object v, String path) {
+        if (!(v instanceof String s)) {
+            throw new ValidationException(Category.FORMAT, path, "expected a string of hex digits but found " + v);
+        }
+        try {
+            return HEX.parseHex(s);
+        } catch (IllegalArgumentException e) {
+            throw new ValidationException(Category.FORMAT, path, "expected hex digits but found " + s);
+        }
+    }
+
+    /**
+     * {@return the export id a close message names}
+     *
+     * @param closeMessage {@code {"devicebridge_ipc_closed": "<id>"}}
+     * @throws ValidationException ({@code FORMAT} or {@code STRUCTURE}) if it is not a close message
+     */
+    public static String closedId(String closeMessage) {
+        Map<String, Object> m = IpcJson.object(Objects.requireNonNull(closeMessage, "closeMessage"));
+        return IpcJson.string(m, "devicebridge_ipc_closed", "devicebridge_ipc_closed");
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof IpcBatchDescriptor d && d.toJson().equals(toJson());
+    }
+
+    @Override
+    public int hashCode() {
+        return toJson().hashCode();
+    }
+
+    @Override
+    public String toString() {
+        return "IpcBatchDescriptor" + toJson();
+    }
+}

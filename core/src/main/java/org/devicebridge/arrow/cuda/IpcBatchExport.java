@@ -1,0 +1,409 @@
+package org.devicebridge.arrow.cuda;
+
+import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.devicebridge.HandleBusyException;
+import org.devicebridge.InvalidArgumentException;
+import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.ValidationException;
+import org.devicebridge.arrow.ArrayNode;
+import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.arrow.cuda.IpcBatchDescriptor.BufferRef;
+import org.devicebridge.arrow.cuda.IpcBatchDescriptor.Node;
+import org.devicebridge.cuda.Cuda;
+import org.devicebridge.cuda.CudaCopies;
+import org.devicebridge.cuda.CudaEvent;
+import org.devicebridge.cuda.CudaException;
+import org.devicebridge.cuda.CudaIpc;
+import org.devicebridge.cuda.CudaStream;
+import org.devicebridge.cuda.CudaUnavailableException;
+import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.cuda.DeviceRange;
+import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.internal.FieldPath;
+
+/**
+ * A device batch shared with another process (a JVM, or CPython with CuPy and pyarrow) through CUDA IPC: the
+ * memory handle of each allocation its buffers lie in, every buffer as (allocation, offset, size), the
+ * schema as an Arrow IPC message, and an interprocess event recorded after the producer's work, written as a
+ * language-neutral {@link IpcBatchDescriptor}.
+ *
+ * <p><b>Which memory can be shared.</b> CUDA IPC shares whole {@code cuMemAlloc} allocations (see
+ * {@link CudaIpc#getMemHandle}). Stream-ordered pool memory (what {@link CudaArrowUpload} and
+ * {@link CudaArrowPeerCopy} allocate) and memory this process mapped from another cannot be shared:
+ * {@link Memory#SHARE_ONLY} refuses such a batch, {@link Memory#COPY_UNSHAREABLE} copies those buffers (on
+ * the caller's stream, device to device) into one new {@code cuMemAlloc} allocation the export owns
+ * ({@link #copiedBytes()} says how much it copied), and shares the rest in place.
+ *
+ * <p><b>Lifetime, made explicit.</b> A CUDA IPC handle carries no ownership: the exporting process must keep
+ * the memory alive until the importer has closed its mappings. This export holds a reference to every
+ * allocation the batch's buffers lie in (and its copy, if any) and the event until the importer says so: the
+ * importer sends back {@link IpcBatchDescriptor#closeMessage()} over the caller's channel after unmapping,
+ * and the caller passes it to {@link #acknowledge(String)}. {@link #close()} then releases the references and
+ * the event; before the acknowledgement it releases nothing and throws {@link HandleBusyException} (a later
+ * close succeeds), so memory an importer may still read is never freed by accident.
+ * {@link #awaitClosed(Duration)} waits for the acknowledgement; {@link #forceClose()} releases anyway, for an
+ * importer known to be gone (its process exited, which unmaps). The batch itself may be closed at any time
+ * after the export returns.
+ *
+ * <p>Thread safety: every method may be called from any thread; {@code acknowledge} typically runs on the
+ * thread that reads the channel while another waits in {@code awaitClosed}.
+ */
+public final class IpcBatchExport implements AutoCloseable {
+    /** What {@link #export} does with buffers in memory CUDA IPC cannot share. */
+    public enum Memory {
+        /** Share every buffer in place, zero-copy; a buffer in memory CUDA IPC cannot share is refused. */
+        SHARE_ONLY,
+        /**
+         * Share in place what CUDA IPC can share; copy the other buffers, device to device on the caller's
+         * stream, into one new {@code cuMemAlloc} allocation the export owns (one allocation per export).
+         */
+        COPY_UNSHAREABLE
+    }
+
+    private final IpcBatchDescriptor descriptor;
+    private final List<DeviceBuffer> held; // our references: the shared allocations, the sources of copies, the copy
+    private final CudaEvent event;
+    private final long copiedBytes;
+    private final CountDownLatch acknowledged = new CountDownLatch(1);
+    private final AtomicBoolean released = new AtomicBoolean();
+
+    private IpcBatchExport(IpcBatchDescriptor descriptor, List<DeviceBuffer> held, CudaEvent event, long copiedBytes) {
+        this.descriptor = descriptor;
+        this.held = held;
+        this.event = event;
+        this.copiedBytes = copiedBytes;
+    }
+
+    /**
+     * Exports {@code batch} (a record batch: a struct array of columns, of device type
+     * {@link ArrowDeviceType#CUDA} or {@link ArrowDeviceType#CUDA_MANAGED}) for another process. Buffers are
+     * shared in place where CUDA IPC can share their allocation; the others are refused or copied as
+     * {@code memory} says. An interprocess event is recorded on {@code stream} after the copies and the work
+     * submitted so far, and its handle goes into the descriptor: the importer waits on it. {@code stream} is
+     * where the batch is ready (the stream it was uploaded or imported on, or one ordered after it).
+     *
+     * <p>Ownership: after a return the export holds its own references to the memory and the event until
+     * {@link #close()} (after the importer's acknowledgement) or {@link #forceClose()}; the caller keeps
+     * owning {@code batch} (closing it does not invalidate the export) and {@code stream}. After a throw
+     * nothing was exported and nothing new is held (a copy queued before the failure is freed).
+     *
+     * @param batch the device batch; borrowed
+     * @param stream a stream of the batch's device on which the batch is ready; borrowed
+     * @param memory what to do with buffers in memory CUDA IPC cannot share
+     * @return the export, which the caller owns
+     * @throws UnsupportedFeatureException for a pinned host batch, a root that is not a struct, a
+     *         dictionary-encoded field, a buffer whose byte length an import at {@code MINIMAL} did not
+     *         establish, or (with {@link Memory#SHARE_ONLY}) a buffer in memory CUDA IPC cannot share
+     * @throws InvalidArgumentException if {@code stream} is not of the batch's device, or a buffer lies
+     *         outside the batch's device memory
+     * @throws org.devicebridge.HandleClosedException if the batch or the stream is closed
+     * @throws CudaException if the driver fails
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws org.devicebridge.arrow.java.ArrowJavaUnavailableException without Arrow Java (it writes the
+     *         schema message)
+     */
+    public static IpcBatchExport export(CudaArrowBatch batch, CudaStream stream, Memory memory) {
+        requireNativeAccess();
+        requireArrowJava("IpcBatchExport.export");
+        Cuda.require();
+        Objects.requireNonNull(batch, "batch");
+        Objects.requireNonNull(stream, "stream");
+        Objects.requireNonNull(memory, "memory");
+        if (batch.deviceType() == ArrowDeviceType.CUDA_HOST) {
+            throw new UnsupportedFeatureException("device_type", "expected device memory but found pinned host memory"
+                    + " (ARROW_DEVICE_CUDA_HOST), which CUDA IPC does not share");
+        }
+        if (stream.device() != batch.device()) {
+            throw new InvalidArgumentException("stream", String.format(Locale.ROOT,
+                    "expected a stream of device %d (the batch's) but found one of device %d", batch.device(),
+                    stream.device()));
+        }
+        byte[] schema = IpcSchemas.serialize(batch.schema());
+        Planner p = new Planner(batch.memory(), memory);
+        CudaEvent event = null;
+        try {
+            ArrayNode root = batch.root();
+            for (ArrayNode n : Nodes.collect(root)) {
+                p.plan(n);
+            }
+            p.copy(batch.device(), stream);
+            event = CudaEvent.createInterprocess(batch.device());
+            event.record(stream);
+            byte[] eventHandle = CudaIpc.getEventHandle(event);
+            IpcBatchDescriptor d = new IpcBatchDescriptor(UUID.randomUUID().toString(), batch.device(), schema,
+                    p.handles, p.node(root), eventHandle);
+            return new IpcBatchExport(d, List.copyOf(p.held), event, p.copyBytes);
+        } catch (RuntimeException | Error e) {
+            if (event != null) {
+                try {
+                    event.close();
+                } catch (RuntimeException | Error s) {
+                    e.addSuppressed(s);
+                }
+            }
+            p.abandon(e);
+            throw e;
+        }
+    }
+
+    /**
+     * Decides, buffer by buffer, which allocation handle and offset the descriptor names, and queues the
+     * copies of what cannot be shared. Single-threaded, one per export.
+     */
+    private static final class Planner {
+        private final List<DeviceBuffer> memory;
+        private final Memory policy;
+        final List<byte[]> handles = new ArrayList<>();
+        final List<DeviceBuffer> held = new ArrayList<>();
+        private final Map<Long, Integer> handleOf = new HashMap<>(); // allocation address -> handle index
+        private final Map<Long, DeviceBuffer> unshareable = new HashMap<>(); // address -> our reference
+        private final Map<ArrayNode, BufferRef[]> refs = new IdentityHashMap<>();
+        private final List<Pending> pending = new ArrayList<>();
+        private CudaStream queuedOn; // the stream copies were queued on, if any
+        long copyBytes;
+
+        /** A buffer to copy: node {@code node}'s buffer {@code buffer} from {@code source} to {@code offset}. */
+        private record Pending(ArrayNode node, int buffer, DeviceRange source, long offset) {}
+
+        Planner(List<DeviceBuffer> memory, Memory policy) {
+            this.memory = memory;
+            this.policy = policy;
+        }
+
+        void plan(ArrayNode n) {
+            BufferRef[] out = new BufferRef[n.bufferCount()];
+            refs.put(n, out);
+            for (int i = 0; i < out.length; i++) {
+                long address = Nodes.address(n, i);
+                if (address == 0) {
+                    continue;
+                }
+                String path = FieldPath.join(n.path(), "buffers[" + i + "]");
+                long len = n.bufferLength(i);
+                if (len < 0) {
+                    throw new UnsupportedFeatureException(path, "the byte length of this buffer is unknown (imported"
+                            + " at MINIMAL): import at DEFAULT or above to share the batch through CUDA IPC");
+                }
+                DeviceBuffer holder = holder(address, len);
+                if (holder == null) {
+                    if (len == 0) {
+                        continue; // an empty buffer outside the batch's memory: written as NULL, as readers accept
+                    }
+                    throw new InvalidArgumentException(path, String.format(Locale.ROOT, "expected the buffer's %d"
+                            + " bytes at 0x%x inside the batch's device memory but found none holding them", len, address));
+                }
+                Integer h = share(holder, path);
+                if (h != null) {
+                    out[i] = new BufferRef(h, address - holder.address(), len);
+                } else if (len > 0) {
+                    long at = align(copyBytes);
+                    pending.add(new Pending(n, i, holder.range(address - holder.address(), len), at));
+                    copyBytes = Math.addExact(at, len);
+                }
+            }
+        }
+
+        /** The handle index of {@code holder}'s allocation, or {@code null} if it is copied instead. */
+        private Integer share(DeviceBuffer holder, String path) {
+            long key = holder.address();
+            Integer h = handleOf.get(key);
+            if (h != null || unshareable.containsKey(key)) {
+                return h;
+            }
+            byte[] handle;
+            try {
+                handle = CudaIpc.getMemHandle(holder);
+            } catch (UnsupportedFeatureException | CudaException e) {
+                if (policy == Memory.SHARE_ONLY) {
+                    throw new UnsupportedFeatureException(path, "expected cuMemAlloc memory CUDA IPC can share but"
+                            + " found memory it cannot (" + e.getMessage() + "): export with Memory.COPY_UNSHAREABLE"
+                            + " to copy such buffers");
+                }
+                DeviceBuffer ref = holder.retain(); // read by the copies queued on the stream: kept until close
+                held.add(ref);
+                unshareable.put(key, ref);
+                return null;
+            }
+            DeviceBuffer ref = holder.retain();
+            held.add(ref);
+            h = handles.size();
+            handles.add(handle);
+            handleOf.put(key, h);
+            return h;
+        }
+
+        private DeviceBuffer holder(long address, long len) {
+            for (DeviceBuffer b : memory) {
+                long start = b.address();
+                if (start != 0 && address - start >= 0 && address - start <= b.byteSize() - len) {
+                    return b;
+                }
+            }
+            return null;
+        }
+
+        /** Allocates the copy (if any buffer needs one), shares it and queues the copies on {@code stream}. */
+        void copy(int device, CudaStream stream) {
+            if (pending.isEmpty()) {
+                return;
+            }
+            DeviceBuffer copy = DeviceBuffer.allocate(device, copyBytes);
+            held.add(copy);
+            int h = handles.size();
+            handles.add(CudaIpc.getMemHandle(copy));
+            queuedOn = stream;
+            for (Pending c : pending) {
+                CudaCopies.deviceToDeviceAsync(c.source(), copy, c.offset(), stream);
+                refs.get(c.node())[c.buffer()] = new BufferRef(h, c.offset(), c.source().byteSize());
+            }
+        }
+
+        Node node(ArrayNode n) {
+            List<Node> children = new ArrayList<>(n.children().size());
+            for (ArrayNode c : n.children()) {
+                children.add(node(c));
+            }
+            return new Node(n.length(), n.nullCount(), n.offset(), Arrays.asList(refs.get(n)), children,
+                    n.dictionary() == null ? null : node(n.dictionary()));
+        }
+
+        /** Drops every reference taken, after the stream finished the copies queued on it (if any). */
+        void abandon(Throwable failure) {
+            if (queuedOn != null) {
+                try {
+                    queuedOn.synchronize();
+                } catch (RuntimeException | Error e) {
+                    failure.addSuppressed(e);
+                }
+            }
+            for (DeviceBuffer b : held) {
+                try {
+                    b.close();
+                } catch (RuntimeException | Error e) {
+                    failure.addSuppressed(e);
+                }
+            }
+            held.clear();
+        }
+
+        private static long align(long v) {
+            long a = HostDeviceTransfer.ALIGNMENT;
+            return Math.addExact(v, a - 1) & -a;
+        }
+    }
+
+    /** {@return the descriptor to send to the importer ({@link IpcBatchDescriptor#toJson()})} */
+    public IpcBatchDescriptor descriptor() {
+        return descriptor;
+    }
+
+    /** {@return the bytes copied into the export's own allocation; 0 when every buffer was shared in place} */
+    public long copiedBytes() {
+        return copiedBytes;
+    }
+
+    /**
+     * Records the importer's close message: from now on {@link #close()} releases the memory.
+     *
+     * @param closeMessage what the importer sent back ({@code {"devicebridge_ipc_closed": "<id>"}})
+     * @throws InvalidArgumentException if the message names another export
+     * @throws ValidationException if it is not a close message
+     */
+    public void acknowledge(String closeMessage) {
+        String id = IpcBatchDescriptor.closedId(closeMessage);
+        if (!id.equals(descriptor.id())) {
+            throw new InvalidArgumentException("closeMessage", "expected the close message of export "
+                    + descriptor.id() + " but found one for " + id);
+        }
+        acknowledged.countDown();
+    }
+
+    /** {@return {@code true} once the importer acknowledged closing its mappings} */
+    public boolean isAcknowledged() {
+        return acknowledged.getCount() == 0;
+    }
+
+    /**
+     * Waits until the importer acknowledged closing its mappings, then releases as {@link #close()} does.
+     *
+     * @param timeout how long to wait
+     * @return {@code true} if acknowledged and released; {@code false} on timeout (nothing released)
+     * @throws InterruptedException if interrupted while waiting (nothing released)
+     */
+    public boolean awaitClosed(Duration timeout) throws InterruptedException {
+        Objects.requireNonNull(timeout, "timeout");
+        if (!acknowledged.await(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
+            return false;
+        }
+        close();
+        return true;
+    }
+
+    /**
+     * Releases the references to the memory and the event once the importer acknowledged; idempotent.
+     *
+     * @throws HandleBusyException if the importer has not acknowledged yet (nothing released; close again later,
+     *         or {@link #forceClose()} for an importer that is gone)
+     */
+    @Override
+    public void close() {
+        if (!isAcknowledged() && !released.get()) {
+            throw new HandleBusyException("the importer of IPC batch export " + descriptor.id() + " has not"
+                    + " acknowledged closing its mappings; pass its close message to acknowledge(), or forceClose()"
+                    + " if it is gone", null);
+        }
+        release();
+    }
+
+    /** Releases the references and the event without the acknowledgement (the importer is gone); idempotent. */
+    public void forceClose() {
+        release();
+    }
+
+    private void release() {
+        if (released.compareAndSet(false, true)) {
+            RuntimeException failure = null;
+            try {
+                event.close();
+            } catch (RuntimeException e) {
+                failure = e;
+            }
+            for (DeviceBuffer b : held) {
+                try {
+                    b.close();
+                } catch (RuntimeException e) {
+                    if (failure == null) {
+                        failure = e;
+                    } else {
+                        failure.addSuppressed(e);
+                    }
+                }
+            }
+            if (failure != null) {
+                throw failure;
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "IpcBatchExport[" + descriptor.id() + (released.get() ? ", released" : isAcknowledged()
+                ? ", acknowledged" : ", shared") + ", " + descriptor.handles().size() + " allocations, "
+                + copiedBytes + " bytes copied]";
+    }
+}
