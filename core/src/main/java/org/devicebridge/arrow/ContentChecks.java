@@ -69,14 +69,10 @@ final class ContentChecks {
                     "expected the last offset to be at least the first (" + first + ") but found " + last);
         }
         if (full()) {
-            long prev = first;
-            for (long i = offset + 1; i <= offset + length; i++) {
-                long v = offsetAt(s, i, width);
-                if (v < prev) {
-                    throw new ValidationException(Category.CONTENT, path, "offsets not monotonic at index " + (i - offset)
-                            + ": expected at least " + prev + " but found " + v);
-                }
-                prev = v;
+            long i = OffsetScan.firstDecrease(s, offset, offset + length, width);
+            if (i >= 0) {
+                throw new ValidationException(Category.CONTENT, path, "offsets not monotonic at index " + (i - offset)
+                        + ": expected at least " + offsetAt(s, i - 1, width) + " but found " + offsetAt(s, i, width));
             }
         }
         return new OffsetRange(first, last);

@@ -197,7 +197,7 @@ public final class ArrowExport {
         MemorySegment schema = outSchema == null ? null
                 : OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
         if (schema != null) {
-            ExportSchemaWriter.export(vector.getField(), provider, schema);
+            ExportSchemaWriter.export(VectorFields.of(vector), provider, schema);
         }
         try {
             ExportArrayWriter.exportVector(vector, provider, array);

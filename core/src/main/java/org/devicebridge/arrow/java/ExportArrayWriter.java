@@ -175,7 +175,7 @@ final class ExportArrayWriter {
         Plan p = plan();
         try {
             p.reserveRoot();
-            planVector(p, 0, vector, vector.getField(), provider, 0);
+            planVector(p, 0, vector, VectorFields.of(vector), provider, 0);
             write(p, out);
         } finally {
             done(p);
@@ -469,7 +469,7 @@ final class ExportArrayWriter {
         }
         int first = p.reserveDependents(node, children.size(), dictionary != null);
         if (dictionary != null) {
-            planVector(p, first + children.size(), dictionary.getVector(), dictionary.getVector().getField(), provider,
+            planVector(p, first + children.size(), dictionary.getVector(), VectorFields.of(dictionary.getVector()), provider,
                     depth + 1);
         }
         for (int i = 0; i < children.size(); i++) {

@@ -211,7 +211,7 @@ final class ExportSchemaWriter {
         }
         int first = p.reserveDependents(node, children.size(), dictionary != null);
         if (dictionary != null) {
-            planField(p, first + children.size(), dictionary.getVector().getField(), provider, depth + 1);
+            planField(p, first + children.size(), VectorFields.of(dictionary.getVector()), provider, depth + 1);
         }
         for (int i = 0; i < children.size(); i++) {
             planField(p, first + i, children.get(i), provider, depth + 1);

@@ -6,8 +6,10 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.ExtensionTypeVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.complex.AbstractStructVector;
+import org.apache.arrow.vector.complex.DenseUnionVector;
 import org.apache.arrow.vector.complex.StructVector;
 import org.apache.arrow.vector.types.Types;
 import org.apache.arrow.vector.types.UnionMode;
@@ -35,6 +37,63 @@ import org.apache.arrow.vector.util.CallBack;
  */
 final class VectorFields {
     private VectorFields() {}
+
+    /**
+     * The field that describes {@code v} as its vectors are, for exporting a vector with its own field:
+     * {@code v.getField()} unless some node of it lists other children than the vector has. Arrow Java 19's
+     * {@code DenseUnionVector} reports the fields its children were made from, so a child made here from a
+     * prebuilt field (a union under a fixed-size list, a struct whose children share a name) appears with no
+     * children; such a tree is rebuilt from the child vectors' own fields (a dense union's in the order of its
+     * type ids). O(nodes); the common tree is returned as it is.
+     */
+    static Field of(FieldVector v) {
+        Field f = v.getField();
+        return matches(f, v) ? f : rebuilt(f, v);
+    }
+
+    private static boolean matches(Field f, FieldVector v) {
+        if (v instanceof ExtensionTypeVector<?>) {
+            return true; // exported through its storage vector, whose field Arrow Java reports as it is
+        }
+        List<FieldVector> vectors = childVectors(f, v);
+        if (vectors == null || vectors.size() != f.getChildren().size()) {
+            return false;
+        }
+        for (int i = 0; i < vectors.size(); i++) {
+            if (!matches(f.getChildren().get(i), vectors.get(i))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static Field rebuilt(Field f, FieldVector v) {
+        List<FieldVector> vectors = childVectors(f, v);
+        if (vectors == null) {
+            return f; // the exporter names the missing child
+        }
+        List<Field> children = new ArrayList<>(vectors.size());
+        for (FieldVector c : vectors) {
+            children.add(of(c));
+        }
+        return new Field(f.getName(), f.getFieldType(), children);
+    }
+
+    /** {@code v}'s children in the order {@code f} lists them; {@code null} where a type id has no child. */
+    private static List<FieldVector> childVectors(Field f, FieldVector v) {
+        if (v instanceof DenseUnionVector dense && f.getType() instanceof ArrowType.Union u && u.getTypeIds() != null) {
+            List<FieldVector> out = new ArrayList<>(u.getTypeIds().length);
+            for (int id : u.getTypeIds()) {
+                if (!(id >= 0 && id <= Byte.MAX_VALUE && dense.getVectorByType((byte) id) instanceof FieldVector c)) {
+                    return null;
+                }
+                out.add(c);
+            }
+            return out;
+        }
+        List<FieldVector> children = v.getChildrenFromFields();
+        return children == null ? List.of() : children;
+    }
 
     /** The field to make the vector of {@code exact} from: {@code exact} itself where Arrow Java builds it as it is. */
     static Field build(Field exact) {

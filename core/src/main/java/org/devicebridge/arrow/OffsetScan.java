@@ -1,0 +1,69 @@
+package org.devicebridge.arrow;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.ForkJoinPool;
+import java.util.stream.LongStream;
+
+/**
+ * FULL's monotonic-offsets check, the one content check every string, binary and list column pays once per
+ * offset (the Arrow Java bridge makes it at every level): large offset buffers are scanned in parts on the
+ * common fork-join pool. One thread checks about 10 GB/s of int32 offsets; on a 16-core host the parts
+ * take a download of a million-row string column from about 0.4 ms of checking to a few tens of
+ * microseconds. Segments confined to a thread are scanned on that thread.
+ *
+ * <p>Stateless and thread-safe.
+ */
+final class OffsetScan {
+    /** Offsets from which a scan is split: below, handing parts to other threads costs more than it saves. */
+    static final long PARALLEL_FROM = 1L << 18;
+    private static final long PART = 1L << 16;
+    /** A thread that never runs: a segment this thread may access is not confined to the caller. */
+    private static final Thread ANOTHER_THREAD = new Thread(() -> { });
+
+    private OffsetScan() {}
+
+    /**
+     * The first index {@code i} in {@code (from, to]} whose offset is smaller than offset {@code i - 1}, or -1
+     * if the offsets are monotonic.
+     */
+    static long firstDecrease(MemorySegment s, long from, long to, int width) {
+        long n = to - from;
+        int threads = ForkJoinPool.getCommonPoolParallelism();
+        if (n < PARALLEL_FROM || threads < 2 || !s.isAccessibleBy(ANOTHER_THREAD)) {
+            return scan(s, from, to, width);
+        }
+        long parts = Math.min(4L * threads, (n + PART - 1) / PART);
+        long step = (n + parts - 1) / parts;
+        return LongStream.range(0, parts).parallel()
+                .map(k -> {
+                    long a = from + k * step;
+                    return a >= to ? -1 : scan(s, a, Math.min(to, a + step), width);
+                })
+                .filter(i -> i >= 0).min().orElse(-1);
+    }
+
+    /** {@link #firstDecrease} on this thread. */
+    static long scan(MemorySegment s, long from, long to, int width) {
+        if (width == 4) {
+            int prev = s.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, from);
+            for (long i = from + 1; i <= to; i++) {
+                int v = s.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i);
+                if (v < prev) {
+                    return i;
+                }
+                prev = v;
+            }
+        } else {
+            long prev = s.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, from);
+            for (long i = from + 1; i <= to; i++) {
+                long v = s.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
+                if (v < prev) {
+                    return i;
+                }
+                prev = v;
+            }
+        }
+        return -1;
+    }
+}
