@@ -6,7 +6,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Locale;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.Float8Vector;
@@ -16,6 +15,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.ListVector;
 import org.apache.arrow.vector.complex.impl.UnionListWriter;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
+import org.devicebridge.arrow.java.PooledArrowMemory;
 import org.devicebridge.arrow.ArrowDeviceType;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
@@ -25,6 +25,7 @@ import org.devicebridge.arrow.cuda.CudaArrowImport;
 import org.devicebridge.arrow.cuda.CudaArrowUpload;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaStream;
+import org.devicebridge.cuda.DeviceMemoryPool;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
@@ -40,11 +41,16 @@ import org.devicebridge.internal.CudaCounters;
  * from one in pinned memory; then prints the upload and download bandwidth of each (the whole call: buffers
  * gathered, copies queued, synchronised) next to a raw {@code cuMemcpyHtoDAsync} / {@code cuMemcpyDtoHAsync}
  * of the same number of bytes from pinned memory, measured in the same run. Without a device it reports
- * "skipped: reason". The pinned root comes from {@link org.devicebridge.arrow.cuda.PinnedArrowMemory}.
+ * "skipped: reason". The pinned root comes from {@link org.devicebridge.arrow.cuda.PinnedArrowMemory}, the
+ * pageable one from a {@link PooledArrowMemory} (freed blocks reused, as for repeated transfers); during the
+ * section the device's default pool keeps freed memory ({@link DeviceMemoryPool#retain}), and its threshold
+ * is put back afterwards.
  */
 final class CudaArrowSelfCheck implements SelfCheckSection {
     private static final int ROWS = 1 << 20;
     private static final int ROUNDS = 7;
+    /** Host memory a pooled allocator keeps, and device memory the default pool keeps, during the section. */
+    private static final long POOL_BYTES = 1L << 30;
 
     @Override
     public String name() {
@@ -64,8 +70,11 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
         int device = 0;
         report.line("device", Cuda.device(device).toString());
         long deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
+        long threshold = DeviceMemoryPool.releaseThreshold(device);
+        DeviceMemoryPool.retain(device, Math.max(threshold, POOL_BYTES));
         try (PinnedArrowMemory pinnedMemory = PinnedArrowMemory.create();
-             BufferAllocator pageable = new RootAllocator();
+             PooledArrowMemory pooledMemory = PooledArrowMemory.create(POOL_BYTES);
+             BufferAllocator pageable = pooledMemory.newRootAllocator();
              BufferAllocator pinned = pinnedMemory.newRootAllocator();
              VectorSchemaRoot table = sample(pageable);
              VectorSchemaRoot pinnedTable = sample(pinned);
@@ -85,6 +94,8 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
             HostDeviceTransfer.Statistics after = transfer.statistics();
             Timing raw = raw(device, bytes, stream);
             report.line("batch bytes", bytes + " (" + ROWS + " rows, " + table.getFieldVectors().size() + " columns)");
+            report.line("memory", "pageable root: PooledArrowMemory (" + (POOL_BYTES >> 20) + " MiB kept); device pool: "
+                    + "DeviceMemoryPool.retain(" + device + ", " + Math.max(threshold, POOL_BYTES) + ") during the section");
             report.line("raw pinned cuMemcpyHtoDAsync / DtoHAsync", rate(bytes, raw.up) + " / " + rate(bytes, raw.down));
             report.line("upload, pageable root (staged)", ratio(bytes, fromPageable.up, raw.up));
             report.line("upload, pinned root (direct)", ratio(bytes, fromPinned.up, raw.up));
@@ -94,6 +105,8 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
                     String.format(Locale.ROOT, "%d direct copies, %d staged bytes, %d host waits in %d pinned round trips",
                             after.directCopies() - before.directCopies(), after.stagedBytes() - before.stagedBytes(),
                             after.hostWaits() - before.hostWaits(), ROUNDS));
+        } finally {
+            DeviceMemoryPool.retain(device, threshold);
         }
         long left = CudaCounters.snapshot().deviceBytesOutstanding() - deviceBytesBefore;
         report.check("device memory back to its level before the section", left == 0, left + " bytes outstanding");
