@@ -48,12 +48,16 @@ final class Outbound {
         this.pause = pause;
         this.clock = clock;
         if (server != null) {
-            server.setOnReadyHandler(this::wake);
+            try {
+                server.setOnReadyHandler(this::wake);
+            } catch (UnsupportedOperationException e) {
+                // OutboundStreamListener's default (a caller's own wrapper may keep it): the looks suffice
+            }
             server.setOnCancelHandler(this::wake);
         }
     }
 
-    /** Flow control for {@code out}; sets a server listener's ready and cancel handlers. */
+    /** Flow control for {@code out}; sets a server listener's ready (where it has one) and cancel handlers. */
     static Outbound of(OutboundStreamListener out) {
         return new Outbound(out instanceof ServerStreamListener s ? s : null, LockSupport::parkNanos,
                 System::nanoTime);

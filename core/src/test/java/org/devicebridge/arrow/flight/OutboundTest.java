@@ -55,7 +55,7 @@ class OutboundTest {
     }
 
     /** A server listener whose readiness and cancellation are functions of the elapsed fake time. */
-    private static final class FakeListener implements ServerStreamListener {
+    private static class FakeListener implements ServerStreamListener {
         final FakeTime time;
         final long origin;
         LongPredicate readyAfter = elapsed -> true;
@@ -159,6 +159,20 @@ class OutboundTest {
             assertTrue(pauses.get(i) >= pauses.get(i - 1), "pauses " + pauses);
         }
         assertEquals(Outbound.MAX_PAUSE_NANOS, pauses.getLast());
+    }
+
+    @Test
+    void aServerListenerWithoutAReadyHandlerIsWaitedOnAllTheSame() {
+        FakeListener listener = new FakeListener(new FakeTime()) {
+            @Override
+            public void setOnReadyHandler(Runnable handler) {
+                throw new UnsupportedOperationException("Not yet implemented."); // OutboundStreamListener's default
+            }
+        };
+        listener.readyAfter = elapsed -> elapsed >= 300_000;
+        assertTrue(outbound(listener).awaitReady());
+        assertTrue(listener.time.paused() >= 300_000);
+        assertNotNull(listener.onCancel, "the cancel handler is set");
     }
 
     @Test
