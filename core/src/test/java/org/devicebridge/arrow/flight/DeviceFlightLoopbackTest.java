@@ -304,6 +304,11 @@ class DeviceFlightLoopbackTest {
         FlightRuntimeException e = assertThrows(FlightRuntimeException.class, () -> fetchAll("wrong"));
         assertEquals(FlightStatusCode.INTERNAL, e.status().code());
         assertTrue(e.getMessage().contains("expected a batch with the types of fields"), e.getMessage());
+        // the server records the failure after it reported it, which may come after the client saw it
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (producer.lastFailure.get() == null && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
         assertTrue(producer.lastFailure.get() instanceof InvalidArgumentException, String.valueOf(producer.lastFailure.get()));
     }
 
