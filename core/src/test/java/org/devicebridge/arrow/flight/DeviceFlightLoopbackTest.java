@@ -68,7 +68,7 @@ class DeviceFlightLoopbackTest {
             Field.nullable("name", ArrowType.Utf8.INSTANCE)));
     private static final String HEADER = "x-devicebridge-test";
     /** Ticket prefix: the named dataset served with Flight's API alone. */
-    private static final String RAW = "raw:";
+    static final String RAW = "raw:";
 
     private BufferAllocator serverMemory;
     private BufferAllocator clientMemory;
