@@ -14,6 +14,7 @@ import org.apache.arrow.flight.PutResult;
 import org.apache.arrow.flight.SyncPutListener;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.VectorUnloader;
@@ -26,6 +27,7 @@ import org.devicebridge.arrow.flight.DeviceCopies;
 import org.devicebridge.arrow.flight.DeviceFlight;
 import org.devicebridge.arrow.flight.DeviceFlightBatch;
 import org.devicebridge.arrow.flight.DeviceFlightClient;
+import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.StreamKind;
@@ -42,6 +44,7 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.BenchmarkParams;
 
 /**
  * B9 (GPU): Arrow Flight over a 127.0.0.1 loopback, one whole stream per operation ({@code batches} batches of
@@ -61,7 +64,9 @@ import org.openjdk.jmh.annotations.Warmup;
  *       into {@link DeviceFlight#receive}, vs {@code startPut} into a server that reads every batch).</li>
  * </ul>
  * Server and client live in this JVM (their own threads), both in pinned memory of one
- * {@link PinnedArrowMemory}. Throws in setup without CUDA.
+ * {@link PinnedArrowMemory}. The device benchmarks throw in setup without CUDA; the host ones
+ * ({@code hostGet}, {@code rawHostGet}, {@code hostPut}) then run in pageable memory of a plain
+ * {@code RootAllocator} (CPU numbers: the flow control and hand-over of the library against Flight alone).
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -98,17 +103,23 @@ public class B9FlightBenchmark {
     private DeviceCopies clientCopies;
 
     @Setup(Level.Trial)
-    public void setUp() throws Exception {
-        GpuSupport.requireCuda();
-        pinned = PinnedArrowMemory.create();
-        serverMemory = pinned.newRootAllocator();
-        clientMemory = pinned.newRootAllocator();
-        serverStream = CudaStream.create(0, StreamKind.NON_BLOCKING);
-        clientStream = CudaStream.create(0, StreamKind.NON_BLOCKING);
-        serverTransfer = HostDeviceTransfer.create(0, HostDeviceTransfer.Options.defaults());
-        clientTransfer = HostDeviceTransfer.create(0, HostDeviceTransfer.Options.defaults());
-        serverCopies = new DeviceCopies(serverMemory, serverTransfer, serverStream);
-        clientCopies = new DeviceCopies(clientMemory, clientTransfer, clientStream);
+    public void setUp(BenchmarkParams params) throws Exception {
+        boolean device = !params.getBenchmark().matches(".*\\.(hostGet|rawHostGet|hostPut)$");
+        if (device || Cuda.isAvailable()) {
+            GpuSupport.requireCuda();
+            pinned = PinnedArrowMemory.create();
+            serverMemory = pinned.newRootAllocator();
+            clientMemory = pinned.newRootAllocator();
+            serverStream = CudaStream.create(0, StreamKind.NON_BLOCKING);
+            clientStream = CudaStream.create(0, StreamKind.NON_BLOCKING);
+            serverTransfer = HostDeviceTransfer.create(0, HostDeviceTransfer.Options.defaults());
+            clientTransfer = HostDeviceTransfer.create(0, HostDeviceTransfer.Options.defaults());
+            serverCopies = new DeviceCopies(serverMemory, serverTransfer, serverStream);
+            clientCopies = new DeviceCopies(clientMemory, clientTransfer, clientStream);
+        } else {
+            serverMemory = new RootAllocator();
+            clientMemory = new RootAllocator();
+        }
         long bytes = 0;
         for (int i = 0; i < batches; i++) {
             VectorSchemaRoot host = Batches.selfCheckSample(serverMemory, rows);
@@ -117,13 +128,18 @@ public class B9FlightBenchmark {
             try (ArrowRecordBatch arb = new VectorUnloader(host).getRecordBatch()) {
                 bytes += arb.computeBodyLength();
             }
-            deviceBatches.add(CudaArrowUpload.upload(host, serverTransfer, serverStream));
+            if (serverStream != null) {
+                deviceBatches.add(CudaArrowUpload.upload(host, serverTransfer, serverStream));
+            }
         }
-        serverStream.synchronize();
+        if (serverStream != null) {
+            serverStream.synchronize();
+        }
         server = FlightServer.builder(serverMemory, Location.forGrpcInsecure("127.0.0.1", 0), new Producer()).build()
                 .start();
         client = FlightClient.builder(clientMemory, Location.forGrpcInsecure("127.0.0.1", server.getPort())).build();
-        System.out.println("\n[B9FlightBenchmark] bytes per stream " + bytes + " (" + batches + " batches)");
+        System.out.println("\n[B9FlightBenchmark] bytes per stream " + bytes + " (" + batches + " batches), "
+                + (pinned != null ? "pinned host memory" : "pageable host memory (no CUDA: host benchmarks only)"));
     }
 
     @TearDown(Level.Trial)
@@ -135,17 +151,23 @@ public class B9FlightBenchmark {
         server.shutdown();
         server.awaitTermination(10, TimeUnit.SECONDS);
         server.close();
-        serverStream.synchronize();
-        clientStream.synchronize();
+        if (serverStream != null) {
+            serverStream.synchronize();
+            clientStream.synchronize();
+        }
         deviceBatches.forEach(CudaArrowBatch::close);
         hostBatches.forEach(VectorSchemaRoot::close);
-        serverTransfer.close();
-        clientTransfer.close();
-        serverStream.close();
-        clientStream.close();
+        if (serverStream != null) {
+            serverTransfer.close();
+            clientTransfer.close();
+            serverStream.close();
+            clientStream.close();
+        }
         serverMemory.close();
         clientMemory.close();
-        pinned.close();
+        if (pinned != null) {
+            pinned.close();
+        }
     }
 
     @Benchmark

@@ -43,10 +43,12 @@ public final class DeviceFlight {
 
     /**
      * Answers a {@code DoGet} with device batches: starts {@code listener} with a root of {@code schema} in
-     * {@code copies}' allocator, sends every batch as {@link #send} does, and completes the stream. Flight's
-     * backpressure strategy is registered on the listener (it sets the listener's ready and cancel
-     * handlers): each batch waits until the client can take it, and a cancelled call stops the stream (no
-     * error; the count says how far it went). A failure is reported to the client with
+     * {@code copies}' allocator, sends every batch as {@link #send} does, and completes the stream. Each
+     * batch waits until the client can take it (the listener's {@code isReady}, looked at again after short
+     * pauses: its ready handler cannot run while a {@code DoGet} body blocks, so this sets the listener's
+     * ready and cancel handlers only to end a pause early), and a cancelled call stops the stream (no error;
+     * the count says how far it went; the batch being copied when the client cancelled is taken from the
+     * iterator but not sent). A failure is reported to the client with
      * {@code listener.error} (Flight's {@code INTERNAL} status carrying the message, or the status of a
      * {@code FlightRuntimeException}) and then thrown: do not report it again.
      *
@@ -97,8 +99,9 @@ public final class DeviceFlight {
      * memory of {@code copies}' allocator (directly into the Arrow buffers where it is pinned; one host wait
      * per batch, ordered on {@code copies}' stream after the work queued there before), its buffers become
      * {@code streamRoot}'s without a copy, and {@code putNext} sends them. Neither starts nor completes the
-     * stream. On a server listener Flight's backpressure strategy is registered and waited on before each
-     * batch, and a cancelled call stops the loop; a client's {@code putNext} waits for the transport itself.
+     * stream. On a server listener each batch is copied while the client still reads the one before, then
+     * waits until the listener {@code isReady} (as {@link #serve} says), and a cancelled call stops the loop;
+     * a client's {@code putNext} waits for the transport itself.
      *
      * <p>Ownership: the batches are borrowed; the caller keeps owning {@code out}, {@code streamRoot} (which
      * holds the last batch sent when this returns) and every part of {@code copies}. After a throw the
@@ -239,12 +242,20 @@ public final class DeviceFlight {
         Objects.requireNonNull(out, "out");
         Objects.requireNonNull(streamRoot, "streamRoot");
         Objects.requireNonNull(items, "batches");
-        Outbound flow = Outbound.of(out);
+        return send(out, streamRoot, items, toHost, ownsHost, Outbound.of(out));
+    }
+
+    static <T> long send(OutboundStreamListener out, VectorSchemaRoot streamRoot, Iterator<? extends T> items,
+                         Function<? super T, VectorSchemaRoot> toHost, boolean ownsHost, Outbound flow) {
         long sent = 0;
-        while (items.hasNext() && flow.awaitReady()) {
+        while (!flow.cancelled() && items.hasNext()) {
             T item = Objects.requireNonNull(items.next(), "a batch");
+            // The batch is made host-resident (a device batch's DMA) while the client still reads the one before.
             VectorSchemaRoot host = toHost.apply(item);
             try {
+                if (!flow.awaitReady()) {
+                    break;
+                }
                 StreamRoots.move(host, streamRoot, "batches");
             } finally {
                 if (ownsHost) {

@@ -9,11 +9,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import org.apache.arrow.flight.FlightClient;
 import org.apache.arrow.flight.FlightDescriptor;
 import org.apache.arrow.flight.FlightInfo;
 import org.apache.arrow.flight.FlightServer;
+import org.apache.arrow.flight.FlightStream;
 import org.apache.arrow.flight.Location;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.BufferAllocator;
@@ -166,6 +168,60 @@ class DeviceFlightGpuTest {
             assertReceived(received, 0, 10, 10, 5000);
         } finally {
             received.forEach(DeviceFlightBatch::close);
+        }
+    }
+
+    /**
+     * The DoGet stall on the device path (B9 took 4 s where Flight alone took 40 ms): a device DoGet of large
+     * batches, into device memory, measured beside Flight's own loop serving the same batches from pinned
+     * host memory on a second loopback server. The bound is generous; a single stalled wait (1 s) exceeds it.
+     */
+    @Test
+    void aDeviceDoGetOfLargeBatchesKeepsUpWithFlightsOwnLoop() throws Exception {
+        int[] spec = new int[16];
+        List<VectorSchemaRoot> host = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            spec[2 * i] = i * 131_072;
+            spec[2 * i + 1] = 131_072;
+            host.add(batch(serverMemory, i * 131_072, 131_072));
+        }
+        producer.add("big", SCHEMA, onDevice(serverTransfer, serverStream, spec));
+        serverStream.synchronize();
+        try (DeviceFlightLoopbackTest.RootsProducer roots = new DeviceFlightLoopbackTest.RootsProducer(serverMemory);
+             FlightServer hostServer = FlightServer.builder(serverMemory, Location.forGrpcInsecure("127.0.0.1", 0),
+                     roots).build().start();
+             FlightClient client = client(clientMemory);
+             FlightClient hostClient = FlightClient.builder(clientMemory,
+                     Location.forGrpcInsecure("127.0.0.1", hostServer.getPort())).build()) {
+            roots.offer("big", host);
+            long device = Long.MAX_VALUE;
+            long raw = Long.MAX_VALUE;
+            for (int rep = 0; rep < 4; rep++) {
+                long t0 = System.nanoTime();
+                long[] rows = {0};
+                DeviceFlightClient.of(client).fetch(new Ticket("big".getBytes(StandardCharsets.UTF_8)),
+                        new DeviceCopies(clientMemory, clientTransfer, clientStream), b -> {
+                            rows[0] += b.batch().length();
+                            b.close();
+                        });
+                clientStream.synchronize();
+                long t1 = System.nanoTime();
+                try (FlightStream in = hostClient.getStream(new Ticket((DeviceFlightLoopbackTest.RAW + "big").getBytes(StandardCharsets.UTF_8)))) {
+                    while (in.next()) {
+                        rows[0] -= in.getRoot().getRowCount();
+                    }
+                }
+                long t2 = System.nanoTime();
+                assertEquals(0, rows[0], "the same rows both ways");
+                if (rep > 0) {
+                    device = Math.min(device, t1 - t0);
+                    raw = Math.min(raw, t2 - t1);
+                }
+            }
+            long bound = 2 * raw + 500_000_000L;
+            assertTrue(device <= bound, String.format(Locale.ROOT,
+                    "device DoGet took %.1f ms, Flight's own loop on host batches %.1f ms (bound %.1f ms)",
+                    device / 1e6, raw / 1e6, bound / 1e6));
         }
     }
 
