@@ -48,7 +48,7 @@ import org.devicebridge.internal.CudaCounters;
  */
 final class CudaArrowSelfCheck implements SelfCheckSection {
     private static final int ROWS = 1 << 20;
-    private static final int ROUNDS = 7;
+    private static final int ROUNDS = 30;
     /** Host memory a pooled allocator keeps, and device memory the default pool keeps, during the section. */
     private static final long POOL_BYTES = 1L << 30;
 
@@ -134,7 +134,7 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
         }
     }
 
-    /** Best-of-ROUNDS nanoseconds of one upload and one download. */
+    /** Best-of-ROUNDS nanoseconds of one upload and one download (the first rounds warm the JIT up). */
     private record Timing(long up, long down) {}
 
     /** The library's whole calls: upload + synchronise, download into a fresh root of {@code allocator}. */

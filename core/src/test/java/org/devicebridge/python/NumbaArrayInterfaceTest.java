@@ -40,6 +40,7 @@ class NumbaArrayInterfaceTest {
     @BeforeEach
     void setUp() {
         python = PythonTesting.runtimeWith("numba");
+        liveBefore = HandleTracker.liveHandles(); // before the namespace, which tearDown closes first
         ns = python.newNamespace();
         python.exec("import gc\nimport numpy as np\nfrom numba import cuda as nc\nusable = nc.is_available()", ns);
         try (PyObjectRef usable = python.eval("usable", ns)) {
@@ -49,7 +50,6 @@ class NumbaArrayInterfaceTest {
                 assumeTrue(false, "Numba is installed for " + python + " but numba.cuda.is_available() is False");
             }
         }
-        liveBefore = HandleTracker.liveHandles();
         exportsBefore = PythonExport.liveObjects();
     }
 
