@@ -488,7 +488,8 @@ final class ExportArrayWriter {
         }
         List<FieldVector> out = new java.util.ArrayList<>(ids.length);
         for (int id : ids) {
-            if (!(id >= 0 && id <= Byte.MAX_VALUE && v.getVectorByType((byte) id) instanceof FieldVector c)) {
+            FieldVector c = VectorFields.denseChild(v, id);
+            if (c == null) {
                 throw new ValidationException(ValidationException.Category.STRUCTURE, p.path(node),
                         "the field declares type id " + id + " but the dense union vector has no child of that id");
             }

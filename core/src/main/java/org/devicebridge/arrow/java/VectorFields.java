@@ -84,7 +84,8 @@ final class VectorFields {
         if (v instanceof DenseUnionVector dense && f.getType() instanceof ArrowType.Union u && u.getTypeIds() != null) {
             List<FieldVector> out = new ArrayList<>(u.getTypeIds().length);
             for (int id : u.getTypeIds()) {
-                if (!(id >= 0 && id <= Byte.MAX_VALUE && dense.getVectorByType((byte) id) instanceof FieldVector c)) {
+                FieldVector c = denseChild(dense, id);
+                if (c == null) {
                     return null;
                 }
                 out.add(c);
@@ -93,6 +94,11 @@ final class VectorFields {
         }
         List<FieldVector> children = v.getChildrenFromFields();
         return children == null ? List.of() : children;
+    }
+
+    /** The child of dense union {@code v} for type id {@code id} (a field's id, any int), or {@code null}. */
+    static FieldVector denseChild(DenseUnionVector v, int id) {
+        return id >= 0 && id <= Byte.MAX_VALUE && v.getVectorByType((byte) id) instanceof FieldVector c ? c : null;
     }
 
     /** The field to make the vector of {@code exact} from: {@code exact} itself where Arrow Java builds it as it is. */
