@@ -4,11 +4,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.devicebridge.DeviceBridgeException;
@@ -20,8 +15,8 @@ import org.devicebridge.InvalidArgumentException;
  * once: one thread's copy between pageable and pinned memory (about 8-10 GB/s) is far below the PCIe link,
  * so the staging copies, not the DMA, bound a pageable transfer.
  *
- * <p>{@link #start()} hands the slices to a small shared pool of daemon threads (made once, sized to the
- * machine, reused by every transfer) and returns at once, so that a staging ring can pack chunk N+1 while
+ * <p>{@link #start()} hands the slices to the shared {@link CopyWorkers} (made once, sized to the machine,
+ * reused by every transfer) and returns at once, so that a staging ring can pack chunk N+1 while
  * chunk N's DMA runs; {@link #finish()} copies whatever slices no worker took yet on the caller's thread,
  * then waits for the rest. {@link #run()} is both. Chunks smaller than the threshold, and chunks touching
  * a segment confined to the calling thread, are not handed out: {@link #finish()} copies them on the
@@ -143,13 +138,7 @@ final class StagingCopy {
         if (slices == 1) {
             return false; // the caller copies it in finish()
         }
-        for (int i = 0; i < slices; i++) {
-            try {
-                Pool.EXECUTOR.execute(job);
-            } catch (RejectedExecutionException e) {
-                break; // the caller copies the slices nobody took
-            }
-        }
+        CopyWorkers.shared().submit(job, slices - 1);
         return true;
     }
 
@@ -176,13 +165,16 @@ final class StagingCopy {
             return;
         }
         try {
-            j.run(); // the caller takes slices too, so it never waits for a queued task to start
+            j.help(); // the caller takes slices too, so it never waits for a worker to wake up
             j.awaitUninterruptibly();
             Throwable failure = j.failure.get();
             if (failure != null) {
                 throw failed(failure);
             }
         } finally {
+            if (j.slices > 1) {
+                CopyWorkers.shared().withdraw(j);
+            }
             job = null;
             clear();
         }
@@ -222,7 +214,7 @@ final class StagingCopy {
     }
 
     /** One chunk's slices, claimed one at a time by whichever thread (caller or worker) comes first. */
-    private static final class Job implements Runnable {
+    private static final class Job implements CopyWorkers.Task {
         private final StagingCopy copy;
         private final int slices;
         private final long total;
@@ -238,7 +230,7 @@ final class StagingCopy {
         }
 
         @Override
-        public void run() {
+        public void help() {
             int s;
             while ((s = next.getAndIncrement()) < slices) {
                 try {
@@ -272,20 +264,6 @@ final class StagingCopy {
             if (interrupted) {
                 Thread.currentThread().interrupt();
             }
-        }
-    }
-
-    /** The workers, shared by every transfer: made on first use, daemon, never torn down. */
-    private static final class Pool {
-        static final ExecutorService EXECUTOR = create();
-
-        private static ExecutorService create() {
-            AtomicInteger n = new AtomicInteger();
-            return new ThreadPoolExecutor(WORKERS, WORKERS, 0, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
-                Thread t = new Thread(r, "devicebridge-staging-copy-" + n.incrementAndGet());
-                t.setDaemon(true);
-                return t;
-            });
         }
     }
 }

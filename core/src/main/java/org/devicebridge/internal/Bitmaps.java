@@ -2,9 +2,20 @@ package org.devicebridge.internal;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.concurrent.ForkJoinPool;
+import java.util.stream.LongStream;
 
 /** Arrow validity and boolean bitmaps: least-significant bit first, as the Arrow format lays them out. */
 public final class Bitmaps {
+    /**
+     * Bits from which a count is split over the common pool: a 1 GiB int64 column's 16 MiB bitmap took 2.4 ms
+     * on one thread, a tenth of the column's upload; below this, handing parts out costs more than it saves.
+     */
+    static final long PARALLEL_FROM = 1L << 23;
+    private static final long PART_BITS = 1L << 20; // a multiple of 64: parts start on word boundaries
+    /** A thread that never runs: a segment it may access is not confined to the caller. */
+    private static final Thread ANOTHER_THREAD = new Thread(() -> { });
+
     private Bitmaps() {}
 
     /** Bit {@code i} of {@code bitmap}. */
@@ -25,6 +36,23 @@ public final class Bitmaps {
      * {@code bitmap} (for callers that read by address from one segment spanning all memory).
      */
     public static long countSet(MemorySegment bitmap, long at, long from, long count) {
+        int threads = ForkJoinPool.getCommonPoolParallelism();
+        if (count < PARALLEL_FROM || threads < 2 || !bitmap.isAccessibleBy(ANOTHER_THREAD)) {
+            return countSetHere(bitmap, at, from, count);
+        }
+        long end = Math.addExact(from, count);
+        long parts = Math.min(4L * threads, (count + PART_BITS - 1) / PART_BITS);
+        long step = ((count + parts - 1) / parts + 63) & -64L;
+        return LongStream.range(0, parts).parallel()
+                .map(k -> {
+                    long a = from + k * step;
+                    return a >= end ? 0 : countSetHere(bitmap, at, a, Math.min(step, end - a));
+                })
+                .sum();
+    }
+
+    /** {@link #countSet(MemorySegment, long, long, long)} on this thread. */
+    static long countSetHere(MemorySegment bitmap, long at, long from, long count) {
         long end = Math.addExact(from, count);
         long set = 0;
         long i = from;
