@@ -148,7 +148,11 @@ final class BatchTransfer {
                     }
                 }
                 // the staged copies are queued after the direct ones: the last chunk's wait covers them all
-                ring.download(DownloadPlan.of(a, s, g, ring.chunkBytes()), d, ops);
+                long stagedBytes = 0;
+                for (long bytes : s) {
+                    stagedBytes += bytes;
+                }
+                ring.download(DownloadPlan.of(a, s, g, ring.stepFor(stagedBytes)), d, ops);
                 for (long bytes : s) {
                     stats.staged(bytes);
                 }

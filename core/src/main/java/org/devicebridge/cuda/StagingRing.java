@@ -21,6 +21,11 @@ final class StagingRing {
     private final MemorySegment[] chunks;
     private final StagingCopy[] copies; // the host copies of each chunk, split over threads when large
     private final boolean[] used; // a copy from or into the chunk was queued and not yet seen finished
+    /** Chunks of a small batch are used in steps no smaller than this (a step's fixed costs stay small). */
+    static final long MIN_STEP = 2L << 20;
+    /** Steps a batch is cut into, at least, while steps stay at or above {@link #MIN_STEP}. */
+    static final int MIN_STEPS = 8;
+
     private final long chunkBytes;
     private int next; // the chunk the next batch starts with
 
@@ -49,6 +54,20 @@ final class StagingRing {
         return chunkBytes;
     }
 
+    /**
+     * The bytes of each chunk that a batch of {@code stagedBytes} uses: the chunk size, halved (not below
+     * {@link #MIN_STEP}) until the batch spans {@link #MIN_STEPS} steps. With whole 8 MiB chunks a 16 MiB
+     * batch is two steps, packed at once, and its first DMA waits for half of the packing; in 2 MiB steps
+     * the DMA starts after the first eighth.
+     */
+    long stepFor(long stagedBytes) {
+        long step = chunkBytes;
+        while (step / 2 >= MIN_STEP && stagedBytes < MIN_STEPS * step && (step / 2) % HostDeviceTransfer.ALIGNMENT == 0) {
+            step /= 2;
+        }
+        return step;
+    }
+
     /** Number of chunks. */
     int size() {
         return chunks.length;
@@ -61,13 +80,14 @@ final class StagingRing {
     /**
      * Packs the staged buffers {@code src[order[k]]} (placed at {@code offsets[order[k]]}, increasing with
      * {@code k}, in {@code [0, stagedBytes)}) into {@code [base, base + stagedBytes)} on the device, with
-     * zeros between them, chunk by chunk. Returns once every chunk's copy is queued: the host buffers have
+     * zeros between them, chunk by chunk (in steps of {@link #stepFor} bytes). Returns once every chunk's copy is queued: the host buffers have
      * then been read, and the last copies may still run (the chunks' events guard them).
      */
     void upload(MemorySegment[] src, long[] offsets, long[] sizes, int[] order, long stagedBytes, long base,
                 TransferOps ops) {
-        int n = Math.toIntExact((stagedBytes + chunkBytes - 1) / chunkBytes);
-        Packer packer = new Packer(src, offsets, sizes, order, stagedBytes);
+        long step = stepFor(stagedBytes);
+        int n = Math.toIntExact((stagedBytes + step - 1) / step);
+        Packer packer = new Packer(src, offsets, sizes, order, stagedBytes, step);
         int published = 0;
         int sent = 0;
         try {
@@ -81,8 +101,8 @@ final class StagingRing {
                 }
                 int s = slot(sent);
                 copies[s].finish(); // copies the slices no thread took yet, waits for the others
-                long at = (long) sent * chunkBytes;
-                long len = Math.min(chunkBytes, stagedBytes - at);
+                long at = (long) sent * step;
+                long len = Math.min(step, stagedBytes - at);
                 ops.toDevice(base + at, chunks[s].asSlice(0, len), len);
                 ops.record(s);
                 used[s] = true;
@@ -103,22 +123,24 @@ final class StagingRing {
         private final long[] sizes;
         private final int[] order;
         private final long stagedBytes;
+        private final long step;
         private int first; // the first staged buffer that may overlap the next chunk
 
-        Packer(MemorySegment[] src, long[] offsets, long[] sizes, int[] order, long stagedBytes) {
+        Packer(MemorySegment[] src, long[] offsets, long[] sizes, int[] order, long stagedBytes, long step) {
             this.src = src;
             this.offsets = offsets;
             this.sizes = sizes;
             this.order = order;
             this.stagedBytes = stagedBytes;
+            this.step = step;
         }
 
         /** Collects chunk {@code c}'s copies and starts them (chunks are packed in order). */
         void pack(int c) {
             StagingCopy copy = copies[slot(c)];
             MemorySegment chunk = chunks[slot(c)];
-            long at = (long) c * chunkBytes;
-            long end = Math.min(stagedBytes, at + chunkBytes);
+            long at = (long) c * step;
+            long end = Math.min(stagedBytes, at + step);
             while (first < order.length && offsets[order[first]] + sizes[order[first]] <= at) {
                 first++;
             }

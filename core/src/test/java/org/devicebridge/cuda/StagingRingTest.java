@@ -210,6 +210,54 @@ class StagingRingTest {
         }
     }
 
+    @Test
+    void aSmallBatchUsesItsChunksInSmallerStepsSoThatPackingAndDmaOverlap() {
+        try (Arena arena = Arena.ofShared()) {
+            long mib = 1L << 20;
+            StagingRing ring = ring(arena, 3, 8 * mib, StagingCopy::new);
+            assertEquals(2 * mib, ring.stepFor(1), "never below the smallest step");
+            assertEquals(2 * mib, ring.stepFor(18 * mib), "16 MiB of data and its bitmap: nine steps");
+            assertEquals(4 * mib, ring.stepFor(32 * mib));
+            assertEquals(8 * mib, ring.stepFor(64 * mib), "large batches use whole chunks");
+            StagingRing odd = ring(arena, 2, 3 * mib + 64, StagingCopy::new);
+            assertEquals(3 * mib + 64, odd.stepFor(mib), "a step is never cut below the smallest one");
+
+            Random r = new Random(7);
+            FakeStream stream = new FakeStream(new Random(8));
+            TransferStatistics stats = new TransferStatistics();
+            for (long[] sizes : new long[][] {{5 * mib + 3, 3 * mib, 1}, {mib}, {9 * mib + 17, 0, 2 * mib - 1}}) {
+                MemorySegment[] src = new MemorySegment[sizes.length];
+                for (int i = 0; i < sizes.length; i++) {
+                    src[i] = random(arena, r, sizes[i]);
+                }
+                BatchTransfer.Layout layout = BatchTransfer.layout(sizes, new boolean[sizes.length]);
+                MemorySegment device = arena.allocate(layout.total());
+                device.fill((byte) 0x5A);
+                stream.on(device);
+                BatchTransfer.upload(ring, src, sizes, layout, BASE, stream, stats);
+                long step = ring.stepFor(layout.stagedBytes());
+                assertEquals((layout.stagedBytes() + step - 1) / step, stream.toDevice, "one copy per step");
+                stream.finish();
+                MemorySegment[] back = new MemorySegment[sizes.length];
+                long[] addresses = new long[sizes.length];
+                for (int i = 0; i < sizes.length; i++) {
+                    assertArrayEquals(src[i].toArray(ValueLayout.JAVA_BYTE),
+                            device.asSlice(layout.offsets()[i], sizes[i]).toArray(ValueLayout.JAVA_BYTE), "buffer " + i);
+                    back[i] = arena.allocate(Math.max(1, sizes[i])).asSlice(0, sizes[i]);
+                    addresses[i] = BASE + layout.offsets()[i];
+                }
+                FakeStream down = stream.on(device);
+                BatchTransfer.download(ring, addresses, null, back, sizes, new boolean[sizes.length], down, stats);
+                assertTrue(down.toHost >= (layout.stagedBytes() + step - 1) / step - 1, "copies of step size");
+                for (int i = 0; i < sizes.length; i++) {
+                    assertArrayEquals(src[i].toArray(ValueLayout.JAVA_BYTE), back[i].toArray(ValueLayout.JAVA_BYTE),
+                            "downloaded buffer " + i);
+                }
+                stream.finish();
+            }
+        }
+    }
+
     /** Staged buffers first, in order, packed; then direct ones, in order; all aligned. */
     private static void checkLayout(BatchTransfer.Layout layout, long[] sizes, boolean[] direct) {
         long end = 0;
