@@ -23,8 +23,6 @@ final class StagingRing {
     private final boolean[] used; // a copy from or into the chunk was queued and not yet seen finished
     /** Chunks of a small batch are used in steps no smaller than this (a step's fixed costs stay small). */
     static final long MIN_STEP = 2L << 20;
-    /** Steps a batch is cut into, at least, while steps stay at or above {@link #MIN_STEP}. */
-    static final int MIN_STEPS = 8;
 
     private final long chunkBytes;
     private int next; // the chunk the next batch starts with
@@ -55,17 +53,15 @@ final class StagingRing {
     }
 
     /**
-     * The bytes of each chunk that a batch of {@code stagedBytes} uses: the chunk size, halved (not below
-     * {@link #MIN_STEP}) until the batch spans {@link #MIN_STEPS} steps. With whole 8 MiB chunks a 16 MiB
-     * batch is two steps, packed at once, and its first DMA waits for half of the packing; in 2 MiB steps
-     * the DMA starts after the first eighth.
+     * The bytes of each chunk that a batch of {@code stagedBytes} uses: a batch smaller than the ring is
+     * spread over every chunk, in steps of at least {@link #MIN_STEP}. With whole 8 MiB chunks a 16 MiB batch
+     * is two steps and its first DMA waits for half of the packing; in eight steps it waits for an eighth,
+     * and all eight are packed at once (a ninth would wait for the first chunk's DMA).
      */
     long stepFor(long stagedBytes) {
-        long step = chunkBytes;
-        while (step / 2 >= MIN_STEP && stagedBytes < MIN_STEPS * step && (step / 2) % HostDeviceTransfer.ALIGNMENT == 0) {
-            step /= 2;
-        }
-        return step;
+        long perChunk = (stagedBytes + chunks.length - 1) / chunks.length;
+        long step = Math.max(MIN_STEP, Math.addExact(perChunk, HostDeviceTransfer.ALIGNMENT - 1) & -HostDeviceTransfer.ALIGNMENT);
+        return Math.min(chunkBytes, step);
     }
 
     /** Number of chunks. */

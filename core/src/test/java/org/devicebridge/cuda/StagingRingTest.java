@@ -214,13 +214,16 @@ class StagingRingTest {
     void aSmallBatchUsesItsChunksInSmallerStepsSoThatPackingAndDmaOverlap() {
         try (Arena arena = Arena.ofShared()) {
             long mib = 1L << 20;
+            StagingRing eight = ring(arena, 8, 8 * mib, StagingCopy::new);
+            assertEquals(2 * mib, eight.stepFor(1), "never below the smallest step");
+            assertEquals(18 * mib / 8, eight.stepFor(18 * mib), "16 MiB of data and its bitmap: one step per chunk");
+            assertEquals(4 * mib, eight.stepFor(32 * mib));
+            assertEquals(8 * mib, eight.stepFor(64 * mib), "large batches use whole chunks");
+            assertEquals(8 * mib, eight.stepFor(1L << 30));
+            assertEquals(0, eight.stepFor(18 * mib + 1) % HostDeviceTransfer.ALIGNMENT, "aligned steps");
+            StagingRing small = ring(arena, 2, mib + 64, StagingCopy::new);
+            assertEquals(mib + 64, small.stepFor(mib), "chunks below the smallest step are used whole");
             StagingRing ring = ring(arena, 3, 8 * mib, StagingCopy::new);
-            assertEquals(2 * mib, ring.stepFor(1), "never below the smallest step");
-            assertEquals(2 * mib, ring.stepFor(18 * mib), "16 MiB of data and its bitmap: nine steps");
-            assertEquals(4 * mib, ring.stepFor(32 * mib));
-            assertEquals(8 * mib, ring.stepFor(64 * mib), "large batches use whole chunks");
-            StagingRing odd = ring(arena, 2, 3 * mib + 64, StagingCopy::new);
-            assertEquals(3 * mib + 64, odd.stepFor(mib), "a step is never cut below the smallest one");
 
             Random r = new Random(7);
             FakeStream stream = new FakeStream(new Random(8));
