@@ -2,13 +2,12 @@ package org.devicebridge.arrow;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.concurrent.ForkJoinPool;
-import java.util.stream.LongStream;
+import org.devicebridge.internal.WorkerThreads;
 
 /**
  * FULL's monotonic-offsets check, the one content check every string, binary and list column pays once per
- * offset (the Arrow Java bridge makes it at every level): large offset buffers are scanned in parts on the
- * common fork-join pool. One thread checks about 10 GB/s of int32 offsets; on a 16-core host the parts
+ * offset (the Arrow Java bridge makes it at every level): large offset buffers are scanned in parts by the
+ * library's {@link WorkerThreads}. One thread checks about 10 GB/s of int32 offsets; on a 16-core host the parts
  * take a download of a million-row string column from about 0.4 ms of checking to a few tens of
  * microseconds. Segments confined to a thread are scanned on that thread.
  *
@@ -29,18 +28,17 @@ final class OffsetScan {
      */
     static long firstDecrease(MemorySegment s, long from, long to, int width) {
         long n = to - from;
-        int threads = ForkJoinPool.getCommonPoolParallelism();
-        if (n < PARALLEL_FROM || threads < 2 || !s.isAccessibleBy(ANOTHER_THREAD)) {
+        if (n < PARALLEL_FROM || !s.isAccessibleBy(ANOTHER_THREAD)) {
             return scan(s, from, to, width);
         }
-        long parts = Math.min(4L * threads, (n + PART - 1) / PART);
+        int parts = (int) Math.min(4L * (WorkerThreads.COUNT + 1), (n + PART - 1) / PART);
         long step = (n + parts - 1) / parts;
-        return LongStream.range(0, parts).parallel()
-                .map(k -> {
-                    long a = from + k * step;
-                    return a >= to ? -1 : scan(s, a, Math.min(to, a + step), width);
-                })
-                .filter(i -> i >= 0).min().orElse(-1);
+        long first = WorkerThreads.reduce(parts, k -> {
+            long a = from + k * step;
+            long i = a >= to ? -1 : scan(s, a, Math.min(to, a + step), width);
+            return i < 0 ? Long.MAX_VALUE : i;
+        }, Long.MAX_VALUE, Math::min);
+        return first == Long.MAX_VALUE ? -1 : first;
     }
 
     /** {@link #firstDecrease} on this thread. */

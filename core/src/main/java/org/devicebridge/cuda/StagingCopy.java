@@ -3,11 +3,9 @@ package org.devicebridge.cuda;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.Locale;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.InvalidArgumentException;
+import org.devicebridge.internal.WorkerThreads;
 
 /**
  * The host-side copies of one staging chunk (buffers packed into a chunk, or a chunk unpacked out to
@@ -15,7 +13,7 @@ import org.devicebridge.InvalidArgumentException;
  * once: one thread's copy between pageable and pinned memory (about 8-10 GB/s) is far below the PCIe link,
  * so the staging copies, not the DMA, bound a pageable transfer.
  *
- * <p>{@link #start()} hands the slices to the shared {@link CopyWorkers} (made once, sized to the machine,
+ * <p>{@link #start()} hands the slices to the shared {@link WorkerThreads} (made once, sized to the machine,
  * reused by every transfer) and returns at once, so that a staging ring can pack chunk N+1 while
  * chunk N's DMA runs; {@link #finish()} copies whatever slices no worker took yet on the caller's thread,
  * then waits for the rest. {@link #run()} is both. Chunks smaller than the threshold, and chunks touching
@@ -37,7 +35,7 @@ final class StagingCopy {
      */
     static final long DEFAULT_MIN_SLICE = 256L << 10;
     /** Threads of the shared pool, the machine's cores less the caller's, at most 15. */
-    static final int WORKERS = Math.max(1, Math.min(16, Runtime.getRuntime().availableProcessors()) - 1);
+    static final int WORKERS = WorkerThreads.COUNT;
     /** Threads copying one chunk at most, by default: every worker and the caller. */
     static final int PARALLELISM = WORKERS + 1;
 
@@ -54,7 +52,7 @@ final class StagingCopy {
     private long[] start = new long[9]; // start[i]: where piece i begins in the concatenation; start[count]: total
     private int count;
     private boolean confined;
-    private Job job; // the started job, until finish()
+    private WorkerThreads.Job job; // the started job, until finish()
 
     StagingCopy() {
         this(DEFAULT_PARALLEL_THRESHOLD, DEFAULT_MIN_SLICE, PARALLELISM);
@@ -128,27 +126,28 @@ final class StagingCopy {
     }
 
     /**
-     * Hands the slices of the pieces added since {@link #clear()} to the pool, unless they are copied on the
+     * Hands the slices of the pieces added since {@link #clear()} to the workers, unless they are copied on the
      * caller's thread (see the class comment); returns at once. Call {@link #finish()} next.
      *
-     * @return {@code true} if the pool took them; {@code false} if {@link #finish()} copies them all
+     * @return {@code true} if the workers may take them; {@code false} if {@link #finish()} copies them all
      */
     boolean start() {
         if (job != null) {
             throw new IllegalStateException("staging copy started twice");
         }
         int slices = slices();
-        job = new Job(this, slices, totalBytes());
-        if (slices == 1) {
-            return false; // the caller copies it in finish()
-        }
-        CopyWorkers.shared().submit(job, slices - 1);
-        return true;
+        long total = totalBytes();
+        // slice boundaries on 64-byte multiples keep each thread's stores on its own cache lines
+        job = WorkerThreads.start(slices, s -> {
+            copyRange(s == 0 ? 0 : (total / slices * s) & -64L, s + 1 == slices ? total : (total / slices * (s + 1)) & -64L);
+            return 0;
+        }, 0, Long::sum);
+        return slices > 1; // one slice: the caller copies it in finish()
     }
 
     /** {@code true} if nothing is started, or every slice of the started copy finished; never blocks. */
     boolean isDone() {
-        return job == null || job.done.getCount() == 0;
+        return job == null || job.isDone();
     }
 
     /** {@code true} between {@link #start()} and {@link #finish()}. */
@@ -164,21 +163,15 @@ final class StagingCopy {
      *     slice has stopped by then
      */
     void finish() {
-        Job j = job;
+        WorkerThreads.Job j = job;
         if (j == null) {
             return;
         }
         try {
-            j.help(); // the caller takes slices too, so it never waits for a worker to wake up
-            j.awaitUninterruptibly();
-            Throwable failure = j.failure.get();
-            if (failure != null) {
-                throw failed(failure);
-            }
+            j.finish();
+        } catch (RuntimeException | Error e) {
+            throw failed(e);
         } finally {
-            if (j.slices > 1) {
-                CopyWorkers.shared().withdraw(j);
-            }
             job = null;
             clear();
         }
@@ -213,60 +206,6 @@ final class StagingCopy {
                 to[i].asSlice(toOffset[i] + skip, b - a).fill((byte) 0);
             } else {
                 MemorySegment.copy(from[i], fromOffset[i] + skip, to[i], toOffset[i] + skip, b - a);
-            }
-        }
-    }
-
-    /** One chunk's slices, claimed one at a time by whichever thread (caller or worker) comes first. */
-    private static final class Job implements CopyWorkers.Task {
-        private final StagingCopy copy;
-        private final int slices;
-        private final long total;
-        private final AtomicInteger next = new AtomicInteger();
-        final CountDownLatch done;
-        final AtomicReference<Throwable> failure = new AtomicReference<>();
-
-        Job(StagingCopy copy, int slices, long total) {
-            this.copy = copy;
-            this.slices = slices;
-            this.total = total;
-            this.done = new CountDownLatch(slices);
-        }
-
-        @Override
-        public void help() {
-            int s;
-            while ((s = next.getAndIncrement()) < slices) {
-                try {
-                    if (failure.get() == null) {
-                        // slice boundaries on 64-byte multiples keep each thread's stores on its own cache lines
-                        copy.copyRange(bound(s), bound(s + 1));
-                    }
-                } catch (Throwable t) {
-                    failure.compareAndSet(null, t);
-                } finally {
-                    done.countDown();
-                }
-            }
-        }
-
-        private long bound(int s) {
-            return s == slices ? total : (total / slices * s) & -64L;
-        }
-
-        /** Waits for every slice; an interrupt is kept for the caller but does not cut the wait short. */
-        void awaitUninterruptibly() {
-            boolean interrupted = false;
-            while (true) {
-                try {
-                    done.await();
-                    break;
-                } catch (InterruptedException e) {
-                    interrupted = true;
-                }
-            }
-            if (interrupted) {
-                Thread.currentThread().interrupt();
             }
         }
     }

@@ -1,0 +1,238 @@
+package org.devicebridge.internal;
+
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongBinaryOperator;
+import java.util.function.LongUnaryOperator;
+
+/**
+ * The threads that help the library's large host loops (staging copies, offset and bitmap scans): daemon
+ * threads made on first use, shared by every caller, never torn down. The caller always works on its own
+ * task too, so a task finishes even if no worker ever comes.
+ *
+ * <p>Why not a {@link java.util.concurrent.ThreadPoolExecutor} or the common pool: their idle workers are
+ * woken one after the other (each woken worker wakes the next), so the eighth helper of an 8 MiB staging
+ * chunk started about eight wake-ups (~35 us each on the GPU machine) after the first, and the chunk took
+ * 460 us to pack where threads woken at once take 140 us (measured). Here {@link #submit} unparks every
+ * helper a task wants at once, and a worker that just finished a task polls for {@value #SPIN_NANOS} ns
+ * before it parks, so that the next chunk of the same transfer finds it awake.
+ *
+ * <p>Thread-safe.
+ */
+public final class WorkerThreads {
+    /** Worker threads: the machine's cores less the caller's, at most 15. */
+    public static final int COUNT = Math.max(1, Math.min(16, Runtime.getRuntime().availableProcessors()) - 1);
+    /** How long an idle worker polls for the next task before it parks. */
+    static final long SPIN_NANOS = 50_000;
+
+    /** Work split into parts that any number of threads claim one at a time. */
+    public interface Task {
+        /** Claims and runs parts until every part is claimed; never throws (a task keeps its own failure). */
+        void help();
+    }
+
+    private final ConcurrentLinkedQueue<Task> tasks = new ConcurrentLinkedQueue<>();
+    private final Thread[] threads;
+    private final AtomicIntegerArray parked; // 1: thread i is parked, or about to park, and may be woken
+
+    private WorkerThreads(int count) {
+        threads = new Thread[count];
+        parked = new AtomicIntegerArray(count);
+        for (int i = 0; i < count; i++) {
+            int index = i;
+            Thread t = new Thread(() -> work(index), "devicebridge-worker-" + (i + 1));
+            t.setDaemon(true);
+            threads[i] = t;
+        }
+        for (Thread t : threads) {
+            t.start();
+        }
+    }
+
+    /**
+     * The shared workers ({@link #COUNT} threads), started on first use.
+     *
+     * @return the workers
+     */
+    public static WorkerThreads shared() {
+        return Shared.WORKERS;
+    }
+
+    /**
+     * Offers {@code task} to the workers and wakes up to {@code helpers} parked ones (idle workers that still
+     * poll take it anyway). The caller then works on the task itself and calls {@link #withdraw} when done.
+     *
+     * @param task the task; its parts may run on any worker from now on
+     * @param helpers how many parked workers to wake
+     */
+    public void submit(Task task, int helpers) {
+        tasks.add(task);
+        int woken = 0;
+        for (int i = 0; i < threads.length && woken < helpers; i++) {
+            if (parked.get(i) == 1 && parked.compareAndSet(i, 1, 0)) {
+                LockSupport.unpark(threads[i]);
+                woken++;
+            }
+        }
+    }
+
+    /**
+     * Takes {@code task} off the queue (its owner finished it), so that no worker keeps a reference to it.
+     *
+     * @param task a task given to {@link #submit}
+     */
+    public void withdraw(Task task) {
+        tasks.remove(task);
+    }
+
+    /**
+     * Runs {@code part.applyAsLong(k)} for {@code k} in {@code [0, parts)} on the caller and the workers, and
+     * folds the results with {@code combine}: {@link #start} then {@link Job#finish}.
+     *
+     * @param parts how many parts
+     * @param part computes part {@code k}; called from several threads at once
+     * @param identity the fold's start
+     * @param combine folds two results (in no particular order: commutative and associative)
+     * @return the folded result
+     */
+    public static long reduce(int parts, LongUnaryOperator part, long identity, LongBinaryOperator combine) {
+        return start(parts, part, identity, combine).finish();
+    }
+
+    /**
+     * Hands the parts of a job to the workers and returns at once; the caller goes on, then calls
+     * {@link Job#finish}. A job of one part is left to the caller's {@link Job#finish} (its memory may be
+     * confined to the caller).
+     *
+     * @param parts how many parts, at least one
+     * @param part computes part {@code k}; called from several threads at once
+     * @param identity the fold's start
+     * @param combine folds two results (in no particular order: commutative and associative)
+     * @return the started job
+     */
+    public static Job start(int parts, LongUnaryOperator part, long identity, LongBinaryOperator combine) {
+        Job j = new Job(parts, part, identity, combine);
+        if (parts > 1) {
+            shared().submit(j, Math.min(parts - 1, COUNT));
+        }
+        return j;
+    }
+
+    /** The parts of one job, claimed one at a time by whichever thread (caller or worker) comes first. */
+    public static final class Job implements Task {
+        private final int parts;
+        private final LongUnaryOperator part;
+        private final LongBinaryOperator combine;
+        private final AtomicInteger next = new AtomicInteger();
+        private final CountDownLatch done;
+        private final AtomicLong result;
+        private final AtomicReference<Throwable> failure = new AtomicReference<>();
+
+        private Job(int parts, LongUnaryOperator part, long identity, LongBinaryOperator combine) {
+            this.parts = parts;
+            this.part = part;
+            this.combine = combine;
+            this.done = new CountDownLatch(parts);
+            this.result = new AtomicLong(identity);
+        }
+
+        @Override
+        public void help() {
+            int k;
+            while ((k = next.getAndIncrement()) < parts) {
+                try {
+                    if (failure.get() == null) { // after a failure the other parts are skipped
+                        long r = part.applyAsLong(k);
+                        result.accumulateAndGet(r, combine);
+                    }
+                } catch (Throwable t) {
+                    failure.compareAndSet(null, t);
+                } finally {
+                    done.countDown();
+                }
+            }
+        }
+
+        /**
+         * {@code true} if every part finished; never blocks.
+         *
+         * @return whether the job is done
+         */
+        public boolean isDone() {
+            return done.getCount() == 0;
+        }
+
+        /**
+         * Runs the parts no worker took yet on the caller's thread, waits for the others, and returns the
+         * folded result. Once this returns or throws, no thread runs a part of this job any more.
+         *
+         * @return the folded result
+         * @throws RuntimeException the first failure of a part, as it was thrown (an {@link Error} likewise)
+         */
+        public long finish() {
+            try {
+                help(); // the caller takes parts too, so it never waits for a worker to wake up
+                awaitUninterruptibly(done);
+            } finally {
+                if (parts > 1) {
+                    shared().withdraw(this);
+                }
+            }
+            Throwable f = failure.get();
+            if (f instanceof RuntimeException e) {
+                throw e;
+            }
+            if (f instanceof Error e) {
+                throw e;
+            }
+            return result.get();
+        }
+    }
+
+    /** Waits for {@code latch}; an interrupt is kept for the caller but does not cut the wait short. */
+    private static void awaitUninterruptibly(CountDownLatch latch) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                latch.await();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void work(int index) {
+        long idleSince = System.nanoTime();
+        while (true) {
+            Task t = tasks.peek();
+            if (t != null) {
+                t.help();
+                tasks.remove(t); // every part is claimed: the next worker looks at the next task
+                idleSince = System.nanoTime();
+            } else if (System.nanoTime() - idleSince < SPIN_NANOS) {
+                Thread.onSpinWait();
+            } else {
+                parked.set(index, 1);
+                if (tasks.peek() == null) { // checked after the flag: a task added since is seen here or wakes us
+                    LockSupport.park(this);
+                }
+                parked.set(index, 0);
+                Thread.interrupted(); // nothing interrupts these threads on purpose; a stray interrupt must not spin
+                idleSince = System.nanoTime();
+            }
+        }
+    }
+
+    private static final class Shared {
+        static final WorkerThreads WORKERS = new WorkerThreads(COUNT);
+    }
+}
