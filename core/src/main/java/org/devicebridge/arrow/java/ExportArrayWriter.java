@@ -1,5 +1,12 @@
 package org.devicebridge.arrow.java;
 
+import static org.devicebridge.arrow.java.ExportBufferChecks.ceilDiv8;
+import static org.devicebridge.arrow.java.ExportBufferChecks.checkChildCount;
+import static org.devicebridge.arrow.java.ExportBufferChecks.checkChildLength;
+import static org.devicebridge.arrow.java.ExportBufferChecks.offsets;
+import static org.devicebridge.arrow.java.ExportBufferChecks.required;
+import static org.devicebridge.arrow.java.ExportBufferChecks.validity;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
@@ -500,7 +507,7 @@ final class ExportArrayWriter {
 
     /**
      * Nulls among the first {@code len} bits of a validity buffer; {@code len} (all) where the buffer is
-     * missing or too short, which {@link #validity} then rejects by name.
+     * missing or too short, which {@link ExportBufferChecks#validity} then rejects by name.
      */
     private static long nullCount(ArrowBuf validity, long len) {
         if (len == 0) {
@@ -546,78 +553,5 @@ final class ExportArrayWriter {
     private static UnsupportedFeatureException unexpectedVector(FieldVector v, ArrowType type, Plan p, int node) {
         return new UnsupportedFeatureException(p.path(node), "vector class " + v.getClass().getName()
                 + " does not have the buffer layout of Arrow type " + type);
-    }
-
-    private static long ceilDiv8(long bits) {
-        return (bits + 7) >>> 3;
-    }
-
-    /** Adds the validity bitmap, or NULL where there is none and no value is null (allowed by the spec). */
-    private static void validity(Plan p, int node, ArrowBuf b) {
-        long len = p.length[node];
-        long need = ceilDiv8(len);
-        if (len == 0) {
-            p.buffer(0L);
-            return;
-        }
-        if (b != null && b.capacity() >= need && b.memoryAddress() != 0) {
-            p.retain(node, b);
-            p.buffer(b.memoryAddress());
-            return;
-        }
-        if (p.nullCount[node] == 0) {
-            p.buffer(0L);
-            return;
-        }
-        throw new ValidationException(ValidationException.Category.SIZE, p.path(node, "buffers[0]"),
-                "expected at least " + need + " bytes but found " + (b == null ? 0 : b.capacity()));
-    }
-
-    /** Adds a buffer that must hold {@code need} bytes; an empty one points at static zeros rather than NULL. */
-    private static void required(Plan p, int node, ArrowBuf b, long need, int index) {
-        long have = b == null ? 0 : b.capacity();
-        if (have < need) {
-            throw new ValidationException(ValidationException.Category.SIZE, p.path(node, "buffers[" + index + "]"),
-                    "expected at least " + need + " bytes but found " + have);
-        }
-        if (have == 0 || b.memoryAddress() == 0) {
-            p.buffer(ExportRuntime.ZEROS.address());
-            return;
-        }
-        p.retain(node, b);
-        p.buffer(b.memoryAddress());
-    }
-
-    /** Adds the offsets buffer (buffers[1]) and returns its last offset, checked against the first. */
-    private static long offsets(Plan p, int node, ArrowBuf b, int width, long len) {
-        long need = Math.multiplyExact((long) width, len + 1);
-        long have = b == null ? 0 : b.capacity();
-        if (len == 0 && have < width) {
-            p.buffer(ExportRuntime.ZEROS.address()); // Arrow Java may leave an empty vector without offsets
-            return 0;
-        }
-        required(p, node, b, need, 1);
-        long first = width == 4 ? b.getInt(0) : b.getLong(0);
-        long last = width == 4 ? b.getInt(len * 4) : b.getLong(len * 8);
-        if (first < 0 || last < first) {
-            throw new ValidationException(ValidationException.Category.CONTENT, p.path(node, "buffers[1]"),
-                    "offsets run from " + first + " to " + last);
-        }
-        return last;
-    }
-
-    private static void checkChildCount(List<FieldVector> children, int expected, FieldVector v, Plan p, int node) {
-        if (children.size() != expected) {
-            throw new ValidationException(ValidationException.Category.STRUCTURE, p.path(node),
-                    "expected " + expected + " children but found " + children.size() + " in " + v.getClass().getSimpleName());
-        }
-    }
-
-    private static void checkChildLength(FieldVector child, long need, Plan p, int node, int index) {
-        if (child.getValueCount() < need) {
-            throw new ValidationException(ValidationException.Category.LENGTH,
-                    p.path(node, "children[" + index + "]"),
-                    "expected at least " + need + " values but found " + child.getValueCount());
-        }
     }
 }

@@ -3,6 +3,7 @@ package org.devicebridge.arrow.flight;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.File;
 import java.io.IOException;
@@ -16,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.probe.FlightProbe;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -48,6 +50,13 @@ class FlightModulePathForkedTest {
     /** One {@code javax.annotation} jar of the two: {@code jsr305} left out. */
     private static final Predicate<String> ONE_JAVAX_ANNOTATION = jar -> !jar.startsWith("jsr305-");
     private static final Predicate<String> MODULE_PATH = NO_NETTY_ALLOCATOR.and(ONE_JAVAX_ANNOTATION);
+
+    @BeforeAll
+    static void needsSurefiresTestClassPath() {
+        assumeTrue(System.getProperty("surefire.test.class.path") != null,
+                "needs the jar files Surefire puts on the test class path (property surefire.test.class.path):"
+                        + " run it with mvn test, not the JUnit console launcher");
+    }
 
     @Test
     void flightRunsOnTheClassPathWithTheNioOpensOnly() throws Exception {

@@ -1,0 +1,85 @@
+package org.devicebridge.arrow.java;
+
+import java.util.List;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.vector.FieldVector;
+import org.devicebridge.ValidationException;
+
+/** The buffer-size, offsets and child checks of {@link ExportArrayWriter}'s planning, apart to keep the writer under 600 lines. */
+final class ExportBufferChecks {
+    private ExportBufferChecks() {
+    }
+
+    static long ceilDiv8(long bits) {
+        return (bits + 7) >>> 3;
+    }
+
+    /** Adds the validity bitmap, or NULL where there is none and no value is null (allowed by the spec). */
+    static void validity(ExportArrayWriter.Plan p, int node, ArrowBuf b) {
+        long len = p.length[node];
+        long need = ceilDiv8(len);
+        if (len == 0) {
+            p.buffer(0L);
+            return;
+        }
+        if (b != null && b.capacity() >= need && b.memoryAddress() != 0) {
+            p.retain(node, b);
+            p.buffer(b.memoryAddress());
+            return;
+        }
+        if (p.nullCount[node] == 0) {
+            p.buffer(0L);
+            return;
+        }
+        throw new ValidationException(ValidationException.Category.SIZE, p.path(node, "buffers[0]"),
+                "expected at least " + need + " bytes but found " + (b == null ? 0 : b.capacity()));
+    }
+
+    /** Adds a buffer that must hold {@code need} bytes; an empty one points at static zeros rather than NULL. */
+    static void required(ExportArrayWriter.Plan p, int node, ArrowBuf b, long need, int index) {
+        long have = b == null ? 0 : b.capacity();
+        if (have < need) {
+            throw new ValidationException(ValidationException.Category.SIZE, p.path(node, "buffers[" + index + "]"),
+                    "expected at least " + need + " bytes but found " + have);
+        }
+        if (have == 0 || b.memoryAddress() == 0) {
+            p.buffer(ExportRuntime.ZEROS.address());
+            return;
+        }
+        p.retain(node, b);
+        p.buffer(b.memoryAddress());
+    }
+
+    /** Adds the offsets buffer (buffers[1]) and returns its last offset, checked against the first. */
+    static long offsets(ExportArrayWriter.Plan p, int node, ArrowBuf b, int width, long len) {
+        long need = Math.multiplyExact((long) width, len + 1);
+        long have = b == null ? 0 : b.capacity();
+        if (len == 0 && have < width) {
+            p.buffer(ExportRuntime.ZEROS.address()); // Arrow Java may leave an empty vector without offsets
+            return 0;
+        }
+        required(p, node, b, need, 1);
+        long first = width == 4 ? b.getInt(0) : b.getLong(0);
+        long last = width == 4 ? b.getInt(len * 4) : b.getLong(len * 8);
+        if (first < 0 || last < first) {
+            throw new ValidationException(ValidationException.Category.CONTENT, p.path(node, "buffers[1]"),
+                    "offsets run from " + first + " to " + last);
+        }
+        return last;
+    }
+
+    static void checkChildCount(List<FieldVector> children, int expected, FieldVector v, ExportArrayWriter.Plan p, int node) {
+        if (children.size() != expected) {
+            throw new ValidationException(ValidationException.Category.STRUCTURE, p.path(node),
+                    "expected " + expected + " children but found " + children.size() + " in " + v.getClass().getSimpleName());
+        }
+    }
+
+    static void checkChildLength(FieldVector child, long need, ExportArrayWriter.Plan p, int node, int index) {
+        if (child.getValueCount() < need) {
+            throw new ValidationException(ValidationException.Category.LENGTH,
+                    p.path(node, "children[" + index + "]"),
+                    "expected at least " + need + " values but found " + child.getValueCount());
+        }
+    }
+}
