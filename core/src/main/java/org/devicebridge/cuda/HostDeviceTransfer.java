@@ -22,8 +22,10 @@ import org.devicebridge.NativeHandle;
  *       {@code cuMemcpyDtoHAsync} on the caller's stream: no staging copy.</li>
  *   <li><b>Pageable</b> memory goes through a ring of pinned staging chunks, allocated once per transfer
  *       object and reused by every batch, each guarded by its own event: the host copies between the
- *       caller's buffers and the chunks are split over a small shared pool of threads sized to the machine,
- *       and chunk N+1 is packed (or unpacked) while chunk N's copy runs.</li>
+ *       caller's buffers and the chunks are split over a small shared set of threads sized to the machine
+ *       (all woken at once), and chunk N+1 is packed (or unpacked) while chunk N's copy runs. A batch
+ *       smaller than the ring is spread over every chunk in smaller steps (2 MiB at least), so that its
+ *       first copy starts early.</li>
  * </ul>
  * {@link #upload} packs a batch into <em>one</em> stream-ordered device allocation (one
  * {@code cuMemAllocFromPoolAsync} from the device's memory pool per batch), each buffer at a
@@ -62,9 +64,10 @@ public final class HostDeviceTransfer extends NativeHandle {
      * How a transfer object stages pageable memory.
      *
      * @param stagingBytes pinned staging memory in all, allocated once (rounded down to whole chunks)
-     * @param chunkBytes the size of one staging chunk: the unit of one staged copy and of one host wait; a
-     *     multiple of {@value #ALIGNMENT}, at most half of {@code stagingBytes} (the ring has at least two)
-     * @param threads threads that pack or unpack one chunk at most (the caller and the shared pool's)
+     * @param chunkBytes the size of one staging chunk: the largest unit of one staged copy and of one host
+     *     wait (a batch smaller than the ring uses each chunk in part); a multiple of {@value #ALIGNMENT}, at
+     *     most half of {@code stagingBytes} (the ring has at least two)
+     * @param threads threads that pack or unpack one chunk at most (the caller and the shared workers)
      */
     public record Options(long stagingBytes, long chunkBytes, int threads) {
         /** Staging memory by default: 64 MiB. */
