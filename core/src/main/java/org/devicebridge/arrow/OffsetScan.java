@@ -17,8 +17,6 @@ final class OffsetScan {
     /** Offsets from which a scan is split: below, handing parts to other threads costs more than it saves. */
     static final long PARALLEL_FROM = 1L << 18;
     private static final long PART = 1L << 16;
-    /** A thread that never runs: a segment this thread may access is not confined to the caller. */
-    private static final Thread ANOTHER_THREAD = new Thread(() -> { });
 
     private OffsetScan() {}
 
@@ -28,10 +26,10 @@ final class OffsetScan {
      */
     static long firstDecrease(MemorySegment s, long from, long to, int width) {
         long n = to - from;
-        if (n < PARALLEL_FROM || !s.isAccessibleBy(ANOTHER_THREAD)) {
+        if (n < PARALLEL_FROM || !WorkerThreads.canShare(s)) {
             return scan(s, from, to, width);
         }
-        int parts = (int) Math.min(4L * (WorkerThreads.COUNT + 1), (n + PART - 1) / PART);
+        int parts = WorkerThreads.parts(n, PART);
         long step = (n + parts - 1) / parts;
         long first = WorkerThreads.reduce(parts, k -> {
             long a = from + k * step;

@@ -1,6 +1,7 @@
 package org.devicebridge.cuda;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 
 /**
  * One batch of host buffers to the device or back, apart from the driver so that it can be tested without
@@ -148,11 +149,7 @@ final class BatchTransfer {
                     }
                 }
                 // the staged copies are queued after the direct ones: the last chunk's wait covers them all
-                long stagedBytes = 0;
-                for (long bytes : s) {
-                    stagedBytes += bytes;
-                }
-                ring.download(DownloadPlan.of(a, s, g, ring.stepFor(stagedBytes)), d, ops);
+                ring.download(DownloadPlan.of(a, s, g, ring.stepFor(Arrays.stream(s).sum())), d, ops);
                 for (long bytes : s) {
                     stats.staged(bytes);
                 }

@@ -34,13 +34,10 @@ final class StagingCopy {
      * in 1 MiB slices kept two threads busy for 100 us; in 256 KiB slices it keeps eight busy for 25 us.
      */
     static final long DEFAULT_MIN_SLICE = 256L << 10;
-    /** Threads of the shared pool, the machine's cores less the caller's, at most 15. */
+    /** The shared worker threads: the machine's cores less the caller's, at most 15. */
     static final int WORKERS = WorkerThreads.COUNT;
     /** Threads copying one chunk at most, by default: every worker and the caller. */
     static final int PARALLELISM = WORKERS + 1;
-
-    /** A thread that is neither the caller nor a worker: a segment it may access is not thread-confined. */
-    private static final Thread PROBE = new Thread(() -> { }, "devicebridge-staging-probe");
 
     private final long threshold;
     private final long minSlice;
@@ -107,7 +104,7 @@ final class StagingCopy {
         to[count] = dst;
         toOffset[count] = dstOffset;
         start[count + 1] = Math.addExact(start[count], bytes);
-        confined |= (src != null && !src.isAccessibleBy(PROBE)) || !dst.isAccessibleBy(PROBE);
+        confined |= (src != null && !WorkerThreads.canShare(src)) || !WorkerThreads.canShare(dst);
         count++;
     }
 
@@ -137,12 +134,19 @@ final class StagingCopy {
         }
         int slices = slices();
         long total = totalBytes();
-        // slice boundaries on 64-byte multiples keep each thread's stores on its own cache lines
         job = WorkerThreads.start(slices, s -> {
-            copyRange(s == 0 ? 0 : (total / slices * s) & -64L, s + 1 == slices ? total : (total / slices * (s + 1)) & -64L);
+            copyRange(sliceStart(s, slices, total), sliceStart(s + 1, slices, total));
             return 0;
         }, 0, Long::sum);
         return slices > 1; // one slice: the caller copies it in finish()
+    }
+
+    /**
+     * Where slice {@code s} of {@code slices} begins ({@code total} for {@code s == slices}): on 64-byte
+     * multiples, so that each thread's stores stay on its own cache lines.
+     */
+    private static long sliceStart(long s, int slices, long total) {
+        return s == slices ? total : (total / slices * s) & -64L;
     }
 
     /** {@code true} if nothing is started, or every slice of the started copy finished; never blocks. */

@@ -18,12 +18,12 @@ import org.devicebridge.InvalidArgumentException;
  * <p>Not thread-safe: one ring belongs to one transfer object, whose methods are serialised.
  */
 final class StagingRing {
-    private final MemorySegment[] chunks;
-    private final StagingCopy[] copies; // the host copies of each chunk, split over threads when large
-    private final boolean[] used; // a copy from or into the chunk was queued and not yet seen finished
     /** Chunks of a small batch are used in steps no smaller than this (a step's fixed costs stay small). */
     static final long MIN_STEP = 2L << 20;
 
+    private final MemorySegment[] chunks;
+    private final StagingCopy[] copies; // the host copies of each chunk, split over threads when large
+    private final boolean[] used; // a copy from or into the chunk was queued and not yet seen finished
     private final long chunkBytes;
     private int next; // the chunk the next batch starts with
 
@@ -60,8 +60,7 @@ final class StagingRing {
      */
     long stepFor(long stagedBytes) {
         long perChunk = (stagedBytes + chunks.length - 1) / chunks.length;
-        long step = Math.max(MIN_STEP, Math.addExact(perChunk, HostDeviceTransfer.ALIGNMENT - 1) & -HostDeviceTransfer.ALIGNMENT);
-        return Math.min(chunkBytes, step);
+        return Math.min(chunkBytes, Math.max(MIN_STEP, BatchTransfer.alignUp(perChunk)));
     }
 
     /** Number of chunks. */
@@ -76,8 +75,9 @@ final class StagingRing {
     /**
      * Packs the staged buffers {@code src[order[k]]} (placed at {@code offsets[order[k]]}, increasing with
      * {@code k}, in {@code [0, stagedBytes)}) into {@code [base, base + stagedBytes)} on the device, with
-     * zeros between them, chunk by chunk (in steps of {@link #stepFor} bytes). Returns once every chunk's copy is queued: the host buffers have
-     * then been read, and the last copies may still run (the chunks' events guard them).
+     * zeros between them, chunk by chunk (in steps of {@link #stepFor} bytes). Returns once every chunk's copy
+     * is queued: the host buffers have then been read, and the last copies may still run (the chunks' events
+     * guard them).
      */
     void upload(MemorySegment[] src, long[] offsets, long[] sizes, int[] order, long stagedBytes, long base,
                 TransferOps ops) {

@@ -11,8 +11,6 @@ public final class Bitmaps {
      */
     static final long PARALLEL_FROM = 1L << 23;
     private static final long PART_BITS = 1L << 20; // a multiple of 64: parts start on word boundaries
-    /** A thread that never runs: a segment it may access is not confined to the caller. */
-    private static final Thread ANOTHER_THREAD = new Thread(() -> { });
 
     private Bitmaps() {}
 
@@ -34,11 +32,11 @@ public final class Bitmaps {
      * {@code bitmap} (for callers that read by address from one segment spanning all memory).
      */
     public static long countSet(MemorySegment bitmap, long at, long from, long count) {
-        if (count < PARALLEL_FROM || !bitmap.isAccessibleBy(ANOTHER_THREAD)) {
+        if (count < PARALLEL_FROM || !WorkerThreads.canShare(bitmap)) {
             return countSetHere(bitmap, at, from, count);
         }
         long end = Math.addExact(from, count);
-        int parts = (int) Math.min(4L * (WorkerThreads.COUNT + 1), (count + PART_BITS - 1) / PART_BITS);
+        int parts = WorkerThreads.parts(count, PART_BITS);
         long step = ((count + parts - 1) / parts + 63) & -64L;
         return WorkerThreads.reduce(parts, k -> {
             long a = from + k * step;

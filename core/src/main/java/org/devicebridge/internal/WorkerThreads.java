@@ -1,5 +1,6 @@
 package org.devicebridge.internal;
 
+import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -29,6 +30,8 @@ public final class WorkerThreads {
     public static final int COUNT = Math.max(1, Math.min(16, Runtime.getRuntime().availableProcessors()) - 1);
     /** How long an idle worker polls for the next task before it parks. */
     static final long SPIN_NANOS = 50_000;
+    /** A thread that never runs: a segment it may access is not confined to the caller. */
+    private static final Thread ANOTHER_THREAD = new Thread(() -> { }, "devicebridge-confinement-probe");
 
     /** Work split into parts that any number of threads claim one at a time. */
     public interface Task {
@@ -88,6 +91,29 @@ public final class WorkerThreads {
      */
     public void withdraw(Task task) {
         tasks.remove(task);
+    }
+
+    /**
+     * Whether the workers may read and write {@code segment}: {@code false} for memory confined to the
+     * calling thread, which only that thread may touch.
+     *
+     * @param segment the memory a job would touch
+     * @return whether another thread may access it
+     */
+    public static boolean canShare(MemorySegment segment) {
+        return segment.isAccessibleBy(ANOTHER_THREAD);
+    }
+
+    /**
+     * How many parts to cut {@code units} into for {@link #reduce}: parts of at least {@code minPart} units,
+     * at most four per thread (caller and workers), so that threads that finish early take more.
+     *
+     * @param units the work, in any unit
+     * @param minPart the smallest part worth handing to another thread, in the same unit
+     * @return the number of parts, at least one
+     */
+    public static int parts(long units, long minPart) {
+        return (int) Math.max(1, Math.min(4L * (COUNT + 1), (units + minPart - 1) / minPart));
     }
 
     /**
