@@ -4,11 +4,11 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
+import org.devicebridge.foreign.JsonCursor;
 
 /**
  * The language-neutral description of a tensor shared through CUDA IPC: one line of JSON that any process
@@ -199,13 +199,18 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
         return "IpcTensorDescriptor" + toJson();
     }
 
-    /** A reader of the small JSON subset the format uses: one flat object of strings, integers, null and integer lists. */
-    private static final class Json {
-        private final String s;
-        private int i;
-
+    /**
+     * A reader of the small JSON subset the format uses: one flat object of strings without escapes, integers,
+     * null and integer lists, between any Java whitespace. The lexical steps are {@link JsonCursor}'s.
+     */
+    private static final class Json extends JsonCursor {
         private Json(String s) {
-            this.s = s;
+            super(s);
+        }
+
+        @Override
+        protected boolean isWhitespace(char c) {
+            return Character.isWhitespace(c);
         }
 
         static Map<String, Object> object(String text) {
@@ -220,10 +225,7 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
                 } while (j.skip(','));
             }
             j.expect('}');
-            j.ws();
-            if (j.i != text.length()) {
-                throw j.error("expected the end of the object");
-            }
+            j.expectEnd();
             return m;
         }
 
@@ -279,36 +281,6 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
             return v;
         }
 
-        private void ws() {
-            while (i < s.length() && Character.isWhitespace(s.charAt(i))) {
-                i++;
-            }
-        }
-
-        private boolean peek(char c) {
-            ws();
-            return i < s.length() && s.charAt(i) == c;
-        }
-
-        private boolean skip(char c) {
-            if (peek(c)) {
-                i++;
-                return true;
-            }
-            return false;
-        }
-
-        private void expect(char c) {
-            if (!skip(c)) {
-                throw error("expected '" + c + "'");
-            }
-        }
-
-        private ValidationException error(String what) {
-            return new ValidationException(Category.FORMAT, "", String.format(Locale.ROOT, "%s at character %d of %s",
-                    what, i, s.length() > 200 ? s.substring(0, 200) + "..." : s));
-        }
-
         private static Object get(Map<String, Object> m, String key) {
             if (!m.containsKey(key)) {
                 throw new ValidationException(Category.STRUCTURE, key, "expected the key but found none");
@@ -317,17 +289,11 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
         }
 
         static long number(Map<String, Object> m, String key) {
-            if (get(m, key) instanceof Long n) {
-                return n;
-            }
-            throw new ValidationException(Category.FORMAT, key, "expected an integer but found " + m.get(key));
+            return asLong(get(m, key), key);
         }
 
         static String string(Map<String, Object> m, String key) {
-            if (get(m, key) instanceof String v) {
-                return v;
-            }
-            throw new ValidationException(Category.FORMAT, key, "expected a string but found " + m.get(key));
+            return asString(get(m, key), key);
         }
 
         @SuppressWarnings("unchecked")

@@ -5,9 +5,6 @@ import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.UUID;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.devicebridge.HandleBusyException;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
@@ -17,6 +14,7 @@ import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaIpc;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.foreign.AcknowledgementGate;
 
 /**
  * A tensor in device memory shared with another process (a JVM, or CPython with CuPy or PyTorch) through
@@ -38,15 +36,12 @@ import org.devicebridge.cuda.DeviceBuffer;
  */
 public final class IpcTensorExport implements AutoCloseable {
     private final IpcTensorDescriptor descriptor;
-    private final DeviceBuffer buffer; // our reference to the allocation
-    private final CudaEvent event; // null: no producer stream
-    private final CountDownLatch acknowledged = new CountDownLatch(1);
-    private final AtomicBoolean released = new AtomicBoolean();
+    private final AcknowledgementGate gate;
 
+    /** {@code buffer} is our reference to the allocation; {@code event} is null without a producer stream. */
     private IpcTensorExport(IpcTensorDescriptor descriptor, DeviceBuffer buffer, CudaEvent event) {
         this.descriptor = descriptor;
-        this.buffer = buffer;
-        this.event = event;
+        this.gate = new AcknowledgementGate(descriptor.id(), "IPC export", "mapping", () -> release(event, buffer));
     }
 
     /**
@@ -122,17 +117,12 @@ public final class IpcTensorExport implements AutoCloseable {
      * @throws ValidationException if it is not a close message
      */
     public void acknowledge(String closeMessage) {
-        String id = IpcTensorDescriptor.closedId(closeMessage);
-        if (!id.equals(descriptor.id())) {
-            throw new InvalidArgumentException("closeMessage", "expected the close message of export "
-                    + descriptor.id() + " but found one for " + id);
-        }
-        acknowledged.countDown();
+        gate.acknowledge(IpcTensorDescriptor.closedId(closeMessage));
     }
 
     /** {@return {@code true} once the importer acknowledged closing its mapping} */
     public boolean isAcknowledged() {
-        return acknowledged.getCount() == 0;
+        return gate.isAcknowledged();
     }
 
     /**
@@ -143,12 +133,7 @@ public final class IpcTensorExport implements AutoCloseable {
      * @throws InterruptedException if interrupted while waiting (nothing released)
      */
     public boolean awaitClosed(Duration timeout) throws InterruptedException {
-        Objects.requireNonNull(timeout, "timeout");
-        if (!acknowledged.await(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
-            return false;
-        }
-        close();
-        return true;
+        return gate.awaitClosed(timeout);
     }
 
     /**
@@ -159,33 +144,27 @@ public final class IpcTensorExport implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!isAcknowledged() && !released.get()) {
-            throw new HandleBusyException("the importer of IPC export " + descriptor.id() + " has not acknowledged "
-                    + "closing its mapping; pass its close message to acknowledge(), or forceClose() if it is gone", null);
-        }
-        release();
+        gate.close();
     }
 
     /** Releases the reference and the event without the acknowledgement (the importer is gone); idempotent. */
     public void forceClose() {
-        release();
+        gate.forceClose();
     }
 
-    private void release() {
-        if (released.compareAndSet(false, true)) {
-            try {
-                if (event != null) {
-                    event.close();
-                }
-            } finally {
-                buffer.close();
+    /** The release step of the gate: the event (if any), then the reference to the allocation. */
+    private static void release(CudaEvent event, DeviceBuffer buffer) {
+        try {
+            if (event != null) {
+                event.close();
             }
+        } finally {
+            buffer.close();
         }
     }
 
     @Override
     public String toString() {
-        return "IpcTensorExport[" + descriptor.id() + (released.get() ? ", released" : isAcknowledged()
-                ? ", acknowledged" : ", shared") + "]";
+        return "IpcTensorExport[" + descriptor.id() + ", " + gate.state() + "]";
     }
 }

@@ -3,6 +3,8 @@
  * failures into the library's exceptions ({@link org.devicebridge.foreign.NativeCalls}), the one C stream
  * exporter ({@link org.devicebridge.foreign.StreamExport}), the check of caller-allocated output structs, and
  * the package access of {@code org.devicebridge.arrow} for its sibling packages
- * ({@link org.devicebridge.foreign.Access}).
+ * ({@link org.devicebridge.foreign.Access}), the acknowledgement that gates the release of a CUDA IPC export
+ * ({@link org.devicebridge.foreign.AcknowledgementGate}), and the lexical steps of the IPC descriptors' JSON
+ * readers ({@link org.devicebridge.foreign.JsonCursor}).
  */
 package org.devicebridge.foreign;

@@ -13,9 +13,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.devicebridge.HandleBusyException;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
@@ -34,6 +31,7 @@ import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.DeviceRange;
 import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.foreign.AcknowledgementGate;
 import org.devicebridge.internal.FieldPath;
 
 /**
@@ -76,17 +74,14 @@ public final class IpcBatchExport implements AutoCloseable {
     }
 
     private final IpcBatchDescriptor descriptor;
-    private final List<DeviceBuffer> held; // our references: the shared allocations, the sources of copies, the copy
-    private final CudaEvent event;
     private final long copiedBytes;
-    private final CountDownLatch acknowledged = new CountDownLatch(1);
-    private final AtomicBoolean released = new AtomicBoolean();
+    private final AcknowledgementGate gate;
 
+    /** {@code held} are our references: the shared allocations, the sources of copies, the copy. */
     private IpcBatchExport(IpcBatchDescriptor descriptor, List<DeviceBuffer> held, CudaEvent event, long copiedBytes) {
         this.descriptor = descriptor;
-        this.held = held;
-        this.event = event;
         this.copiedBytes = copiedBytes;
+        this.gate = new AcknowledgementGate(descriptor.id(), "IPC batch export", "mappings", () -> release(event, held));
     }
 
     /**
@@ -325,17 +320,12 @@ public final class IpcBatchExport implements AutoCloseable {
      * @throws ValidationException if it is not a close message
      */
     public void acknowledge(String closeMessage) {
-        String id = IpcBatchDescriptor.closedId(closeMessage);
-        if (!id.equals(descriptor.id())) {
-            throw new InvalidArgumentException("closeMessage", "expected the close message of export "
-                    + descriptor.id() + " but found one for " + id);
-        }
-        acknowledged.countDown();
+        gate.acknowledge(IpcBatchDescriptor.closedId(closeMessage));
     }
 
     /** {@return {@code true} once the importer acknowledged closing its mappings} */
     public boolean isAcknowledged() {
-        return acknowledged.getCount() == 0;
+        return gate.isAcknowledged();
     }
 
     /**
@@ -346,12 +336,7 @@ public final class IpcBatchExport implements AutoCloseable {
      * @throws InterruptedException if interrupted while waiting (nothing released)
      */
     public boolean awaitClosed(Duration timeout) throws InterruptedException {
-        Objects.requireNonNull(timeout, "timeout");
-        if (!acknowledged.await(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
-            return false;
-        }
-        close();
-        return true;
+        return gate.awaitClosed(timeout);
     }
 
     /**
@@ -362,48 +347,41 @@ public final class IpcBatchExport implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!isAcknowledged() && !released.get()) {
-            throw new HandleBusyException("the importer of IPC batch export " + descriptor.id() + " has not"
-                    + " acknowledged closing its mappings; pass its close message to acknowledge(), or forceClose()"
-                    + " if it is gone", null);
-        }
-        release();
+        gate.close();
     }
 
     /** Releases the references and the event without the acknowledgement (the importer is gone); idempotent. */
     public void forceClose() {
-        release();
+        gate.forceClose();
     }
 
-    private void release() {
-        if (released.compareAndSet(false, true)) {
-            RuntimeException failure = null;
+    /** The release step of the gate: the event, then every reference; the first failure is thrown. */
+    private static void release(CudaEvent event, List<DeviceBuffer> held) {
+        RuntimeException failure = null;
+        try {
+            event.close();
+        } catch (RuntimeException e) {
+            failure = e;
+        }
+        for (DeviceBuffer b : held) {
             try {
-                event.close();
+                b.close();
             } catch (RuntimeException e) {
-                failure = e;
-            }
-            for (DeviceBuffer b : held) {
-                try {
-                    b.close();
-                } catch (RuntimeException e) {
-                    if (failure == null) {
-                        failure = e;
-                    } else {
-                        failure.addSuppressed(e);
-                    }
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
                 }
             }
-            if (failure != null) {
-                throw failure;
-            }
+        }
+        if (failure != null) {
+            throw failure;
         }
     }
 
     @Override
     public String toString() {
-        return "IpcBatchExport[" + descriptor.id() + (released.get() ? ", released" : isAcknowledged()
-                ? ", acknowledged" : ", shared") + ", " + descriptor.handles().size() + " allocations, "
-                + copiedBytes + " bytes copied]";
+        return "IpcBatchExport[" + descriptor.id() + ", " + gate.state() + ", " + descriptor.handles().size()
+                + " allocations, " + copiedBytes + " bytes copied]";
     }
 }

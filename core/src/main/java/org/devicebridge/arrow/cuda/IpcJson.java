@@ -8,25 +8,25 @@ import java.util.Locale;
 import java.util.Map;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
+import org.devicebridge.foreign.JsonCursor;
 
 /**
  * Reads the JSON subset of the CUDA IPC batch descriptor: objects, arrays, strings (with the standard
  * escapes), integers, {@code true}, {@code false} and {@code null}; no fractions or exponents. Objects come
  * back as insertion-ordered maps, arrays as lists, integers as {@code Long}. Nesting is capped so a hostile
  * descriptor cannot exhaust the stack. Every failure is a {@link ValidationException} of category
- * {@link Category#FORMAT} (or {@link Category#STRUCTURE} for a missing key) naming the key path.
+ * {@link Category#FORMAT} (or {@link Category#STRUCTURE} for a missing key) naming the key path. The lexical
+ * steps are {@link JsonCursor}'s (shared with the tensor descriptor's reader); the grammar is this class's.
  * Single-use, single-threaded.
  */
-final class IpcJson {
+final class IpcJson extends JsonCursor {
     /** Deepest nesting of objects and arrays read (a node of the batch tree costs two levels). */
     static final int MAX_NESTING = 160;
 
-    private final String s;
-    private int i;
     private int depth;
 
     private IpcJson(String s) {
-        this.s = s;
+        super(s);
     }
 
     /** Reads {@code text}, which must hold exactly one JSON object (surrounding whitespace allowed). */
@@ -38,10 +38,7 @@ final class IpcJson {
         }
         @SuppressWarnings("unchecked")
         Map<String, Object> m = (Map<String, Object>) j.value();
-        j.ws();
-        if (j.i != text.length()) {
-            throw j.error("expected the end of the object");
-        }
+        j.expectEnd();
         return m;
     }
 
@@ -168,37 +165,6 @@ final class IpcJson {
         }
     }
 
-    private void ws() {
-        while (i < s.length() && (s.charAt(i) == ' ' || s.charAt(i) == '\t' || s.charAt(i) == '\n'
-                || s.charAt(i) == '\r')) {
-            i++;
-        }
-    }
-
-    private boolean peek(char c) {
-        ws();
-        return i < s.length() && s.charAt(i) == c;
-    }
-
-    private boolean skip(char c) {
-        if (peek(c)) {
-            i++;
-            return true;
-        }
-        return false;
-    }
-
-    private void expect(char c) {
-        if (!skip(c)) {
-            throw error("expected '" + c + "'");
-        }
-    }
-
-    private ValidationException error(String what) {
-        return new ValidationException(Category.FORMAT, "", String.format(Locale.ROOT, "%s at character %d of %s",
-                what, i, s.length() > 200 ? s.substring(0, 200) + "..." : s));
-    }
-
     // ---- typed reads of one key, each failure naming the path ----
 
     static Object get(Map<String, Object> m, String key, String path) {
@@ -209,17 +175,11 @@ final class IpcJson {
     }
 
     static long number(Map<String, Object> m, String key, String path) {
-        if (get(m, key, path) instanceof Long n) {
-            return n;
-        }
-        throw new ValidationException(Category.FORMAT, path, "expected an integer but found " + m.get(key));
+        return asLong(get(m, key, path), path);
     }
 
     static String string(Map<String, Object> m, String key, String path) {
-        if (get(m, key, path) instanceof String v) {
-            return v;
-        }
-        throw new ValidationException(Category.FORMAT, path, "expected a string but found " + m.get(key));
+        return asString(get(m, key, path), path);
     }
 
     static List<?> list(Map<String, Object> m, String key, String path) {
