@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.Locale;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.InvalidArgumentException;
+import org.devicebridge.internal.LibcCopy;
 import org.devicebridge.internal.WorkerThreads;
 
 /**
@@ -209,7 +210,7 @@ final class StagingCopy {
             if (from[i] == null) {
                 to[i].asSlice(toOffset[i] + skip, b - a).fill((byte) 0);
             } else {
-                MemorySegment.copy(from[i], fromOffset[i] + skip, to[i], toOffset[i] + skip, b - a);
+                LibcCopy.copy(from[i], fromOffset[i] + skip, to[i], toOffset[i] + skip, b - a);
             }
         }
     }
