@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -17,13 +18,19 @@ import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
 import java.util.stream.Stream;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.compare.VectorEqualsVisitor;
 import org.apache.arrow.vector.dictionary.Dictionary;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.extension.UuidType;
+import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.ExtensionTypeRegistry;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowDeviceType;
@@ -231,6 +238,42 @@ class CudaArrowRoundTripTest {
     static Object valueOf(FieldVector v, int row) {
         return v instanceof org.apache.arrow.vector.ExtensionTypeVector<?> ext
                 ? ext.getUnderlyingVector().getObject(row) : v.getObject(row);
+    }
+
+    @Test
+    void batchesOfOneSchemaObjectWithOtherSchemasBetweenThemKeepTheirValues() {
+        // upload without dictionaries keeps the last schema's import per thread: a cache hit must be the same schema
+        Schema numbers = new Schema(List.of(Field.nullable("a", new ArrowType.Int(64, true)),
+                Field.nullable("b", ArrowType.Utf8.INSTANCE)));
+        Schema other = new Schema(List.of(Field.nullable("a", ArrowType.Utf8.INSTANCE),
+                Field.nullable("b", new ArrowType.Int(32, true))));
+        DictionaryProvider.MapDictionaryProvider none = new DictionaryProvider.MapDictionaryProvider();
+        for (int round = 0; round < 3; round++) {
+            for (Schema schema : List.of(numbers, numbers, other)) {
+                try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator)) {
+                    root.allocateNew();
+                    for (int r = 0; r < 5 + round; r++) {
+                        for (FieldVector v : root.getFieldVectors()) {
+                            if (r % 3 == 1) {
+                                v.setNull(r);
+                            } else if (v instanceof BigIntVector n) {
+                                n.setSafe(r, 1000L * round + r);
+                            } else if (v instanceof IntVector n) {
+                                n.setSafe(r, -r - round);
+                            } else {
+                                ((VarCharVector) v).setSafe(r, ("v" + round + "/" + r).getBytes(StandardCharsets.UTF_8));
+                            }
+                        }
+                    }
+                    root.setRowCount(5 + round);
+                    try (CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream);
+                         VectorSchemaRoot down = CudaArrowDownload.download(batch, allocator, transfer, stream)) {
+                        assertEquals(schema, down.getSchema());
+                        assertSameValues(root, down, none, none, "cached schema");
+                    }
+                }
+            }
+        }
     }
 
     private VectorSchemaRoot strings(int rows) {
