@@ -47,6 +47,7 @@ final class StagingCopy {
     private long[] fromOffset = new long[8];
     private MemorySegment[] to = new MemorySegment[8];
     private long[] toOffset = new long[8];
+    private boolean[] forDevice = new boolean[8]; // packed for the copy engine: see pack()
     private long[] start = new long[9]; // start[i]: where piece i begins in the concatenation; start[count]: total
     private int count;
     private boolean confined;
@@ -77,18 +78,28 @@ final class StagingCopy {
     /** Adds a copy of {@code bytes} bytes from {@code src} at {@code srcOffset} to {@code dst} at {@code dstOffset}. */
     void copy(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes) {
         if (bytes > 0) {
-            add(src, srcOffset, dst, dstOffset, bytes);
+            add(src, srcOffset, dst, dstOffset, bytes, false);
+        }
+    }
+
+    /**
+     * As {@link #copy}, into staging memory that the copy engine reads next: written with {@link LibcCopy}, around
+     * the caches where glibc is set to (an unpack is not: whoever reads the buffers next wants them cached).
+     */
+    void pack(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes) {
+        if (bytes > 0) {
+            add(src, srcOffset, dst, dstOffset, bytes, true);
         }
     }
 
     /** Adds zeroing {@code bytes} bytes of {@code dst} at {@code dstOffset}. */
     void zero(MemorySegment dst, long dstOffset, long bytes) {
         if (bytes > 0) {
-            add(null, 0, dst, dstOffset, bytes);
+            add(null, 0, dst, dstOffset, bytes, false);
         }
     }
 
-    private void add(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes) {
+    private void add(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes, boolean packed) {
         if (job != null) {
             throw new IllegalStateException("pieces added to a started staging copy");
         }
@@ -98,12 +109,14 @@ final class StagingCopy {
             fromOffset = Arrays.copyOf(fromOffset, n);
             to = Arrays.copyOf(to, n);
             toOffset = Arrays.copyOf(toOffset, n);
+            forDevice = Arrays.copyOf(forDevice, n);
             start = Arrays.copyOf(start, n + 1);
         }
         from[count] = src;
         fromOffset[count] = srcOffset;
         to[count] = dst;
         toOffset[count] = dstOffset;
+        forDevice[count] = packed;
         start[count + 1] = Math.addExact(start[count], bytes);
         confined |= (src != null && !WorkerThreads.canShare(src)) || !WorkerThreads.canShare(dst);
         count++;
@@ -209,8 +222,10 @@ final class StagingCopy {
             long skip = a - start[i];
             if (from[i] == null) {
                 to[i].asSlice(toOffset[i] + skip, b - a).fill((byte) 0);
-            } else {
+            } else if (forDevice[i]) {
                 LibcCopy.copy(from[i], fromOffset[i] + skip, to[i], toOffset[i] + skip, b - a);
+            } else {
+                MemorySegment.copy(from[i], fromOffset[i] + skip, to[i], toOffset[i] + skip, b - a);
             }
         }
     }

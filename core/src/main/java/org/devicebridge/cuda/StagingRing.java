@@ -147,7 +147,7 @@ final class StagingRing {
                 long to = Math.min(end, offsets[i] + sizes[i]);
                 if (to > from) {
                     copy.zero(chunk, cursor - at, from - cursor);
-                    copy.copy(src[i], from - offsets[i], chunk, from - at, to - from);
+                    copy.pack(src[i], from - offsets[i], chunk, from - at, to - from);
                     cursor = to;
                 }
             }

@@ -19,7 +19,10 @@ import java.util.Locale;
  * that is read once at process start from the {@code GLIBC_TUNABLES} environment variable (its default
  * is derived from the cache size: 151 MiB on the H100 machine, far above a staging slice). So this class
  * reads the same variable, and uses {@code memcpy} for copies of at least that many bytes only when the
- * user set it; without it {@link MemorySegment#copy} is as fast and stays in Java.
+ * user set it; without it {@link MemorySegment#copy} is as fast and stays in Java. Only the upload's packing
+ * uses it: an unpacked download is read by the caller next (the Arrow bridge's offset checks at once), and
+ * wants its lines cached (measured: the self-check batch's pageable download took 1.6 ms with non-temporal
+ * unpacking, 1.1 ms without).
  *
  * <p>Stateless and thread-safe.
  */

@@ -49,7 +49,11 @@ class StagingCopyTest {
                         copy.zero(dst, at, sizes[i]);
                     } else {
                         MemorySegment src = random(arena, r, sizes[i] + 3);
-                        copy.copy(src, 3, dst, at, sizes[i]);
+                        if (r.nextBoolean()) {
+                            copy.copy(src, 3, dst, at, sizes[i]);
+                        } else {
+                            copy.pack(src, 3, dst, at, sizes[i]); // the upload's copies into staging
+                        }
                         MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 3, expected, (int) at, (int) sizes[i]);
                     }
                     at += sizes[i];
