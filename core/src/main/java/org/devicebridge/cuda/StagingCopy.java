@@ -47,7 +47,7 @@ final class StagingCopy {
     private long[] fromOffset = new long[8];
     private MemorySegment[] to = new MemorySegment[8];
     private long[] toOffset = new long[8];
-    private boolean[] forDevice = new boolean[8]; // packed for the copy engine: see pack()
+    private boolean[] packed = new boolean[8]; // written for the copy engine to read next: see pack()
     private long[] start = new long[9]; // start[i]: where piece i begins in the concatenation; start[count]: total
     private int count;
     private boolean confined;
@@ -99,7 +99,7 @@ final class StagingCopy {
         }
     }
 
-    private void add(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes, boolean packed) {
+    private void add(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes, boolean packing) {
         if (job != null) {
             throw new IllegalStateException("pieces added to a started staging copy");
         }
@@ -109,14 +109,14 @@ final class StagingCopy {
             fromOffset = Arrays.copyOf(fromOffset, n);
             to = Arrays.copyOf(to, n);
             toOffset = Arrays.copyOf(toOffset, n);
-            forDevice = Arrays.copyOf(forDevice, n);
+            packed = Arrays.copyOf(packed, n);
             start = Arrays.copyOf(start, n + 1);
         }
         from[count] = src;
         fromOffset[count] = srcOffset;
         to[count] = dst;
         toOffset[count] = dstOffset;
-        forDevice[count] = packed;
+        packed[count] = packing;
         start[count + 1] = Math.addExact(start[count], bytes);
         confined |= (src != null && !WorkerThreads.canShare(src)) || !WorkerThreads.canShare(dst);
         count++;
@@ -222,7 +222,7 @@ final class StagingCopy {
             long skip = a - start[i];
             if (from[i] == null) {
                 to[i].asSlice(toOffset[i] + skip, b - a).fill((byte) 0);
-            } else if (forDevice[i]) {
+            } else if (packed[i]) {
                 LibcCopy.copy(from[i], fromOffset[i] + skip, to[i], toOffset[i] + skip, b - a);
             } else {
                 MemorySegment.copy(from[i], fromOffset[i] + skip, to[i], toOffset[i] + skip, b - a);

@@ -74,15 +74,10 @@ public final class LibcCopy {
         }
     }
 
-    /** {@return {@code true} when copies of {@code bytes} bytes between native segments use {@code memcpy}} */
-    public static boolean nonTemporal(long bytes) {
-        return bytes >= FROM;
-    }
-
     /**
      * Copies {@code bytes} bytes from {@code src} at {@code srcOffset} to {@code dst} at {@code dstOffset}, as
      * {@link MemorySegment#copy(MemorySegment, long, MemorySegment, long, long)} does (same bounds, liveness and
-     * read-only checks, same exceptions); the ranges must not overlap.
+     * read-only checks, same exceptions; overlapping ranges are copied by {@link MemorySegment#copy}).
      *
      * @param src the source
      * @param srcOffset where the bytes start in {@code src}
@@ -108,16 +103,14 @@ public final class LibcCopy {
         }
         try {
             MemorySegment ignored = (MemorySegment) Memcpy.HANDLE.invokeExact(out, in, bytes);
-        } catch (RuntimeException | Error e) {
-            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException("memcpy failed", t);
+            throw Native.unchecked("memcpy", t);
         }
     }
 
     /** The downcall, made on first use (never where the tunable is unset). */
     private static final class Memcpy {
-        static final MethodHandle HANDLE = Native.downcall(Native.LINKER.defaultLookup().find("memcpy").orElseThrow(),
+        static final MethodHandle HANDLE = Native.libc("memcpy",
                 FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG),
                 Linker.Option.critical(false));
     }

@@ -32,15 +32,15 @@ public final class Native {
     private Native() {}
 
     /**
-     * A downcall handle for a libc function.
+     * A downcall handle for a libc function, made with {@code options}.
      *
      * @throws UnsatisfiedLinkError if libc has no such symbol
      * @throws IllegalCallerException if native access is not enabled (see {@link #nativeAccessDenied})
      */
-    public static MethodHandle libc(String name, FunctionDescriptor descriptor) {
+    public static MethodHandle libc(String name, FunctionDescriptor descriptor, Linker.Option... options) {
         MemorySegment address = LIBC.find(name)
                 .orElseThrow(() -> new UnsatisfiedLinkError("libc symbol not found: " + name));
-        return downcall(address, descriptor);
+        return downcall(address, descriptor, options);
     }
 
     /** {@link Linker#downcallHandle}, with a missing native-access grant reported by {@link #nativeAccessDenied}. */
