@@ -1,8 +1,10 @@
 package org.devicebridge.arrow.java;
 
+import static org.devicebridge.arrow.java.ExportBufferChecks.bitmapNulls;
 import static org.devicebridge.arrow.java.ExportBufferChecks.ceilDiv8;
 import static org.devicebridge.arrow.java.ExportBufferChecks.checkChildCount;
 import static org.devicebridge.arrow.java.ExportBufferChecks.checkChildLength;
+import static org.devicebridge.arrow.java.ExportBufferChecks.nullCount;
 import static org.devicebridge.arrow.java.ExportBufferChecks.offsets;
 import static org.devicebridge.arrow.java.ExportBufferChecks.required;
 import static org.devicebridge.arrow.java.ExportBufferChecks.validity;
@@ -374,7 +376,7 @@ final class ExportArrayWriter {
                 int w = (type instanceof ArrowType.Utf8 || type instanceof ArrowType.Binary ? Layout.VARIABLE
                         : Layout.LARGE_VARIABLE).offsetWidth();
                 List<ArrowBuf> fb = fieldBuffers(v, 3, type, p, node); // fills offset holes, as arrow-c-data does
-                p.nullCount[node] = v.getNullCount();
+                p.nullCount[node] = bitmapNulls(v, fb.get(0), len);
                 validity(p, node, fb.get(0));
                 long last = offsets(p, node, fb.get(1), w, len);
                 required(p, node, fb.get(2), last, 2);
@@ -385,7 +387,7 @@ final class ExportArrayWriter {
                     throw unexpectedVector(v, type, p, node);
                 }
                 List<ArrowBuf> data = view.getDataBuffers();
-                p.nullCount[node] = v.getNullCount();
+                p.nullCount[node] = bitmapNulls(v, view.getValidityBuffer(), len);
                 validity(p, node, view.getValidityBuffer());
                 required(p, node, ExportRewrites.zeroPaddedViews(p, node, view, len), Math.multiplyExact(16L, len), 1);
                 for (int k = 0; k < data.size(); k++) {
@@ -399,7 +401,7 @@ final class ExportArrayWriter {
             case List, LargeList, Map -> {
                 int w = (type instanceof ArrowType.LargeList ? Layout.LARGE_LIST : Layout.LIST).offsetWidth();
                 List<ArrowBuf> fb = fieldBuffers(v, 2, type, p, node);
-                p.nullCount[node] = v.getNullCount();
+                p.nullCount[node] = bitmapNulls(v, fb.get(0), len);
                 validity(p, node, fb.get(0));
                 long last = offsets(p, node, fb.get(1), w, len);
                 expectedChildren = 1;
@@ -409,7 +411,7 @@ final class ExportArrayWriter {
             case ListView, LargeListView -> {
                 int w = (type instanceof ArrowType.LargeListView ? Layout.LARGE_LIST_VIEW : Layout.LIST_VIEW).offsetWidth();
                 List<ArrowBuf> fb = fieldBuffers(v, 3, type, p, node);
-                p.nullCount[node] = v.getNullCount();
+                p.nullCount[node] = bitmapNulls(v, fb.get(0), len);
                 validity(p, node, fb.get(0));
                 required(p, node, fb.get(1), Math.multiplyExact((long) w, len), 1);
                 required(p, node, fb.get(2), Math.multiplyExact((long) w, len), 2);
@@ -417,7 +419,7 @@ final class ExportArrayWriter {
             }
             case FixedSizeList -> {
                 List<ArrowBuf> fb = fieldBuffers(v, 1, type, p, node);
-                p.nullCount[node] = v.getNullCount();
+                p.nullCount[node] = bitmapNulls(v, fb.get(0), len);
                 validity(p, node, fb.get(0));
                 expectedChildren = 1;
                 checkChildCount(children, expectedChildren, v, p, node);
@@ -426,7 +428,7 @@ final class ExportArrayWriter {
             }
             case Struct -> {
                 List<ArrowBuf> fb = fieldBuffers(v, 1, type, p, node);
-                p.nullCount[node] = v.getNullCount();
+                p.nullCount[node] = bitmapNulls(v, fb.get(0), len);
                 validity(p, node, fb.get(0));
                 expectedChildren = field.getChildren().size();
                 checkChildCount(children, expectedChildren, v, p, node);
@@ -509,16 +511,6 @@ final class ExportArrayWriter {
      * Nulls among the first {@code len} bits of a validity buffer; {@code len} (all) where the buffer is
      * missing or too short, which {@link ExportBufferChecks#validity} then rejects by name.
      */
-    private static long nullCount(ArrowBuf validity, long len) {
-        if (len == 0) {
-            return 0;
-        }
-        if (validity == null || validity.memoryAddress() == 0 || validity.capacity() < ceilDiv8(len)) {
-            return len;
-        }
-        return len - Bitmaps.countSet(ALL, validity.memoryAddress(), 0, len);
-    }
-
     private static long fixedBits(ArrowType type, Plan p, int node) {
         return switch (type.getTypeID()) {
             case Bool -> 1;
