@@ -115,7 +115,70 @@ final class BatchTransfer {
      * may be {@code null}: one group). Returns when every byte arrived: one host wait for a batch of direct
      * copies only, one per staging chunk otherwise. After a throw no copy of this batch still writes into a
      * destination.
+     *
+     * <p>With {@code afterLeading} (else {@code null}): ranges {@code [0, leading)} are queued first and
+     * {@code afterLeading} runs on this thread once they arrived, before this returns. Where every range is
+     * direct that is while the others may still be arriving (two host waits: {@link TransferOps#LEADING},
+     * then {@link TransferOps#BATCH}); otherwise once every range arrived. If it throws, the copies are
+     * waited for, then its exception is thrown.
      */
+    static void download(StagingRing ring, long[] addresses, long[] groups, MemorySegment[] dst, long[] sizes,
+                         boolean[] direct, int leading, Runnable afterLeading, TransferOps ops,
+                         TransferStatistics stats) {
+        int n = dst.length;
+        boolean allDirect = true;
+        for (int i = 0; i < n; i++) {
+            allDirect &= direct[i] || sizes[i] == 0;
+        }
+        if (afterLeading == null || !allDirect || leading >= n) {
+            download(ring, addresses, groups, dst, sizes, direct, ops, stats);
+            if (afterLeading != null) {
+                afterLeading.run();
+            }
+            return;
+        }
+        boolean queued = false;
+        try {
+            for (int i = 0; i < n; i++) {
+                if (i == leading && queued) {
+                    ops.record(TransferOps.LEADING);
+                }
+                if (sizes[i] > 0) {
+                    ops.toHost(dst[i], addresses[i], sizes[i]);
+                    queued = true;
+                    stats.direct(sizes[i]);
+                }
+            }
+            ops.record(TransferOps.BATCH);
+        } catch (RuntimeException | Error e) {
+            if (queued) {
+                settle(ops, e);
+            }
+            throw e;
+        }
+        try {
+            if (leadingQueued(sizes, leading)) {
+                ops.await(TransferOps.LEADING);
+            }
+            afterLeading.run();
+        } catch (RuntimeException | Error e) {
+            settle(ops, e);
+            throw e;
+        }
+        ops.await(TransferOps.BATCH);
+    }
+
+    /** {@code true} if one of the first {@code leading} ranges has bytes (then {@link TransferOps#LEADING} was recorded). */
+    private static boolean leadingQueued(long[] sizes, int leading) {
+        for (int i = 0; i < leading; i++) {
+            if (sizes[i] > 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** {@link #download(StagingRing, long[], long[], MemorySegment[], long[], boolean[], int, Runnable, TransferOps, TransferStatistics)} without work between. */
     static void download(StagingRing ring, long[] addresses, long[] groups, MemorySegment[] dst, long[] sizes,
                          boolean[] direct, TransferOps ops, TransferStatistics stats) {
         int n = dst.length;
@@ -123,11 +186,14 @@ final class BatchTransfer {
         boolean queued = false;
         try {
             for (int i = 0; i < n; i++) {
+                if (sizes[i] == 0) {
+                    continue;
+                }
                 if (direct[i]) {
                     ops.toHost(dst[i], addresses[i], sizes[i]);
                     queued = true;
                     stats.direct(sizes[i]);
-                } else if (sizes[i] > 0) {
+                } else {
                     stagedCount++;
                 }
             }

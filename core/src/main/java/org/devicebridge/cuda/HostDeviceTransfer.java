@@ -57,6 +57,7 @@ public final class HostDeviceTransfer extends NativeHandle {
     private final StagingRing ring;
     private final CudaEvent[] chunkDone;
     private final CudaEvent batchDone;
+    private final CudaEvent leadingDone; // the leading copies of a download arrived (see download with leading)
     private final TransferStatistics stats;
     /**
      * Held by every batch and by the release step, so that a close waits for a running batch instead of
@@ -222,26 +223,28 @@ public final class HostDeviceTransfer extends NativeHandle {
     }
 
     private HostDeviceTransfer(int device, PinnedHostBuffer staging, StagingRing ring, CudaEvent[] chunkDone,
-                               CudaEvent batchDone, Object lock) {
-        super("host-device transfer for device " + device, release(staging, ring, chunkDone, batchDone, lock));
+                               CudaEvent batchDone, CudaEvent leadingDone, Object lock) {
+        super("host-device transfer for device " + device,
+                release(staging, ring, chunkDone, batchDone, leadingDone, lock));
         this.device = device;
         this.ring = ring;
         this.chunkDone = chunkDone;
         this.batchDone = batchDone;
+        this.leadingDone = leadingDone;
         this.stats = new TransferStatistics();
         this.lock = lock;
     }
 
     /** Waits for the copies still using the staging memory, then frees it and returns the events to their pool. */
     private static ReleaseAction release(PinnedHostBuffer staging, StagingRing ring, CudaEvent[] chunkDone,
-                                         CudaEvent batchDone, Object lock) {
+                                         CudaEvent batchDone, CudaEvent leadingDone, Object lock) {
         return () -> {
             synchronized (lock) {
                 try {
                     ring.drain(s -> chunkDone[s].synchronize());
                 } finally {
                     try {
-                        closeEvents(chunkDone, batchDone);
+                        closeEvents(chunkDone, batchDone, leadingDone);
                     } finally {
                         staging.close();
                     }
@@ -250,14 +253,16 @@ public final class HostDeviceTransfer extends NativeHandle {
         };
     }
 
-    private static void closeEvents(CudaEvent[] chunkDone, CudaEvent batchDone) {
+    private static void closeEvents(CudaEvent[] chunkDone, CudaEvent batchDone, CudaEvent leadingDone) {
         for (CudaEvent e : chunkDone) {
             if (e != null) {
                 e.close();
             }
         }
-        if (batchDone != null) {
-            batchDone.close();
+        for (CudaEvent e : new CudaEvent[] {batchDone, leadingDone}) {
+            if (e != null) {
+                e.close();
+            }
         }
     }
 
@@ -299,6 +304,7 @@ public final class HostDeviceTransfer extends NativeHandle {
         PinnedHostBuffer staging = PinnedHostBuffer.allocate(Math.multiplyExact(chunk, count));
         CudaEvent[] events = new CudaEvent[count];
         CudaEvent batch = null;
+        CudaEvent leading = null;
         try {
             MemorySegment[] chunks = new MemorySegment[count];
             StagingCopy[] copies = new StagingCopy[count];
@@ -309,10 +315,12 @@ public final class HostDeviceTransfer extends NativeHandle {
                         options.threads());
             }
             batch = CudaEvent.acquire(device);
-            return new HostDeviceTransfer(device, staging, new StagingRing(chunks, copies), events, batch, new Object());
+            leading = CudaEvent.acquire(device);
+            return new HostDeviceTransfer(device, staging, new StagingRing(chunks, copies), events, batch, leading,
+                    new Object());
         } catch (RuntimeException e) {
             try {
-                closeEvents(events, batch);
+                closeEvents(events, batch, leading);
             } finally {
                 staging.close();
             }
@@ -511,11 +519,44 @@ public final class HostDeviceTransfer extends NativeHandle {
     public void download(List<DeviceRange> sources, List<MemorySegment> destinations, CudaStream stream) {
         synchronized (lock) {
             ensureLive();
-            downloadLocked(sources, destinations, stream);
+            downloadLocked(sources, destinations, sources.size(), null, stream);
         }
     }
 
-    private void downloadLocked(List<DeviceRange> sources, List<MemorySegment> destinations, CudaStream stream) {
+    /**
+     * As {@link #download(List, List, CudaStream)}, with host work done while the copy engine still writes:
+     * ranges {@code [0, leading)} are copied first, then the others, and {@code whileRestArrives} runs on this
+     * thread once the leading ranges arrived. Where every destination is page-locked the other ranges may
+     * still be arriving meanwhile, so it must not read their destinations; where one is not, it runs once
+     * every range arrived. Returns when every byte arrived and {@code whileRestArrives} returned. If it
+     * throws, this waits for the batch's copies, then throws its exception. It runs holding this transfer
+     * (another thread's batch waits) and must not use it.
+     *
+     * <p>For a consumer that checks or indexes part of the data (offsets, say) while the bulk of it is
+     * still on the link.
+     *
+     * @param sources the ranges; the caller keeps owning their buffers
+     * @param destinations one writable native host segment per range, of exactly the range's size; the
+     *     caller keeps owning them
+     * @param leading how many of the first ranges are copied before the others, {@code 0 .. sources.size()}
+     * @param whileRestArrives runs once the leading ranges arrived
+     * @param stream a stream of this transfer's device; the caller keeps owning it
+     * @throws InvalidArgumentException as {@link #download(List, List, CudaStream)} does, or if
+     *     {@code leading} is out of range
+     * @throws org.devicebridge.HandleClosedException if this transfer or a source buffer is closed
+     * @throws CudaException if a driver call fails
+     */
+    public void download(List<DeviceRange> sources, List<MemorySegment> destinations, int leading,
+                         Runnable whileRestArrives, CudaStream stream) {
+        Objects.requireNonNull(whileRestArrives, "whileRestArrives");
+        synchronized (lock) {
+            ensureLive();
+            downloadLocked(sources, destinations, leading, whileRestArrives, stream);
+        }
+    }
+
+    private void downloadLocked(List<DeviceRange> sources, List<MemorySegment> destinations, int leading,
+                                Runnable whileRestArrives, CudaStream stream) {
         Objects.requireNonNull(sources, "sources");
         Objects.requireNonNull(destinations, "destinations");
         Objects.requireNonNull(stream, "stream");
@@ -523,6 +564,9 @@ public final class HostDeviceTransfer extends NativeHandle {
         if (destinations.size() != n) {
             throw new InvalidArgumentException("destinations", "expected one destination per source (" + n
                     + ") but found " + destinations.size());
+        }
+        if (leading < 0 || leading > n) {
+            throw new InvalidArgumentException("leading", "expected 0 to " + n + " leading ranges but found " + leading);
         }
         checkStream(stream);
         MemorySegment[] dst = destinations.toArray(new MemorySegment[0]);
@@ -551,14 +595,14 @@ public final class HostDeviceTransfer extends NativeHandle {
         }
         stats.batch();
         try (StreamTransferOps ops = ops(stream)) {
-            BatchTransfer.download(ring, addresses, groups, dst, sizes, direct, ops, stats);
+            BatchTransfer.download(ring, addresses, groups, dst, sizes, direct, leading, whileRestArrives, ops, stats);
         }
     }
 
     private StreamTransferOps ops(CudaStream stream) {
         Objects.requireNonNull(stream, "stream");
         checkStream(stream);
-        return new StreamTransferOps(stream, chunkDone, batchDone, stats);
+        return new StreamTransferOps(stream, chunkDone, batchDone, leadingDone, stats);
     }
 
     private void checkBuffer(DeviceBuffer src) {

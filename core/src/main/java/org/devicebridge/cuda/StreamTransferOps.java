@@ -5,7 +5,8 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
 
 /**
  * {@link TransferOps} on one CUDA stream of one device: every call is the driver call named there, its
- * result checked. Events {@code 0 .. n - 1} are the staging chunks', {@link TransferOps#BATCH} the batch's.
+ * result checked. Events {@code 0 .. n - 1} are the staging chunks', {@link TransferOps#BATCH} the batch's,
+ * {@link TransferOps#LEADING} its leading copies'.
  * Used by one batch on one thread: the stream's device context is current on that thread from construction
  * to {@link #close()}, which makes the caller's context current again.
  */
@@ -14,11 +15,13 @@ final class StreamTransferOps implements TransferOps, AutoCloseable {
     private final MemorySegment stream;
     private final MemorySegment[] chunkEvents;
     private final MemorySegment batchEvent;
+    private final MemorySegment leadingEvent;
     private final TransferStatistics stats;
     private final long savedContext;
 
     /** Ops on {@code stream} (live) with the transfer's events (live); borrows all of them. */
-    StreamTransferOps(CudaStream stream, CudaEvent[] chunkEvents, CudaEvent batchEvent, TransferStatistics stats) {
+    StreamTransferOps(CudaStream stream, CudaEvent[] chunkEvents, CudaEvent batchEvent, CudaEvent leadingEvent,
+                      TransferStatistics stats) {
         this.device = stream.device();
         this.stream = stream.raw();
         this.chunkEvents = new MemorySegment[chunkEvents.length];
@@ -26,6 +29,7 @@ final class StreamTransferOps implements TransferOps, AutoCloseable {
             this.chunkEvents[i] = chunkEvents[i].raw();
         }
         this.batchEvent = batchEvent.raw();
+        this.leadingEvent = leadingEvent.raw();
         this.stats = stats;
         this.savedContext = CudaContext.enter(device); // every call below runs on this thread, in this context
     }
@@ -37,7 +41,7 @@ final class StreamTransferOps implements TransferOps, AutoCloseable {
     }
 
     private MemorySegment event(int e) {
-        return e == BATCH ? batchEvent : chunkEvents[e];
+        return e == BATCH ? batchEvent : e == LEADING ? leadingEvent : chunkEvents[e];
     }
 
     @Override

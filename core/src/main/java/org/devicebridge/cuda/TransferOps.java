@@ -5,11 +5,15 @@ import java.lang.foreign.MemorySegment;
 /**
  * The driver calls a {@link StagingRing} makes for one batch, on one stream: asynchronous copies and
  * fills, and the events that say when they finished. Events are numbered: {@code 0 .. chunks - 1} guard
- * the ring's chunks, {@link #BATCH} marks the end of a batch. A fake stands in for the driver in tests.
+ * the ring's chunks, {@link #BATCH} marks the end of a batch, {@link #LEADING} the end of a download's
+ * leading copies. A fake stands in for the driver in tests.
  */
 interface TransferOps {
     /** The event recorded after the last copy of a batch. */
     int BATCH = -1;
+
+    /** The event recorded after the leading copies of a download (see {@link BatchTransfer#download}). */
+    int LEADING = -2;
 
     /** Queues a copy of {@code bytes} bytes of host memory to a device address ({@code cuMemcpyHtoDAsync}). */
     void toDevice(long deviceAddress, MemorySegment from, long bytes);

@@ -337,4 +337,63 @@ class HostDeviceTransferTest {
             }
         }
     }
+
+    @Test
+    void aDownloadWithLeadingRangesRunsItsWorkOnceTheyArrivedAndReturnsOnceAllDid() {
+        Random r = new Random(17);
+        long[] sizes = {4096, 1 << 20, 64, 32 << 20, 0, 8 << 20};
+        try (Arena arena = Arena.ofConfined();
+             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20)) {
+            List<MemorySegment> host = batch(arena, r, sizes);
+            try (HostDeviceTransfer.Upload up = transfer.upload(host, stream)) {
+                for (boolean pinned : new boolean[] {true, false}) {
+                    long total = java.util.Arrays.stream(sizes).sum() + 64L * sizes.length;
+                    PinnedHostBuffer pinnedBlock = pinned ? PinnedHostBuffer.allocate(total) : null;
+                    try {
+                        MemorySegment block = pinned ? pinnedBlock.segment() : arena.allocate(total, 64);
+                        List<DeviceRange> sources = new ArrayList<>();
+                        List<MemorySegment> destinations = new ArrayList<>();
+                        long at = 0;
+                        for (int i = 0; i < sizes.length; i++) {
+                            sources.add(up.buffer().range(up.offsets()[i], sizes[i]));
+                            destinations.add(block.asSlice(at, sizes[i]));
+                            at += sizes[i] + 64;
+                        }
+                        int leading = 3;
+                        int[] ran = {0};
+                        transfer.download(sources, destinations, leading, () -> {
+                            ran[0]++;
+                            for (int i = 0; i < leading; i++) {
+                                assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE),
+                                        destinations.get(i).toArray(ValueLayout.JAVA_BYTE), "leading range " + i);
+                            }
+                        }, stream);
+                        assertEquals(1, ran[0]);
+                        for (int i = 0; i < sizes.length; i++) {
+                            assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE),
+                                    destinations.get(i).toArray(ValueLayout.JAVA_BYTE), "range " + i + ", pinned " + pinned);
+                        }
+                        IllegalStateException e = assertThrows(IllegalStateException.class,
+                                () -> transfer.download(sources, destinations, 1, () -> {
+                                    throw new IllegalStateException("work failed");
+                                }, stream));
+                        assertEquals("work failed", e.getMessage());
+                        assertThrows(InvalidArgumentException.class,
+                                () -> transfer.download(sources, destinations, sizes.length + 1, () -> { }, stream));
+                        // the transfer is usable after a failed batch
+                        destinations.get(5).fill((byte) 0);
+                        transfer.download(sources, destinations, stream);
+                        assertArrayEquals(host.get(5).toArray(ValueLayout.JAVA_BYTE),
+                                destinations.get(5).toArray(ValueLayout.JAVA_BYTE));
+                    } finally {
+                        if (pinnedBlock != null) {
+                            pinnedBlock.close();
+                        }
+                    }
+                }
+            }
+            stream.synchronize();
+        }
+    }
 }

@@ -463,4 +463,81 @@ class StagingRingTest {
             stream.finish();
         }
     }
+
+    @Test
+    void aDirectDownloadRunsItsWorkOnceTheLeadingRangesArrivedWhileTheOthersStillCopy() {
+        try (Arena arena = Arena.ofShared()) {
+            StagingRing ring = ring(arena, 2, 1 << 16, StagingCopy::new);
+            TransferStatistics stats = new TransferStatistics();
+            Random r = new Random(11);
+            long[] sizes = {100, 0, 4000, 64, 7000};
+            MemorySegment device = random(arena, r, 16384);
+            long[] addresses = {BASE, BASE + 200, BASE + 256, BASE + 4352, BASE + 8192};
+            for (int leading = 0; leading <= sizes.length; leading++) {
+                MemorySegment[] back = new MemorySegment[sizes.length];
+                for (int i = 0; i < sizes.length; i++) {
+                    back[i] = arena.allocate(Math.max(1, sizes[i])).asSlice(0, sizes[i]);
+                    back[i].fill((byte) 0);
+                }
+                boolean[] direct = {true, true, true, true, true};
+                FakeStream down = new FakeStream(null).on(device);
+                int lead = leading;
+                int[] ran = {0};
+                BatchTransfer.download(ring, addresses, null, back, sizes, direct, leading, () -> {
+                    ran[0]++;
+                    for (int i = 0; i < sizes.length; i++) {
+                        boolean arrived = java.util.Arrays.equals(back[i].toArray(ValueLayout.JAVA_BYTE),
+                                device.asSlice(addresses[i] - BASE, sizes[i]).toArray(ValueLayout.JAVA_BYTE));
+                        if (i < lead || sizes[i] == 0) {
+                            assertTrue(arrived, "leading range " + i + " arrived before the work");
+                        } else if (lead < sizes.length) {
+                            assertFalse(arrived, "range " + i + " still copying during the work (leading " + lead + ")");
+                        }
+                    }
+                }, down, stats);
+                assertEquals(1, ran[0]);
+                for (int i = 0; i < sizes.length; i++) {
+                    assertArrayEquals(device.asSlice(addresses[i] - BASE, sizes[i]).toArray(ValueLayout.JAVA_BYTE),
+                            back[i].toArray(ValueLayout.JAVA_BYTE), "every range arrived before the return: " + i);
+                }
+                assertEquals(4, down.toHost, "one copy per range of bytes");
+            }
+        }
+    }
+
+    @Test
+    void workThatThrowsDuringADirectDownloadIsThrownAfterEveryCopyFinished() {
+        try (Arena arena = Arena.ofShared()) {
+            StagingRing ring = ring(arena, 2, 1 << 16, StagingCopy::new);
+            MemorySegment device = random(arena, new Random(12), 4096);
+            MemorySegment[] back = {arena.allocate(64), arena.allocate(2048)};
+            FakeStream down = new FakeStream(null).on(device);
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> BatchTransfer.download(ring,
+                    new long[] {BASE, BASE + 1024}, null, back, new long[] {64, 2048}, new boolean[] {true, true}, 1,
+                    () -> {
+                        throw new IllegalStateException("checks failed");
+                    }, down, new TransferStatistics()));
+            assertEquals("checks failed", e.getMessage());
+            assertEquals(down.queue.size(), down.executed, "no copy still writes into a destination");
+        }
+    }
+
+    @Test
+    void withAStagedRangeTheWorkRunsOnceEveryRangeArrived() {
+        try (Arena arena = Arena.ofShared()) {
+            StagingRing ring = ring(arena, 2, 1 << 16, StagingCopy::new);
+            MemorySegment device = random(arena, new Random(13), 8192);
+            MemorySegment[] back = {arena.allocate(64), arena.allocate(3000)};
+            FakeStream down = new FakeStream(null).on(device);
+            int[] ran = {0};
+            BatchTransfer.download(ring, new long[] {BASE, BASE + 4096}, null, back, new long[] {64, 3000},
+                    new boolean[] {true, false}, 1, () -> {
+                        ran[0]++;
+                        assertArrayEquals(device.asSlice(4096, 3000).toArray(ValueLayout.JAVA_BYTE),
+                                back[1].toArray(ValueLayout.JAVA_BYTE), "the staged range arrived first");
+                    }, down, new TransferStatistics());
+            assertEquals(1, ran[0]);
+            assertArrayEquals(device.asSlice(0, 64).toArray(ValueLayout.JAVA_BYTE), back[0].toArray(ValueLayout.JAVA_BYTE));
+        }
+    }
 }

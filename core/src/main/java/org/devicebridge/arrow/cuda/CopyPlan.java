@@ -105,6 +105,151 @@ final class CopyPlan {
         return -1;
     }
 
+    /** The bytes below which late bytes are copied with the others: a copy call costs more than it overlaps. */
+    static final long MIN_LATE_BYTES = 256 << 10;
+
+    /**
+     * Pieces of host copies in the order to queue them: {@code [0, leading)} first, then the others.
+     *
+     * @param addresses where each piece starts on the device
+     * @param sizes the bytes of each piece
+     * @param allocations the allocation each piece reads from
+     * @param hostOffsets where each piece lands in the host block
+     * @param leading how many pieces come first
+     */
+    record Pieces(long[] addresses, long[] sizes, int[] allocations, long[] hostOffsets, int leading) {
+        /** Number of pieces. */
+        int count() {
+            return addresses.length;
+        }
+    }
+
+    /** This plan's copies as they are, all leading. */
+    Pieces whole() {
+        return new Pieces(Arrays.copyOf(addresses, count), Arrays.copyOf(sizes, count), Arrays.copyOf(allocations, count),
+                Arrays.copyOf(hostOffsets, count), count);
+    }
+
+    /**
+     * This plan's copies cut so that the bytes only {@code late} ranges cover come last: the ranges given are
+     * those the plan was made of ({@code late[i]} for range {@code i}), and a byte is late if a late range holds
+     * it and no other range does. Late stretches under {@code minLateBytes} bytes stay with the others. Every
+     * byte of the plan is in exactly one piece, at the same host offset as in the plan.
+     */
+    Pieces pieces(long[] rangeAddresses, long[] rangeSizes, boolean[] late, long minLateBytes) {
+        long[][] lateOnly = subtract(union(rangeAddresses, rangeSizes, late, true),
+                union(rangeAddresses, rangeSizes, late, false));
+        PieceList first = new PieceList();
+        PieceList last = new PieceList();
+        int j = 0; // the first late stretch that may meet copy k (both sorted by address)
+        for (int k = 0; k < count; k++) {
+            long start = addresses[k];
+            long end = start + sizes[k];
+            while (j < lateOnly[0].length && lateOnly[1][j] <= start) {
+                j++;
+            }
+            long at = start;
+            for (int m = j; m < lateOnly[0].length && lateOnly[0][m] < end; m++) {
+                long from = Math.max(lateOnly[0][m], start);
+                long to = Math.min(lateOnly[1][m], end);
+                if (to - from < minLateBytes) {
+                    continue;
+                }
+                first.add(at, from - at, k);
+                last.add(from, to - from, k);
+                at = to;
+            }
+            first.add(at, end - at, k);
+        }
+        int n = first.count + last.count;
+        long[] a = new long[n];
+        long[] z = new long[n];
+        int[] h = new int[n];
+        long[] o = new long[n];
+        for (int i = 0; i < n; i++) {
+            PieceList from = i < first.count ? first : last;
+            int p = i < first.count ? i : i - first.count;
+            a[i] = from.addresses[p];
+            z[i] = from.sizes[p];
+            h[i] = from.copies[p];
+            o[i] = hostOffsets[h[i]] + (a[i] - addresses[h[i]]);
+            h[i] = allocations[h[i]];
+        }
+        return new Pieces(a, z, h, o, first.count);
+    }
+
+    /** The union of the ranges whose {@code late} flag is {@code which}: sorted, disjoint {starts, ends}. */
+    private static long[][] union(long[] rangeAddresses, long[] rangeSizes, boolean[] late, boolean which) {
+        int n = 0;
+        long[][] ranges = new long[rangeAddresses.length][];
+        for (int i = 0; i < rangeAddresses.length; i++) {
+            if (late[i] == which && rangeSizes[i] > 0) {
+                ranges[n++] = new long[] {rangeAddresses[i], rangeAddresses[i] + rangeSizes[i]};
+            }
+        }
+        Arrays.sort(ranges, 0, n, (x, y) -> Long.compare(x[0], y[0]));
+        long[] starts = new long[n];
+        long[] ends = new long[n];
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            if (m > 0 && ranges[i][0] <= ends[m - 1]) {
+                ends[m - 1] = Math.max(ends[m - 1], ranges[i][1]);
+            } else {
+                starts[m] = ranges[i][0];
+                ends[m] = ranges[i][1];
+                m++;
+            }
+        }
+        return new long[][] {Arrays.copyOf(starts, m), Arrays.copyOf(ends, m)};
+    }
+
+    /** The parts of the sorted, disjoint ranges {@code from} outside the sorted, disjoint ranges {@code minus}. */
+    private static long[][] subtract(long[][] from, long[][] minus) {
+        PieceList out = new PieceList();
+        int j = 0;
+        for (int i = 0; i < from[0].length; i++) {
+            long at = from[0][i];
+            long end = from[1][i];
+            while (j < minus[0].length && minus[1][j] <= at) {
+                j++;
+            }
+            for (int m = j; m < minus[0].length && minus[0][m] < end; m++) {
+                out.add(at, minus[0][m] - at, 0);
+                at = Math.max(at, minus[1][m]);
+            }
+            out.add(at, end - at, 0);
+        }
+        long[] starts = Arrays.copyOf(out.addresses, out.count);
+        long[] ends = new long[out.count];
+        for (int i = 0; i < out.count; i++) {
+            ends[i] = starts[i] + out.sizes[i];
+        }
+        return new long[][] {starts, ends};
+    }
+
+    /** A growing list of pieces; ones of no bytes are not added. */
+    private static final class PieceList {
+        long[] addresses = new long[8];
+        long[] sizes = new long[8];
+        int[] copies = new int[8];
+        int count;
+
+        void add(long address, long size, int copy) {
+            if (size <= 0) {
+                return;
+            }
+            if (count == addresses.length) {
+                addresses = Arrays.copyOf(addresses, count * 2);
+                sizes = Arrays.copyOf(sizes, count * 2);
+                copies = Arrays.copyOf(copies, count * 2);
+            }
+            addresses[count] = address;
+            sizes[count] = size;
+            copies[count] = copy;
+            count++;
+        }
+    }
+
     /** Number of copies (merged ranges). */
     int count() {
         return count;

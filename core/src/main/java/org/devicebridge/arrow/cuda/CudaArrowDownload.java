@@ -4,15 +4,21 @@ import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
+import java.util.function.Function;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
+import org.devicebridge.arrow.ArrowDataType.Layout;
+import org.devicebridge.arrow.ArrowDataType.TypeId;
 import org.devicebridge.arrow.DeviceCopier;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ValidationLevel;
@@ -21,6 +27,7 @@ import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.cuda.PointerAttributes;
 import org.devicebridge.foreign.Access;
 import org.devicebridge.foreign.ArrowAccess;
 import org.devicebridge.internal.FieldPath;
@@ -41,10 +48,12 @@ public final class CudaArrowDownload {
      * Copies {@code batch} (a struct array: a record batch) into a new {@link VectorSchemaRoot} whose memory
      * is allocated in {@code allocator}: every buffer is copied into one host block allocated there, in one
      * batch of copies ordered on {@code stream}. Where that block is page-locked (an allocator of pinned
-     * memory), the copy engine writes it directly, with one host synchronisation for the whole batch;
-     * otherwise the copies go through {@code transfer}'s ring of pinned staging chunks (one host wait per
-     * chunk, unpacking overlapping the next chunk's copy). Ranges of one device allocation less than 64
-     * bytes apart are copied together, so an uploaded batch comes back in one copy. An imported batch is then
+     * memory), the copy engine writes it directly, and the host waits twice: once for the bitmaps, offsets
+     * and other buffers the checks and Arrow Java's import read (queued first), then, after checking them and
+     * building the vectors while the values still arrive, for the rest. Otherwise the copies go through
+     * {@code transfer}'s ring of pinned staging chunks (one host wait per chunk, unpacking overlapping the
+     * next chunk's copy), and the checks follow. Ranges of one device allocation less than 64 bytes apart are
+     * copied together, so an uploaded batch comes back in few copies. An imported batch is then
      * validated at {@link ValidationLevel#DEFAULT} by reading its own struct again with those copies as the
      * contents (no further device copy, no second struct), and Arrow Java gets the validated view moved to
      * the copies, without a further copy: what it reads is exactly what was validated, even if the producer
@@ -87,23 +96,22 @@ public final class CudaArrowDownload {
         Objects.requireNonNull(transfer, "transfer");
         Objects.requireNonNull(stream, "stream");
         CudaArrowSupport.sameDevice(transfer, stream);
-        ArrayNode root = batch.root();
-        ImportedArray imported = batch.imported();
-        ImportedArray host;
         try (HostCopier copier = new HostCopier(transfer, stream, batch.memory())) {
-            host = toHost(root, imported, copier, allocator, new BatchCopier() {
+            return toHost(batch.root(), batch.imported(), copier, allocator, new BatchCopier() {
                 @Override
                 public CopyPlan plan(long[] addresses, long[] byteSizes) {
                     return copier.plan(addresses, byteSizes);
                 }
 
                 @Override
-                public void copy(CopyPlan plan, MemorySegment block) {
-                    copier.copy(plan, block);
+                public void copy(CopyPlan plan, CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives) {
+                    // Only the copy engine writes while the host works; pieces out of address order would also
+                    // split the staging ring's merged copies of pageable memory.
+                    boolean direct = PointerAttributes.isPageLocked(block);
+                    copier.copy(direct ? pieces : plan.whole(), block, whileRestArrives);
                 }
-            });
+            }, host -> ArrowJavaImport.importVectorSchemaRoot(allocator, host, dictionaries)); // releases host on a throw
         }
-        return ArrowJavaImport.importVectorSchemaRoot(allocator, host, dictionaries); // releases host on a throw
     }
 
     /**
@@ -144,8 +152,18 @@ public final class CudaArrowDownload {
         /** Plans copies of these ranges. */
         CopyPlan plan(long[] addresses, long[] byteSizes);
 
-        /** Runs {@code plan} into {@code block} (see {@link HostCopier#copy}) and returns when the data arrived. */
-        void copy(CopyPlan plan, MemorySegment block);
+        /**
+         * Runs {@code plan} into {@code block} (see {@link HostCopier#copy}), possibly as {@code pieces} (the
+         * same bytes cut so that the leading pieces come first); {@code whileRestArrives} runs once the leading
+         * pieces arrived, while the others may still be arriving. Returns when the data arrived; returns or
+         * throws only once no copy writes into {@code block}.
+         */
+        void copy(CopyPlan plan, CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives);
+
+        /** The smallest stretch of late bytes worth a copy of its own. */
+        default long minLateBytes() {
+            return CopyPlan.MIN_LATE_BYTES;
+        }
     }
 
     /**
@@ -155,13 +173,20 @@ public final class CudaArrowDownload {
      * {@code copier} into one {@link DownloadedBuffers} block; for an imported batch its struct read again at
      * DEFAULT with those copies as the contents, for a batch built here ({@code imported} null: an upload,
      * which validated its source at DEFAULT and knows every size) the view as it is; then that view moved to
-     * the copies ({@link ArrowAccess#hostView}).
+     * the copies ({@link ArrowAccess#hostView}) and given to {@code consume}.
      *
-     * <p>Ownership: after a return the array owns the copies (freed when it is closed or the last Arrow
-     * buffer is released); {@code imported} stays the caller's. After a throw nothing new is held.
+     * <p>The buffers that no check at DEFAULT reads and Arrow Java's import only wraps ({@link #onlyWrapped})
+     * are copied last, and the checks and {@code consume} run while they may still be arriving (into
+     * page-locked memory: the copy engine moves the bulk of a batch while the host checks its offsets and
+     * builds the vectors). The result is returned once every byte arrived.
+     *
+     * <p>Ownership: after a return the result owns the copies (freed when it is closed, or the last Arrow
+     * buffer is released), never before every copy finished; {@code imported} stays the caller's. After a
+     * throw nothing new is held ({@code consume}'s result, if any, was closed).
      */
-    static ImportedArray toHost(ArrayNode root, ImportedArray imported, DeviceCopier sizing, BufferAllocator allocator,
-                                BatchCopier copier) {
+    static <T extends AutoCloseable> T toHost(ArrayNode root, ImportedArray imported, DeviceCopier sizing,
+                                              BufferAllocator allocator, BatchCopier copier,
+                                              Function<ImportedArray, T> consume) {
         ArrayNode sized = root;
         if (!sized(root)) {
             if (imported == null) {
@@ -170,8 +195,15 @@ public final class CudaArrowDownload {
             sized = ARROW.reread(imported, ValidationLevel.DEFAULT, sizing);
         }
         List<ArrayNode> nodes = Nodes.collect(sized);
+        Set<ArrayNode> runEnds = new HashSet<>();
+        for (ArrayNode node : nodes) {
+            if (node.type().layout() == Layout.RUN_END_ENCODED) {
+                runEnds.add(node.children().get(0));
+            }
+        }
         long[] addresses = new long[16];
         long[] sizes = new long[16];
+        boolean[] late = new boolean[16];
         int count = 0;
         for (ArrayNode node : nodes) {
             for (int i = 0; i < node.bufferCount(); i++) {
@@ -185,23 +217,66 @@ public final class CudaArrowDownload {
                 if (count == addresses.length) {
                     addresses = Arrays.copyOf(addresses, count * 2);
                     sizes = Arrays.copyOf(sizes, count * 2);
+                    late = Arrays.copyOf(late, count * 2);
                 }
                 addresses[count] = Nodes.address(node, i);
                 sizes[count] = node.bufferLength(i);
+                late[count] = !runEnds.contains(node) && onlyWrapped(node, i);
                 count++;
             }
         }
-        CopyPlan plan = copier.plan(Arrays.copyOf(addresses, count), Arrays.copyOf(sizes, count));
+        addresses = Arrays.copyOf(addresses, count);
+        sizes = Arrays.copyOf(sizes, count);
+        CopyPlan plan = copier.plan(addresses, sizes);
+        CopyPlan.Pieces pieces = plan.pieces(addresses, sizes, Arrays.copyOf(late, count), copier.minLateBytes());
         DownloadedBuffers copies = DownloadedBuffers.allocate(plan, allocator);
+        ArrayNode validatedBefore = sized;
+        List<T> result = new ArrayList<>(1);
         try {
-            copier.copy(plan, copies.data());
-            // The offsets the copies hold may differ from those that sized the download (the producer may
-            // write device memory meanwhile): the view Arrow Java gets is validated from the copies themselves.
-            ArrayNode validated = imported == null ? sized : ARROW.reread(imported, ValidationLevel.DEFAULT, copies);
-            return ARROW.hostView(validated, ValidationLevel.DEFAULT, copies, copies::free);
+            try {
+                copier.copy(plan, pieces, copies.data(), () -> {
+                    // The offsets the copies hold may differ from those that sized the download (the producer
+                    // may write device memory meanwhile): the view Arrow Java gets is validated from the copies.
+                    ArrayNode validated = imported == null ? validatedBefore
+                            : ARROW.reread(imported, ValidationLevel.DEFAULT, copies);
+                    result.add(consume.apply(ARROW.hostView(validated, ValidationLevel.DEFAULT, copies, copies::free)));
+                });
+            } finally {
+                copies.arrived();
+            }
+            return result.get(0);
         } catch (RuntimeException | Error e) {
-            copies.free();
+            for (T r : result) {
+                try {
+                    r.close();
+                } catch (Exception more) {
+                    e.addSuppressed(more);
+                }
+            }
+            copies.free(); // once: a view given to consume freed it already, or will when its release runs
             throw e;
         }
+    }
+
+    /**
+     * {@code true} for buffer {@code i} of {@code node} if no check at DEFAULT reads it ({@link ArrowAccess#hostView})
+     * and Arrow Java's import ({@link ArrowJavaImport}) only wraps it, whatever the node's offset: the values of
+     * fixed-width types (not decimal32 and decimal64, which the import widens; not dictionary indices, which it
+     * checks; not run ends, which the caller excludes) and of fixed-size binaries, the data of strings and
+     * binaries. Never a bitmap, offsets, views, type ids or sizes. A download may still be copying these
+     * while the host works; {@code CudaArrowDownloadHostTest} fills them only after it, so a check or an
+     * import that starts reading one of them fails there.
+     */
+    private static boolean onlyWrapped(ArrayNode node, int i) {
+        if (node.schema().dictionary() != null) {
+            return false;
+        }
+        TypeId id = node.type().id();
+        return switch (node.type().layout()) {
+            case FIXED_WIDTH -> i == 1 && id != TypeId.DECIMAL32 && id != TypeId.DECIMAL64;
+            case FIXED_SIZE_BINARY -> i == 1;
+            case VARIABLE, LARGE_VARIABLE -> i == 2;
+            default -> false;
+        };
     }
 }

@@ -1,7 +1,6 @@
 package org.devicebridge.arrow.cuda;
 
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
@@ -18,7 +17,8 @@ import org.devicebridge.arrow.HostCopies;
  * non-NULL buffer stays non-NULL).
  *
  * <p>Owns the block until {@link #free()}, which runs once whoever calls it (the download on a failure,
- * the host view's release step, possibly on an Arrow Java thread). While the downloaded vectors live, the
+ * the host view's release step, possibly on an Arrow Java thread), and not before {@link #arrived()}: a
+ * block freed while copies may still write into it is returned to its allocator once they finished. While the downloaded vectors live, the
  * allocator counts these bytes twice: once for the block, once for the foreign allocation Arrow Java wraps
  * over the buffers in it (the bridge's import wraps foreign memory; it has no entry point that derives the
  * vectors' buffers from an {@link ArrowBuf} it is given).
@@ -30,7 +30,8 @@ final class DownloadedBuffers implements DeviceCopier, HostCopies {
     private final CopyPlan plan;
     private final ArrowBuf block; // released by free()
     private final MemorySegment data;  // the plan's host block, then ALIGNMENT zero bytes
-    private final AtomicBoolean freed = new AtomicBoolean();
+    private boolean freeAsked; // guarded by this
+    private boolean copying = true; // guarded by this: copies may write into the block until arrived()
 
     private DownloadedBuffers(CopyPlan plan, ArrowBuf block, MemorySegment data) {
         this.plan = plan;
@@ -82,11 +83,39 @@ final class DownloadedBuffers implements DeviceCopier, HostCopies {
         return this;
     }
 
-    /** Frees the block, once; later calls do nothing. */
+    /**
+     * Frees the block, once (later calls do nothing): now if no copy writes into it any more, else at
+     * {@link #arrived()}.
+     */
     void free() {
-        if (freed.compareAndSet(false, true)) {
-            LIVE.decrementAndGet();
-            block.close();
+        synchronized (this) {
+            if (freeAsked) {
+                return;
+            }
+            freeAsked = true;
+            if (copying) {
+                return;
+            }
         }
+        release();
+    }
+
+    /** Says that no copy writes into the block any more (the batch arrived, or failed and was waited for). */
+    void arrived() {
+        synchronized (this) {
+            if (!copying) {
+                return;
+            }
+            copying = false;
+            if (!freeAsked) {
+                return;
+            }
+        }
+        release();
+    }
+
+    private void release() {
+        LIVE.decrementAndGet();
+        block.close();
     }
 }

@@ -72,14 +72,28 @@ final class HostCopier implements DeviceCopier, AutoCloseable {
      * copies on the stream, and returns when the data arrived.
      */
     void copy(CopyPlan plan, MemorySegment block) {
-        List<DeviceRange> sources = new ArrayList<>(plan.count());
-        List<MemorySegment> destinations = new ArrayList<>(plan.count());
-        for (int k = 0; k < plan.count(); k++) {
-            DeviceBuffer holder = memory[plan.allocation(k)];
-            sources.add(holder.range(plan.address(k) - starts[plan.allocation(k)], plan.size(k)));
-            destinations.add(block.asSlice(plan.hostOffset(k), plan.size(k)));
+        copy(plan.whole(), block, null);
+    }
+
+    /**
+     * Runs {@code pieces} (of a plan made by {@link #plan}) into {@code block}, as {@link #copy(CopyPlan,
+     * MemorySegment)} does, the leading pieces first: {@code whileRestArrives} (if not null) runs once they
+     * arrived, while the others may still be arriving (see {@link HostDeviceTransfer#download(List, List, int,
+     * Runnable, CudaStream)}). Returns, or throws, only once no copy writes into {@code block} any more.
+     */
+    void copy(CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives) {
+        List<DeviceRange> sources = new ArrayList<>(pieces.count());
+        List<MemorySegment> destinations = new ArrayList<>(pieces.count());
+        for (int k = 0; k < pieces.count(); k++) {
+            int holder = pieces.allocations()[k];
+            sources.add(memory[holder].range(pieces.addresses()[k] - starts[holder], pieces.sizes()[k]));
+            destinations.add(block.asSlice(pieces.hostOffsets()[k], pieces.sizes()[k]));
         }
-        transfer.download(sources, destinations, stream);
+        if (whileRestArrives == null) {
+            transfer.download(sources, destinations, stream);
+        } else {
+            transfer.download(sources, destinations, pieces.leading(), whileRestArrives, stream);
+        }
     }
 
     /** Frees the host copies. */

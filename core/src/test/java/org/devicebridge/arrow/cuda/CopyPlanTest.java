@@ -135,4 +135,95 @@ class CopyPlanTest {
         assertTrue(plan.find(A + 100, 28) >= 0, "inside a copy");
         assertEquals(plan.find(A + 64, 64) + 36, plan.find(A + 100, 28), "at its distance from the copy's start");
     }
+
+    @Test
+    void piecesCoverEveryPlannedByteOnceWithTheBytesOnlyLateRangesHoldLast() {
+        Random r = new Random(21);
+        for (int round = 0; round < 500; round++) {
+            int n = 1 + r.nextInt(8);
+            long[] addresses = new long[n];
+            long[] sizes = new long[n];
+            boolean[] late = new boolean[n];
+            for (int i = 0; i < n; i++) {
+                int holder = r.nextInt(2);
+                long size = r.nextInt(holder == 0 ? 1200 : 300);
+                addresses[i] = STARTS[holder] + r.nextLong(SIZES[holder] - size + 1);
+                sizes[i] = size;
+                late[i] = r.nextBoolean();
+            }
+            CopyPlan plan = CopyPlan.of(STARTS, SIZES, addresses, sizes);
+            long minLate = r.nextBoolean() ? 1 : 1 + r.nextInt(200);
+            CopyPlan.Pieces pieces = plan.pieces(addresses, sizes, late, minLate);
+            // every planned device byte lands once, where the plan puts it
+            java.util.Map<Long, Long> where = new java.util.HashMap<>();
+            java.util.Map<Long, Boolean> lateByte = new java.util.HashMap<>();
+            for (int k = 0; k < pieces.count(); k++) {
+                assertTrue(pieces.sizes()[k] > 0, "no empty piece");
+                for (long b = 0; b < pieces.sizes()[k]; b++) {
+                    long device = pieces.addresses()[k] + b;
+                    assertEquals(null, where.put(device, pieces.hostOffsets()[k] + b), "byte copied once");
+                    lateByte.put(device, k >= pieces.leading());
+                    assertEquals(pieces.allocations()[k], plan.allocation(copyOf(plan, device)));
+                }
+            }
+            long planned = 0;
+            for (int k = 0; k < plan.count(); k++) {
+                planned += plan.size(k);
+                for (long b = 0; b < plan.size(k); b++) {
+                    assertEquals(plan.hostOffset(k) + b, where.get(plan.address(k) + b), "at the plan's host offset");
+                }
+            }
+            assertEquals(planned, where.size());
+            // a byte is late only if a late range holds it and no other range does
+            for (var e : lateByte.entrySet()) {
+                if (!e.getValue()) {
+                    continue;
+                }
+                boolean inLate = false;
+                for (int i = 0; i < n; i++) {
+                    boolean holds = e.getKey() >= addresses[i] && e.getKey() < addresses[i] + sizes[i];
+                    assertTrue(!holds || late[i], "a byte an early range holds is never late");
+                    inLate |= holds;
+                }
+                assertTrue(inLate, "a late byte belongs to a late range");
+            }
+            for (int k = pieces.leading(); k < pieces.count(); k++) {
+                assertTrue(pieces.sizes()[k] >= minLate, "late pieces are at least minLateBytes");
+            }
+        }
+    }
+
+    @Test
+    void aPackedBatchComesBackAsLeadingBitmapsAndOffsetsThenItsValues() {
+        // validity [A, A+64), values [A+64, A+1064), offsets [A+1088, A+1188), data [A+1216, A+3216): one copy
+        long[] addresses = {A, A + 64, A + 1088, A + 1216};
+        long[] sizes = {64, 1000, 100, 2000};
+        CopyPlan plan = CopyPlan.of(STARTS, SIZES, addresses, sizes);
+        assertEquals(1, plan.count());
+        CopyPlan.Pieces pieces = plan.pieces(addresses, sizes, new boolean[] {false, true, false, true}, 512);
+        assertEquals(4, pieces.count());
+        assertEquals(2, pieces.leading());
+        assertEquals(A, pieces.addresses()[0]);
+        assertEquals(64, pieces.sizes()[0]);
+        assertEquals(A + 1064, pieces.addresses()[1], "the padding after the values and the offsets lead");
+        assertEquals(1216 - 1064, pieces.sizes()[1]);
+        assertEquals(A + 64, pieces.addresses()[2]);
+        assertEquals(A + 1216, pieces.addresses()[3]);
+        CopyPlan.Pieces fewer = plan.pieces(addresses, sizes, new boolean[] {false, true, false, true}, 1001);
+        assertEquals(2, fewer.count(), "the values are too small to come on their own");
+        assertEquals(1, fewer.leading());
+        assertEquals(A, fewer.addresses()[0]);
+        assertEquals(1216, fewer.sizes()[0]);
+        assertEquals(A + 1216, fewer.addresses()[1]);
+    }
+
+    /** The plan's copy that holds {@code device}. */
+    private static int copyOf(CopyPlan plan, long device) {
+        for (int k = 0; k < plan.count(); k++) {
+            if (device >= plan.address(k) && device < plan.address(k) + plan.size(k)) {
+                return k;
+            }
+        }
+        throw new AssertionError("no copy holds 0x" + Long.toHexString(device));
+    }
 }

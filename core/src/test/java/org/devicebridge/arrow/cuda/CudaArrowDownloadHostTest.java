@@ -114,12 +114,15 @@ class CudaArrowDownloadHostTest {
 
     /**
      * The download's batch of copies over host memory (one "allocation" spanning the address space), with
-     * hooks for a producer that writes the "device" memory just before or just after it.
+     * hooks for a producer that writes the "device" memory just before or just after it. The pieces that
+     * may arrive last hold 0xFF bytes until the work meant to overlap them returned, so a check or an
+     * import that reads one of them too early sees garbage (and the test its wrong values or its error).
      */
-    private static final class HostBatch implements CudaArrowDownload.BatchCopier {
+    private static class HostBatch implements CudaArrowDownload.BatchCopier {
         Runnable before = () -> { };
         Runnable after = () -> { };
         int batches;
+        long lateBytes;
 
         @Override
         public CopyPlan plan(long[] addresses, long[] byteSizes) {
@@ -127,15 +130,39 @@ class CudaArrowDownloadHostTest {
         }
 
         @Override
-        public void copy(CopyPlan plan, MemorySegment block) {
+        public void copy(CopyPlan plan, CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives) {
             batches++;
             before.run();
-            for (int k = 0; k < plan.count(); k++) {
-                MemorySegment.copy(MemorySegment.ofAddress(plan.address(k)).reinterpret(plan.size(k)), 0, block,
-                        plan.hostOffset(k), plan.size(k));
+            for (int k = 0; k < pieces.count(); k++) {
+                MemorySegment to = block.asSlice(pieces.hostOffsets()[k], pieces.sizes()[k]);
+                if (k < pieces.leading()) {
+                    MemorySegment.copy(MemorySegment.ofAddress(pieces.addresses()[k]).reinterpret(to.byteSize()), 0, to,
+                            0, to.byteSize());
+                } else {
+                    to.fill((byte) 0xFF);
+                    lateBytes += to.byteSize();
+                }
+            }
+            try {
+                whileRestArrives.run();
+            } finally {
+                for (int k = pieces.leading(); k < pieces.count(); k++) {
+                    MemorySegment.copy(MemorySegment.ofAddress(pieces.addresses()[k]).reinterpret(pieces.sizes()[k]), 0,
+                            block, pieces.hostOffsets()[k], pieces.sizes()[k]);
+                }
             }
             after.run();
         }
+
+        @Override
+        public long minLateBytes() {
+            return 1; // every late byte last, however small the test's buffers
+        }
+    }
+
+    /** {@link CudaArrowDownload#toHost} handing back the host view (checked while the late pieces were garbage). */
+    private ImportedArray toHost(ArrayNode root, ImportedArray imported, DeviceCopier sizing, HostBatch batch) {
+        return CudaArrowDownload.toHost(root, imported, sizing, allocator, batch, host -> host);
     }
 
     /**
@@ -202,6 +229,11 @@ class CudaArrowDownloadHostTest {
         return out.stream();
     }
 
+    /** Families with buffers that no check reads and Arrow Java only wraps (values, string data). */
+    private static final java.util.Set<String> WITH_VALUES_ONLY_WRAPPED = java.util.Set.of("integers", "floats",
+            "decimals", "temporal", "fixedSizeBinary", "strings", "lists", "listViews", "struct", "map", "sparseUnion",
+            "denseUnion", "runEndEncoded", "dictionary", "extension", "nested");
+
     @ParameterizedTest(name = "{0} nulls={1} rows={2} imported at {3}: downloaded copies read back the same values")
     @MethodSource("families")
     void everyFamilyReadsBackFromItsValidatedCopies(String family, boolean nulls, int rows, ValidationLevel level) {
@@ -215,13 +247,21 @@ class CudaArrowDownloadHostTest {
             HostBatch batch = new HostBatch();
             try (ImportedArray device = asDevice(root, dictionaries, schema, level, sizing)) {
                 int importBatches = sizing.batches;
-                ImportedArray host = CudaArrowDownload.toHost(device.root(), device, sizing, allocator, batch);
+                // Arrow Java's import runs while the values may still be arriving, as in a pinned download
+                List<ImportedArray> views = new ArrayList<>();
+                VectorSchemaRoot imported = CudaArrowDownload.toHost(device.root(), device, sizing, allocator, batch,
+                        host -> {
+                            views.add(host);
+                            return ArrowJavaImport.importVectorSchemaRoot(allocator, host, back);
+                        });
                 assertTrue(sizing.batches - importBatches <= (level == ValidationLevel.MINIMAL ? 1 : 0),
                         "at most one batch of offsets to size a batch imported at MINIMAL, none otherwise");
                 assertEquals(1, batch.batches, "one batch of copies of every buffer");
-                assertTrue(host.root().isHostAccessible());
-                assertEquals(ArrowDeviceType.CPU, host.deviceType());
-                try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, back)) {
+                assertEquals(ArrowDeviceType.CPU, views.get(0).deviceType());
+                if (rows > 0 && WITH_VALUES_ONLY_WRAPPED.contains(family)) {
+                    assertTrue(batch.lateBytes > 0, "values copied after the buffers the checks read");
+                }
+                try (VectorSchemaRoot down = imported) {
                     assertEquals(rows, down.getRowCount());
                     for (int i = 0; i < vectors.size(); i++) {
                         FieldVector o = vectors.get(i);
@@ -248,6 +288,37 @@ class CudaArrowDownloadHostTest {
     }
 
     @Test
+    void aConsumerThatReleasesTheViewAndThrowsWhileValuesArriveFreesTheBlockOnlyAfterThem() {
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
+            SchemaNode schema = schemaOf(root, null);
+            int[] liveWhenValuesLanded = {-1};
+            HostBatch batch = new HostBatch() {
+                @Override
+                public void copy(CopyPlan plan, CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives) {
+                    super.copy(plan, pieces, block, () -> {
+                        try {
+                            whileRestArrives.run();
+                        } finally {
+                            liveWhenValuesLanded[0] = DownloadedBuffers.LIVE.get(); // the late pieces land next
+                        }
+                    });
+                }
+            };
+            try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.DEFAULT, sizing)) {
+                IllegalStateException e = assertThrows(IllegalStateException.class,
+                        () -> CudaArrowDownload.toHost(device.root(), device, sizing, allocator, batch, host -> {
+                            host.close(); // releases the copies while the values may still be arriving
+                            throw new IllegalStateException("consumer failed");
+                        }));
+                assertEquals("consumer failed", e.getMessage());
+                assertTrue(batch.lateBytes > 0);
+                assertEquals(blocksBefore + 1, liveWhenValuesLanded[0], "the block outlives the copies into it");
+                assertEquals(blocksBefore, DownloadedBuffers.LIVE.get(), "and is freed once they finished");
+            }
+        }
+    }
+
+    @Test
     void aLastOffsetGrownOnTheDeviceAfterSizingIsRefusedAndNeverReachesArrowJava() {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
             SchemaNode schema = schemaOf(root, null);
@@ -257,7 +328,7 @@ class CudaArrowDownloadHostTest {
             batch.before = () -> offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 1 << 20);
             try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.MINIMAL, sizing)) {
                 ValidationException e = assertThrows(ValidationException.class,
-                        () -> CudaArrowDownload.toHost(device.root(), device, sizing, allocator, batch));
+                        () -> toHost(device.root(), device, sizing, batch));
                 assertEquals(Category.DEVICE, e.category());
                 assertEquals("children[0].buffers[2]", e.path());
                 assertTrue(device.isLive(), "the device array stays the caller's after a throw");
@@ -277,7 +348,7 @@ class CudaArrowDownloadHostTest {
             batch.before = () -> offsets.setAtIndex(ValueLayout.JAVA_INT, 3, -1); // last offset before the first
             try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.MINIMAL, sizing)) {
                 ValidationException e = assertThrows(ValidationException.class,
-                        () -> CudaArrowDownload.toHost(device.root(), device, sizing, allocator, batch));
+                        () -> toHost(device.root(), device, sizing, batch));
                 assertTrue(e.path().startsWith("children[0]"), e.getMessage());
                 assertNotEquals(Category.DEVICE, e.category(), "refused by the offset checks themselves: " + e.getMessage());
             } finally {
@@ -295,7 +366,7 @@ class CudaArrowDownloadHostTest {
             batch.before = () -> offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 5); // "f" becomes ""
             try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.MINIMAL, sizing)) {
                 int importBatches = sizing.batches;
-                ImportedArray host = CudaArrowDownload.toHost(device.root(), device, sizing, allocator, batch);
+                ImportedArray host = toHost(device.root(), device, sizing, batch);
                 assertEquals(1, sizing.batches - importBatches, "one batch of offsets sized the download");
                 assertEquals(1, batch.batches, "then one batch of every buffer");
                 assertEquals(5, host.root().children().get(0).bufferLength(2), "sized by the validated copy");
@@ -321,7 +392,7 @@ class CudaArrowDownloadHostTest {
                 data.set(ValueLayout.JAVA_BYTE, 0, (byte) 'X');
             };
             try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.DEFAULT, sizing)) {
-                ImportedArray host = CudaArrowDownload.toHost(device.root(), device, sizing, allocator, batch);
+                ImportedArray host = toHost(device.root(), device, sizing, batch);
                 try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, null)) {
                     assertEquals(List.of("ab", "cde", "f"), values(down));
                 }
@@ -340,7 +411,7 @@ class CudaArrowDownloadHostTest {
                 ArrayNode uploaded = ARROW.relocated(source.root(), Map.of()); // as an upload's view: not host-readable
                 assertFalse(uploaded.isHostAccessible());
                 HostBatch batch = new HostBatch();
-                ImportedArray host = CudaArrowDownload.toHost(uploaded, null, sizing, allocator, batch);
+                ImportedArray host = toHost(uploaded, null, sizing, batch);
                 assertEquals(0, sizing.batches);
                 assertEquals(1, batch.batches);
                 try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, null)) {
@@ -363,7 +434,7 @@ class CudaArrowDownloadHostTest {
                 batch.before = () -> offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 1 << 20);
                 try {
                     ValidationException e = assertThrows(ValidationException.class,
-                            () -> CudaArrowDownload.toHost(uploaded, null, sizing, allocator, batch));
+                            () -> toHost(uploaded, null, sizing, batch));
                     assertEquals(Category.CONTENT, e.category());
                     assertEquals("children[0].buffers[2]", e.path());
                 } finally {
@@ -383,7 +454,7 @@ class CudaArrowDownloadHostTest {
                 ArrayNode unsized = ARROW.relocated(source.root(), Map.of());
                 HostBatch batch = new HostBatch();
                 assertThrows(UnsupportedFeatureException.class,
-                        () -> CudaArrowDownload.toHost(unsized, null, sizing, allocator, batch));
+                        () -> toHost(unsized, null, sizing, batch));
                 assertEquals(0, batch.batches);
             }
         }
