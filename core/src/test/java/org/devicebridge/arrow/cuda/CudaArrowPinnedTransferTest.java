@@ -30,6 +30,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 class CudaArrowPinnedTransferTest {
     private static final int DEVICE = 0;
     private static final int ROWS = 50_000;
+    /** Families whose values take 256 KiB or more at {@link #ROWS} rows (64-bit integers, string data, list children). */
+    private static final java.util.Set<String> LARGE_VALUES = java.util.Set.of("integers", "strings", "lists");
 
     private BufferAllocator pageable;
     private PinnedArrowMemory pinnedMemory;
@@ -69,7 +71,7 @@ class CudaArrowPinnedTransferTest {
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"integers", "strings", "lists", "struct", "nested", "dictionary"})
-    void aPinnedRootGoesUpAndComesBackWithoutStagingAndOneHostWaitEachWay(String family) {
+    void aPinnedRootGoesUpWithOneHostWaitAndComesBackWithoutStaging(String family) {
         DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
         List<FieldVector> vectors = ExportTestSupport.family(family, pinned, ROWS, true, dictionaries);
         try (VectorSchemaRoot root = new VectorSchemaRoot(vectors)) {
@@ -88,8 +90,16 @@ class CudaArrowPinnedTransferTest {
                 try (VectorSchemaRoot down = CudaArrowDownload.download(batch, pinned, back, transfer, stream)) {
                     HostDeviceTransfer.Statistics s2 = transfer.statistics();
                     assertEquals(s1.stagedBytes(), s2.stagedBytes(), "nothing staged on the way down");
-                    assertEquals(s1.directCopies() + 1, s2.directCopies(), "the packed batch comes back in one copy");
-                    assertEquals(s1.hostWaits() + 1, s2.hostWaits(), "one host wait for the download");
+                    long copies = s2.directCopies() - s1.directCopies();
+                    long waits = s2.hostWaits() - s1.hostWaits();
+                    if (LARGE_VALUES.contains(family)) {
+                        // bitmaps and offsets first, then values of 256 KiB or more, checked and loaded meanwhile
+                        assertEquals(2, waits, "one host wait for what the checks read, one for the values");
+                        assertTrue(copies >= 2, "the values come in copies of their own: " + copies);
+                    } else {
+                        assertTrue(waits == 1 && copies == 1 || waits == 2 && copies >= 2, copies + " copies, " + waits
+                                + " waits: one copy and one wait, or the values after the rest");
+                    }
                     assertSameValues(root, down);
                 } finally {
                     ExportTestSupport.closeDictionaries(back);
