@@ -37,11 +37,11 @@ import org.devicebridge.NativeHandle;
  * memory into host segments. Nothing on the steady-state path creates an event, a thread or pinned memory.
  *
  * <p>Synchronisation: a download returns when the data arrived: one host wait per batch when every
- * destination is page-locked, one per staging chunk otherwise. {@link #upload} returns when the host buffers
- * may be changed: one host wait per batch if a buffer was copied directly, none for a batch that was
- * staged entirely (its bytes were copied into staging memory before it returns). {@link #uploadAsync} never
- * waits for a direct copy: the caller keeps the page-locked buffers unchanged until the stream reached the
- * upload (record an event on it, or synchronize it).
+ * destination is page-locked (two with leading ranges), one per staging chunk otherwise. {@link #upload}
+ * returns when the host buffers may be changed: one host wait per batch if a buffer was copied directly, none
+ * for a batch that was staged entirely (its bytes were copied into staging memory before it returns).
+ * {@link #uploadAsync} never waits for a direct copy: the caller keeps the page-locked buffers unchanged until
+ * the stream reached the upload (record an event on it, or synchronize it).
  *
  * <p>One transfer object serves one device and one batch at a time (its methods are serialised, and may be
  * called from any thread); it is an owning handle of its staging memory and events: {@link #close()} waits
@@ -55,9 +55,7 @@ public final class HostDeviceTransfer extends NativeHandle {
 
     private final int device;
     private final StagingRing ring;
-    private final CudaEvent[] chunkDone;
-    private final CudaEvent batchDone;
-    private final CudaEvent leadingDone; // the leading copies of a download arrived (see download with leading)
+    private final TransferEvents events;
     private final TransferStatistics stats;
     /**
      * Held by every batch and by the release step, so that a close waits for a running batch instead of
@@ -222,48 +220,32 @@ public final class HostDeviceTransfer extends NativeHandle {
         }
     }
 
-    private HostDeviceTransfer(int device, PinnedHostBuffer staging, StagingRing ring, CudaEvent[] chunkDone,
-                               CudaEvent batchDone, CudaEvent leadingDone, Object lock) {
-        super("host-device transfer for device " + device,
-                release(staging, ring, chunkDone, batchDone, leadingDone, lock));
+    private HostDeviceTransfer(int device, PinnedHostBuffer staging, StagingRing ring, TransferEvents events,
+                               Object lock) {
+        super("host-device transfer for device " + device, release(staging, ring, events, lock));
         this.device = device;
         this.ring = ring;
-        this.chunkDone = chunkDone;
-        this.batchDone = batchDone;
-        this.leadingDone = leadingDone;
+        this.events = events;
         this.stats = new TransferStatistics();
         this.lock = lock;
     }
 
     /** Waits for the copies still using the staging memory, then frees it and returns the events to their pool. */
-    private static ReleaseAction release(PinnedHostBuffer staging, StagingRing ring, CudaEvent[] chunkDone,
-                                         CudaEvent batchDone, CudaEvent leadingDone, Object lock) {
+    private static ReleaseAction release(PinnedHostBuffer staging, StagingRing ring, TransferEvents events,
+                                         Object lock) {
         return () -> {
             synchronized (lock) {
                 try {
-                    ring.drain(s -> chunkDone[s].synchronize());
+                    ring.drain(s -> events.chunk(s).synchronize());
                 } finally {
                     try {
-                        closeEvents(chunkDone, batchDone, leadingDone);
+                        events.close();
                     } finally {
                         staging.close();
                     }
                 }
             }
         };
-    }
-
-    private static void closeEvents(CudaEvent[] chunkDone, CudaEvent batchDone, CudaEvent leadingDone) {
-        for (CudaEvent e : chunkDone) {
-            if (e != null) {
-                e.close();
-            }
-        }
-        for (CudaEvent e : new CudaEvent[] {batchDone, leadingDone}) {
-            if (e != null) {
-                e.close();
-            }
-        }
     }
 
     /**
@@ -302,25 +284,22 @@ public final class HostDeviceTransfer extends NativeHandle {
         int count = Math.toIntExact(options.stagingBytes() / options.chunkBytes());
         long chunk = options.chunkBytes();
         PinnedHostBuffer staging = PinnedHostBuffer.allocate(Math.multiplyExact(chunk, count));
-        CudaEvent[] events = new CudaEvent[count];
-        CudaEvent batch = null;
-        CudaEvent leading = null;
+        TransferEvents events = null;
         try {
+            events = TransferEvents.acquire(device, count);
             MemorySegment[] chunks = new MemorySegment[count];
             StagingCopy[] copies = new StagingCopy[count];
             for (int i = 0; i < count; i++) {
-                events[i] = CudaEvent.acquire(device);
                 chunks[i] = staging.segment().asSlice(i * chunk, chunk);
                 copies[i] = new StagingCopy(StagingCopy.DEFAULT_PARALLEL_THRESHOLD, StagingCopy.DEFAULT_MIN_SLICE,
                         options.threads());
             }
-            batch = CudaEvent.acquire(device);
-            leading = CudaEvent.acquire(device);
-            return new HostDeviceTransfer(device, staging, new StagingRing(chunks, copies), events, batch, leading,
-                    new Object());
+            return new HostDeviceTransfer(device, staging, new StagingRing(chunks, copies), events, new Object());
         } catch (RuntimeException e) {
             try {
-                closeEvents(events, batch, leading);
+                if (events != null) {
+                    events.close();
+                }
             } finally {
                 staging.close();
             }
@@ -519,21 +498,18 @@ public final class HostDeviceTransfer extends NativeHandle {
     public void download(List<DeviceRange> sources, List<MemorySegment> destinations, CudaStream stream) {
         synchronized (lock) {
             ensureLive();
-            downloadLocked(sources, destinations, sources.size(), null, stream);
+            downloadLocked(sources, destinations, Objects.requireNonNull(sources, "sources").size(), null, stream);
         }
     }
 
     /**
-     * As {@link #download(List, List, CudaStream)}, with host work done while the copy engine still writes:
-     * ranges {@code [0, leading)} are copied first, then the others, and {@code whileRestArrives} runs on this
-     * thread once the leading ranges arrived. Where every destination is page-locked the other ranges may
-     * still be arriving meanwhile, so it must not read their destinations; where one is not, it runs once
-     * every range arrived. Returns when every byte arrived and {@code whileRestArrives} returned. If it
-     * throws, this waits for the batch's copies, then throws its exception. It runs holding this transfer
-     * (another thread's batch waits) and must not use it.
-     *
-     * <p>For a consumer that checks or indexes part of the data (offsets, say) while the bulk of it is
-     * still on the link.
+     * As {@link #download(List, List, CudaStream)}, with host work (checking offsets, say) done while the copy
+     * engine still writes: ranges {@code [0, leading)} are copied first, then the others, and
+     * {@code whileRestArrives} runs on this thread once the leading ranges arrived (a second host wait).
+     * Where every destination is page-locked the other ranges may still be arriving meanwhile, so it must not
+     * read their destinations; where one is not, it runs once every range arrived. Returns when every byte
+     * arrived and {@code whileRestArrives} returned; if it throws, this waits for the batch's copies, then
+     * throws its exception. It runs holding this transfer (another thread's batch waits) and must not use it.
      *
      * @param sources the ranges; the caller keeps owning their buffers
      * @param destinations one writable native host segment per range, of exactly the range's size; the
@@ -602,7 +578,7 @@ public final class HostDeviceTransfer extends NativeHandle {
     private StreamTransferOps ops(CudaStream stream) {
         Objects.requireNonNull(stream, "stream");
         checkStream(stream);
-        return new StreamTransferOps(stream, chunkDone, batchDone, leadingDone, stats);
+        return new StreamTransferOps(stream, events, stats);
     }
 
     private void checkBuffer(DeviceBuffer src) {

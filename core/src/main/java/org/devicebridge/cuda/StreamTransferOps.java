@@ -13,23 +13,15 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
 final class StreamTransferOps implements TransferOps, AutoCloseable {
     private final int device;
     private final MemorySegment stream;
-    private final MemorySegment[] chunkEvents;
-    private final MemorySegment batchEvent;
-    private final MemorySegment leadingEvent;
+    private final TransferEvents events;
     private final TransferStatistics stats;
     private final long savedContext;
 
     /** Ops on {@code stream} (live) with the transfer's events (live); borrows all of them. */
-    StreamTransferOps(CudaStream stream, CudaEvent[] chunkEvents, CudaEvent batchEvent, CudaEvent leadingEvent,
-                      TransferStatistics stats) {
+    StreamTransferOps(CudaStream stream, TransferEvents events, TransferStatistics stats) {
         this.device = stream.device();
         this.stream = stream.raw();
-        this.chunkEvents = new MemorySegment[chunkEvents.length];
-        for (int i = 0; i < chunkEvents.length; i++) {
-            this.chunkEvents[i] = chunkEvents[i].raw();
-        }
-        this.batchEvent = batchEvent.raw();
-        this.leadingEvent = leadingEvent.raw();
+        this.events = events;
         this.stats = stats;
         this.savedContext = CudaContext.enter(device); // every call below runs on this thread, in this context
     }
@@ -41,7 +33,7 @@ final class StreamTransferOps implements TransferOps, AutoCloseable {
     }
 
     private MemorySegment event(int e) {
-        return e == BATCH ? batchEvent : e == LEADING ? leadingEvent : chunkEvents[e];
+        return events.raw(e);
     }
 
     @Override
