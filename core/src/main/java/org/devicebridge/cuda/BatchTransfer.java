@@ -138,10 +138,12 @@ final class BatchTransfer {
             return;
         }
         boolean queued = false;
+        boolean leadingRecorded = false; // none when the leading ranges have no bytes
         try {
             for (int i = 0; i < n; i++) {
                 if (i == leading && queued) {
                     ops.record(TransferOps.LEADING);
+                    leadingRecorded = true;
                 }
                 if (sizes[i] > 0) {
                     ops.toHost(dst[i], addresses[i], sizes[i]);
@@ -157,7 +159,7 @@ final class BatchTransfer {
             throw e;
         }
         try {
-            if (leadingQueued(sizes, leading)) {
+            if (leadingRecorded) {
                 ops.await(TransferOps.LEADING);
             }
             afterLeading.run();
@@ -166,16 +168,6 @@ final class BatchTransfer {
             throw e;
         }
         ops.await(TransferOps.BATCH);
-    }
-
-    /** {@code true} if one of the first {@code leading} ranges has bytes (then {@link TransferOps#LEADING} was recorded). */
-    private static boolean leadingQueued(long[] sizes, int leading) {
-        for (int i = 0; i < leading; i++) {
-            if (sizes[i] > 0) {
-                return true;
-            }
-        }
-        return false;
     }
 
     /** {@link #download(StagingRing, long[], long[], MemorySegment[], long[], boolean[], int, Runnable, TransferOps, TransferStatistics)} without work between. */

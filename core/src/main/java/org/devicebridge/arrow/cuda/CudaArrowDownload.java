@@ -187,13 +187,11 @@ public final class CudaArrowDownload {
     static <T extends AutoCloseable> T toHost(ArrayNode root, ImportedArray imported, DeviceCopier sizing,
                                               BufferAllocator allocator, BatchCopier copier,
                                               Function<ImportedArray, T> consume) {
-        ArrayNode sized = root;
-        if (!sized(root)) {
-            if (imported == null) {
-                throw new UnsupportedFeatureException("", "expected known buffer lengths in a batch built here");
-            }
-            sized = ARROW.reread(imported, ValidationLevel.DEFAULT, sizing);
+        boolean lengthsKnown = sized(root);
+        if (!lengthsKnown && imported == null) {
+            throw new UnsupportedFeatureException("", "expected known buffer lengths in a batch built here");
         }
+        ArrayNode sized = lengthsKnown ? root : ARROW.reread(imported, ValidationLevel.DEFAULT, sizing);
         List<ArrayNode> nodes = Nodes.collect(sized);
         Set<ArrayNode> runEnds = new HashSet<>();
         for (ArrayNode node : nodes) {
@@ -230,14 +228,13 @@ public final class CudaArrowDownload {
         CopyPlan plan = copier.plan(addresses, sizes);
         CopyPlan.Pieces pieces = plan.pieces(addresses, sizes, Arrays.copyOf(late, count), copier.minLateBytes());
         DownloadedBuffers copies = DownloadedBuffers.allocate(plan, allocator);
-        ArrayNode validatedBefore = sized;
         List<T> result = new ArrayList<>(1);
         try {
             try {
                 copier.copy(plan, pieces, copies.data(), () -> {
                     // The offsets the copies hold may differ from those that sized the download (the producer
                     // may write device memory meanwhile): the view Arrow Java gets is validated from the copies.
-                    ArrayNode validated = imported == null ? validatedBefore
+                    ArrayNode validated = imported == null ? sized
                             : ARROW.reread(imported, ValidationLevel.DEFAULT, copies);
                     result.add(consume.apply(ARROW.hostView(validated, ValidationLevel.DEFAULT, copies, copies::free)));
                 });

@@ -30,7 +30,6 @@ import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrowDataType.Layout;
 import org.devicebridge.internal.ArrowArrayFields;
-import org.devicebridge.internal.Bitmaps;
 import org.devicebridge.internal.FieldPath;
 import org.devicebridge.internal.Native;
 
@@ -507,10 +506,6 @@ final class ExportArrayWriter {
         return out;
     }
 
-    /**
-     * Nulls among the first {@code len} bits of a validity buffer; {@code len} (all) where the buffer is
-     * missing or too short, which {@link ExportBufferChecks#validity} then rejects by name.
-     */
     private static long fixedBits(ArrowType type, Plan p, int node) {
         return switch (type.getTypeID()) {
             case Bool -> 1;

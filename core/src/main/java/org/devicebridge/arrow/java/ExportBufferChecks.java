@@ -30,7 +30,7 @@ final class ExportBufferChecks {
     /**
      * The nulls of {@code len} elements whose validity bitmap is {@code validity}: its zero bits among the first
      * {@code len} ({@link Bitmaps#countSet}: a word at a time, on the worker threads for large bitmaps); every
-     * element where the bitmap is missing or too short.
+     * element where the bitmap is missing or too short, which {@link #validity} then rejects by name.
      */
     static long nullCount(ArrowBuf validity, long len) {
         if (len == 0) {
