@@ -130,11 +130,15 @@ final class BatchTransfer {
         for (int i = 0; i < n; i++) {
             allDirect &= direct[i] || sizes[i] == 0;
         }
-        if (afterLeading == null || !allDirect || leading >= n) {
+        if (afterLeading == null || leading >= n) {
             download(ring, addresses, groups, dst, sizes, direct, ops, stats);
             if (afterLeading != null) {
                 afterLeading.run();
             }
+            return;
+        }
+        if (!allDirect) {
+            downloadStaged(ring, addresses, groups, dst, sizes, direct, leading, afterLeading, ops, stats);
             return;
         }
         boolean queued = false;
@@ -173,8 +177,21 @@ final class BatchTransfer {
     /** {@link #download(StagingRing, long[], long[], MemorySegment[], long[], boolean[], int, Runnable, TransferOps, TransferStatistics)} without work between. */
     static void download(StagingRing ring, long[] addresses, long[] groups, MemorySegment[] dst, long[] sizes,
                          boolean[] direct, TransferOps ops, TransferStatistics stats) {
+        downloadStaged(ring, addresses, groups, dst, sizes, direct, dst.length, null, ops, stats);
+    }
+
+    /**
+     * The downloads of a batch with a staged range (or none at all): the direct copies first, then the staged ranges through
+     * the ring, the leading ones in chunks of their own, and {@code work} (if not null) run by the ring once
+     * those arrived ({@link StagingRing#download(DownloadPlan, MemorySegment[], TransferOps, Runnable)}: the
+     * direct copies, queued before, have arrived too).
+     */
+    private static void downloadStaged(StagingRing ring, long[] addresses, long[] groups, MemorySegment[] dst,
+                                       long[] sizes, boolean[] direct, int leading, Runnable work, TransferOps ops,
+                                       TransferStatistics stats) {
         int n = dst.length;
         int stagedCount = 0;
+        int stagedLeading = 0;
         boolean queued = false;
         try {
             for (int i = 0; i < n; i++) {
@@ -186,6 +203,7 @@ final class BatchTransfer {
                     queued = true;
                     stats.direct(sizes[i]);
                 } else {
+                    stagedLeading += i < leading ? 1 : 0;
                     stagedCount++;
                 }
             }
@@ -207,13 +225,31 @@ final class BatchTransfer {
                     }
                 }
                 // the staged copies are queued after the direct ones: the last chunk's wait covers them all
-                ring.download(DownloadPlan.of(a, s, g, ring.stepFor(Arrays.stream(s).sum())), d, ops);
+                long leadBytes = 0; // with the padding a plan may put before each range
+                long lateBytes = 0;
+                for (int j = 0; j < stagedCount; j++) {
+                    if (j < stagedLeading) {
+                        leadBytes += s[j] + ALIGNMENT - 1;
+                    } else {
+                        lateBytes += s[j] + ALIGNMENT - 1;
+                    }
+                }
+                long step = work == null ? ring.stepFor(Arrays.stream(s).sum()) : ring.stepFor(leadBytes, lateBytes);
+                DownloadPlan plan = DownloadPlan.of(a, s, g, step, stagedLeading);
                 for (long bytes : s) {
                     stats.staged(bytes);
+                }
+                if (work == null) {
+                    ring.download(plan, d, ops);
+                } else {
+                    ring.download(plan, d, ops, work);
                 }
             } else if (queued) {
                 ops.record(TransferOps.BATCH);
                 ops.await(TransferOps.BATCH);
+                if (work != null) {
+                    work.run();
+                }
             }
         } catch (RuntimeException | Error e) {
             if (queued) {

@@ -25,6 +25,7 @@ final class DownloadPlan {
     private long[] partLength = new long[4];
     private long[] partStage = new long[4];
     private int parts;
+    private int leadingChunks; // the chunks that hold the entries before the plan's first late one
 
     private DownloadPlan() {}
 
@@ -35,7 +36,17 @@ final class DownloadPlan {
      * @param groups the group of each entry (e.g. the allocation holding it), or {@code null}: one group
      */
     static DownloadPlan of(long[] addresses, long[] sizes, long[] groups, long chunkBytes) {
+        return of(addresses, sizes, groups, chunkBytes, addresses.length);
+    }
+
+    /**
+     * As {@link #of(long[], long[], long[], long)}, with entry {@code firstLate} starting a new chunk (if it is
+     * not the first), so that the entries before it fill whole chunks of their own:
+     * {@link #leadingChunks()}.
+     */
+    static DownloadPlan of(long[] addresses, long[] sizes, long[] groups, long chunkBytes, int firstLate) {
         DownloadPlan p = new DownloadPlan();
+        p.leadingChunks = -1;
         boolean open = false;
         long used = 0;
         long cDev = 0; // the copy being assembled: device address, chunk offset, length (0: none), group
@@ -43,6 +54,14 @@ final class DownloadPlan {
         long cLen = 0;
         long cGroup = 0;
         for (int i = 0; i < addresses.length; i++) {
+            if (i == firstLate) {
+                if (open) {
+                    p.addCopy(cDev, cStage, cLen);
+                    cLen = 0;
+                    open = false;
+                }
+                p.leadingChunks = p.chunks;
+            }
             long group = groups == null ? 0 : groups[i];
             long done = 0;
             while (done < sizes[i]) {
@@ -83,6 +102,9 @@ final class DownloadPlan {
         }
         p.copyStart[p.chunks] = p.copies;
         p.partStart[p.chunks] = p.parts;
+        if (p.leadingChunks < 0) {
+            p.leadingChunks = p.chunks;
+        }
         return p;
     }
 
@@ -134,6 +156,14 @@ final class DownloadPlan {
     /** Number of chunks the download fills. */
     int chunks() {
         return chunks;
+    }
+
+    /**
+     * Number of leading chunks: those holding the entries before the first late one (every chunk if there is
+     * none), and nothing else.
+     */
+    int leadingChunks() {
+        return leadingChunks;
     }
 
     /** The first copy of chunk {@code c}; its copies end where chunk {@code c + 1}'s begin. */

@@ -37,7 +37,8 @@ import org.devicebridge.NativeHandle;
  * memory into host segments. Nothing on the steady-state path creates an event, a thread or pinned memory.
  *
  * <p>Synchronisation: a download returns when the data arrived: one host wait per batch when every
- * destination is page-locked (two with leading ranges), one per staging chunk otherwise. {@link #upload}
+ * destination is page-locked (two with leading ranges), one per staging chunk otherwise (with leading ranges,
+ * the later chunks are also waited for by a worker thread, which starts their unpacking). {@link #upload}
  * returns when the host buffers may be changed: one host wait per batch if a buffer was copied directly, none
  * for a batch that was staged entirely (its bytes were copied into staging memory before it returns).
  * {@link #uploadAsync} never waits for a direct copy: the caller keeps the page-locked buffers unchanged until
@@ -505,11 +506,19 @@ public final class HostDeviceTransfer extends NativeHandle {
     /**
      * As {@link #download(List, List, CudaStream)}, with host work (checking offsets, say) done while the copy
      * engine still writes: ranges {@code [0, leading)} are copied first, then the others, and
-     * {@code whileRestArrives} runs on this thread once the leading ranges arrived (a second host wait).
-     * Where every destination is page-locked the other ranges may still be arriving meanwhile, so it must not
-     * read their destinations; where one is not, it runs once every range arrived. Returns when every byte
-     * arrived and {@code whileRestArrives} returned; if it throws, this waits for the batch's copies, then
-     * throws its exception. It runs holding this transfer (another thread's batch waits) and must not use it.
+     * {@code whileRestArrives} runs on this thread once the leading ranges arrived. Meanwhile the other ranges
+     * may still be arriving, so it must not read their destinations:
+     * <ul>
+     *   <li>where every destination is page-locked, the copy engine writes them (a second host wait);</li>
+     *   <li>where one is not, the leading ranges fill staging chunks of their own, and if the whole batch fits
+     *       the staging ring at once, every copy is queued first, the leading chunks are unpacked, and while
+     *       {@code whileRestArrives} runs, one of the library's worker threads waits for each later chunk and
+     *       the workers unpack it (destinations confined to this thread are unpacked by it afterwards); a
+     *       batch larger than the ring runs it once every range arrived.</li>
+     * </ul>
+     * Returns when every byte arrived and {@code whileRestArrives} returned; if it throws, this waits for the
+     * batch's copies and unpacking, then throws its exception. It runs holding this transfer (another thread's
+     * batch waits) and must not use it.
      *
      * @param sources the ranges; the caller keeps owning their buffers
      * @param destinations one writable native host segment per range, of exactly the range's size; the

@@ -174,7 +174,7 @@ final class StagingCopy {
     }
 
     /**
-     * Copies the slices no worker took yet, waits for the others, and clears. Does nothing if nothing was
+     * Copies the slices no worker took yet, waits for the others, and clears. Only clears if nothing was
      * started.
      *
      * @throws DeviceBridgeException if a copy failed (for example a source segment's arena was closed); every
@@ -183,6 +183,7 @@ final class StagingCopy {
     void finish() {
         WorkerThreads.Job j = job;
         if (j == null) {
+            clear(); // pieces added but never started (a failure came between): dropped
             return;
         }
         try {

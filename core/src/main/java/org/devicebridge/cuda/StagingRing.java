@@ -3,6 +3,7 @@ package org.devicebridge.cuda;
 import java.lang.foreign.MemorySegment;
 import java.util.function.IntConsumer;
 import org.devicebridge.InvalidArgumentException;
+import org.devicebridge.internal.WorkerThreads;
 
 /**
  * The staging logic of a {@link HostDeviceTransfer}, apart from the driver so that it can be tested without
@@ -61,6 +62,26 @@ final class StagingRing {
     long stepFor(long stagedBytes) {
         long perChunk = (stagedBytes + chunks.length - 1) / chunks.length;
         return Math.min(chunkBytes, Math.max(MIN_STEP, BatchTransfer.alignUp(perChunk)));
+    }
+
+    /**
+     * The step of a download whose {@code leadBytes} (with their alignment padding) fill chunks of their own
+     * before the {@code lateBytes}: at least {@link #stepFor(long)} of both, and large enough (up to a whole
+     * chunk) for the two to fit the ring at once, so that every copy can be queued before the leading chunks
+     * are unpacked ({@link #download(DownloadPlan, MemorySegment[], TransferOps, Runnable)}).
+     */
+    long stepFor(long leadBytes, long lateBytes) {
+        long step = stepFor(leadBytes + lateBytes);
+        if (leadBytes == 0 || lateBytes == 0) {
+            return step;
+        }
+        long fits = chunkBytes;
+        for (int lead = 1; lead < chunks.length; lead++) {
+            long s = Math.max(BatchTransfer.alignUp((leadBytes + lead - 1) / lead),
+                    BatchTransfer.alignUp((lateBytes + chunks.length - lead - 1) / (chunks.length - lead)));
+            fits = Math.min(fits, s);
+        }
+        return Math.max(step, fits);
     }
 
     /** Number of chunks. */
@@ -177,9 +198,7 @@ final class StagingRing {
                 ops.await(s);
                 used[s] = false;
                 StagingCopy copy = copies[s];
-                for (int k = plan.firstPart(unpacked); k < plan.firstPart(unpacked + 1); k++) {
-                    copy.copy(chunks[s], plan.partStage(k), dst[plan.partEntry(k)], plan.partOffset(k), plan.partLength(k));
-                }
+                addParts(plan, unpacked, dst);
                 if (!copy.start()) {
                     copy.finish(); // not for the pool: unpacked now, while the next chunks' copies run
                 }
@@ -193,6 +212,80 @@ final class StagingRing {
             throw e;
         } finally {
             next = slot(n);
+        }
+    }
+
+    /**
+     * As {@link #download(DownloadPlan, MemorySegment[], TransferOps)}, with {@code work} run on this thread
+     * once the plan's leading chunks ({@link DownloadPlan#leadingChunks}) arrived and were unpacked. Where the
+     * plan fits the ring, every chunk's copy is queued first, and while {@code work} runs one worker waits for
+     * each later chunk in turn and hands its unpacking to the workers; this returns when every byte arrived
+     * and was unpacked, and {@code work} returned. Otherwise {@code work} runs once everything was unpacked.
+     * If {@code work} throws, its exception is thrown once no copy or unpacking runs any more.
+     */
+    void download(DownloadPlan plan, MemorySegment[] dst, TransferOps ops, Runnable work) {
+        int n = plan.chunks();
+        int leading = plan.leadingChunks();
+        if (n > chunks.length || leading >= n) {
+            download(plan, dst, ops);
+            work.run();
+            return;
+        }
+        WorkerThreads.Job watcher = null;
+        try {
+            for (int c = 0; c < n; c++) {
+                issue(plan, c, ops);
+            }
+            for (int c = 0; c < n; c++) {
+                addParts(plan, c, dst);
+            }
+            for (int c = 0; c < leading; c++) {
+                int s = slot(c);
+                ops.await(s);
+                used[s] = false;
+                copies[s].start();
+            }
+            for (int c = 0; c < leading; c++) {
+                copies[slot(c)].finish();
+            }
+            watcher = WorkerThreads.startBeside(ignored -> {
+                for (int c = leading; c < n; c++) {
+                    ops.awaitElsewhere(slot(c));
+                    copies[slot(c)].start(); // its slices go to the workers (one slice: finish() below copies it)
+                }
+                return 0;
+            });
+            work.run();
+            WorkerThreads.Job w = watcher;
+            watcher = null;
+            w.finish();
+            for (int c = leading; c < n; c++) {
+                int s = slot(c);
+                copies[s].finish();
+                ops.await(s); // arrived already: counts the chunk's wait on this thread
+                used[s] = false;
+            }
+        } catch (RuntimeException | Error e) {
+            if (watcher != null) {
+                try {
+                    watcher.finish(); // no thread starts an unpacking after this
+                } catch (RuntimeException | Error more) {
+                    e.addSuppressed(more);
+                }
+            }
+            finishAll(e);
+            throw e;
+        } finally {
+            next = slot(n);
+        }
+    }
+
+    /** Adds the unpacking of chunk {@code c}'s parts into {@code dst} to its slot's copier (not started). */
+    private void addParts(DownloadPlan plan, int c, MemorySegment[] dst) {
+        StagingCopy copy = copies[slot(c)];
+        MemorySegment chunk = chunks[slot(c)];
+        for (int k = plan.firstPart(c); k < plan.firstPart(c + 1); k++) {
+            copy.copy(chunk, plan.partStage(k), dst[plan.partEntry(k)], plan.partOffset(k), plan.partLength(k));
         }
     }
 

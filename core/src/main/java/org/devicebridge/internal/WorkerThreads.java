@@ -142,10 +142,24 @@ public final class WorkerThreads {
      * @return the started job
      */
     public static Job start(int parts, LongUnaryOperator part, long identity, LongBinaryOperator combine) {
-        Job j = new Job(parts, part, identity, combine);
-        if (parts > 1) {
+        Job j = new Job(parts, part, identity, combine, parts > 1);
+        if (j.offered) {
             shared().submit(j, Math.min(parts - 1, COUNT));
         }
+        return j;
+    }
+
+    /**
+     * Hands {@code work} to one worker (woken for it) and returns at once: a job of one part that runs beside
+     * the caller, who goes on with other things and then calls {@link Job#finish} (which runs the work itself
+     * if no worker took it yet). Only for work whose memory any thread may access.
+     *
+     * @param work the work; returns its result
+     * @return the started job
+     */
+    public static Job startBeside(LongUnaryOperator work) {
+        Job j = new Job(1, work, 0, Long::sum, true);
+        shared().submit(j, 1);
         return j;
     }
 
@@ -158,9 +172,11 @@ public final class WorkerThreads {
         private final CountDownLatch done;
         private final AtomicLong result;
         private final AtomicReference<Throwable> failure = new AtomicReference<>();
+        private final boolean offered; // submitted to the workers: withdrawn in finish()
 
-        private Job(int parts, LongUnaryOperator part, long identity, LongBinaryOperator combine) {
+        private Job(int parts, LongUnaryOperator part, long identity, LongBinaryOperator combine, boolean offered) {
             this.parts = parts;
+            this.offered = offered;
             this.part = part;
             this.combine = combine;
             this.done = new CountDownLatch(parts);
@@ -205,7 +221,7 @@ public final class WorkerThreads {
                 help(); // the caller takes parts too, so it never waits for a worker to wake up
                 awaitUninterruptibly(done);
             } finally {
-                if (parts > 1) {
+                if (offered) {
                     shared().withdraw(this);
                 }
             }

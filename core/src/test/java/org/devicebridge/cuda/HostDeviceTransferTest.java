@@ -2,6 +2,7 @@ package org.devicebridge.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -392,6 +393,67 @@ class HostDeviceTransferTest {
                         }
                     }
                 }
+            }
+            stream.synchronize();
+        }
+    }
+
+    @Test
+    void aPageableDownloadThatFitsTheRingRunsItsWorkWhileTheWorkersUnpackTheRest() {
+        Random r = new Random(18);
+        long[] sizes = {4096, 1 << 20, 64, 24 << 20, 0, 8 << 20};
+        int leading = 3;
+        try (Arena arena = Arena.ofShared();
+             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 64 << 20)) {
+            List<MemorySegment> host = batch(arena, r, sizes);
+            try (HostDeviceTransfer.Upload up = transfer.upload(host, stream)) {
+                for (int round = 0; round < 3; round++) {
+                    List<DeviceRange> sources = new ArrayList<>();
+                    List<MemorySegment> destinations = new ArrayList<>();
+                    for (int i = 0; i < sizes.length; i++) {
+                        sources.add(up.buffer().range(up.offsets()[i], sizes[i]));
+                        MemorySegment d = arena.allocate(Math.max(1, sizes[i]), 64).asSlice(0, sizes[i]);
+                        d.fill((byte) 0);
+                        destinations.add(d);
+                    }
+                    long waitsBefore = transfer.statistics().hostWaits();
+                    Thread caller = Thread.currentThread();
+                    int[] ran = {0};
+                    transfer.download(sources, destinations, leading, () -> {
+                        ran[0]++;
+                        assertSame(caller, Thread.currentThread());
+                        for (int i = 0; i < leading; i++) {
+                            assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE),
+                                    destinations.get(i).toArray(ValueLayout.JAVA_BYTE), "leading range " + i);
+                        }
+                    }, stream);
+                    assertEquals(1, ran[0]);
+                    for (int i = 0; i < sizes.length; i++) {
+                        assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE),
+                                destinations.get(i).toArray(ValueLayout.JAVA_BYTE), "range " + i + ", round " + round);
+                    }
+                    assertTrue(transfer.statistics().hostWaits() - waitsBefore >= 2, "a wait per chunk");
+                }
+                List<DeviceRange> sources = new ArrayList<>();
+                List<MemorySegment> destinations = new ArrayList<>();
+                for (int i = 0; i < sizes.length; i++) {
+                    sources.add(up.buffer().range(up.offsets()[i], sizes[i]));
+                    destinations.add(arena.allocate(Math.max(1, sizes[i]), 64).asSlice(0, sizes[i]));
+                }
+                IllegalStateException e = assertThrows(IllegalStateException.class,
+                        () -> transfer.download(sources, destinations, 1, () -> {
+                            throw new IllegalStateException("work failed");
+                        }, stream));
+                assertEquals("work failed", e.getMessage());
+                for (int i = 0; i < sizes.length; i++) {
+                    assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE),
+                            destinations.get(i).toArray(ValueLayout.JAVA_BYTE), "unpacked before the throw: range " + i);
+                }
+                destinations.get(5).fill((byte) 0);
+                transfer.download(sources, destinations, stream);
+                assertArrayEquals(host.get(5).toArray(ValueLayout.JAVA_BYTE), destinations.get(5).toArray(ValueLayout.JAVA_BYTE),
+                        "the transfer is usable after a failed batch");
             }
             stream.synchronize();
         }

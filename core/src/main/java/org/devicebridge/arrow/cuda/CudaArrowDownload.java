@@ -27,7 +27,6 @@ import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.PointerAttributes;
 import org.devicebridge.foreign.Access;
 import org.devicebridge.foreign.ArrowAccess;
 import org.devicebridge.internal.FieldPath;
@@ -105,10 +104,7 @@ public final class CudaArrowDownload {
 
                 @Override
                 public void copy(CopyPlan plan, CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives) {
-                    // Only the copy engine writes while the host works; pieces out of address order would also
-                    // split the staging ring's merged copies of pageable memory.
-                    boolean direct = PointerAttributes.isPageLocked(block);
-                    copier.copy(direct ? pieces : plan.whole(), block, whileRestArrives);
+                    copier.copy(pieces, block, whileRestArrives);
                 }
             }, host -> ArrowJavaImport.importVectorSchemaRoot(allocator, host, dictionaries)); // releases host on a throw
         }
@@ -176,9 +172,10 @@ public final class CudaArrowDownload {
      * the copies ({@link ArrowAccess#hostView}) and given to {@code consume}.
      *
      * <p>The buffers that no check at DEFAULT reads and Arrow Java's import only wraps ({@link #onlyWrapped})
-     * are copied last, and the checks and {@code consume} run while they may still be arriving (into
-     * page-locked memory: the copy engine moves the bulk of a batch while the host checks its offsets and
-     * builds the vectors). The result is returned once every byte arrived.
+     * are copied last, and the checks and {@code consume} run while they may still be arriving: the copy
+     * engine moves the bulk of a batch (and, into pageable memory, the worker threads unpack it from the
+     * staging chunks) while the host checks its offsets and builds the vectors. The result is returned once
+     * every byte arrived.
      *
      * <p>Ownership: after a return the result owns the copies (freed when it is closed, or the last Arrow
      * buffer is released), never before every copy finished; {@code imported} stays the caller's. After a
