@@ -24,6 +24,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * free, and the memory freed at close (at once, or when the last lent block comes back).
  */
 class PinnedHostPoolTest {
+    /** The slab of 1024-byte blocks: 32 blocks, raised to the 64 KiB slab minimum. */
+    private static final long ONE_SLAB = 64 * 1024;
 
     @ParameterizedTest
     @CsvSource({"1, 64", "64, 64", "65, 128", "4096, 4096", "4097, 8192", "262144, 262144",
@@ -44,6 +46,7 @@ class PinnedHostPoolTest {
     void withoutADriverCreateFailsTyped() {
         assumeFalse(Cuda.isAvailable(), "a CUDA driver is present");
         assertThrows(CudaUnavailableException.class, PinnedHostPool::create);
+        assertThrows(InvalidArgumentException.class, () -> PinnedHostPool.create(0), "the argument is checked first");
     }
 
     @Test
@@ -64,6 +67,13 @@ class PinnedHostPoolTest {
                 first.add(b);
             }
             first.forEach(pool::free);
+            for (int round = 1; round < PinnedHostPool.DEFAULT_ROTATION; round++) { // the large class's blocks in turn
+                List<MemorySegment> again = new ArrayList<>();
+                for (long s : sizes) {
+                    again.add(pool.allocate(s));
+                }
+                again.forEach(pool::free);
+            }
             long calls = CudaCounters.snapshot().memHostAllocCalls();
             for (int round = 0; round < 100; round++) {
                 List<MemorySegment> again = new ArrayList<>();
@@ -77,6 +87,40 @@ class PinnedHostPoolTest {
             assertTrue(pool.stats().reservedBytes() > 0);
         }
         assertEquals(start.pinnedBytesOutstanding(), CudaCounters.snapshot().pinnedBytesOutstanding());
+    }
+
+    @Test
+    @RequiresCuda
+    void largeBlocksAreUsedInTurnSmallOnesAndHugeOnesAreReusedAtOnce() {
+        for (int rotation : new int[] {1, 3}) {
+            try (PinnedHostPool pool = PinnedHostPool.create(rotation)) {
+                List<Long> large = new ArrayList<>();
+                List<Long> small = new ArrayList<>();
+                for (int round = 0; round < 3 * rotation + 1; round++) {
+                    MemorySegment l = pool.allocate(3_000_000);
+                    MemorySegment t = pool.allocate(1000);
+                    large.add(l.address());
+                    small.add(t.address());
+                    pool.free(l);
+                    pool.free(t);
+                }
+                for (int k = 0; k < large.size(); k++) {
+                    assertEquals(large.get(k % rotation), large.get(k), "block " + k + " of " + rotation + " in turn");
+                }
+                assertEquals(rotation, new java.util.HashSet<>(large).size(), "exactly the blocks in turn");
+                assertEquals(1, new java.util.HashSet<>(small).size(), "a slab block is reused at once");
+                MemorySegment huge = pool.allocate(PinnedHostPool.ROTATION_MAX + 1);
+                long at = huge.address();
+                pool.free(huge);
+                MemorySegment again = pool.allocate(PinnedHostPool.ROTATION_MAX + 1);
+                assertEquals(at, again.address(), "a block above the rotation's limit is reused at once");
+                pool.free(again);
+                long expected = rotation * PinnedHostPool.blockSize(3_000_000)
+                        + PinnedHostPool.blockSize(PinnedHostPool.ROTATION_MAX + 1);
+                assertEquals(expected, pool.stats().reservedBytes() - ONE_SLAB, "pinned memory held");
+            }
+        }
+        assertThrows(InvalidArgumentException.class, () -> PinnedHostPool.create(0));
     }
 
     @Test

@@ -52,6 +52,20 @@ public final class PinnedArrowMemory implements AutoCloseable {
     }
 
     /**
+     * Pinned Arrow memory over a new, empty pool whose large blocks are used {@code rotation} in turn (see
+     * {@link PinnedHostPool}: downloads into a block freed several batches ago run at the link's rate; 1 saves
+     * that memory).
+     *
+     * @param rotation how many blocks of one large size class the pool uses in turn, {@code >= 1}
+     * @return an object the caller owns and closes
+     * @throws org.devicebridge.InvalidArgumentException if {@code rotation < 1}
+     * @throws CudaUnavailableException without a CUDA driver
+     */
+    public static PinnedArrowMemory create(int rotation) {
+        return new PinnedArrowMemory(PinnedHostPool.create(rotation));
+    }
+
+    /**
      * The allocation manager factory, for {@code RootAllocator.configBuilder().allocationManagerFactory(...)}.
      *
      * @return this memory's factory (its allocations fail with

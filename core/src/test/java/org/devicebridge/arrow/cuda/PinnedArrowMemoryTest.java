@@ -16,6 +16,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaUnavailableException;
+import org.devicebridge.cuda.PinnedHostPool;
 import org.devicebridge.cuda.PointerAttributes;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.testing.RequiresCuda;
@@ -89,6 +90,9 @@ class PinnedArrowMemoryTest {
                     try (ArrowBuf ffm = plain.buffer(64)) {
                         assertFalse(PinnedArrowMemory.isPinned(ffm));
                     }
+                }
+                for (int i = 0; i < PinnedHostPool.DEFAULT_ROTATION; i++) {
+                    batch(allocator, 100_000).close(); // its large blocks are used in turn: carved once each
                 }
                 long calls = CudaCounters.snapshot().memHostAllocCalls();
                 for (int i = 0; i < 5; i++) {
