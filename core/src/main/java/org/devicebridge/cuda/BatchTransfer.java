@@ -181,10 +181,10 @@ final class BatchTransfer {
     }
 
     /**
-     * The downloads of a batch with a staged range (or none at all): the direct copies first, then the staged ranges through
-     * the ring, the leading ones in chunks of their own, and {@code work} (if not null) run by the ring once
-     * those arrived ({@link StagingRing#download(DownloadPlan, MemorySegment[], TransferOps, Runnable)}: the
-     * direct copies, queued before, have arrived too).
+     * The downloads of a batch with a staged range (or none at all): the direct copies first, then the staged
+     * ranges through the ring, the leading ones in chunks of their own, and {@code work} (if not null) run by
+     * the ring once those arrived ({@link StagingRing#download(DownloadPlan, MemorySegment[], TransferOps,
+     * Runnable)}: the direct copies, queued before, have arrived too).
      */
     private static void downloadStaged(StagingRing ring, long[] addresses, long[] groups, MemorySegment[] dst,
                                        long[] sizes, boolean[] direct, int leading, Runnable work, TransferOps ops,
