@@ -26,6 +26,7 @@ final class DownloadPlan {
     private long[] partStage = new long[4];
     private int parts;
     private int leadingChunks; // the chunks that hold the entries before the plan's first late one
+    private long chunkBytes;
 
     private DownloadPlan() {}
 
@@ -46,6 +47,7 @@ final class DownloadPlan {
      */
     static DownloadPlan of(long[] addresses, long[] sizes, long[] groups, long chunkBytes, int firstLate) {
         DownloadPlan p = new DownloadPlan();
+        p.chunkBytes = chunkBytes;
         p.leadingChunks = -1;
         boolean open = false;
         long used = 0;
@@ -151,6 +153,11 @@ final class DownloadPlan {
         partLength[parts] = len;
         partStage[parts] = stage;
         parts++;
+    }
+
+    /** The bytes of a chunk the plan uses at most: {@code [0, chunkBytes())}. */
+    long chunkBytes() {
+        return chunkBytes;
     }
 
     /** Number of chunks the download fills. */

@@ -27,6 +27,8 @@ final class StagingRing {
     private final boolean[] used; // a copy from or into the chunk was queued and not yet seen finished
     private final long chunkBytes;
     private int next; // the chunk the next batch starts with
+    private long downloads; // downloads so far: where in its chunks the next one lands (see placeIn)
+    private long stageBase; // where in each chunk the current download's parts lie
 
     /**
      * A ring over {@code chunks} (at least two, of equal size) whose host copies run through
@@ -182,6 +184,7 @@ final class StagingRing {
      * part offsets the plan gives). Returns when every byte arrived and was unpacked.
      */
     void download(DownloadPlan plan, MemorySegment[] dst, TransferOps ops) {
+        stageBase = placeIn(plan);
         int n = plan.chunks();
         int issued = 0;
         int unpacked = 0;
@@ -231,6 +234,7 @@ final class StagingRing {
             work.run();
             return;
         }
+        stageBase = placeIn(plan);
         WorkerThreads.Job watcher = null;
         try {
             for (int c = 0; c < n; c++) {
@@ -280,12 +284,26 @@ final class StagingRing {
         }
     }
 
+    /**
+     * Where in each chunk the parts of a download planned as {@code plan} go: a download that uses only part of
+     * each chunk lands one such part further into them than the last one did, in turn, so that the copy engine
+     * does not write the lines the last download's unpacking has just read (it writes lines that the cores
+     * still cache at about half the link's rate: see {@link PinnedHostPool}).
+     */
+    private long placeIn(DownloadPlan plan) {
+        long positions = plan.chunkBytes() <= 0 ? 1 : chunkBytes / plan.chunkBytes();
+        if (positions <= 1) {
+            return 0;
+        }
+        return ((downloads++ % positions) * plan.chunkBytes()) & -BatchTransfer.ALIGNMENT;
+    }
+
     /** Adds the unpacking of chunk {@code c}'s parts into {@code dst} to its slot's copier (not started). */
     private void addParts(DownloadPlan plan, int c, MemorySegment[] dst) {
         StagingCopy copy = copies[slot(c)];
         MemorySegment chunk = chunks[slot(c)];
         for (int k = plan.firstPart(c); k < plan.firstPart(c + 1); k++) {
-            copy.copy(chunk, plan.partStage(k), dst[plan.partEntry(k)], plan.partOffset(k), plan.partLength(k));
+            copy.copy(chunk, stageBase + plan.partStage(k), dst[plan.partEntry(k)], plan.partOffset(k), plan.partLength(k));
         }
     }
 
@@ -295,7 +313,7 @@ final class StagingRing {
         claim(s, ops);
         for (int k = plan.firstCopy(c); k < plan.firstCopy(c + 1); k++) {
             long len = plan.copyLength(k);
-            ops.toHost(chunks[s].asSlice(plan.copyStage(k), len), plan.copyDevice(k), len);
+            ops.toHost(chunks[s].asSlice(stageBase + plan.copyStage(k), len), plan.copyDevice(k), len);
         }
         ops.record(s);
         used[s] = true;

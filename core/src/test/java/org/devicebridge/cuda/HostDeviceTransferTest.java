@@ -365,16 +365,10 @@ class HostDeviceTransferTest {
                         int[] ran = {0};
                         transfer.download(sources, destinations, leading, () -> {
                             ran[0]++;
-                            for (int i = 0; i < leading; i++) {
-                                assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE),
-                                        destinations.get(i).toArray(ValueLayout.JAVA_BYTE), "leading range " + i);
-                            }
+                            assertSameBytes(host, destinations, leading, "leading");
                         }, stream);
                         assertEquals(1, ran[0]);
-                        for (int i = 0; i < sizes.length; i++) {
-                            assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE),
-                                    destinations.get(i).toArray(ValueLayout.JAVA_BYTE), "range " + i + ", pinned " + pinned);
-                        }
+                        assertSameBytes(host, destinations, sizes.length, "pinned " + pinned);
                         IllegalStateException e = assertThrows(IllegalStateException.class,
                                 () -> transfer.download(sources, destinations, 1, () -> {
                                     throw new IllegalStateException("work failed");
@@ -423,17 +417,22 @@ class HostDeviceTransferTest {
                     transfer.download(sources, destinations, leading, () -> {
                         ran[0]++;
                         assertSame(caller, Thread.currentThread());
-                        for (int i = 0; i < leading; i++) {
-                            assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE),
-                                    destinations.get(i).toArray(ValueLayout.JAVA_BYTE), "leading range " + i);
-                        }
+                        assertSameBytes(host, destinations, leading, "leading");
                     }, stream);
                     assertEquals(1, ran[0]);
-                    for (int i = 0; i < sizes.length; i++) {
-                        assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE),
-                                destinations.get(i).toArray(ValueLayout.JAVA_BYTE), "range " + i + ", round " + round);
-                    }
+                    assertSameBytes(host, destinations, sizes.length, "round " + round);
                     assertTrue(transfer.statistics().hostWaits() - waitsBefore >= 2, "a wait per chunk");
+                }
+                try (Arena confined = Arena.ofConfined()) { // only this thread may unpack into it
+                    List<DeviceRange> sources = new ArrayList<>();
+                    List<MemorySegment> destinations = new ArrayList<>();
+                    for (int i = 0; i < sizes.length; i++) {
+                        sources.add(up.buffer().range(up.offsets()[i], sizes[i]));
+                        destinations.add(confined.allocate(Math.max(1, sizes[i]), 64).asSlice(0, sizes[i]));
+                    }
+                    transfer.download(sources, destinations, leading,
+                            () -> assertSameBytes(host, destinations, leading, "leading, confined"), stream);
+                    assertSameBytes(host, destinations, sizes.length, "confined");
                 }
                 List<DeviceRange> sources = new ArrayList<>();
                 List<MemorySegment> destinations = new ArrayList<>();
@@ -446,16 +445,21 @@ class HostDeviceTransferTest {
                             throw new IllegalStateException("work failed");
                         }, stream));
                 assertEquals("work failed", e.getMessage());
-                for (int i = 0; i < sizes.length; i++) {
-                    assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE),
-                            destinations.get(i).toArray(ValueLayout.JAVA_BYTE), "unpacked before the throw: range " + i);
-                }
+                assertSameBytes(host, destinations, sizes.length, "unpacked before the throw");
                 destinations.get(5).fill((byte) 0);
                 transfer.download(sources, destinations, stream);
                 assertArrayEquals(host.get(5).toArray(ValueLayout.JAVA_BYTE), destinations.get(5).toArray(ValueLayout.JAVA_BYTE),
                         "the transfer is usable after a failed batch");
             }
             stream.synchronize();
+        }
+    }
+
+    /** Ranges {@code [0, count)} of {@code actual} hold the bytes of {@code expected}'s. */
+    private static void assertSameBytes(List<MemorySegment> expected, List<MemorySegment> actual, int count, String what) {
+        for (int i = 0; i < count; i++) {
+            assertArrayEquals(expected.get(i).toArray(ValueLayout.JAVA_BYTE), actual.get(i).toArray(ValueLayout.JAVA_BYTE),
+                    what + ": range " + i);
         }
     }
 }
