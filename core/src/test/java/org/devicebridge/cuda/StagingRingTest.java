@@ -14,9 +14,11 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
@@ -499,7 +501,7 @@ class StagingRingTest {
                 BatchTransfer.download(ring, addresses, null, back, sizes, direct, leading, () -> {
                     ran[0]++;
                     for (int i = 0; i < sizes.length; i++) {
-                        boolean arrived = java.util.Arrays.equals(back[i].toArray(ValueLayout.JAVA_BYTE),
+                        boolean arrived = Arrays.equals(back[i].toArray(ValueLayout.JAVA_BYTE),
                                 device.asSlice(addresses[i] - BASE, sizes[i]).toArray(ValueLayout.JAVA_BYTE));
                         if (i < lead || sizes[i] == 0) {
                             assertTrue(arrived, "leading range " + i + " arrived before the work");
@@ -735,9 +737,9 @@ class StagingRingTest {
             MemorySegment device = random(arena, new Random(20), 8192);
             long[] sizes = {700, 2000};
             long[] addresses = {BASE, BASE + 1024};
-            List<java.util.Set<Long>> landed = new ArrayList<>();
+            List<Set<Long>> landed = new ArrayList<>();
             for (int round = 0; round < 6; round++) {
-                java.util.Set<Long> targets = new java.util.HashSet<>();
+                Set<Long> targets = new HashSet<>();
                 FakeStream down = new FakeStream(null) {
                     @Override
                     public synchronized void toHost(MemorySegment to, long deviceAddress, long bytes) {
@@ -755,7 +757,7 @@ class StagingRingTest {
                 landed.add(targets);
             }
             for (int round = 1; round < landed.size(); round++) {
-                java.util.Set<Long> both = new java.util.HashSet<>(landed.get(round));
+                Set<Long> both = new HashSet<>(landed.get(round));
                 both.retainAll(landed.get(round - 1));
                 assertTrue(both.isEmpty(), "download " + round + " writes none of the lines download " + (round - 1) + " wrote");
             }
