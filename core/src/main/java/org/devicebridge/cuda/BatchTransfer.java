@@ -225,16 +225,8 @@ final class BatchTransfer {
                     }
                 }
                 // the staged copies are queued after the direct ones: the last chunk's wait covers them all
-                long leadBytes = 0; // with the padding a plan may put before each range
-                long lateBytes = 0;
-                for (int j = 0; j < stagedCount; j++) {
-                    if (j < stagedLeading) {
-                        leadBytes += s[j] + ALIGNMENT - 1;
-                    } else {
-                        lateBytes += s[j] + ALIGNMENT - 1;
-                    }
-                }
-                long step = work == null ? ring.stepFor(Arrays.stream(s).sum()) : ring.stepFor(leadBytes, lateBytes);
+                long step = work == null ? ring.stepFor(Arrays.stream(s).sum())
+                        : ring.stepFor(padded(s, 0, stagedLeading), padded(s, stagedLeading, stagedCount));
                 DownloadPlan plan = DownloadPlan.of(a, s, g, step, stagedLeading);
                 for (long bytes : s) {
                     stats.staged(bytes);
@@ -257,6 +249,15 @@ final class BatchTransfer {
             }
             throw e;
         }
+    }
+
+    /** The bytes of ranges {@code [from, to)} with the padding a download plan may put before each. */
+    private static long padded(long[] sizes, int from, int to) {
+        long bytes = 0;
+        for (int i = from; i < to; i++) {
+            bytes += sizes[i] + ALIGNMENT - 1;
+        }
+        return bytes;
     }
 
     /** After a failure: waits for the copies queued so far, so that none still uses a caller's buffer. */

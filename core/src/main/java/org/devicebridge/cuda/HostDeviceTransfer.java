@@ -506,19 +506,14 @@ public final class HostDeviceTransfer extends NativeHandle {
     /**
      * As {@link #download(List, List, CudaStream)}, with host work (checking offsets, say) done while the copy
      * engine still writes: ranges {@code [0, leading)} are copied first, then the others, and
-     * {@code whileRestArrives} runs on this thread once the leading ranges arrived. Meanwhile the other ranges
-     * may still be arriving, so it must not read their destinations:
-     * <ul>
-     *   <li>where every destination is page-locked, the copy engine writes them (a second host wait);</li>
-     *   <li>where one is not, the leading ranges fill staging chunks of their own, and if the whole batch fits
-     *       the staging ring at once, every copy is queued first, the leading chunks are unpacked, and while
-     *       {@code whileRestArrives} runs, one of the library's worker threads waits for each later chunk and
-     *       the workers unpack it (destinations confined to this thread are unpacked by it afterwards); a
-     *       batch larger than the ring runs it once every range arrived.</li>
-     * </ul>
-     * Returns when every byte arrived and {@code whileRestArrives} returned; if it throws, this waits for the
-     * batch's copies and unpacking, then throws its exception. It runs holding this transfer (another thread's
-     * batch waits) and must not use it.
+     * {@code whileRestArrives} runs on this thread once the leading ranges arrived, while the others may still
+     * arrive (so it must not read their destinations): into page-locked destinations the copy engine writes
+     * them (a second host wait); otherwise the leading ranges fill staging chunks of their own and, if the
+     * batch fits the staging ring, a worker thread waits for each later chunk and the workers unpack it
+     * (destinations confined to this thread: this thread, afterwards); a batch larger than the ring runs it
+     * once every range arrived. Returns when every byte arrived and {@code whileRestArrives} returned; if it
+     * throws, this waits for the batch's copies and unpacking, then throws its exception. It runs holding this
+     * transfer (another thread's batch waits) and must not use it.
      *
      * @param sources the ranges; the caller keeps owning their buffers
      * @param destinations one writable native host segment per range, of exactly the range's size; the

@@ -28,7 +28,6 @@ final class StagingRing {
     private final long chunkBytes;
     private int next; // the chunk the next batch starts with
     private long downloads; // downloads so far: where in its chunks the next one lands (see placeIn)
-    private long stageBase; // where in each chunk the current download's parts lie
 
     /**
      * A ring over {@code chunks} (at least two, of equal size) whose host copies run through
@@ -184,24 +183,24 @@ final class StagingRing {
      * part offsets the plan gives). Returns when every byte arrived and was unpacked.
      */
     void download(DownloadPlan plan, MemorySegment[] dst, TransferOps ops) {
-        stageBase = placeIn(plan);
+        long base = placeIn(plan);
         int n = plan.chunks();
         int issued = 0;
         int unpacked = 0;
         try {
             while (unpacked < n) {
                 if (issued == unpacked) {
-                    issue(plan, issued++, ops);
+                    issue(plan, issued++, base, ops);
                 }
                 while (issued < n && issued - unpacked < chunks.length && copies[slot(issued)].isDone()
                         && isFree(slot(issued), ops)) {
-                    issue(plan, issued++, ops);
+                    issue(plan, issued++, base, ops);
                 }
                 int s = slot(unpacked);
                 ops.await(s);
                 used[s] = false;
                 StagingCopy copy = copies[s];
-                addParts(plan, unpacked, dst);
+                addParts(plan, unpacked, base, dst);
                 if (!copy.start()) {
                     copy.finish(); // not for the pool: unpacked now, while the next chunks' copies run
                 }
@@ -234,14 +233,14 @@ final class StagingRing {
             work.run();
             return;
         }
-        stageBase = placeIn(plan);
+        long base = placeIn(plan);
         WorkerThreads.Job watcher = null;
         try {
             for (int c = 0; c < n; c++) {
-                issue(plan, c, ops);
+                issue(plan, c, base, ops);
             }
             for (int c = 0; c < n; c++) {
-                addParts(plan, c, dst);
+                addParts(plan, c, base, dst);
             }
             for (int c = 0; c < leading; c++) {
                 int s = slot(c);
@@ -298,22 +297,28 @@ final class StagingRing {
         return ((downloads++ % positions) * plan.chunkBytes()) & -BatchTransfer.ALIGNMENT;
     }
 
-    /** Adds the unpacking of chunk {@code c}'s parts into {@code dst} to its slot's copier (not started). */
-    private void addParts(DownloadPlan plan, int c, MemorySegment[] dst) {
+    /**
+     * Adds the unpacking of chunk {@code c}'s parts (placed {@code base} bytes into their chunk) into {@code dst}
+     * to its slot's copier (not started).
+     */
+    private void addParts(DownloadPlan plan, int c, long base, MemorySegment[] dst) {
         StagingCopy copy = copies[slot(c)];
         MemorySegment chunk = chunks[slot(c)];
         for (int k = plan.firstPart(c); k < plan.firstPart(c + 1); k++) {
-            copy.copy(chunk, stageBase + plan.partStage(k), dst[plan.partEntry(k)], plan.partOffset(k), plan.partLength(k));
+            copy.copy(chunk, base + plan.partStage(k), dst[plan.partEntry(k)], plan.partOffset(k), plan.partLength(k));
         }
     }
 
-    /** Queues chunk {@code c}'s copies into its slot, once the slot's previous use finished. */
-    private void issue(DownloadPlan plan, int c, TransferOps ops) {
+    /**
+     * Queues chunk {@code c}'s copies into its slot ({@code base} bytes into it), once the slot's previous use
+     * finished.
+     */
+    private void issue(DownloadPlan plan, int c, long base, TransferOps ops) {
         int s = slot(c);
         claim(s, ops);
         for (int k = plan.firstCopy(c); k < plan.firstCopy(c + 1); k++) {
             long len = plan.copyLength(k);
-            ops.toHost(chunks[s].asSlice(stageBase + plan.copyStage(k), len), plan.copyDevice(k), len);
+            ops.toHost(chunks[s].asSlice(base + plan.copyStage(k), len), plan.copyDevice(k), len);
         }
         ops.record(s);
         used[s] = true;

@@ -103,7 +103,7 @@ public final class CudaArrowDownload {
                 }
 
                 @Override
-                public void copy(CopyPlan plan, CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives) {
+                public void copy(CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives) {
                     copier.copy(pieces, block, whileRestArrives);
                 }
             }, host -> ArrowJavaImport.importVectorSchemaRoot(allocator, host, dictionaries)); // releases host on a throw
@@ -149,12 +149,12 @@ public final class CudaArrowDownload {
         CopyPlan plan(long[] addresses, long[] byteSizes);
 
         /**
-         * Runs {@code plan} into {@code block} (see {@link HostCopier#copy}), possibly as {@code pieces} (the
-         * same bytes cut so that the leading pieces come first); {@code whileRestArrives} runs once the leading
-         * pieces arrived, while the others may still be arriving. Returns when the data arrived; returns or
-         * throws only once no copy writes into {@code block}.
+         * Runs {@code pieces} (a plan's bytes cut so that the leading pieces come first) into {@code block} (see
+         * {@link HostCopier#copy}); {@code whileRestArrives} runs once the leading pieces arrived, while the
+         * others may still be arriving. Returns when the data arrived; returns or throws only once no copy
+         * writes into {@code block}.
          */
-        void copy(CopyPlan plan, CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives);
+        void copy(CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives);
 
         /** The smallest stretch of late bytes worth a copy of its own. */
         default long minLateBytes() {
@@ -228,7 +228,7 @@ public final class CudaArrowDownload {
         List<T> result = new ArrayList<>(1);
         try {
             try {
-                copier.copy(plan, pieces, copies.data(), () -> {
+                copier.copy(pieces, copies.data(), () -> {
                     // The offsets the copies hold may differ from those that sized the download (the producer
                     // may write device memory meanwhile): the view Arrow Java gets is validated from the copies.
                     ArrayNode validated = imported == null ? sized

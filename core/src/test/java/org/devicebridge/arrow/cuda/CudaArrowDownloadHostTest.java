@@ -130,7 +130,7 @@ class CudaArrowDownloadHostTest {
         }
 
         @Override
-        public void copy(CopyPlan plan, CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives) {
+        public void copy(CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives) {
             batches++;
             before.run();
             for (int k = 0; k < pieces.count(); k++) {
@@ -294,8 +294,8 @@ class CudaArrowDownloadHostTest {
             int[] liveWhenValuesLanded = {-1};
             HostBatch batch = new HostBatch() {
                 @Override
-                public void copy(CopyPlan plan, CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives) {
-                    super.copy(plan, pieces, block, () -> {
+                public void copy(CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives) {
+                    super.copy(pieces, block, () -> {
                         try {
                             whileRestArrives.run();
                         } finally {
