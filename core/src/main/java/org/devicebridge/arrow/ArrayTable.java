@@ -69,6 +69,11 @@ final class ArrayTable {
         buffers[2 * b + 1] = byteLength;
     }
 
+    /** Replaces the null count of {@code node} (only on a table made by {@link #derive}, before it is shared). */
+    void setNullCount(int node, long nullCount) {
+        nodeFields[3 * node + 1] = nullCount;
+    }
+
     /** Called once, by the handle that owns the memory. */
     void ownedBy(SegmentSource owner) {
         this.source = owner;

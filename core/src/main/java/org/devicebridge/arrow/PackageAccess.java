@@ -32,13 +32,14 @@ final class PackageAccess implements ArrowAccess {
     }
 
     @Override
-    public ArrayNode relocated(ArrayNode root, Map<ArrayNode, long[]> addresses) {
+    public ArrayNode relocated(ArrayNode root, Map<ArrayNode, long[]> addresses, Map<ArrayNode, Long> nullCounts) {
         ArrayTable table = root.table().derive(false);
         addresses.forEach((node, addrs) -> {
             for (int i = 0; i < addrs.length; i++) {
                 table.setBuffer(node.index(), i, addrs[i], node.bufferLength(i));
             }
         });
+        nullCounts.forEach((node, count) -> table.setNullCount(node.index(), count));
         return table.node(root.index());
     }
 

@@ -353,18 +353,36 @@ public final class HostDeviceTransfer extends NativeHandle {
      * @throws CudaException if a driver call fails
      */
     public Upload upload(List<MemorySegment> buffers, CudaStream stream) {
+        return upload(buffers, () -> { }, stream);
+    }
+
+    /**
+     * As {@link #upload(List, CudaStream)}, with host work (counting nulls, say) done while the copy engine
+     * still reads: {@code whileCopying} runs on this thread once every copy is queued (pageable buffers packed),
+     * before the one wait. If it throws, this waits for the copies, frees the allocation and throws its
+     * exception. It runs holding this transfer (another thread's batch waits) and must not use it.
+     *
+     * @param buffers as for {@link #upload(List, CudaStream)}
+     * @param whileCopying runs once the copies are queued; it may read the buffers, not change them
+     * @param stream as for {@link #upload(List, CudaStream)}
+     * @return as {@link #upload(List, CudaStream)} returns
+     * @throws InvalidArgumentException for heap segments or a stream of another device
+     * @throws org.devicebridge.HandleClosedException if this transfer, the stream or a buffer's arena is closed
+     * @throws CudaException if a driver call fails
+     */
+    public Upload upload(List<MemorySegment> buffers, Runnable whileCopying, CudaStream stream) {
+        Objects.requireNonNull(whileCopying, "whileCopying");
         synchronized (lock) {
             ensureLive();
             try (StreamTransferOps ops = ops(stream)) {
                 Batch b = uploadLocked(buffers, stream, ops);
-                if (b.direct) {
-                    try {
-                        ops.await(TransferOps.BATCH);
-                    } catch (RuntimeException | Error e) {
-                        b.upload.close();
-                        throw e;
-                    }
+                try {
+                    whileCopying.run();
+                } catch (RuntimeException | Error e) {
+                    awaitCopies(b, ops, e);
+                    throw e;
                 }
+                awaitCopies(b, ops, null);
                 return b.upload;
             }
         }
@@ -396,6 +414,28 @@ public final class HostDeviceTransfer extends NativeHandle {
 
     /** An upload and whether direct copies of it may still run (until {@link TransferOps#BATCH}). */
     private record Batch(Upload upload, boolean direct) {}
+
+    /**
+     * Waits for {@code b}'s direct copies; on {@code failure} (thrown afterwards by the caller, with the
+     * wait's own failure suppressed) or a failed wait, frees the allocation.
+     */
+    private static void awaitCopies(Batch b, StreamTransferOps ops, Throwable failure) {
+        try {
+            if (b.direct) {
+                ops.await(TransferOps.BATCH);
+            }
+        } catch (RuntimeException | Error e) {
+            b.upload.close();
+            if (failure == null) {
+                throw e;
+            }
+            failure.addSuppressed(e);
+            return;
+        }
+        if (failure != null) {
+            b.upload.close();
+        }
+    }
 
     private Batch uploadLocked(List<MemorySegment> buffers, CudaStream stream, StreamTransferOps ops) {
         Objects.requireNonNull(buffers, "buffers");

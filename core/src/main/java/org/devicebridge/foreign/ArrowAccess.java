@@ -46,10 +46,11 @@ public interface ArrowAccess {
 
     /**
      * A copy of the view under {@code root} whose buffers moved to the device: node {@code n}'s buffer
-     * addresses are {@code addresses.get(n)} (nodes absent from the map keep theirs), lengths unchanged; its
-     * buffers are not readable as segments.
+     * addresses are {@code addresses.get(n)} (nodes absent from the map keep theirs), lengths unchanged, and
+     * its null count {@code nullCounts.get(n)} (nodes absent keep theirs); its buffers are not readable as
+     * segments.
      */
-    ArrayNode relocated(ArrayNode root, Map<ArrayNode, long[]> addresses);
+    ArrayNode relocated(ArrayNode root, Map<ArrayNode, long[]> addresses, Map<ArrayNode, Long> nullCounts);
 
     /**
      * The view of the device array {@code array} (imported at any level) read again at {@code level}

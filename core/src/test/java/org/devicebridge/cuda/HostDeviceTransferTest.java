@@ -277,6 +277,51 @@ class HostDeviceTransferTest {
     }
 
     @Test
+    void anUploadRunsItsWorkOnceTheCopiesAreQueuedThenWaitsOnceAndAThrowingWorkFreesTheAllocation() {
+        Random r = new Random(23);
+        long[] sizes = {4096, 3 << 20, 100, 5 << 20};
+        try (Arena arena = Arena.ofConfined();
+             PinnedHostBuffer pinned = PinnedHostBuffer.allocate(16L << 20);
+             PinnedHostBuffer pinnedBack = PinnedHostBuffer.allocate(16L << 20);
+             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20)) {
+            List<MemorySegment> back = slices(pinnedBack.segment(), sizes, null);
+            for (boolean direct : new boolean[] {true, false}) {
+                List<MemorySegment> host = direct ? slices(pinned.segment(), sizes, r) : batch(arena, r, sizes);
+                long deviceBytes = CudaCounters.snapshot().deviceBytesOutstanding();
+                long allocations = CudaCounters.snapshot().memAllocAsyncCalls();
+                long waits = transfer.statistics().hostWaits();
+                long[] seen = new long[2];
+                try (HostDeviceTransfer.Upload up = transfer.upload(host, () -> {
+                    seen[0]++;
+                    seen[1] = CudaCounters.snapshot().memAllocAsyncCalls(); // the copies' allocation is made
+                }, stream)) {
+                    assertEquals(1, seen[0], "the work ran once");
+                    assertEquals(allocations + 1, seen[1], "the work ran after the copies were queued");
+                    if (direct) {
+                        assertEquals(waits + 1, transfer.statistics().hostWaits(), "one host wait, after the work");
+                    }
+                    transfer.download(up.buffer(), up.offsets(), back, stream);
+                }
+                for (int i = 0; i < sizes.length; i++) {
+                    assertEquals(-1, host.get(i).mismatch(back.get(i)), "direct " + direct + ", buffer " + i);
+                }
+                IllegalStateException e = assertThrows(IllegalStateException.class, () -> transfer.upload(host, () -> {
+                    throw new IllegalStateException("work failed");
+                }, stream));
+                assertEquals("work failed", e.getMessage());
+                stream.synchronize();
+                assertEquals(deviceBytes, CudaCounters.snapshot().deviceBytesOutstanding(), "the allocation was freed");
+                try (HostDeviceTransfer.Upload again = transfer.upload(host, stream)) {
+                    assertEquals(sizes.length, again.offsets().length, "the transfer is usable after a failed batch");
+                }
+                back.forEach(b -> b.fill((byte) 0));
+            }
+            stream.synchronize();
+        }
+    }
+
+    @Test
     void aBatchMixingPinnedAndPageableBuffersRoundTripsAndStagesOnlyThePageableOnes() {
         Random r = new Random(23);
         long[] pinnedSizes = {5 << 20, 33};

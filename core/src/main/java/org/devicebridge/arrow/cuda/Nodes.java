@@ -40,6 +40,11 @@ final class Nodes {
 
     /** A copy of the tree with the buffer addresses in {@code placed}, as device memory (not host-readable). */
     static ArrayNode relocate(ArrayNode n, Map<ArrayNode, long[]> placed) {
-        return ARROW.relocated(n, placed);
+        return ARROW.relocated(n, placed, Map.of());
+    }
+
+    /** As {@link #relocate(ArrayNode, Map)}, each node of {@code nullCounts} with that null count. */
+    static ArrayNode relocate(ArrayNode n, Map<ArrayNode, long[]> placed, Map<ArrayNode, Long> nullCounts) {
+        return ARROW.relocated(n, placed, nullCounts);
     }
 }

@@ -285,6 +285,13 @@ public final class ArrowExport {
                 Bindings.ARROW::exportedArray);
     }
 
+    /** {@link #exportRoot(VectorSchemaRoot, DictionaryProvider)} with the bitmaps' null counts left -1 (see {@link PackageAccess}). */
+    static ExportedArray exportRootNullCountsUnknown(VectorSchemaRoot root, DictionaryProvider provider) {
+        Objects.requireNonNull(root, "root");
+        return allocated(ExportRuntime.ARRAY_SIZE, s -> ExportArrayWriter.exportRoot(root, provider, s, true),
+                Bindings.ARROW::exportedArray);
+    }
+
     /**
      * {@link #exportRoot(VectorSchemaRoot, DictionaryProvider)} without dictionaries.
      *

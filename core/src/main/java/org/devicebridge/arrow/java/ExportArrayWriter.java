@@ -82,6 +82,8 @@ final class ExportArrayWriter {
         /** Buffers this export made (narrowed decimals, zero-padded views): the plan's reference, dropped when the export ends. */
         ArrowBuf[] made = new ArrowBuf[4];
         int madeTotal;
+        /** Null counts left -1 (unknown) where a bitmap holds them, for a caller that counts them later. */
+        boolean nullCountsUnknown;
 
         @Override
         void growNodes(int capacity) {
@@ -101,6 +103,7 @@ final class ExportArrayWriter {
             Arrays.fill(retained, 0, retainedTotal, null);
             Arrays.fill(made, 0, madeTotal, null);
             madeTotal = 0;
+            nullCountsUnknown = false;
             bufferTotal = 0;
             variadicTotal = 0;
             retainedTotal = 0;
@@ -192,9 +195,20 @@ final class ExportArrayWriter {
 
     /** Exports {@code root} as a struct array (the record batch) into {@code out}. */
     static void exportRoot(VectorSchemaRoot batch, DictionaryProvider provider, MemorySegment out) {
+        exportRoot(batch, provider, out, false);
+    }
+
+    /**
+     * As {@link #exportRoot(VectorSchemaRoot, DictionaryProvider, MemorySegment)}; with {@code nullCountsUnknown}
+     * every null count its validity bitmap holds is written as -1 (unknown, which the C Data Interface allows),
+     * for a caller that counts them itself while other work runs.
+     */
+    static void exportRoot(VectorSchemaRoot batch, DictionaryProvider provider, MemorySegment out,
+                           boolean nullCountsUnknown) {
         Plan p = plan();
         try {
             p.reserveRoot();
+            p.nullCountsUnknown = nullCountsUnknown;
             int rows = batch.getRowCount();
             List<Field> fields = batch.getSchema().getFields(); // the schema exported with it: as many as vectors
             int n = fields.size();
@@ -356,7 +370,7 @@ final class ExportArrayWriter {
                 if (v instanceof BaseFixedWidthVector f) { // no list per export
                     validity = f.getValidityBuffer();
                     data = f.getDataBuffer();
-                    p.nullCount[node] = nullCount(validity, len);
+                    p.nullCount[node] = nullCount(p, validity, len);
                 } else {
                     List<ArrowBuf> fb = fieldBuffers(v, 2, type, p, node);
                     validity = fb.get(0);
@@ -375,7 +389,7 @@ final class ExportArrayWriter {
                 int w = (type instanceof ArrowType.Utf8 || type instanceof ArrowType.Binary ? Layout.VARIABLE
                         : Layout.LARGE_VARIABLE).offsetWidth();
                 List<ArrowBuf> fb = fieldBuffers(v, 3, type, p, node); // fills offset holes, as arrow-c-data does
-                p.nullCount[node] = bitmapNulls(v, fb.get(0), len);
+                p.nullCount[node] = bitmapNulls(p, v, fb.get(0), len);
                 validity(p, node, fb.get(0));
                 long last = offsets(p, node, fb.get(1), w, len);
                 required(p, node, fb.get(2), last, 2);
@@ -386,7 +400,7 @@ final class ExportArrayWriter {
                     throw unexpectedVector(v, type, p, node);
                 }
                 List<ArrowBuf> data = view.getDataBuffers();
-                p.nullCount[node] = bitmapNulls(v, view.getValidityBuffer(), len);
+                p.nullCount[node] = bitmapNulls(p, v, view.getValidityBuffer(), len);
                 validity(p, node, view.getValidityBuffer());
                 required(p, node, ExportRewrites.zeroPaddedViews(p, node, view, len), Math.multiplyExact(16L, len), 1);
                 for (int k = 0; k < data.size(); k++) {
@@ -400,7 +414,7 @@ final class ExportArrayWriter {
             case List, LargeList, Map -> {
                 int w = (type instanceof ArrowType.LargeList ? Layout.LARGE_LIST : Layout.LIST).offsetWidth();
                 List<ArrowBuf> fb = fieldBuffers(v, 2, type, p, node);
-                p.nullCount[node] = bitmapNulls(v, fb.get(0), len);
+                p.nullCount[node] = bitmapNulls(p, v, fb.get(0), len);
                 validity(p, node, fb.get(0));
                 long last = offsets(p, node, fb.get(1), w, len);
                 expectedChildren = 1;
@@ -410,7 +424,7 @@ final class ExportArrayWriter {
             case ListView, LargeListView -> {
                 int w = (type instanceof ArrowType.LargeListView ? Layout.LARGE_LIST_VIEW : Layout.LIST_VIEW).offsetWidth();
                 List<ArrowBuf> fb = fieldBuffers(v, 3, type, p, node);
-                p.nullCount[node] = bitmapNulls(v, fb.get(0), len);
+                p.nullCount[node] = bitmapNulls(p, v, fb.get(0), len);
                 validity(p, node, fb.get(0));
                 required(p, node, fb.get(1), Math.multiplyExact((long) w, len), 1);
                 required(p, node, fb.get(2), Math.multiplyExact((long) w, len), 2);
@@ -418,7 +432,7 @@ final class ExportArrayWriter {
             }
             case FixedSizeList -> {
                 List<ArrowBuf> fb = fieldBuffers(v, 1, type, p, node);
-                p.nullCount[node] = bitmapNulls(v, fb.get(0), len);
+                p.nullCount[node] = bitmapNulls(p, v, fb.get(0), len);
                 validity(p, node, fb.get(0));
                 expectedChildren = 1;
                 checkChildCount(children, expectedChildren, v, p, node);
@@ -427,7 +441,7 @@ final class ExportArrayWriter {
             }
             case Struct -> {
                 List<ArrowBuf> fb = fieldBuffers(v, 1, type, p, node);
-                p.nullCount[node] = bitmapNulls(v, fb.get(0), len);
+                p.nullCount[node] = bitmapNulls(p, v, fb.get(0), len);
                 validity(p, node, fb.get(0));
                 expectedChildren = field.getChildren().size();
                 checkChildCount(children, expectedChildren, v, p, node);

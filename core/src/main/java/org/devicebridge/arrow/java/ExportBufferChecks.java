@@ -29,15 +29,19 @@ final class ExportBufferChecks {
 
     /**
      * The nulls of {@code len} elements whose validity bitmap is {@code validity}: its zero bits among the first
-     * {@code len} ({@link Bitmaps#countSet}: a word at a time, on the worker threads for large bitmaps); every
-     * element where the bitmap is missing or too short, which {@link #validity} then rejects by name.
+     * {@code len} ({@link Bitmaps#countSet}: a word at a time, on the worker threads for large bitmaps), or -1
+     * (unknown) where {@code p} leaves the counts to its caller; every element where the bitmap is missing or
+     * too short, which {@link #validity} then rejects by name.
      */
-    static long nullCount(ArrowBuf validity, long len) {
+    static long nullCount(ExportArrayWriter.Plan p, ArrowBuf validity, long len) {
         if (len == 0) {
             return 0;
         }
         if (validity == null || validity.memoryAddress() == 0 || validity.capacity() < ceilDiv8(len)) {
             return len;
+        }
+        if (p.nullCountsUnknown) {
+            return -1;
         }
         return len - Bitmaps.countSet(ExportRuntime.ALL, validity.memoryAddress(), 0, len);
     }
@@ -48,14 +52,14 @@ final class ExportBufferChecks {
      * per million elements: most of the export of a string or list column); counted here by
      * {@link #nullCount} where the bitmap holds those bits, by Arrow Java otherwise (whatever it then does).
      */
-    static long bitmapNulls(FieldVector v, ArrowBuf validity, long len) {
+    static long bitmapNulls(ExportArrayWriter.Plan p, FieldVector v, ArrowBuf validity, long len) {
         boolean countsItsBitmap = v instanceof BaseVariableWidthVector || v instanceof BaseLargeVariableWidthVector
                 || v instanceof BaseVariableWidthViewVector || v instanceof ListVector || v instanceof LargeListVector
                 || v instanceof ListViewVector || v instanceof LargeListViewVector || v instanceof FixedSizeListVector
                 || v instanceof StructVector;
         if (len > 0 && countsItsBitmap && validity != null && validity == v.getValidityBuffer()
                 && validity.memoryAddress() != 0 && validity.capacity() >= ceilDiv8(len)) {
-            return nullCount(validity, len);
+            return nullCount(p, validity, len);
         }
         return v.getNullCount();
     }

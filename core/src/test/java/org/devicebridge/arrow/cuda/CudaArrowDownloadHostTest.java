@@ -408,7 +408,7 @@ class CudaArrowDownloadHostTest {
             SchemaNode schema = schemaOf(root, null);
             try (ExportedArray ea = ArrowExport.exportRoot(root);
                  ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
-                ArrayNode uploaded = ARROW.relocated(source.root(), Map.of()); // as an upload's view: not host-readable
+                ArrayNode uploaded = ARROW.relocated(source.root(), Map.of(), Map.of()); // as an upload's view: not host-readable
                 assertFalse(uploaded.isHostAccessible());
                 HostBatch batch = new HostBatch();
                 ImportedArray host = toHost(uploaded, null, sizing, batch);
@@ -428,7 +428,7 @@ class CudaArrowDownloadHostTest {
             MemorySegment offsets = offsets(root);
             try (ExportedArray ea = ArrowExport.exportRoot(root);
                  ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
-                ArrayNode uploaded = ARROW.relocated(source.root(), Map.of()); // as an upload's view
+                ArrayNode uploaded = ARROW.relocated(source.root(), Map.of(), Map.of()); // as an upload's view
                 HostBatch batch = new HostBatch();
                 // the caller's own device work points the last value past the data buffer before the download
                 batch.before = () -> offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 1 << 20);
@@ -451,7 +451,7 @@ class CudaArrowDownloadHostTest {
             SchemaNode schema = schemaOf(root, null);
             try (ExportedArray ea = ArrowExport.exportRoot(root);
                  ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.MINIMAL)) {
-                ArrayNode unsized = ARROW.relocated(source.root(), Map.of());
+                ArrayNode unsized = ARROW.relocated(source.root(), Map.of(), Map.of());
                 HostBatch batch = new HostBatch();
                 assertThrows(UnsupportedFeatureException.class,
                         () -> toHost(unsized, null, sizing, batch));

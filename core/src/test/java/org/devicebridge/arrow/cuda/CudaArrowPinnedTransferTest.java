@@ -86,6 +86,7 @@ class CudaArrowPinnedTransferTest {
                 assertEquals(s0.stagedBytes(), s1.stagedBytes(), "nothing staged on the way up");
                 assertTrue(s1.directCopies() > s0.directCopies(), "every buffer copied directly");
                 assertEquals(s0.hostWaits() + 1, s1.hostWaits(), "one host wait for the upload");
+                CudaArrowRoundTripTest.assertSameNullCounts(root, dictionaries, batch);
                 DictionaryProvider.MapDictionaryProvider back = new DictionaryProvider.MapDictionaryProvider();
                 try (VectorSchemaRoot down = CudaArrowDownload.download(batch, pinned, back, transfer, stream)) {
                     HostDeviceTransfer.Statistics s2 = transfer.statistics();
@@ -121,6 +122,7 @@ class CudaArrowPinnedTransferTest {
             try (CudaArrowBatch batch = CudaArrowUpload.upload(root, dictionaries, transfer, stream)) {
                 HostDeviceTransfer.Statistics s1 = transfer.statistics();
                 assertEquals(s0.directCopies(), s1.directCopies(), "nothing copied directly");
+                CudaArrowRoundTripTest.assertSameNullCounts(root, dictionaries, batch);
                 assertTrue(s1.stagedBytes() > s0.stagedBytes());
                 try (VectorSchemaRoot down = CudaArrowDownload.download(batch, pageable, transfer, stream)) {
                     HostDeviceTransfer.Statistics s2 = transfer.statistics();
@@ -144,6 +146,7 @@ class CudaArrowPinnedTransferTest {
             long waits = transfer.statistics().hostWaits();
             try (CudaArrowBatch batch = CudaArrowUpload.uploadAsync(root, dictionaries, transfer, stream)) {
                 assertEquals(waits, transfer.statistics().hostWaits(), "no host wait");
+                CudaArrowRoundTripTest.assertSameNullCounts(root, dictionaries, batch);
                 done.record(stream);
                 done.synchronize();
                 try (VectorSchemaRoot down = CudaArrowDownload.download(batch, pageable, transfer, stream)) {

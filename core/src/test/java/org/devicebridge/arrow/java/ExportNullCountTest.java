@@ -1,6 +1,7 @@
 package org.devicebridge.arrow.java;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -13,7 +14,9 @@ import org.apache.arrow.vector.BitVectorHelper;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.internal.Bitmaps;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -85,6 +88,49 @@ class ExportNullCountTest {
             ExportTestSupport.closeDictionaries(dictionaries);
         }
     }
+
+    @ParameterizedTest(name = "{0} nulls={1} rows={2} set bits past the length={3}")
+    @MethodSource("cases")
+    void anExportForAnUploadLeavesEveryBitmapsCountUnknownAndWritesTheOthers(String family, boolean nulls, int rows,
+                                                                           boolean bitsPastLength) {
+        DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
+        List<FieldVector> vectors = ExportTestSupport.family(family, allocator, rows, nulls, dictionaries);
+        try (VectorSchemaRoot root = new VectorSchemaRoot(vectors)) {
+            root.setRowCount(rows);
+            if (bitsPastLength) {
+                for (FieldVector v : vectors) {
+                    setBitsPastLength(v, rows);
+                }
+            }
+            try (ExportedArray ea = ArrowExport.exportRootNullCountsUnknown(root, dictionaries)) {
+                MemorySegment array = ea.segment();
+                MemorySegment children = ArrowArray.children(array).reinterpret(8L * vectors.size());
+                for (int i = 0; i < vectors.size(); i++) {
+                    FieldVector v = vectors.get(i);
+                    MemorySegment child = children.getAtIndex(ValueLayout.ADDRESS, i).reinterpret(ArrowArray.layout().byteSize());
+                    long written = ArrowArray.null_count(child);
+                    MemorySegment bitmap = ArrowArray.buffers(child).reinterpret(8).get(ValueLayout.ADDRESS, 0);
+                    if (written == -1) {
+                        assertTrue(rows > 0 && bitmap.address() != 0, v.getName() + ": unknown only where a bitmap holds it");
+                        long set = Bitmaps.countSet(bitmap.reinterpret((rows + 7) / 8), 0, rows);
+                        assertEquals(v.getNullCount(), rows - set, v.getName() + ": the bitmap holds Arrow Java's count");
+                    } else {
+                        assertEquals(v.getNullCount(), written, v.getName());
+                    }
+                    if (rows > 0 && v.getValidityBuffer() != null && v.getValidityBuffer().memoryAddress() != 0
+                            && COUNTED_BY_BITMAP.contains(family)) {
+                        assertEquals(-1, written, v.getName() + ": its bitmap's count is left to the caller");
+                    }
+                }
+            }
+        } finally {
+            ExportTestSupport.closeDictionaries(dictionaries);
+        }
+    }
+
+    /** Families whose every column the export counts from its validity bitmap. */
+    private static final List<String> COUNTED_BY_BITMAP = List.of("integers", "bool", "strings", "views", "lists",
+            "listViews", "struct", "fixedSizeBinary");
 
     /** Sets every bit of {@code v}'s validity bitmap past its first {@code rows}, where it has one. */
     private static void setBitsPastLength(FieldVector v, int rows) {
