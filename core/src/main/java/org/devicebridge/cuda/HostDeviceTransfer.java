@@ -377,12 +377,11 @@ public final class HostDeviceTransfer extends NativeHandle {
             try (StreamTransferOps ops = ops(stream)) {
                 Batch b = uploadLocked(buffers, stream, ops);
                 try {
-                    whileCopying.run();
+                    BatchTransfer.runWhileCopying(whileCopying, b.direct, ops);
                 } catch (RuntimeException | Error e) {
-                    awaitCopies(b, ops, e);
+                    b.upload.close();
                     throw e;
                 }
-                awaitCopies(b, ops, null);
                 return b.upload;
             }
         }
@@ -414,28 +413,6 @@ public final class HostDeviceTransfer extends NativeHandle {
 
     /** An upload and whether direct copies of it may still run (until {@link TransferOps#BATCH}). */
     private record Batch(Upload upload, boolean direct) {}
-
-    /**
-     * Waits for {@code b}'s direct copies; on {@code failure} (thrown afterwards by the caller, with the
-     * wait's own failure suppressed) or a failed wait, frees the allocation.
-     */
-    private static void awaitCopies(Batch b, StreamTransferOps ops, Throwable failure) {
-        try {
-            if (b.direct) {
-                ops.await(TransferOps.BATCH);
-            }
-        } catch (RuntimeException | Error e) {
-            b.upload.close();
-            if (failure == null) {
-                throw e;
-            }
-            failure.addSuppressed(e);
-            return;
-        }
-        if (failure != null) {
-            b.upload.close();
-        }
-    }
 
     private Batch uploadLocked(List<MemorySegment> buffers, CudaStream stream, StreamTransferOps ops) {
         Objects.requireNonNull(buffers, "buffers");
