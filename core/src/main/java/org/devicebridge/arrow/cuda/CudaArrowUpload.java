@@ -72,7 +72,9 @@ public final class CudaArrowUpload {
                                         CudaStream stream) {
         requireNativeAccess();
         requireArrowJava("CudaArrowUpload.upload");
-        return upload(root, provider, transfer, stream, transfer::upload);
+        // a lambda, not transfer::upload: a null transfer must reach Cuda.require() first (no driver: typed)
+        return upload(root, provider, transfer, stream,
+                (buffers, whileCopying, s) -> transfer.upload(buffers, whileCopying, s));
     }
 
     /**
