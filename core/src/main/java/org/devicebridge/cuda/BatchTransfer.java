@@ -260,21 +260,16 @@ final class BatchTransfer {
         return bytes;
     }
 
-    /** After a failure: waits for the copies queued so far, so that none still uses a caller's buffer. */
     /**
      * Runs {@code work} while an upload's queued copies run, then waits once for its direct copies (if
-     * {@code direct}); if {@code work} throws, waits for them first (a failed wait suppressed), then throws.
+     * {@code direct}); if {@code work} throws, waits for them first ({@link #settle}), then throws.
      */
     static void runWhileCopying(Runnable work, boolean direct, TransferOps ops) {
         try {
             work.run();
         } catch (RuntimeException | Error e) {
             if (direct) {
-                try {
-                    ops.await(TransferOps.BATCH);
-                } catch (RuntimeException | Error more) {
-                    e.addSuppressed(more);
-                }
+                settle(ops, e);
             }
             throw e;
         }
@@ -283,6 +278,7 @@ final class BatchTransfer {
         }
     }
 
+    /** After a failure: waits for the copies queued so far, so that none still uses a caller's buffer. */
     private static void settle(TransferOps ops, Throwable e) {
         try {
             ops.record(TransferOps.BATCH);

@@ -11,7 +11,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@link BatchTransfer#runWhileCopying}: the upload's work runs before its one wait for the direct copies, and a
- * throwing work is thrown only after that wait (no copy reads the buffers any more), without a driver.
+ * throwing work is thrown only after a wait for every copy queued (no copy reads the buffers any more), without a
+ * driver.
  */
 class BatchTransferWorkTest {
 
@@ -75,7 +76,8 @@ class BatchTransferWorkTest {
         IllegalStateException work = new IllegalStateException("work failed");
         assertSame(work, assertThrows(IllegalStateException.class,
                 () -> BatchTransfer.runWhileCopying(() -> { throw work; }, true, ops)));
-        assertEquals(List.of("await " + TransferOps.BATCH), ops.log);
+        // as after any failure with copies queued: an event after everything queued, then the wait for it
+        assertEquals(List.of("record " + TransferOps.BATCH, "await " + TransferOps.BATCH), ops.log);
 
         Ops failing = new Ops();
         failing.failWait = new CudaException("cuEventSynchronize", 700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access");

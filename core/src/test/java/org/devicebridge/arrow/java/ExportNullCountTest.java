@@ -30,6 +30,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  * neither may count).
  */
 class ExportNullCountTest {
+    /** Families whose every column the export counts from its validity bitmap. */
+    private static final List<String> COUNTED_BY_BITMAP = List.of("integers", "bool", "strings", "views", "lists",
+            "listViews", "struct", "fixedSizeBinary");
+
     private BufferAllocator allocator;
     private ExportTestSupport.Baseline baseline;
 
@@ -65,20 +69,13 @@ class ExportNullCountTest {
     void everyColumnExportsArrowJavasNullCount(String family, boolean nulls, int rows, boolean bitsPastLength) {
         DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
         List<FieldVector> vectors = ExportTestSupport.family(family, allocator, rows, nulls, dictionaries);
-        try (VectorSchemaRoot root = new VectorSchemaRoot(vectors); Arena arena = Arena.ofConfined()) {
-            root.setRowCount(rows);
-            if (bitsPastLength) {
-                for (FieldVector v : vectors) {
-                    setBitsPastLength(v, rows);
-                }
-            }
+        try (VectorSchemaRoot root = root(vectors, rows, bitsPastLength); Arena arena = Arena.ofConfined()) {
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(org.devicebridge.generated.arrow.ArrowSchema.layout());
             ArrowExport.exportRoot(root, dictionaries, array, schema);
             try {
-                MemorySegment children = ArrowArray.children(array).reinterpret(8L * vectors.size());
                 for (int i = 0; i < vectors.size(); i++) {
-                    MemorySegment child = children.getAtIndex(ValueLayout.ADDRESS, i).reinterpret(ArrowArray.layout().byteSize());
+                    MemorySegment child = child(array, vectors.size(), i);
                     assertEquals(vectors.get(i).getNullCount(), ArrowArray.null_count(child), vectors.get(i).getName());
                 }
             } finally {
@@ -95,19 +92,11 @@ class ExportNullCountTest {
                                                                            boolean bitsPastLength) {
         DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
         List<FieldVector> vectors = ExportTestSupport.family(family, allocator, rows, nulls, dictionaries);
-        try (VectorSchemaRoot root = new VectorSchemaRoot(vectors)) {
-            root.setRowCount(rows);
-            if (bitsPastLength) {
-                for (FieldVector v : vectors) {
-                    setBitsPastLength(v, rows);
-                }
-            }
+        try (VectorSchemaRoot root = root(vectors, rows, bitsPastLength)) {
             try (ExportedArray ea = ArrowExport.exportRootNullCountsUnknown(root, dictionaries)) {
-                MemorySegment array = ea.segment();
-                MemorySegment children = ArrowArray.children(array).reinterpret(8L * vectors.size());
                 for (int i = 0; i < vectors.size(); i++) {
                     FieldVector v = vectors.get(i);
-                    MemorySegment child = children.getAtIndex(ValueLayout.ADDRESS, i).reinterpret(ArrowArray.layout().byteSize());
+                    MemorySegment child = child(ea.segment(), vectors.size(), i);
                     long written = ArrowArray.null_count(child);
                     MemorySegment bitmap = ArrowArray.buffers(child).reinterpret(8).get(ValueLayout.ADDRESS, 0);
                     if (written == -1) {
@@ -128,9 +117,23 @@ class ExportNullCountTest {
         }
     }
 
-    /** Families whose every column the export counts from its validity bitmap. */
-    private static final List<String> COUNTED_BY_BITMAP = List.of("integers", "bool", "strings", "views", "lists",
-            "listViews", "struct", "fixedSizeBinary");
+    /** The batch of {@code vectors} with {@code rows} rows, with every bitmap bit past them set if asked. */
+    private static VectorSchemaRoot root(List<FieldVector> vectors, int rows, boolean bitsPastLength) {
+        VectorSchemaRoot root = new VectorSchemaRoot(vectors);
+        root.setRowCount(rows);
+        if (bitsPastLength) {
+            for (FieldVector v : vectors) {
+                setBitsPastLength(v, rows);
+            }
+        }
+        return root;
+    }
+
+    /** Child {@code i} of the exported struct array {@code array}, which has {@code count} children. */
+    private static MemorySegment child(MemorySegment array, int count, int i) {
+        MemorySegment children = ArrowArray.children(array).reinterpret(8L * count);
+        return children.getAtIndex(ValueLayout.ADDRESS, i).reinterpret(ArrowArray.layout().byteSize());
+    }
 
     /** Sets every bit of {@code v}'s validity bitmap past its first {@code rows}, where it has one. */
     private static void setBitsPastLength(FieldVector v, int rows) {
