@@ -5,7 +5,7 @@ import java.util.Arrays;
 import java.util.Locale;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.InvalidArgumentException;
-import org.devicebridge.internal.LibcCopy;
+import org.devicebridge.internal.NonTemporalCopy;
 import org.devicebridge.internal.WorkerThreads;
 
 /**
@@ -48,6 +48,7 @@ final class StagingCopy {
     private MemorySegment[] to = new MemorySegment[8];
     private long[] toOffset = new long[8];
     private boolean[] packed = new boolean[8]; // written for the copy engine to read next: see pack()
+    private long packedBytes; // added by pack() over this copier's life
     private long[] start = new long[9]; // start[i]: where piece i begins in the concatenation; start[count]: total
     private int count;
     private boolean confined;
@@ -67,6 +68,16 @@ final class StagingCopy {
         this.parallelism = parallelism;
     }
 
+    /** Bytes added by {@link #pack} since this copier was made. */
+    long packedBytes() {
+        return packedBytes;
+    }
+
+    /** Threads copying one chunk at most. */
+    int parallelism() {
+        return parallelism;
+    }
+
     /** Forgets the pieces of the previous chunk. */
     void clear() {
         Arrays.fill(from, 0, count, null); // drop references to the caller's buffers
@@ -83,8 +94,8 @@ final class StagingCopy {
     }
 
     /**
-     * As {@link #copy}, into staging memory that the copy engine reads next: written with {@link LibcCopy}, around
-     * the caches where glibc is set to (an unpack is not: whoever reads the buffers next wants them cached).
+     * As {@link #copy}, into staging memory that the copy engine reads next: written with {@link NonTemporalCopy}, around
+     * the caches where the platform allows it (an unpack is not: whoever reads the buffers next wants them cached).
      */
     void pack(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes) {
         if (bytes > 0) {
@@ -117,6 +128,7 @@ final class StagingCopy {
         to[count] = dst;
         toOffset[count] = dstOffset;
         packed[count] = packing;
+        packedBytes += packing ? bytes : 0;
         start[count + 1] = Math.addExact(start[count], bytes);
         confined |= (src != null && !WorkerThreads.canShare(src)) || !WorkerThreads.canShare(dst);
         count++;
@@ -224,7 +236,7 @@ final class StagingCopy {
             if (from[i] == null) {
                 to[i].asSlice(toOffset[i] + skip, b - a).fill((byte) 0);
             } else if (packed[i]) {
-                LibcCopy.copy(from[i], fromOffset[i] + skip, to[i], toOffset[i] + skip, b - a);
+                NonTemporalCopy.copy(from[i], fromOffset[i] + skip, to[i], toOffset[i] + skip, b - a);
             } else {
                 MemorySegment.copy(from[i], fromOffset[i] + skip, to[i], toOffset[i] + skip, b - a);
             }

@@ -226,6 +226,42 @@ class StagingRingTest {
     }
 
     @Test
+    void onlyTheChunksStartingInTheUploadsLastBytesArePackedAroundTheCaches() {
+        long mib = 1L << 20;
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment staging = arena.allocate(4 * 2 * mib, 64);
+            MemorySegment[] chunks = new MemorySegment[4];
+            StagingCopy[] copies = new StagingCopy[4];
+            for (int i = 0; i < 4; i++) {
+                chunks[i] = staging.asSlice(i * 2 * mib, 2 * mib);
+                copies[i] = new StagingCopy();
+            }
+            StagingRing ring = new StagingRing(chunks, copies, 5 * mib);
+            Random r = new Random(11);
+            FakeStream stream = new FakeStream(new Random(12));
+            TransferStatistics stats = new TransferStatistics();
+            // {bytes, bytes packed around the caches}: the 2 MiB steps that start in the last 5 MiB
+            for (long[] c : new long[][] {{17 * mib, 5 * mib}, {18 * mib, 4 * mib}, {5 * mib, 5 * mib}, {3 * mib, 3 * mib}, {12 * mib + 64, 4 * mib + 64}}) {
+                MemorySegment[] src = {random(arena, r, c[0])};
+                long[] sizes = {c[0]};
+                BatchTransfer.Layout layout = BatchTransfer.layout(sizes, new boolean[1]);
+                long before = Arrays.stream(copies).mapToLong(StagingCopy::packedBytes).sum();
+                MemorySegment device = arena.allocate(layout.total());
+                stream.on(device);
+                BatchTransfer.upload(ring, src, sizes, layout, BASE, stream, stats);
+                stream.finish();
+                assertEquals(-1, device.mismatch(src[0]), () -> c[0] + " bytes");
+                assertEquals(c[1], Arrays.stream(copies).mapToLong(StagingCopy::packedBytes).sum() - before,
+                        () -> c[0] + " bytes");
+            }
+        }
+        assertEquals(new StagingCopy().parallelism() * StagingRing.PRIVATE_CACHE_BYTES,
+                new StagingRing(new MemorySegment[] {MemorySegment.NULL, MemorySegment.NULL},
+                        new StagingCopy[] {new StagingCopy(), new StagingCopy()}).aroundCachesTail(),
+                "by default, a private cache per packing thread");
+    }
+
+    @Test
     void aSmallBatchUsesItsChunksInSmallerStepsSoThatPackingAndDmaOverlap() {
         try (Arena arena = Arena.ofShared()) {
             long mib = 1L << 20;
