@@ -43,6 +43,7 @@ public final class NonTemporalCopy {
      * {@code dst} 16-byte aligned, {@code n} a positive multiple of 64.
      */
     static final byte[] X86_64_LOOP = {
+            (byte) 0xF3, 0x0F, 0x1E, (byte) 0xFA,       //       endbr64 (a valid call target under CET; a no-op before it)
             (byte) 0xF3, 0x0F, 0x6F, 0x06,              // loop: movdqu xmm0, [rsi]
             (byte) 0xF3, 0x0F, 0x6F, 0x4E, 0x10,        //       movdqu xmm1, [rsi+16]
             (byte) 0xF3, 0x0F, 0x6F, 0x56, 0x20,        //       movdqu xmm2, [rsi+32]
@@ -96,10 +97,12 @@ public final class NonTemporalCopy {
         long head = -out.address() & 63;
         long body = (bytes - head) & -64L;
         MemorySegment.copy(in, 0, out, 0, head);
-        try {
-            loop.invokeExact(out.asSlice(head, body), in.asSlice(head, body), body);
-        } catch (Throwable t) {
-            throw Native.unchecked("non-temporal copy", t);
+        if (body > 0) { // at least MIN_BYTES - 126 bytes; the loop must never see 0
+            try {
+                loop.invokeExact(out.asSlice(head, body), in.asSlice(head, body), body);
+            } catch (Throwable t) {
+                throw Native.unchecked("non-temporal copy", t);
+            }
         }
         MemorySegment.copy(in, head + body, out, head + body, bytes - head - body);
     }
