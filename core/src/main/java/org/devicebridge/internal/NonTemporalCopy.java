@@ -25,8 +25,9 @@ import java.util.Locale;
  *
  * <p>Where the page cannot be mapped executable (a kernel or policy that forbids writable-then-executable
  * memory), on other platforms, or with {@code -Ddevicebridge.nonTemporalCopy=false}, copies fall back to
- * {@link MemorySegment#copy} and the DMA runs at the slower rate; a single log line says why. Only the
- * upload's packing uses it: an unpacked download is read by the caller next (the Arrow bridge's offset
+ * {@link MemorySegment#copy} and the DMA runs at the slower rate; a single log line says why. Only the last
+ * chunks of an upload's packing use it (the earlier ones reach the copy engine faster from the shared cache:
+ * see {@code StagingRing}); an unpacked download is read by the caller next (the Arrow bridge's offset
  * checks at once), and wants its lines cached (measured: the self-check batch's pageable download took
  * 1.6 ms with non-temporal unpacking, 1.1 ms without).
  *

@@ -30,6 +30,7 @@ import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.cuda.StreamKind;
+import org.devicebridge.internal.NonTemporalCopy;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
@@ -96,6 +97,9 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
             report.line("batch bytes", bytes + " (" + ROWS + " rows, " + table.getFieldVectors().size() + " columns)");
             report.line("memory", "pageable root: PooledArrowMemory (" + (POOL_BYTES >> 20) + " MiB kept); device pool: "
                     + "DeviceMemoryPool.retain(" + device + ", " + Math.max(threshold, POOL_BYTES) + ") during the section");
+            report.line("staging packing", NonTemporalCopy.available()
+                    ? "an upload's last chunks with non-temporal stores (x86-64 loop)"
+                    : "MemorySegment.copy only (no non-temporal stores here: pageable uploads reach less of the link)");
             report.line("raw pinned cuMemcpyHtoDAsync / DtoHAsync", rate(bytes, raw.up) + " / " + rate(bytes, raw.down));
             report.line("upload, pageable root (staged)", ratio(bytes, fromPageable.up, raw.up));
             report.line("upload, pinned root (direct)", ratio(bytes, fromPinned.up, raw.up));
