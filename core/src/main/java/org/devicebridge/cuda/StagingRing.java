@@ -187,6 +187,7 @@ final class StagingRing {
             while (first < order.length && offsets[order[first]] + sizes[order[first]] <= at) {
                 first++;
             }
+            boolean aroundCaches = stagedBytes - at <= aroundCachesTail; // the chunk starts in the tail
             long cursor = at;
             for (int k = first; k < order.length && offsets[order[k]] < end; k++) {
                 int i = order[k];
@@ -194,7 +195,7 @@ final class StagingRing {
                 long to = Math.min(end, offsets[i] + sizes[i]);
                 if (to > from) {
                     copy.zero(chunk, cursor - at, from - cursor);
-                    if (stagedBytes - at <= aroundCachesTail) {
+                    if (aroundCaches) {
                         copy.pack(src[i], from - offsets[i], chunk, from - at, to - from);
                     } else {
                         copy.copy(src[i], from - offsets[i], chunk, from - at, to - from);

@@ -12,7 +12,7 @@ import java.lang.invoke.MethodType;
 
 /**
  * FFM plumbing shared by every package: the libc functions the library calls itself (malloc/free,
- * dlopen/dlsym/dladdr, strlen) and upcall stub creation. Kept out of the public API.
+ * dlopen/dlsym/dladdr, strlen, madvise, mmap) and upcall stub creation. Kept out of the public API.
  *
  * <p>This package sits below the public ones and throws only JDK exceptions: a missing native-access grant
  * is an {@link IllegalCallerException} whose message names the exact flag; callers in the public packages
@@ -160,6 +160,64 @@ public final class Native {
         } catch (Throwable t) {
             throw unchecked("madvise", t);
         }
+    }
+
+    /**
+     * One page of private memory holding {@code code}, made read-only and executable (Linux: {@code mmap},
+     * then {@code mprotect}); never unmapped, for machine code the library calls for as long as the JVM runs.
+     *
+     * @throws IllegalArgumentException if {@code code} does not fit one page
+     * @throws IllegalStateException if the kernel refuses the mapping or the protection change (a policy
+     *     against writable-then-executable memory); nothing stays mapped then
+     */
+    public static MemorySegment executablePage(byte[] code) {
+        if (code.length > Pages.SIZE) {
+            throw new IllegalArgumentException(code.length + " bytes of code do not fit one page");
+        }
+        MemorySegment page;
+        try {
+            page = (MemorySegment) Pages.MMAP.invokeExact(MemorySegment.NULL, Pages.SIZE,
+                    Pages.PROT_READ | Pages.PROT_WRITE, Pages.MAP_PRIVATE | Pages.MAP_ANONYMOUS, -1, 0L);
+        } catch (Throwable t) {
+            throw unchecked("mmap", t);
+        }
+        if (page.address() == -1L || page.equals(MemorySegment.NULL)) {
+            throw new IllegalStateException("mmap of one page failed");
+        }
+        page = page.reinterpret(Pages.SIZE);
+        MemorySegment.copy(code, 0, page, ValueLayout.JAVA_BYTE, 0, code.length);
+        int rc;
+        try {
+            rc = (int) Pages.MPROTECT.invokeExact(page, Pages.SIZE, Pages.PROT_READ | Pages.PROT_EXEC);
+        } catch (Throwable t) {
+            throw unchecked("mprotect", t);
+        }
+        if (rc == 0) {
+            return page;
+        }
+        try {
+            int ignored = (int) Pages.MUNMAP.invokeExact(page, Pages.SIZE);
+        } catch (Throwable t) {
+            throw unchecked("munmap", t);
+        }
+        throw new IllegalStateException("mprotect(PROT_READ | PROT_EXEC) failed: executable memory refused");
+    }
+
+    /** {@code mmap}, {@code mprotect} and {@code munmap} (Linux's constants), made on first use. */
+    private static final class Pages {
+        static final long SIZE = 4096;
+        static final int PROT_READ = 1;
+        static final int PROT_WRITE = 2;
+        static final int PROT_EXEC = 4;
+        static final int MAP_PRIVATE = 2;
+        static final int MAP_ANONYMOUS = 0x20;
+        static final MethodHandle MMAP = libc("mmap", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS,
+                ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT,
+                ValueLayout.JAVA_LONG));
+        static final MethodHandle MPROTECT = libc("mprotect", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+        static final MethodHandle MUNMAP = libc("munmap", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
     }
 
     /** {@code madvise}'s handle (Linux only: the advice's number is Linux's), made on first use. */

@@ -116,59 +116,14 @@ public final class NonTemporalCopy {
     }
 
     /**
-     * Maps one page, writes {@code code} into it and makes it read-only and executable: the handle of a
-     * {@code (dst, src, n) -> void} function there, made with {@code critical(false)} (a slice takes tens of
-     * microseconds and touches no Java heap).
+     * The handle of the {@code (dst, src, n) -> void} function {@code code} ({@link Native#executablePage}),
+     * made with {@code critical(false)} (a slice takes tens of microseconds and touches no Java heap).
      *
      * @throws IllegalStateException if the kernel refuses the mapping or the protection change
      */
     static MethodHandle map(byte[] code) {
-        MemorySegment page;
-        try {
-            page = (MemorySegment) Libc.MMAP.invokeExact(MemorySegment.NULL, PAGE, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L);
-        } catch (Throwable t) {
-            throw Native.unchecked("mmap", t);
-        }
-        if (page.address() == -1L || page.equals(MemorySegment.NULL)) {
-            throw new IllegalStateException("mmap of one page failed");
-        }
-        page = page.reinterpret(PAGE);
-        MemorySegment.copy(code, 0, page, ValueLayout.JAVA_BYTE, 0, code.length);
-        int rc;
-        try {
-            rc = (int) Libc.MPROTECT.invokeExact(page, PAGE, PROT_READ | PROT_EXEC);
-        } catch (Throwable t) {
-            throw Native.unchecked("mprotect", t);
-        }
-        if (rc != 0) {
-            try {
-                int ignored = (int) Libc.MUNMAP.invokeExact(page, PAGE);
-            } catch (Throwable t) {
-                throw Native.unchecked("munmap", t);
-            }
-            throw new IllegalStateException("mprotect(PROT_READ | PROT_EXEC) failed: executable memory refused");
-        }
-        return Native.downcall(page, FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.ADDRESS,
-                ValueLayout.JAVA_LONG), Linker.Option.critical(false));
-    }
-
-    private static final long PAGE = 4096;
-    private static final int PROT_READ = 1;
-    private static final int PROT_WRITE = 2;
-    private static final int PROT_EXEC = 4;
-    private static final int MAP_PRIVATE = 2;
-    private static final int MAP_ANONYMOUS = 0x20;
-
-    /** mmap and mprotect, made on first use (never on other platforms). */
-    private static final class Libc {
-        static final MethodHandle MMAP = Native.libc("mmap", FunctionDescriptor.of(ValueLayout.ADDRESS,
-                ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT,
-                ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
-        static final MethodHandle MPROTECT = Native.libc("mprotect", FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
-        static final MethodHandle MUNMAP = Native.libc("munmap", FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
+        return Native.downcall(Native.executablePage(code), FunctionDescriptor.ofVoid(ValueLayout.ADDRESS,
+                ValueLayout.ADDRESS, ValueLayout.JAVA_LONG), Linker.Option.critical(false));
     }
 
     /** The loop's handle, made on first use; {@code null} where this platform or JVM has none. */

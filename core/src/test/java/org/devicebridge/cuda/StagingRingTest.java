@@ -145,6 +145,12 @@ class StagingRingTest {
     }
 
     private static StagingRing ring(Arena arena, int chunks, long chunkBytes, Supplier<StagingCopy> copies) {
+        return ring(arena, chunks, chunkBytes, copies, -1);
+    }
+
+    /** A ring whose upload packs its last {@code aroundCachesTail} bytes around the caches (-1: the default). */
+    private static StagingRing ring(Arena arena, int chunks, long chunkBytes, Supplier<StagingCopy> copies,
+                                    long aroundCachesTail) {
         MemorySegment staging = arena.allocate(chunks * chunkBytes, 64);
         MemorySegment[] c = new MemorySegment[chunks];
         StagingCopy[] s = new StagingCopy[chunks];
@@ -152,7 +158,7 @@ class StagingRingTest {
             c[i] = staging.asSlice(i * chunkBytes, chunkBytes);
             s[i] = copies.get();
         }
-        return new StagingRing(c, s);
+        return aroundCachesTail < 0 ? new StagingRing(c, s) : new StagingRing(c, s, aroundCachesTail);
     }
 
     @ParameterizedTest(name = "{0} chunks of {1} bytes, split copies {2}, eager device {3}")
@@ -229,14 +235,12 @@ class StagingRingTest {
     void onlyTheChunksStartingInTheUploadsLastBytesArePackedAroundTheCaches() {
         long mib = 1L << 20;
         try (Arena arena = Arena.ofShared()) {
-            MemorySegment staging = arena.allocate(4 * 2 * mib, 64);
-            MemorySegment[] chunks = new MemorySegment[4];
-            StagingCopy[] copies = new StagingCopy[4];
-            for (int i = 0; i < 4; i++) {
-                chunks[i] = staging.asSlice(i * 2 * mib, 2 * mib);
-                copies[i] = new StagingCopy();
-            }
-            StagingRing ring = new StagingRing(chunks, copies, 5 * mib);
+            List<StagingCopy> copies = new ArrayList<>();
+            StagingRing ring = ring(arena, 4, 2 * mib, () -> {
+                StagingCopy c = new StagingCopy();
+                copies.add(c);
+                return c;
+            }, 5 * mib);
             Random r = new Random(11);
             FakeStream stream = new FakeStream(new Random(12));
             TransferStatistics stats = new TransferStatistics();
@@ -245,20 +249,18 @@ class StagingRingTest {
                 MemorySegment[] src = {random(arena, r, c[0])};
                 long[] sizes = {c[0]};
                 BatchTransfer.Layout layout = BatchTransfer.layout(sizes, new boolean[1]);
-                long before = Arrays.stream(copies).mapToLong(StagingCopy::packedBytes).sum();
+                long before = copies.stream().mapToLong(StagingCopy::packedBytes).sum();
                 MemorySegment device = arena.allocate(layout.total());
                 stream.on(device);
                 BatchTransfer.upload(ring, src, sizes, layout, BASE, stream, stats);
                 stream.finish();
                 assertEquals(-1, device.mismatch(src[0]), () -> c[0] + " bytes");
-                assertEquals(c[1], Arrays.stream(copies).mapToLong(StagingCopy::packedBytes).sum() - before,
+                assertEquals(c[1], copies.stream().mapToLong(StagingCopy::packedBytes).sum() - before,
                         () -> c[0] + " bytes");
             }
+            assertEquals(new StagingCopy().parallelism() * StagingRing.PRIVATE_CACHE_BYTES,
+                    ring(arena, 2, 64, StagingCopy::new).aroundCachesTail(), "by default, a private cache per packing thread");
         }
-        assertEquals(new StagingCopy().parallelism() * StagingRing.PRIVATE_CACHE_BYTES,
-                new StagingRing(new MemorySegment[] {MemorySegment.NULL, MemorySegment.NULL},
-                        new StagingCopy[] {new StagingCopy(), new StagingCopy()}).aroundCachesTail(),
-                "by default, a private cache per packing thread");
     }
 
     @Test

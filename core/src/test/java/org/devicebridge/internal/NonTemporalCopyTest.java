@@ -35,6 +35,11 @@ class NonTemporalCopyTest {
     }
 
     @Test
+    void codeLargerThanAPageIsRefusedBeforeAnythingIsMapped() {
+        assertThrows(IllegalArgumentException.class, () -> Native.executablePage(new byte[4097]));
+    }
+
+    @Test
     void theLoopIsUsedOnX86Linux() {
         assumeTrue(NonTemporalCopy.wanted(System.getProperty("os.name"), System.getProperty("os.arch"),
                 System.getProperty(NonTemporalCopy.PROPERTY)));
