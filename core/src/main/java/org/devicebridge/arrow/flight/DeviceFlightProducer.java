@@ -4,11 +4,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
-import java.util.TreeSet;
-import java.util.concurrent.ConcurrentHashMap;
 import org.apache.arrow.flight.CallStatus;
 import org.apache.arrow.flight.Criteria;
 import org.apache.arrow.flight.FlightDescriptor;
@@ -18,6 +15,8 @@ import org.apache.arrow.flight.FlightStream;
 import org.apache.arrow.flight.NoOpFlightProducer;
 import org.apache.arrow.flight.PutResult;
 import org.apache.arrow.flight.Ticket;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
@@ -30,7 +29,15 @@ import org.devicebridge.cuda.CudaEvent;
  * into device memory on the {@link DeviceCopies}' device and stream. A dataset's name is its descriptor's
  * single path element (or its command as UTF-8) and its ticket's bytes (UTF-8); {@code GetFlightInfo} and
  * {@code ListFlights} describe the datasets (one endpoint each, on this server). Services with their own
- * naming, authorisation or storage write their own producer with {@link DeviceFlight}.
+ * naming or storage write their own producer with {@link DeviceFlight}.
+ *
+ * <p>Puts are input from other processes and are admitted under {@link PutOptions}: bytes per batch, per
+ * put and in total, batches per put, the validation level, and a {@link PutPolicy} deciding from the
+ * caller's authenticated identity who may create or replace which dataset. Each batch is checked before it
+ * is uploaded; a put over a limit, refused by the policy or failing validation is cancelled with a Flight
+ * status naming the cause ({@code RESOURCE_EXHAUSTED}, {@code UNAUTHORIZED} (gRPC's
+ * {@code PERMISSION_DENIED}), {@code INVALID_ARGUMENT}), everything it sent is freed, and the datasets are
+ * as they were: a put replaces a dataset only once all of it has arrived.
  *
  * <p>Ownership: this producer owns the batches of its datasets: given with {@link #add}, received by a
  * {@code DoPut}, released by {@link #take}, replaced, or {@link #close()} (each closed once no {@code DoGet}
@@ -40,16 +47,29 @@ import org.devicebridge.cuda.CudaEvent;
  */
 public final class DeviceFlightProducer extends NoOpFlightProducer implements AutoCloseable {
     private final DeviceCopies copies;
-    private final Map<String, Dataset> datasets = new ConcurrentHashMap<>();
+    private final PutAdmission admission;
+    private final Datasets<DeviceFlightBatch> datasets = new Datasets<>(DeviceFlightBatch::close);
 
     /**
-     * A producer with no dataset.
+     * A producer with no dataset that admits puts under {@link PutOptions#defaults()}.
      *
      * @param copies the device, stream and host memory of every copy; borrowed (keep it open while the
      *     producer serves)
      */
     public DeviceFlightProducer(DeviceCopies copies) {
+        this(copies, PutOptions.defaults());
+    }
+
+    /**
+     * A producer with no dataset that admits puts under {@code options}.
+     *
+     * @param copies the device, stream and host memory of every copy; borrowed (keep it open while the
+     *     producer serves)
+     * @param options the limits, validation level and policy of {@code DoPut}
+     */
+    public DeviceFlightProducer(DeviceCopies copies, PutOptions options) {
         this.copies = Objects.requireNonNull(copies, "copies");
+        this.admission = new PutAdmission(options);
     }
 
     /**
@@ -87,7 +107,7 @@ public final class DeviceFlightProducer extends NoOpFlightProducer implements Au
             owned.forEach(o -> o.ready().close());
             throw e;
         }
-        install(name, schema, owned);
+        datasets.put(name, schema, owned);
     }
 
     /**
@@ -100,8 +120,7 @@ public final class DeviceFlightProducer extends NoOpFlightProducer implements Au
      *         the dataset is then closed by its last reader
      */
     public List<DeviceFlightBatch> take(String name) {
-        Dataset d = datasets.remove(Objects.requireNonNull(name, "name"));
-        return d == null ? List.of() : d.take();
+        return datasets.take(name);
     }
 
     /**
@@ -110,20 +129,20 @@ public final class DeviceFlightProducer extends NoOpFlightProducer implements Au
      * @return a sorted snapshot
      */
     public Set<String> names() {
-        return new TreeSet<>(datasets.keySet());
+        return datasets.names();
     }
 
     @Override
     public void getStream(CallContext context, Ticket ticket, ServerStreamListener listener) {
         String name = new String(ticket.getBytes(), StandardCharsets.UTF_8);
-        Dataset d = acquire(name);
+        Datasets.Dataset<DeviceFlightBatch> d = datasets.acquire(name);
         if (d == null) {
             listener.error(CallStatus.NOT_FOUND.withDescription("no dataset " + name).toRuntimeException());
             return;
         }
         try {
-            Iterator<CudaArrowBatch> batches = d.batches.stream().map(DeviceFlightBatch::batch).iterator();
-            DeviceFlight.serve(listener, d.schema, batches, copies);
+            Iterator<CudaArrowBatch> batches = d.batches().stream().map(DeviceFlightBatch::batch).iterator();
+            DeviceFlight.serve(listener, d.schema(), batches, copies);
         } catch (RuntimeException e) {
             // serve has told the client already
         } finally {
@@ -131,34 +150,28 @@ public final class DeviceFlightProducer extends NoOpFlightProducer implements Au
         }
     }
 
+    /**
+     * Receives a put into device memory as {@link DeviceFlight#receive} does, under this producer's
+     * {@link PutOptions}: each batch is counted, sized from its received buffers, reserved in the total and
+     * (at FULL) validated before it is uploaded. The dataset is installed once the whole put arrived and the
+     * policy allows it. Any failure (a limit, the policy, validation, the upload, the client's cancellation,
+     * an {@code Error}) ends the put with a Flight status after its uploads finished, its device batches were
+     * closed and its reservation given back; the datasets are then as they were.
+     */
     @Override
     public Runnable acceptPut(CallContext context, FlightStream flightStream, StreamListener<PutResult> ackStream) {
-        return () -> {
-            List<DeviceFlightBatch> received = new ArrayList<>();
-            try {
-                String name = nameOf(flightStream.getDescriptor());
-                StreamRoots.requireNoDictionaries(flightStream.getSchema());
-                DeviceFlight.receive(flightStream, copies, received::add);
-                install(name, flightStream.getSchema(), received);
-            } catch (RuntimeException e) {
-                received.forEach(DeviceFlightBatch::close);
-                ackStream.onError(CallStatus.INTERNAL.withDescription(String.valueOf(e.getMessage())).withCause(e)
-                        .toRuntimeException());
-                return;
-            }
-            ackStream.onCompleted();
-        };
+        return () -> admission.accept(context, flightStream, ackStream, datasets, this::uploads);
     }
 
     @Override
     public FlightInfo getFlightInfo(CallContext context, FlightDescriptor descriptor) {
-        String name = nameOf(descriptor);
-        Dataset d = acquire(name);
+        String name = PutAdmission.nameOf(descriptor);
+        Datasets.Dataset<DeviceFlightBatch> d = datasets.acquire(name);
         if (d == null) {
             throw CallStatus.NOT_FOUND.withDescription("no dataset " + name).toRuntimeException();
         }
         try {
-            return d.info(name, descriptor);
+            return info(d, name, descriptor);
         } finally {
             d.release();
         }
@@ -167,10 +180,10 @@ public final class DeviceFlightProducer extends NoOpFlightProducer implements Au
     @Override
     public void listFlights(CallContext context, Criteria criteria, StreamListener<FlightInfo> listener) {
         for (String name : names()) {
-            Dataset d = acquire(name);
+            Datasets.Dataset<DeviceFlightBatch> d = datasets.acquire(name);
             if (d != null) {
                 try {
-                    listener.onNext(d.info(name, FlightDescriptor.path(name)));
+                    listener.onNext(info(d, name, FlightDescriptor.path(name)));
                 } finally {
                     d.release();
                 }
@@ -185,104 +198,31 @@ public final class DeviceFlightProducer extends NoOpFlightProducer implements Au
      */
     @Override
     public void close() {
-        for (String name : List.copyOf(datasets.keySet())) {
-            Dataset d = datasets.remove(name);
-            if (d != null) {
-                d.release();
-            }
-        }
+        datasets.close();
     }
 
-    private void install(String name, Schema schema, List<DeviceFlightBatch> batches) {
-        Dataset old = datasets.put(name, new Dataset(schema, batches));
-        if (old != null) {
-            old.release();
-        }
+    /** A put's landing: the uploads of one received stream on the copies' device and stream. */
+    private PutAdmission.Landing<DeviceFlightBatch> uploads() {
+        Uploads uploads = new Uploads(copies);
+        return new PutAdmission.Landing<>() {
+            @Override
+            public DeviceFlightBatch land(VectorSchemaRoot root, DictionaryProvider dictionaries) {
+                return uploads.upload(root, dictionaries);
+            }
+
+            @Override
+            public void close() {
+                uploads.close();
+            }
+        };
     }
 
-    private Dataset acquire(String name) {
-        Dataset d = datasets.get(name);
-        return d != null && d.acquire() ? d : null;
-    }
-
-    private static String nameOf(FlightDescriptor descriptor) {
-        if (descriptor.isCommand()) {
-            return new String(descriptor.getCommand(), StandardCharsets.UTF_8);
+    private static FlightInfo info(Datasets.Dataset<DeviceFlightBatch> d, String name, FlightDescriptor descriptor) {
+        long rows = 0;
+        for (DeviceFlightBatch b : d.batches()) {
+            rows += b.batch().length();
         }
-        List<String> path = descriptor.getPath();
-        if (path.size() != 1) {
-            throw CallStatus.INVALID_ARGUMENT.withDescription("expected a descriptor path of one element but found "
-                    + path).toRuntimeException();
-        }
-        return path.get(0);
-    }
-
-    /**
-     * One dataset and its users: the producer's map holds one use, each reading call one more; the batches
-     * are closed (or handed over by {@link #take}) when the last use ends.
-     */
-    private static final class Dataset {
-        private final Schema schema;
-        private final List<DeviceFlightBatch> batches;
-        private int uses = 1;
-        private boolean handedOver;
-
-        Dataset(Schema schema, List<DeviceFlightBatch> batches) {
-            this.schema = schema;
-            this.batches = List.copyOf(batches);
-        }
-
-        synchronized boolean acquire() {
-            if (uses == 0) {
-                return false;
-            }
-            uses++;
-            return true;
-        }
-
-        void release() {
-            boolean last;
-            synchronized (this) {
-                last = --uses == 0 && !handedOver;
-                notifyAll();
-            }
-            if (last) {
-                batches.forEach(DeviceFlightBatch::close);
-            }
-        }
-
-        /** Ends the map's use and waits for the readers; the batches are then the caller's. */
-        List<DeviceFlightBatch> take() {
-            synchronized (this) {
-                uses--;
-                boolean interrupted = false;
-                while (uses > 0) {
-                    try {
-                        wait();
-                    } catch (InterruptedException e) {
-                        interrupted = true;
-                        break;
-                    }
-                }
-                if (interrupted) {
-                    uses++;
-                    Thread.currentThread().interrupt();
-                } else {
-                    handedOver = true;
-                    return batches;
-                }
-            }
-            release();
-            throw CallStatus.CANCELLED.withDescription("interrupted while waiting for readers").toRuntimeException();
-        }
-
-        FlightInfo info(String name, FlightDescriptor descriptor) {
-            long rows = 0;
-            for (DeviceFlightBatch b : batches) {
-                rows += b.batch().length();
-            }
-            Ticket ticket = new Ticket(name.getBytes(StandardCharsets.UTF_8));
-            return new FlightInfo(schema, descriptor, List.of(new FlightEndpoint(ticket)), -1, rows);
-        }
+        Ticket ticket = new Ticket(name.getBytes(StandardCharsets.UTF_8));
+        return new FlightInfo(d.schema(), descriptor, List.of(new FlightEndpoint(ticket)), -1, rows);
     }
 }
