@@ -28,8 +28,6 @@ import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.UnionVector;
 import org.apache.arrow.vector.extension.UuidType;
-import org.apache.arrow.vector.holders.NullableBigIntHolder;
-import org.apache.arrow.vector.holders.NullableIntHolder;
 import org.apache.arrow.vector.types.Types.MinorType;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.ExtensionTypeRegistry;
@@ -300,27 +298,8 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
 
     // ---------------------------------------------------------------- unions with unset rows
 
-    /** Rows 0 (int 5), 2 (bigint -20), 4 (null int) set; rows 1, 3, 5 never set: type id 0, read as null. */
     private UnionVector unionWithUnsetRows() {
-        UnionVector u = UnionVector.empty("u", allocator);
-        u.getIntVector();
-        u.getBigIntVector();
-        u.allocateNew();
-        NullableIntHolder ih = new NullableIntHolder();
-        ih.isSet = 1;
-        ih.value = 5;
-        u.setType(0, MinorType.INT);
-        u.setSafe(0, ih);
-        NullableBigIntHolder lh = new NullableBigIntHolder();
-        lh.isSet = 1;
-        lh.value = -20;
-        u.setType(2, MinorType.BIGINT);
-        u.setSafe(2, lh);
-        ih.isSet = 0;
-        u.setType(4, MinorType.INT);
-        u.setSafe(4, ih);
-        u.setValueCount(6);
-        return u;
+        return ExportTestSupport.sparseUnionWithUnsetRows(allocator);
     }
 
     private static final List<Object> UNION_VALUES = java.util.Arrays.asList(5, null, -20L, null, null, null);
