@@ -284,6 +284,27 @@ class ArrowCDataParityTest extends ArrowTestSupport {
     }
 
     @Test
+    void differenceAnExtensionNameOnADictionaryEncodedFieldKeepsTheIndexTypeWhereArrowCDataDeserializesTheIndexType() {
+        try (HandBuilt h = new HandBuilt()) {
+            Map<String, String> md = Map.of("ARROW:extension:name", UuidType.EXTENSION_NAME, "ARROW:extension:metadata", "");
+            MemorySegment[] schemas = new MemorySegment[2];
+            for (int k = 0; k < 2; k++) {
+                schemas[k] = HandBuilt.rootSchema(HandBuilt.withDictionary(h.schema("i", "id", 2, md), h.schema("w:16", "")));
+            }
+            try (ImportedSchema s = ArrowImport.importSchema(schemas[0])) {
+                Field ours = ArrowJavaImport.toField(s.root());
+                assertEquals(new org.apache.arrow.vector.types.pojo.ArrowType.Int(32, true), ours.getType());
+                assertNotNull(ours.getDictionary());
+                assertEquals(md, ours.getMetadata());
+            }
+            try (CDataDictionaryProvider p = new CDataDictionaryProvider()) {
+                assertThrows(UnsupportedOperationException.class, () -> Data.importField(allocator,
+                        org.apache.arrow.c.ArrowSchema.wrap(schemas[1].address()), p));
+            }
+        }
+    }
+
+    @Test
     void differenceUnsetUnionRowsExportAsValidDataWhereArrowCDataExportsIdsThatSelectNoChild() {
         try (UnionVector u = ExportTestSupport.sparseUnionWithUnsetRows(allocator); Exported theirs = export(u)) {
             // arrow-c-data's export keeps type id 0 for the unset rows, which no child of the union has
