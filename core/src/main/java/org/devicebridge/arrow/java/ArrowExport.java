@@ -47,12 +47,12 @@ import org.devicebridge.internal.Native;
  * exported data must not be modified while exported.
  *
  * <p>Dictionary-encoded vectors need the {@link DictionaryProvider} that holds their dictionaries
- * (an {@link ArrowReader} is one). Extension types are exported as their storage type with the
- * {@code ARROW:extension:name} / {@code ARROW:extension:metadata} field metadata. Exported arrays always
+ * (an {@link ArrowReader} is one). Extension types are exported as their storage type with the field's metadata
+ * as Arrow Java holds it ({@code ARROW:extension:name} / {@code ARROW:extension:metadata} included), as arrow-c-data writes it. Exported arrays always
  * have {@code offset = 0}. Decimal32 and decimal64, which Arrow Java keeps in its 16-byte {@code DecimalVector}
  * under a 32- or 64-bit field, are the one copy: their values are narrowed exactly into 4- or 8-byte buffers the
  * export makes from the vector's allocator and frees in its release (a value that does not fit is a
- * {@link ValidationException}). A dense union's children follow the order its field lists them in (by type id). What is exported is checked first (buffer sizes against lengths, first and
+ * {@link ValidationException}). A dense union's children follow the order its field lists them in (by type id). Rows a sparse {@code UnionVector} never set (type id 0, which Arrow Java reads as null) are exported with the id of the first child null at that row. What is exported is checked first (buffer sizes against lengths, first and
  * last offsets, child lengths, a vector's value count against the root's row count); a problem is a
  * {@link ValidationException} or {@link org.devicebridge.UnsupportedFeatureException} thrown before
  * anything is written, so after a throw the output struct is untouched and nothing is held.

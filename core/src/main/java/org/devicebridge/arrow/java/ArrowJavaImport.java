@@ -46,11 +46,17 @@ import org.devicebridge.foreign.ArrowAccess;
  * imported schema exactly: names (non-canonical map and list child names included), metadata of every field
  * and of the schema, union type ids; the vectors' own {@code getField()} is Arrow Java's (canonical list and
  * map child names, unique names for union children that share one, minor-type numbers as sparse union ids).
+ * The fields are plain Arrow Java {@link Field}s ({@code Schema.toJson()} is the source's). A field whose
+ * {@code ARROW:extension:name} is registered in Arrow Java's {@code ExtensionTypeRegistry} comes back as that
+ * extension type (and its vector as that extension's vector), as arrow-c-data gives it; an unregistered name keeps
+ * the storage type and the metadata. Every buffer is readable to its length ({@code readableBytes()},
+ * {@code nioBuffer()}), as Arrow Java's own import makes it.
  *
  * <p>What Arrow Java 19 cannot hold exactly raises {@link UnsupportedFeatureException} naming the field: a
  * sparse union its {@code UnionVector} would read from the wrong child (two children of one minor type, or a
  * struct, list or list-view child not named as its minor type; Arrow Java's own readers load those and then
- * read wrong values), run-end encoded arrays with a non-zero offset. The Arrow Java path needs host memory
+ * read wrong values), run-end encoded arrays with a non-zero offset, a field whose registered extension type
+ * refuses its storage type or metadata. The Arrow Java path needs host memory
  * validated at {@link ValidationLevel#DEFAULT} or {@link ValidationLevel#FULL}. Arrow Java trusts every offset,
  * union type id and offset, run end, dictionary index and view: for an array validated at DEFAULT the import
  * first runs those of FULL's checks (not UTF-8) once, and refuses malformed contents with a
@@ -252,7 +258,7 @@ public final class ArrowJavaImport {
             }
             case LIST, LARGE_LIST -> {
                 ArrayNode c = n.children().get(0);
-                long[] r = VectorLoader.ListRange.of(n, phys, count);
+                long[] r = ListRange.of(n, phys, count);
                 checkLoadable(c, r[0], r[1] - r[0]);
             }
             default -> n.children().forEach(c -> checkLoadable(c, 0, c.length()));

@@ -36,7 +36,7 @@ import org.devicebridge.internal.Native;
 /**
  * Fills an ArrowArray tree from Arrow Java vectors without copying data (but for the buffers
  * {@link ExportRewrites} makes: narrowed decimals, views whose inline padding is not zero, sparse-union type ids
- * Arrow Java's own field misnames, which the export copies and owns): the buffer pointers are the
+ * Arrow Java's own field misnames or never set, which the export copies and owns): the buffer pointers are the
  * ArrowBufs' addresses, and each exported node retains its buffers. Everything is planned and checked
  * first (O(1) per node: buffer sizes against lengths, first/last offsets; views and narrowed decimals are
  * read per value) into the thread's reused

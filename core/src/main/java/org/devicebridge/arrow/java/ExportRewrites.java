@@ -108,9 +108,17 @@ final class ExportRewrites {
      * {@code +us:4,24} over a buffer still holding 5 and 7. Each distinct id is looked up once (at most 128),
      * then the rows are rewritten only where some id changes.
      *
+     * <p>Rows Arrow Java's {@code UnionVector} never set hold type id 0 ({@code MinorType.NULL}), which Arrow
+     * Java reads as null and which selects no child of a union without a null child. Each such row is exported
+     * with the id of the first child (in the exported field's order) that is null at that row: every consumer
+     * then reads null there, the union stays valid at FULL, and the schema is the vector's own, whatever the
+     * batch holds (a stream's schema is exported once, before its batches). The row's value is exact; its type
+     * id is that child's.
+     *
      * @param fieldIds the exported field's type ids, one per child ({@code null}: the child indices)
      * @param children the vector's children, in the exported field's order
-     * @throws ValidationException ({@code CONTENT}) naming the first row whose id selects no child
+     * @throws ValidationException ({@code CONTENT}) naming the first row whose id selects no child (an unset
+     *         row: where no child is null)
      */
     static ArrowBuf sparseTypeIds(ExportArrayWriter.Plan p, int node, UnionVector v, int[] fieldIds,
                                   List<FieldVector> children, ArrowBuf types, long len) {
@@ -137,7 +145,7 @@ final class ExportRewrites {
                 seen1 |= bit;
             }
             int child = childReadFor(p, node, v, children, id, i);
-            int out = fieldIds == null ? child : fieldIds[child];
+            int out = child == UNSET ? -1 : fieldIds == null ? child : fieldIds[child];
             exported[id] = (byte) out;
             rewrite |= out != id;
         }
@@ -147,15 +155,33 @@ final class ExportRewrites {
         ArrowBuf out = v.getAllocator().buffer(len);
         p.made(out);
         for (long i = 0; i < len; i++) {
-            out.setByte(i, exported[types.getByte(i)]);
+            byte id = exported[types.getByte(i)];
+            out.setByte(i, id >= 0 ? id : nullChildId(p, node, fieldIds, children, i));
         }
         return out;
     }
 
+    /** The exported type id of the first child null at unset row {@code row}. */
+    private static byte nullChildId(ExportArrayWriter.Plan p, int node, int[] fieldIds, List<FieldVector> children,
+                                    long row) {
+        for (int c = 0; c < children.size(); c++) {
+            if (children.get(c).isNull((int) row)) {
+                return (byte) (fieldIds == null ? c : fieldIds[c]);
+            }
+        }
+        throw new ValidationException(ValidationException.Category.CONTENT, p.path(node, "buffers[0]"),
+                "type id 0 at index " + row + " (a row the UnionVector never set) selects no child of the sparse"
+                        + " union, and no child is null at that row");
+    }
+
+    /** What {@link #childReadFor} returns for type id 0 in a union without a null child: rows never set. */
+    private static final int UNSET = -1;
+
     /**
-     * The index in {@code children} of the child {@code UnionVector} reads for type id {@code id}. Arrow Java's
-     * lookup makes a vector for a minor type it has none of; should it do so here, the id selects no child
-     * and is refused (any read of that row by Arrow Java would have done the same).
+     * The index in {@code children} of the child {@code UnionVector} reads for type id {@code id}, or
+     * {@link #UNSET} for id 0 ({@code MinorType.NULL}, read as null) where no child is a null vector. Arrow
+     * Java's lookup makes a vector for a minor type it has none of; should it do so here, the id selects no
+     * child and is refused (any read of that row by Arrow Java would have done the same).
      */
     private static int childReadFor(ExportArrayWriter.Plan p, int node, UnionVector v, List<FieldVector> children,
                                     int id, long row) {
@@ -172,6 +198,9 @@ final class ExportRewrites {
                 match = c;
                 break;
             }
+        }
+        if (v.getChildrenFromFields().size() == children.size() && match < 0 && found == null) {
+            return UNSET;
         }
         if (match < 0 || v.getChildrenFromFields().size() != children.size()) {
             throw new ValidationException(ValidationException.Category.CONTENT, p.path(node, "buffers[0]"),

@@ -11,11 +11,13 @@ import org.apache.arrow.vector.types.IntervalUnit;
 import org.apache.arrow.vector.types.UnionMode;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.DictionaryEncoding;
+import org.apache.arrow.vector.types.pojo.ExtensionTypeRegistry;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.arrow.ArrowDataType;
 import org.devicebridge.arrow.ArrowDataType.TypeId;
+import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.SchemaNode;
 
 /**
@@ -23,6 +25,14 @@ import org.devicebridge.arrow.SchemaNode;
  * depth-first order from a first id. The mapping of a schema without dictionaries is cached per thread
  * ({@link #of}): importing the same schema again, or an equal one (the schema exported with every batch),
  * reuses its fields (Arrow Java's fields are immutable) instead of building them again.
+ *
+ * <p>The fields are plain {@link Field}s, as arrow-c-data makes them (Arrow Java's {@code Field} is not made
+ * for subclassing: a subclass serialises to other JSON and is another class to whoever inspects it). What the
+ * mapping reuses is kept here, beside the fields; a field's hash code is Arrow Java's, recomputed where
+ * Arrow Java asks for it. A field whose {@code ARROW:extension:name} is registered in Arrow Java's
+ * {@link ExtensionTypeRegistry} gets that extension type, as arrow-c-data's import gives it; an unregistered
+ * name keeps the storage type and the metadata. A dictionary-encoded field keeps its index type and its
+ * metadata: Arrow Java has no extension type over a dictionary.
  */
 final class JavaFields {
     /** The last dictionary-free mapping made on this thread (one entry: a stream imports one schema). */
@@ -31,6 +41,9 @@ final class JavaFields {
     private long nextDictionaryId;
     /** The value field of each dictionary, as mapped with the ids of the whole tree. */
     private final IdentityHashMap<SchemaNode, Field> dictionaryValueFields = new IdentityHashMap<>();
+    /** Every extension name looked up while mapping, and what the registry gave for it ({@code null}: none). */
+    private final List<String> extensionNames = new ArrayList<>(0);
+    private final List<ArrowType.ExtensionType> extensionTypes = new ArrayList<>(0);
 
     private JavaFields(long firstDictionaryId) {
         this.nextDictionaryId = firstDictionaryId;
@@ -54,11 +67,17 @@ final class JavaFields {
         final Map<SchemaNode, Field> dictionaryBuildFields;
         final boolean hasDictionary;
         final boolean hasRunEndEncoded;
+        /** The extension names the mapping looked up, and the registry's answer for each when it was made. */
+        private final String[] extensionNames;
+        private final ArrowType.ExtensionType[] extensionTypes;
         /** The root's children as a schema (a record batch's), made on first use. */
         private Schema childSchema;
 
-        private Mapping(SchemaNode schema, long firstDictionaryId, Field root, Map<SchemaNode, Field> dictionaryValueFields) {
+        private Mapping(SchemaNode schema, long firstDictionaryId, Field root, Map<SchemaNode, Field> dictionaryValueFields,
+                        JavaFields mapper) {
             this.schema = schema;
+            this.extensionNames = mapper.extensionNames.toArray(new String[0]);
+            this.extensionTypes = mapper.extensionTypes.toArray(new ArrowType.ExtensionType[0]);
             this.firstDictionaryId = firstDictionaryId;
             this.root = root;
             this.buildRoot = VectorFields.build(root);
@@ -77,6 +96,16 @@ final class JavaFields {
             }
             this.hasDictionary = !dictionaryValueFields.isEmpty();
             this.hasRunEndEncoded = hasRunEndEncoded(schema);
+        }
+
+        /** {@code true} while Arrow Java's extension registry gives what it gave when this mapping was made. */
+        boolean registryUnchanged() {
+            for (int i = 0; i < extensionNames.length; i++) {
+                if (ExtensionTypeRegistry.lookup(extensionNames[i]) != extensionTypes[i]) {
+                    return false;
+                }
+            }
+            return true;
         }
 
         /**
@@ -105,13 +134,13 @@ final class JavaFields {
      */
     static Mapping of(SchemaNode schema, long firstDictionaryId) {
         Mapping last = LAST.get();
-        if (last != null && (last.schema == schema || sameShape(last.schema, schema))) {
+        if (last != null && (last.schema == schema || sameShape(last.schema, schema)) && last.registryUnchanged()) {
             return last;
         }
         JavaFields mapper = new JavaFields(firstDictionaryId);
         Field root = mapper.field0(schema);
         Mapping m = new Mapping(schema, firstDictionaryId,
-                root, mapper.dictionaryValueFields.isEmpty() ? Map.of() : mapper.dictionaryValueFields);
+                root, mapper.dictionaryValueFields.isEmpty() ? Map.of() : mapper.dictionaryValueFields, mapper);
         if (!m.hasDictionary) {
             LAST.set(m);
         }
@@ -172,38 +201,47 @@ final class JavaFields {
             children.add(field0(c));
         }
         Map<String, String> metadata = s.metadata().isEmpty() ? null : s.metadata();
-        return new HashedField(s.name() == null ? "" : s.name(), new FieldType(s.nullable(), type, encoding, metadata),
+        if (encoding == null && metadata != null) {
+            type = extension(s, type, metadata);
+        }
+        return new Field(s.name() == null ? "" : s.name(), new FieldType(s.nullable(), type, encoding, metadata),
                 children);
     }
 
     /**
-     * A {@link Field} that computes its hash code once: a {@code VectorSchemaRoot} hashes every field
-     * when it is made, once per imported batch, and the fields of a cached mapping are the same objects
-     * each time. Equal to, and hashing like, a plain {@code Field} of the same content (a field is
-     * immutable, and {@code Field.equals} accepts any {@code Field}).
+     * {@code storage}, or the extension type Arrow Java has registered under the field's
+     * {@code ARROW:extension:name} (deserialized with its {@code ARROW:extension:metadata}), as arrow-c-data's
+     * import makes it. An unregistered name keeps the storage type and the metadata, as Arrow does. Each name
+     * looked up is noted with what the registry gave, so that a cached mapping is reused only while the
+     * registry still gives the same.
      */
-    private static final class HashedField extends Field {
-        /** 0 until computed (a hash of 0 is computed each time), as {@code String} caches its hash. */
-        private int hash;
-
-        HashedField(String name, FieldType type, List<Field> children) {
-            super(name, type, children);
+    private ArrowType extension(SchemaNode s, ArrowType storage, Map<String, String> metadata) {
+        String name = metadata.get(ArrowType.ExtensionType.EXTENSION_METADATA_KEY_NAME);
+        if (name == null) {
+            return storage;
         }
-
-        @Override
-        public int hashCode() {
-            int h = hash;
-            if (h == 0) {
-                h = super.hashCode();
-                hash = h;
-            }
-            return h;
+        ArrowType.ExtensionType registered = ExtensionTypeRegistry.lookup(name);
+        extensionNames.add(name);
+        extensionTypes.add(registered);
+        if (registered == null) {
+            return storage;
         }
-
-        @Override
-        public boolean equals(Object o) {
-            return super.equals(o);
+        String serialized = metadata.getOrDefault(ArrowType.ExtensionType.EXTENSION_METADATA_KEY_METADATA, "");
+        ArrowType type;
+        String refusal;
+        try {
+            type = registered.deserialize(storage, serialized);
+            refusal = "it returned null";
+        } catch (RuntimeException e) {
+            type = null;
+            refusal = String.valueOf(e.getMessage());
         }
+        if (type == null) {
+            throw new UnsupportedFeatureException(s.path(), "expected storage and metadata the extension type '" + name
+                    + "' registered in Arrow Java accepts but found " + storage + " with metadata '" + serialized
+                    + "': " + refusal);
+        }
+        return type;
     }
 
     private static ArrowType type(SchemaNode s) {
@@ -246,7 +284,7 @@ final class JavaFields {
             case FIXED_SIZE_BINARY -> {
                 // valid Arrow (Arrow C++ accepts w:0), but Arrow Java's FixedSizeBinaryVector divides by the width
                 if (t.fixedSize() == 0) {
-                    throw new org.devicebridge.UnsupportedFeatureException(s.path(),
+                    throw new UnsupportedFeatureException(s.path(),
                             "fixed-size binary of width 0: Arrow Java's FixedSizeBinaryVector cannot hold it");
                 }
                 yield new ArrowType.FixedSizeBinary(t.fixedSize());

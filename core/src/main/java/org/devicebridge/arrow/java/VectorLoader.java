@@ -12,6 +12,7 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.ForeignAllocation;
 import org.apache.arrow.memory.ReferenceManager;
 import org.apache.arrow.vector.DecimalVector;
+import org.apache.arrow.vector.ExtensionTypeVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.NullVector;
 import org.apache.arrow.vector.complex.UnionVector;
@@ -35,7 +36,8 @@ import org.devicebridge.internal.FieldPath;
  * starting at 0). {@link #load} then wraps all the foreign bytes as <em>one</em> Arrow allocation, accounted
  * to the allocator, whose release releases the C struct (Arrow Java runs it once, when the last buffer of
  * any of the vectors, or of vectors they were transferred or sliced to, is released), and hands each vector
- * its buffers. The plan lives in this thread's reused scratch arrays.
+ * its buffers, each readable to its length (its writer index there), as Arrow Java's own import gives them.
+ * The plan lives in this thread's reused scratch arrays.
  */
 final class VectorLoader implements AutoCloseable {
     private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
@@ -170,8 +172,9 @@ final class VectorLoader implements AutoCloseable {
         for (int k = 0; k < s.vectorCount; k++) {
             list.clear();
             for (int b = s.bufferStarts[k]; b < s.bufferEnds[k]; b++) {
-                list.add(s.own[b] != null ? s.own[b]
-                        : ledger.deriveBuffer(allocation, s.addresses[b] - allocation.memoryAddress(), s.sizes[b]));
+                list.add(s.own[b] != null ? s.own[b] // readable to its length, as Arrow Java's own import makes it
+                        : ledger.deriveBuffer(allocation, s.addresses[b] - allocation.memoryAddress(), s.sizes[b])
+                                .writerIndex(s.sizes[b]));
             }
             s.vectors[k].loadFieldBuffers(new ArrowFieldNode(s.lengths[k], s.nulls[k]), list);
         }
@@ -203,7 +206,8 @@ final class VectorLoader implements AutoCloseable {
                  RUN_END_ENCODED -> true;
             default -> false;
         };
-        List<FieldVector> childVectors = nested ? v.getChildrenFromFields() : List.of();
+        FieldVector storage = v instanceof ExtensionTypeVector<?> ext ? ext.getUnderlyingVector() : v;
+        List<FieldVector> childVectors = nested ? storage.getChildrenFromFields() : List.of();
         List<ArrayNode> children = nested ? n.children() : List.of();
         switch (layout) {
             case NULL -> ownEnd = s.bufferCount;
@@ -256,7 +260,7 @@ final class VectorLoader implements AutoCloseable {
                 }
                 ownEnd = s.bufferCount;
                 if (layout == Layout.SPARSE_UNION) {
-                    checkSparseUnion((UnionVector) v, n, childVectors);
+                    checkSparseUnion((UnionVector) storage, n, childVectors);
                 }
                 for (int i = 0; i < children.size(); i++) {
                     fill(childVectors.get(i), children.get(i), phys, count);
@@ -300,7 +304,7 @@ final class VectorLoader implements AutoCloseable {
         }
         MemorySegment src = hostBuffer(n, 1);
         ArrowBuf out = allocator.buffer(Math.multiplyExact(count, DecimalVector.TYPE_WIDTH));
-        own(out);
+        own(out.writerIndex(Math.multiplyExact(count, DecimalVector.TYPE_WIDTH)));
         for (long k = 0; k < count; k++) {
             long v = w == 4 ? src.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, phys + k)
                     : src.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, phys + k);
@@ -432,7 +436,7 @@ final class VectorLoader implements AutoCloseable {
         }
         MemorySegment src = hostBuffer(n, i);
         ArrowBuf out = allocator.buffer(Math.max(bytes, 1));
-        own(out);
+        own(out.writerIndex(bytes));
         out.setZero(0, out.capacity());
         for (long k = 0; k < count; k++) {
             if (Bitmaps.bit(src, phys + k)) {
@@ -450,7 +454,7 @@ final class VectorLoader implements AutoCloseable {
         long[] r = ListRange.of(n, phys, count);
         if (n.isBufferNull(1) || count == 0) {
             ArrowBuf empty = allocator.buffer(w);
-            own(empty);
+            own(empty.writerIndex(w));
             empty.setZero(0, w);
             return new long[] {0, 0};
         }
@@ -460,7 +464,7 @@ final class VectorLoader implements AutoCloseable {
         }
         MemorySegment src = hostBuffer(n, 1);
         ArrowBuf out = allocator.buffer(Math.multiplyExact(count + 1, w));
-        own(out);
+        own(out.writerIndex(Math.multiplyExact(count + 1, w)));
         for (long k = 0; k <= count; k++) {
             long v = ListRange.read(src, phys + k, w) - r[0];
             if (w == 4) {
@@ -470,24 +474,6 @@ final class VectorLoader implements AutoCloseable {
             }
         }
         return r;
-    }
-
-    /** First and last offsets of a list or variable-size node over physical elements [phys, phys + count]. */
-    static final class ListRange {
-        private ListRange() {}
-
-        static long[] of(ArrayNode n, long phys, long count) {
-            if (n.isBufferNull(1)) {
-                return new long[] {0, 0};
-            }
-            int w = n.type().layout().offsetWidth();
-            MemorySegment s = hostBuffer(n, 1);
-            return new long[] {read(s, phys, w), read(s, phys + count, w)};
-        }
-
-        static long read(MemorySegment s, long i, int w) {
-            return w == 4 ? s.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i) : s.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
-        }
     }
 
     /**

@@ -471,6 +471,29 @@ public final class ExportTestSupport {
         return u;
     }
 
+    /** A sparse union of 6 rows: 0 (int 5), 2 (bigint -20), 4 (null int) set; 1, 3, 5 never set (type id 0, read as null). */
+    static UnionVector sparseUnionWithUnsetRows(BufferAllocator a) {
+        UnionVector u = UnionVector.empty("u", a);
+        u.getIntVector();
+        u.getBigIntVector();
+        u.allocateNew();
+        NullableIntHolder ih = new NullableIntHolder();
+        ih.isSet = 1;
+        ih.value = 5;
+        u.setType(0, MinorType.INT);
+        u.setSafe(0, ih);
+        NullableBigIntHolder lh = new NullableBigIntHolder();
+        lh.isSet = 1;
+        lh.value = -20;
+        u.setType(2, MinorType.BIGINT);
+        u.setSafe(2, lh);
+        ih.isSet = 0;
+        u.setType(4, MinorType.INT);
+        u.setSafe(4, ih);
+        u.setValueCount(6);
+        return u;
+    }
+
     static FieldVector denseUnion(BufferAllocator a, int rows, boolean nulls) {
         DenseUnionVector u = DenseUnionVector.empty("denseUnion", a);
         u.allocateNew();
