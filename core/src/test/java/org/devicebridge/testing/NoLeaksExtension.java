@@ -50,7 +50,8 @@ public final class NoLeaksExtension implements BeforeAllCallback, AfterAllCallba
 
     @Override
     public void afterEach(ExtensionContext context) throws InterruptedException {
-        if (context.getRequiredTestClass().isAnnotationPresent(AllowsLeaks.class)) {
+        if (context.getRequiredTestClass().isAnnotationPresent(AllowsLeaks.class)
+                || context.getRequiredTestMethod().isAnnotationPresent(AllowsLeaks.class)) {
             return;
         }
         Allocations.Snapshot before = context.getStore(NS).get("inUse", Allocations.Snapshot.class);
