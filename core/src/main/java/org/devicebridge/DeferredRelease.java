@@ -4,6 +4,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.devicebridge.internal.HandleTracker;
+import org.devicebridge.internal.LibraryThreads;
 
 /**
  * Retries the release of a forgotten handle whose segment a native call still holds when the Cleaner
@@ -16,11 +17,9 @@ final class DeferredRelease {
     private DeferredRelease() {}
 
     private static final class Holder {
-        static final ScheduledExecutorService RETRIES = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "devicebridge-deferred-release");
-            t.setDaemon(true);
-            return t;
-        });
+        // a library thread: no context class loader, no inherited thread-locals of whoever forgot a handle
+        static final ScheduledExecutorService RETRIES = Executors.newSingleThreadScheduledExecutor(
+                r -> LibraryThreads.newThread(r, "devicebridge-deferred-release"));
     }
 
     /** Runs {@code retry} in a while; counted as pending until it runs ({@link HandleTracker#pendingDeferredReleases()}). */

@@ -3,6 +3,7 @@ package org.devicebridge;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
+import org.devicebridge.internal.Allocations;
 import org.devicebridge.internal.HandleCleaner;
 import org.devicebridge.internal.HandleTracker;
 
@@ -247,7 +248,7 @@ public abstract class NativeHandle implements AutoCloseable {
         private synchronized Arena ownArena() {
             ensureLiveNow();
             if (arena == null) {
-                Arena a = Arena.ofShared();
+                Arena a = Allocations.track(Arena.ofShared());
                 MemorySegment.NULL.reinterpret(a, ignored -> releaseOnce());
                 arena = a;
             }

@@ -8,7 +8,12 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.Executor;
+import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.generated.cuda.cuda_driver_h;
+import org.devicebridge.internal.LibraryThreads;
 import org.devicebridge.internal.NativeAccess;
 
 /**
@@ -152,5 +157,46 @@ public final class Cuda {
         requireNativeAccess();
         int v = driverVersion();
         return (v / 1000) + "." + (v % 1000) / 10;
+    }
+
+    /**
+     * Sizes the library's worker threads, which help the caller with large host loops (staging copies of
+     * transfers, offset and bitmap scans of validation): {@code threads} daemon threads, or 0 for none (every
+     * such loop then runs on the caller's thread alone). Without this call the system property
+     * {@code devicebridge.workerThreads} decides, else the machine's cores less one (at most 15). Takes effect
+     * only before the workers' first use; needs no CUDA driver.
+     *
+     * @param threads how many, {@code >= 0}
+     * @throws InvalidArgumentException if {@code threads < 0}
+     * @throws DeviceBridgeException if the workers are already in use (nothing changed)
+     */
+    public static void configureWorkers(int threads) {
+        if (threads < 0) {
+            throw new InvalidArgumentException("threads", "expected a thread count >= 0 but found " + threads);
+        }
+        try {
+            LibraryThreads.configure(threads);
+        } catch (IllegalStateException inUse) {
+            throw new DeviceBridgeException(inUse.getMessage(), inUse);
+        }
+    }
+
+    /**
+     * Replaces the library's worker threads (see {@link #configureWorkers(int)}) by the caller's
+     * {@code executor}: each helper of a loop is one {@code execute} of a task that claims parts of it; the
+     * caller's thread always works too, so a loop finishes even if the executor runs nothing. The library
+     * never shuts {@code executor} down, and a task it was given holds the loop only until the loop is done.
+     * Takes effect only before the workers' first use; needs no CUDA driver.
+     *
+     * @param executor the caller's executor; the caller keeps owning it
+     * @throws DeviceBridgeException if the workers are already in use (nothing changed)
+     */
+    public static void configureWorkers(Executor executor) {
+        Objects.requireNonNull(executor, "executor");
+        try {
+            LibraryThreads.configure(executor);
+        } catch (IllegalStateException inUse) {
+            throw new DeviceBridgeException(inUse.getMessage(), inUse);
+        }
     }
 }

@@ -12,6 +12,7 @@ import org.devicebridge.HandleClosedException;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.generated.cuda.cuda_driver_h;
+import org.devicebridge.internal.Allocations;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.internal.RefCount;
 
@@ -196,12 +197,14 @@ public final class DeviceBuffer extends NativeHandle {
 
     /** A buffer over memory mapped by {@code cuIpcOpenMemHandle}; the last close unmaps it. */
     static DeviceBuffer ofIpc(long address, long bytes, int device) {
+        Allocations.allocated(Allocations.Kind.IPC, bytes);
         return new DeviceBuffer(new Allocation(address, bytes, device, Kind.IPC, () -> {
             long saved = CudaContext.enter(device);
             try {
                 CudaDriver.check("cuIpcCloseMemHandle", cuda_driver_h.cuIpcCloseMemHandle(address));
             } finally {
                 CudaContext.exit(saved);
+                Allocations.freed(Allocations.Kind.IPC, bytes);
             }
         }));
     }

@@ -11,6 +11,7 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentSkipListMap;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.NativeHandle;
+import org.devicebridge.internal.Allocations;
 
 /**
  * A pool of page-locked host memory: blocks carved from {@link PinnedHostBuffer}s ({@code cuMemHostAlloc},
@@ -231,6 +232,7 @@ public final class PinnedHostPool extends NativeHandle {
             b.chunk.lent[b.index] = true;
             lentBytes += size;
             lentBlocks++;
+            Allocations.allocated(Allocations.Kind.POOL_BLOCK, size);
             return b.chunk.segment.asSlice(b.index * size, bytes);
         }
 
@@ -248,6 +250,10 @@ public final class PinnedHostPool extends NativeHandle {
             }
             chunks.put(c.base, c);
             reservedBytes += chunkBytes;
+            // the chunk (its allocation, handle and arena) is the pool's; what it lends is counted per block
+            Allocations.pooled(Allocations.Kind.PINNED, chunkBytes);
+            Allocations.pooled(Allocations.Kind.ARENA, 0);
+            Allocations.pooledHandles(1);
             if (size > SMALL_MAX) {
                 carved.merge(size, 1, Integer::sum);
                 list.addFirst(c.blocks[0]); // lent next, before the older free ones
@@ -268,6 +274,7 @@ public final class PinnedHostPool extends NativeHandle {
             b.chunk.lent[b.index] = false;
             lentBytes -= b.chunk.blockSize;
             lentBlocks--;
+            Allocations.freed(Allocations.Kind.POOL_BLOCK, b.chunk.blockSize);
             free.get(b.chunk.blockSize).add(b);
             if (closed && lentBlocks == 0) {
                 freeAll();
@@ -316,6 +323,9 @@ public final class PinnedHostPool extends NativeHandle {
             reservedBytes = 0;
             RuntimeException first = null;
             for (Chunk c : all) {
+                Allocations.unpooled(Allocations.Kind.PINNED, c.buffer.byteSize());
+                Allocations.unpooled(Allocations.Kind.ARENA, 0);
+                Allocations.pooledHandles(-1);
                 try {
                     c.buffer.close();
                 } catch (RuntimeException ex) {

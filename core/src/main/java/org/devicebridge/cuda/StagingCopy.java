@@ -36,7 +36,7 @@ final class StagingCopy {
      */
     static final long DEFAULT_MIN_SLICE = 256L << 10;
     /** The shared worker threads: the machine's cores less the caller's, at most 15. */
-    static final int WORKERS = WorkerThreads.COUNT;
+    static final int WORKERS = WorkerThreads.helpers();
     /** Threads copying one chunk at most, by default: every worker and the caller. */
     static final int PARALLELISM = WORKERS + 1;
 

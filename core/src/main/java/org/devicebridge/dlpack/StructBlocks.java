@@ -29,6 +29,7 @@ final class StructBlocks {
             MemorySegment b = block;
             block = null;
             if (b != null) {
+                Native.reused(b);
                 Native.free(b);
             }
         }
@@ -52,6 +53,7 @@ final class StructBlocks {
             MemorySegment b = slot.block;
             if (b != null) {
                 slot.block = null;
+                Native.reused(b);
                 return b;
             }
         }
@@ -63,6 +65,7 @@ final class StructBlocks {
         if (block.byteSize() == SMALL && !Thread.currentThread().isVirtual()) {
             Slot slot = SLOTS.get();
             if (slot.block == null) {
+                Native.kept(block); // counted as the thread's, not as a leak
                 slot.block = block;
                 return;
             }

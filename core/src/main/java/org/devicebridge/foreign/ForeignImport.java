@@ -6,6 +6,7 @@ import java.lang.invoke.VarHandle;
 import java.util.Objects;
 import java.util.function.Function;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
@@ -31,24 +32,27 @@ public final class ForeignImport {
 
     /** One kind of foreign struct with its own release callback. */
     public enum Kind {
-        ARROW_SCHEMA("ArrowSchema", ArrowSchema.sizeof(), ArrowSchema.release$offset(), true),
-        ARROW_ARRAY("ArrowArray", ArrowArray.sizeof(), ArrowArray.release$offset(), true),
-        ARROW_DEVICE_ARRAY("ArrowDeviceArray", ArrowDeviceArray.sizeof(),
+        ARROW_SCHEMA("ArrowSchema", "arrowSchemaPtr", ArrowSchema.sizeof(), ArrowSchema.release$offset(), true),
+        ARROW_ARRAY("ArrowArray", "arrowArrayPtr", ArrowArray.sizeof(), ArrowArray.release$offset(), true),
+        ARROW_DEVICE_ARRAY("ArrowDeviceArray", "arrowDeviceArrayPtr", ArrowDeviceArray.sizeof(),
                 ArrowDeviceArray.array$offset() + ArrowArray.release$offset(), true),
-        ARROW_ARRAY_STREAM("ArrowArrayStream", ArrowArrayStream.sizeof(), ArrowArrayStream.release$offset(), true),
-        ARROW_DEVICE_ARRAY_STREAM("ArrowDeviceArrayStream", ArrowDeviceArrayStream.sizeof(),
+        ARROW_ARRAY_STREAM("ArrowArrayStream", "arrowArrayStreamPtr", ArrowArrayStream.sizeof(),
+                ArrowArrayStream.release$offset(), true),
+        ARROW_DEVICE_ARRAY_STREAM("ArrowDeviceArrayStream", "arrowDeviceArrayStreamPtr", ArrowDeviceArrayStream.sizeof(),
                 ArrowDeviceArrayStream.release$offset(), true),
-        DL_MANAGED_TENSOR("DLManagedTensor", DLManagedTensor.sizeof(), DLManagedTensor.deleter$offset(), false),
-        DL_MANAGED_TENSOR_VERSIONED("DLManagedTensorVersioned", DLManagedTensorVersioned.sizeof(),
+        DL_MANAGED_TENSOR("DLManagedTensor", "tensor", DLManagedTensor.sizeof(), DLManagedTensor.deleter$offset(), false),
+        DL_MANAGED_TENSOR_VERSIONED("DLManagedTensorVersioned", "tensor", DLManagedTensorVersioned.sizeof(),
                 DLManagedTensorVersioned.deleter$offset(), false);
 
         private final String cName;
+        private final String parameter; // the name the public import methods give the struct's segment
         private final long size;
         private final long releaseOffset;
         private final boolean movable;
 
-        Kind(String cName, long size, long releaseOffset, boolean movable) {
+        Kind(String cName, String parameter, long size, long releaseOffset, boolean movable) {
             this.cName = cName;
+            this.parameter = parameter;
             this.size = size;
             this.releaseOffset = releaseOffset;
             this.movable = movable;
@@ -105,6 +109,9 @@ public final class ForeignImport {
      * calls {@link Kind#release}). If {@code validateAndWrap} throws, the struct is released before the
      * exception propagates; an unexpected exception is reported as a {@link DeviceBridgeException}.
      *
+     * @throws InvalidArgumentException (naming the import's struct parameter) if {@code source} is a heap
+     *         segment or read-only: the struct must be native memory the import may mark released (or hand to
+     *         its deleter); nothing was allocated, read or released then
      * @throws ValidationException {@code RELEASED} if {@code source} is NULL or (Arrow) already released;
      *         nothing is released then, since nothing was owned
      */
@@ -112,6 +119,16 @@ public final class ForeignImport {
         Objects.requireNonNull(kind, "kind");
         Objects.requireNonNull(source, "source");
         Objects.requireNonNull(validateAndWrap, "validateAndWrap");
+        // before anything is allocated: a read-only struct cannot be marked released (its moved copy would
+        // leak), and a heap segment is no C struct at all
+        if (!source.isNative()) {
+            throw new InvalidArgumentException(kind.parameter, "expected native memory holding a " + kind.cName
+                    + " but found a heap segment");
+        }
+        if (source.isReadOnly()) {
+            throw new InvalidArgumentException(kind.parameter, "expected a writable " + kind.cName
+                    + " (importing it marks it released) but found a read-only segment");
+        }
         if (source.equals(MemorySegment.NULL)) {
             throw new ValidationException(ValidationException.Category.RELEASED, "",
                     "expected a " + kind.cName + " but found a NULL pointer");

@@ -5,7 +5,8 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Process-wide counters of the CUDA driver calls that allocate or create something, and of the bytes the
  * library holds. Tests and benchmarks take a {@link #snapshot()} before and after a steady-state path and
- * assert that nothing was allocated or created in between.
+ * assert that nothing was allocated or created in between. The bytes outstanding are
+ * {@link Allocations}' (device and pinned allocations are counted there, with the library's other memory).
  */
 public final class CudaCounters {
     private static final AtomicLong MEM_ALLOC = new AtomicLong();
@@ -14,8 +15,6 @@ public final class CudaCounters {
     private static final AtomicLong MEM_HOST_REGISTER = new AtomicLong();
     private static final AtomicLong EVENT_CREATE = new AtomicLong();
     private static final AtomicLong STREAM_CREATE = new AtomicLong();
-    private static final AtomicLong DEVICE_BYTES = new AtomicLong();
-    private static final AtomicLong PINNED_BYTES = new AtomicLong();
 
     private CudaCounters() {}
 
@@ -44,30 +43,31 @@ public final class CudaCounters {
 
     public static Snapshot snapshot() {
         return new Snapshot(MEM_ALLOC.get(), MEM_ALLOC_ASYNC.get(), MEM_HOST_ALLOC.get(), MEM_HOST_REGISTER.get(),
-                EVENT_CREATE.get(), STREAM_CREATE.get(), DEVICE_BYTES.get(), PINNED_BYTES.get());
+                EVENT_CREATE.get(), STREAM_CREATE.get(), Allocations.allocatedBytes(Allocations.Kind.DEVICE),
+                Allocations.allocatedBytes(Allocations.Kind.PINNED));
     }
 
     public static void memAlloc(long bytes) {
         MEM_ALLOC.incrementAndGet();
-        DEVICE_BYTES.addAndGet(bytes);
+        Allocations.allocated(Allocations.Kind.DEVICE, bytes);
     }
 
     public static void memAllocAsync(long bytes) {
         MEM_ALLOC_ASYNC.incrementAndGet();
-        DEVICE_BYTES.addAndGet(bytes);
+        Allocations.allocated(Allocations.Kind.DEVICE, bytes);
     }
 
     public static void deviceFreed(long bytes) {
-        DEVICE_BYTES.addAndGet(-bytes);
+        Allocations.freed(Allocations.Kind.DEVICE, bytes);
     }
 
     public static void memHostAlloc(long bytes) {
         MEM_HOST_ALLOC.incrementAndGet();
-        PINNED_BYTES.addAndGet(bytes);
+        Allocations.allocated(Allocations.Kind.PINNED, bytes);
     }
 
     public static void pinnedFreed(long bytes) {
-        PINNED_BYTES.addAndGet(-bytes);
+        Allocations.freed(Allocations.Kind.PINNED, bytes);
     }
 
     public static void memHostRegister() {

@@ -28,6 +28,11 @@ public final class Native {
     private static final MethodHandle CALLOC = libc("calloc", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
     private static final MethodHandle FREE = libc("free", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
     private static final MethodHandle STRLEN = libc("strlen", FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
+    // glibc, musl and bionic have it; elsewhere blocks are still counted exactly, their bytes as 0
+    private static final MethodHandle USABLE_SIZE = LIBC.find("malloc_usable_size")
+            .map(f -> downcall(f, FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS),
+                    Linker.Option.critical(false)))
+            .orElse(null);
 
     private Native() {}
 
@@ -96,13 +101,18 @@ public final class Native {
         return new IllegalStateException("native call " + function + " failed: " + t, t);
     }
 
-    /** malloc; throws {@link OutOfMemoryError} when it returns NULL for a non-zero size. */
+    /**
+     * malloc; throws {@link OutOfMemoryError} when it returns NULL for a non-zero size. Every block of
+     * {@link #malloc}, {@link #calloc} and {@link #alignedAlloc} is counted ({@link Allocations.Kind#HEAP})
+     * until {@link #free} frees it.
+     */
     public static MemorySegment malloc(long bytes) {
         try {
             MemorySegment p = (MemorySegment) MALLOC.invokeExact(Math.max(1L, bytes));
             if (p.equals(MemorySegment.NULL)) {
                 throw new OutOfMemoryError("malloc(" + bytes + ") returned NULL");
             }
+            Allocations.allocated(Allocations.Kind.HEAP, usableSize(p));
             return p.reinterpret(bytes);
         } catch (Throwable t) {
             throw unchecked("malloc", t);
@@ -116,14 +126,19 @@ public final class Native {
             if (p.equals(MemorySegment.NULL)) {
                 throw new OutOfMemoryError("calloc(" + bytes + ") returned NULL");
             }
+            Allocations.allocated(Allocations.Kind.HEAP, usableSize(p));
             return p.reinterpret(bytes);
         } catch (Throwable t) {
             throw unchecked("calloc", t);
         }
     }
 
-    /** free; NULL is ignored, as in C. */
+    /** free; NULL is ignored, as in C. {@code p} must come from this class's allocation methods. */
     public static void free(MemorySegment p) {
+        if (p.equals(MemorySegment.NULL)) {
+            return;
+        }
+        Allocations.freed(Allocations.Kind.HEAP, usableSize(p)); // before free: the size is read from the block
         try {
             FREE.invokeExact(p);
         } catch (Throwable t) {
@@ -138,10 +153,40 @@ public final class Native {
      * without the symbol fails only here (with {@link UnsatisfiedLinkError}).
      */
     public static MemorySegment alignedAlloc(long alignment, long bytes) {
+        MemorySegment p;
         try {
-            return (MemorySegment) Aligned.ALLOC.invokeExact(alignment, bytes);
+            p = (MemorySegment) Aligned.ALLOC.invokeExact(alignment, bytes);
         } catch (Throwable t) {
             throw unchecked("aligned_alloc", t);
+        }
+        if (!p.equals(MemorySegment.NULL)) {
+            Allocations.allocated(Allocations.Kind.HEAP, usableSize(p));
+        }
+        return p;
+    }
+
+    /**
+     * A pool now keeps {@code block} (from this class) idle for reuse instead of freeing it: still allocated,
+     * no longer in use ({@link Allocations#pooled}).
+     */
+    public static void kept(MemorySegment block) {
+        Allocations.pooled(Allocations.Kind.HEAP, usableSize(block));
+    }
+
+    /** A pool hands a block it {@link #kept} out again, or is about to {@link #free} it. */
+    public static void reused(MemorySegment block) {
+        Allocations.unpooled(Allocations.Kind.HEAP, usableSize(block));
+    }
+
+    /** Bytes malloc reserved for the block at {@code p} (fixed from its allocation to its free), or 0 if unknown. */
+    private static long usableSize(MemorySegment p) {
+        if (USABLE_SIZE == null) {
+            return 0;
+        }
+        try {
+            return (long) USABLE_SIZE.invokeExact(p);
+        } catch (Throwable t) {
+            throw unchecked("malloc_usable_size", t);
         }
     }
 

@@ -1,7 +1,9 @@
 package org.devicebridge.internal;
 
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
@@ -16,6 +18,13 @@ import java.util.function.LongUnaryOperator;
  * threads made on first use, shared by every caller, never torn down. The caller always works on its own
  * task too, so a task finishes even if no worker ever comes.
  *
+ * <p>How many: {@link LibraryThreads#configure(int)} or {@link LibraryThreads#configure(Executor)} before first
+ * use, else the system property {@value LibraryThreads#PROPERTY}, else the machine's cores less the caller's (at most 15). Zero threads turn the
+ * helpers off: every part then runs on the caller's thread. A caller's {@link Executor} replaces the threads:
+ * each helper of a task is one {@code execute} of a runnable that claims parts (and holds the task only until
+ * the task is finished). The library's own threads start with no context class loader and no inherited
+ * thread-locals, so they pin no application's class loader and keep none of a caller's objects alive.
+ *
  * <p>Why not a {@link java.util.concurrent.ThreadPoolExecutor} or the common pool: their idle workers are
  * woken one after the other (each woken worker wakes the next), so the eighth helper of an 8 MiB staging
  * chunk started about eight wake-ups (~35 us each on the GPU machine) after the first, and the chunk took
@@ -26,12 +35,10 @@ import java.util.function.LongUnaryOperator;
  * <p>Thread-safe.
  */
 public final class WorkerThreads {
-    /** Worker threads: the machine's cores less the caller's, at most 15. */
-    public static final int COUNT = Math.max(1, Math.min(16, Runtime.getRuntime().availableProcessors()) - 1);
     /** How long an idle worker polls for the next task before it parks. */
     static final long SPIN_NANOS = 50_000;
     /** A thread that never runs: a segment it may access is not confined to the caller. */
-    private static final Thread ANOTHER_THREAD = new Thread(() -> { }, "devicebridge-confinement-probe");
+    private static final Thread ANOTHER_THREAD = LibraryThreads.newThread(() -> { }, "devicebridge-confinement-probe");
 
     /** Work split into parts that any number of threads claim one at a time. */
     public interface Task {
@@ -42,15 +49,19 @@ public final class WorkerThreads {
     private final ConcurrentLinkedQueue<Task> tasks = new ConcurrentLinkedQueue<>();
     private final Thread[] threads;
     private final AtomicIntegerArray parked; // 1: thread i is parked, or about to park, and may be woken
+    private final Executor executor; // the caller's, replacing the threads; null for the library's own
+    private final int helpers;
+    private final ConcurrentHashMap<Task, Offer> offers = new ConcurrentHashMap<>(); // with an executor only
 
-    private WorkerThreads(int count) {
-        threads = new Thread[count];
-        parked = new AtomicIntegerArray(count);
-        for (int i = 0; i < count; i++) {
+    WorkerThreads(int count, Executor executor) {
+        this.executor = executor;
+        this.helpers = executor != null ? LibraryThreads.DEFAULT_COUNT : count;
+        int own = executor != null ? 0 : count;
+        threads = new Thread[own];
+        parked = new AtomicIntegerArray(Math.max(1, own));
+        for (int i = 0; i < own; i++) {
             int index = i;
-            Thread t = new Thread(() -> work(index), "devicebridge-worker-" + (i + 1));
-            t.setDaemon(true);
-            threads[i] = t;
+            threads[i] = LibraryThreads.newThread(() -> work(index), "devicebridge-worker-" + (i + 1));
         }
         for (Thread t : threads) {
             t.start();
@@ -58,12 +69,39 @@ public final class WorkerThreads {
     }
 
     /**
-     * The shared workers ({@link #COUNT} threads), started on first use.
+     * The shared workers, made on first use as configured (see the class comment).
      *
      * @return the workers
      */
     public static WorkerThreads shared() {
         return Shared.WORKERS;
+    }
+
+    /**
+     * How many helpers a task may have besides its caller: the worker threads (0 when off), or for a caller's
+     * executor the default count. Makes the shared workers if they are not made yet.
+     *
+     * @return the number of helpers, {@code >= 0}
+     */
+    public static int helpers() {
+        return shared().helpers;
+    }
+
+    /** One task offered to a caller's executor; forgets the task once it is withdrawn. */
+    private static final class Offer implements Runnable {
+        volatile Task task;
+
+        Offer(Task task) {
+            this.task = task;
+        }
+
+        @Override
+        public void run() {
+            Task t = task;
+            if (t != null) {
+                t.help();
+            }
+        }
     }
 
     /**
@@ -74,6 +112,18 @@ public final class WorkerThreads {
      * @param helpers how many parked workers to wake
      */
     public void submit(Task task, int helpers) {
+        if (executor != null) {
+            Offer offer = new Offer(task);
+            offers.put(task, offer);
+            try {
+                for (int i = 0; i < helpers; i++) {
+                    executor.execute(offer);
+                }
+            } catch (RuntimeException rejected) {
+                // the executor takes no more: the caller does the rest of the work itself
+            }
+            return;
+        }
         tasks.add(task);
         int woken = 0;
         for (int i = 0; i < threads.length && woken < helpers; i++) {
@@ -90,6 +140,13 @@ public final class WorkerThreads {
      * @param task a task given to {@link #submit}
      */
     public void withdraw(Task task) {
+        if (executor != null) {
+            Offer offer = offers.remove(task);
+            if (offer != null) {
+                offer.task = null; // the executor may still hold the offer: it must not hold the task
+            }
+            return;
+        }
         tasks.remove(task);
     }
 
@@ -113,7 +170,7 @@ public final class WorkerThreads {
      * @return the number of parts, at least one
      */
     public static int parts(long units, long minPart) {
-        return (int) Math.max(1, Math.min(4L * (COUNT + 1), (units + minPart - 1) / minPart));
+        return (int) Math.max(1, Math.min(4L * (helpers() + 1), (units + minPart - 1) / minPart));
     }
 
     /**
@@ -142,9 +199,10 @@ public final class WorkerThreads {
      * @return the started job
      */
     public static Job start(int parts, LongUnaryOperator part, long identity, LongBinaryOperator combine) {
-        Job j = new Job(parts, part, identity, combine, parts > 1);
+        WorkerThreads w = shared();
+        Job j = new Job(parts, part, identity, combine, parts > 1 && w.helpers > 0);
         if (j.offered) {
-            shared().submit(j, Math.min(parts - 1, COUNT));
+            w.submit(j, Math.min(parts - 1, w.helpers));
         }
         return j;
     }
@@ -158,8 +216,11 @@ public final class WorkerThreads {
      * @return the started job
      */
     public static Job startBeside(LongUnaryOperator work) {
-        Job j = new Job(1, work, 0, Long::sum, true);
-        shared().submit(j, 1);
+        WorkerThreads w = shared();
+        Job j = new Job(1, work, 0, Long::sum, w.helpers > 0);
+        if (j.offered) {
+            w.submit(j, 1);
+        }
         return j;
     }
 
@@ -275,6 +336,6 @@ public final class WorkerThreads {
     }
 
     private static final class Shared {
-        static final WorkerThreads WORKERS = new WorkerThreads(COUNT);
+        static final WorkerThreads WORKERS = LibraryThreads.createWorkers();
     }
 }

@@ -8,6 +8,8 @@ import java.lang.invoke.MethodHandles;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
+import org.devicebridge.internal.Allocations;
+import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.internal.Native;
 
 /**
@@ -97,6 +99,49 @@ final class Fuzz {
 
     private static void delete(MemorySegment self) {
         COUNTERS.get().deletes++;
+    }
+
+    /**
+     * The exact leak check of every fuzz target: what the library held (its {@link Allocations#inUse()}:
+     * malloc blocks and bytes, arenas, pinned and device memory, IPC mappings, handles, exports) when
+     * {@link #leakCheck()} was called, compared with what it holds at each {@link LeakCheck#verify}. Call
+     * {@code verify} only while no input is in flight on any thread (between blocks, at the end): then the
+     * difference must be exactly zero, so a single block left behind by one input of millions fails it.
+     * A fuzz target gets it with one call, {@code Fuzz.leakCheck()}, before its first input.
+     */
+    static LeakCheck leakCheck() {
+        return new LeakCheck(Allocations.inUse(), HandleTracker.failedReleases());
+    }
+
+    /** See {@link #leakCheck()}. */
+    static final class LeakCheck {
+        private final Allocations.Snapshot baseline;
+        private final long failedReleases;
+
+        private LeakCheck(Allocations.Snapshot baseline, long failedReleases) {
+            this.baseline = baseline;
+            this.failedReleases = failedReleases;
+        }
+
+        /** What the library holds beyond the baseline now, described; empty if nothing (exactly). */
+        String outstanding() {
+            String held = Allocations.inUse().minus(baseline).describe(false);
+            long failed = HandleTracker.failedReleases() - failedReleases;
+            return failed == 0 ? held : (held.isEmpty() ? "" : held + "; ") + failed + " release step(s) threw";
+        }
+
+        /**
+         * Fails unless the library holds exactly what it held at the baseline.
+         *
+         * @param where what ran since, for the message (e.g. "after seeds 0..8191")
+         * @throws AssertionError naming every count that differs
+         */
+        void verify(String where) {
+            String held = outstanding();
+            if (!held.isEmpty()) {
+                throw new AssertionError("library allocations outstanding " + where + ": " + held);
+            }
+        }
     }
 
     /** Resets this thread's counters for the next input and returns them. */

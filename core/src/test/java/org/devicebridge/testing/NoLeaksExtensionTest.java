@@ -77,6 +77,33 @@ class NoLeaksExtensionTest {
         }
     }
 
+    static java.lang.foreign.MemorySegment block;
+
+    @ExtendWith(OnlyInTestKit.class)
+    static class LeavesAMallocBlock {
+        @Test
+        void mallocsAndForgets() {
+            block = org.devicebridge.internal.Native.malloc(40);
+        }
+    }
+
+    @ExtendWith(OnlyInTestKit.class)
+    static class KeepsABlockInAPool {
+        @Test
+        void mallocsAndPoolsIt() {
+            block = org.devicebridge.internal.Native.malloc(40);
+            org.devicebridge.internal.Native.kept(block); // as a pool keeps an idle block: the pool's, not a leak
+        }
+    }
+
+    @ExtendWith(OnlyInTestKit.class)
+    static class FreesItsBlock {
+        @Test
+        void mallocsAndFrees() {
+            org.devicebridge.internal.Native.free(org.devicebridge.internal.Native.malloc(40));
+        }
+    }
+
     @AfterAll
     static void closeTheLeftHandle() {
         if (left != null) {
@@ -112,10 +139,45 @@ class NoLeaksExtensionTest {
                 .configurationParameter("junit.jupiter.extensions.autodetection.enabled", "true")
                 .configurationParameter(TESTKIT, "true")
                 .selectors(selectClass(fixture)).execute()
-                .containerEvents().failed().list();
+                .allEvents().failed().list();
         assertTrue(failures.stream().anyMatch(e -> e.getPayload(org.junit.platform.engine.TestExecutionResult.class)
                 .flatMap(org.junit.platform.engine.TestExecutionResult::getThrowable)
                 .map(t -> t.getMessage().contains(message)).orElse(false)), failures.toString());
+    }
+
+    @Test
+    void aTestThatLeavesAMallocBlockFails() {
+        try {
+            assertClassFailsWith(LeavesAMallocBlock.class, "left library allocations outstanding: 1 malloc block(s)");
+        } finally {
+            org.devicebridge.internal.Native.free(block);
+        }
+    }
+
+    @Test
+    void aTestWhosePoolKeepsABlockPassesAndFreeingItBalances() {
+        org.devicebridge.internal.Allocations.Snapshot before = org.devicebridge.internal.Allocations.inUse();
+        org.devicebridge.internal.Allocations.Snapshot pooledBefore = org.devicebridge.internal.Allocations.pooled();
+        EngineTestKit.engine("junit-jupiter")
+                .configurationParameter("junit.jupiter.extensions.autodetection.enabled", "true")
+                .configurationParameter(TESTKIT, "true")
+                .selectors(selectClass(KeepsABlockInAPool.class)).execute()
+                .containerEvents().assertStatistics(stats -> stats.failed(0));
+        org.junit.jupiter.api.Assertions.assertEquals(1, org.devicebridge.internal.Allocations.pooled().minus(pooledBefore)
+                .blocks(org.devicebridge.internal.Allocations.Kind.HEAP));
+        org.devicebridge.internal.Native.reused(block);
+        org.devicebridge.internal.Native.free(block);
+        assertTrue(org.devicebridge.internal.Allocations.inUse().minus(before).isZero(),
+                () -> org.devicebridge.internal.Allocations.inUse().minus(before).toString());
+    }
+
+    @Test
+    void aTestThatFreesWhatItAllocatedPasses() {
+        EngineTestKit.engine("junit-jupiter")
+                .configurationParameter("junit.jupiter.extensions.autodetection.enabled", "true")
+                .configurationParameter(TESTKIT, "true")
+                .selectors(selectClass(FreesItsBlock.class)).execute()
+                .allEvents().assertStatistics(stats -> stats.failed(0).succeeded(3));
     }
 
     @Test

@@ -12,6 +12,7 @@ import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.DeviceRange;
 import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.internal.Allocations;
 
 /**
  * Copies device memory of known allocations to the host for validation: each {@link #copyToHost} is one
@@ -56,7 +57,7 @@ final class HostCopier implements DeviceCopier, AutoCloseable {
             return (address, size) -> null;
         }
         if (arena == null) {
-            arena = Arena.ofConfined();
+            arena = Allocations.track(Arena.ofConfined());
         }
         MemorySegment block = arena.allocate(plan.hostBytes(), CopyPlan.ALIGNMENT);
         copy(plan, block);

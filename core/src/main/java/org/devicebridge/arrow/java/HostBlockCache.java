@@ -32,7 +32,9 @@ final class HostBlockCache {
             return 0;
         }
         cached -= size;
-        return blocks.pollLast()[0];
+        long address = blocks.pollLast()[0];
+        Native.reused(MemorySegment.ofAddress(address));
+        return address;
     }
 
     /**
@@ -48,6 +50,7 @@ final class HostBlockCache {
         }
         bySize.computeIfAbsent(size, s -> new ArrayDeque<>()).addLast(new long[] {address, stamp++});
         cached += size;
+        Native.kept(MemorySegment.ofAddress(address)); // the cache's, not a leak
         return true;
     }
 
@@ -60,6 +63,7 @@ final class HostBlockCache {
     synchronized void trim() {
         for (ArrayDeque<long[]> blocks : bySize.values()) {
             for (long[] b : blocks) {
+                Native.reused(MemorySegment.ofAddress(b[0]));
                 Native.free(MemorySegment.ofAddress(b[0]));
             }
             blocks.clear();
@@ -83,6 +87,7 @@ final class HostBlockCache {
         }
         long[] block = oldest.getValue().pollFirst();
         cached -= oldest.getKey();
+        Native.reused(MemorySegment.ofAddress(block[0]));
         Native.free(MemorySegment.ofAddress(block[0]));
     }
 }
