@@ -162,6 +162,7 @@ public final class StrictJson {
                 keys[depth] = key;
                 expect(':');
                 m.put(key, value());
+                keys[depth] = null;
             } while (skip(','));
             expect('}');
         }
@@ -178,6 +179,7 @@ public final class StrictJson {
             do {
                 indices[depth] = l.size();
                 l.add(value());
+                indices[depth] = -1;
             } while (skip(','));
             expect(']');
         }
@@ -205,8 +207,9 @@ public final class StrictJson {
             throw error(Category.FORMAT, "expected an integer (the format has no fractions or exponents)");
         }
         if (i - digits > 19) { // bounded work and no ArithmeticException: longer is out of range anyway
+            int count = i - digits;
             i = start;
-            throw error(Category.SIZE, "expected an integer in [-2^63, 2^63) but found " + (i - digits) + " digits");
+            throw error(Category.SIZE, "expected an integer in [-2^63, 2^63) but found " + count + " digits");
         }
         try {
             return Long.parseLong(s, start, i, 10);
