@@ -75,7 +75,7 @@ class IpcHostileInputTest {
     void eightBytesClaimingTwoGibibytesAreRefusedBeforeAnyAllocation() {
         refused(new byte[] {-1, -1, -1, -1, -1, -1, -1, 0x7F}, Category.SIZE, "schema");
         refused(new byte[] {-1, -1, -1, 0x7F, 0, 0, 0, 0}, Category.SIZE, "schema");
-        refused(new byte[] {-1, -1, -1, -1, 0, 0, 0, 0}, Category.SIZE, "schema");
+        refused(new byte[] {-1, -1, -1, -1, 0, 0, 0, 0}, Category.FORMAT, "schema");
         refused(new byte[] {1, 2, 3}, Category.FORMAT, "schema");
     }
 

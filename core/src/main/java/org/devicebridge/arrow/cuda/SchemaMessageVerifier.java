@@ -67,6 +67,10 @@ final class SchemaMessageVerifier {
         }
         int prefix = all.getInt(0) == CONTINUATION ? 8 : 4;
         long length = Integer.toUnsignedLong(all.getInt(prefix - 4));
+        if (length == 0) {
+            throw new ValidationException(Category.FORMAT, "schema", "expected a schema message but found the"
+                    + " end-of-stream marker (length 0)");
+        }
         if (length != message.length - prefix) {
             throw new ValidationException(Category.SIZE, "schema", "expected a metadata length of the "
                     + (message.length - prefix) + " bytes that follow but found " + length);
