@@ -1,14 +1,14 @@
 package org.devicebridge.dlpack;
 
-import java.util.ArrayList;
 import java.util.HexFormat;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.foreign.JsonCursor;
+import org.devicebridge.foreign.IpcMessages;
+import org.devicebridge.foreign.JsonFields;
+import org.devicebridge.foreign.StrictJson;
 
 /**
  * The language-neutral description of a tensor shared through CUDA IPC: one line of JSON that any process
@@ -31,9 +31,17 @@ import org.devicebridge.foreign.JsonCursor;
  * {@code {"devicebridge_ipc_closed": "<id>"}} ({@link #closeMessage()}) over the same channel; the exporter
  * keeps the memory alive until then ({@link IpcTensorExport}).
  *
+ * <p>The full specification, with what a reader refuses, is {@code docs/ipc-format.md}. Every field is
+ * checked when the descriptor is made, with exact arithmetic: the id (1 to 256 code units), the device
+ * ordinal, the handles' sizes, {@code offset} and {@code nbytes} (non-negative, their sum within int64),
+ * at most 64 dimensions, non-negative extents, strides that reach no byte before element
+ * {@code [0, ..., 0]} and no byte past {@code nbytes}; so nothing is mapped for a descriptor that cannot be
+ * opened.
+ *
  * <p>Immutable and thread-safe; it owns nothing (the handles are plain bytes).
  *
- * @param id the export's identity, echoed in the close message
+ * @param id the export's identity, echoed in the close message (1 to 256 UTF-16 code units, no unpaired
+ *        surrogate; written with JSON escapes as needed)
  * @param device the CUDA device ordinal
  * @param memHandle the 64 bytes of the memory handle
  * @param offset bytes from the allocation's base to element {@code [0, ..., 0]}
@@ -46,14 +54,22 @@ import org.devicebridge.foreign.JsonCursor;
 public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long offset, long nbytes, DType dtype,
                                   long[] shape, long[] strides, byte[] eventHandle) {
     /** The format version written in {@code devicebridge_ipc}. */
-    public static final int FORMAT_VERSION = 1;
+    public static final int FORMAT_VERSION = IpcMessages.FORMAT_VERSION;
+    /** The {@code kind} of this descriptor. */
+    public static final String KIND = "tensor";
+    /** The longest descriptor {@link #parse} reads, in characters. */
+    public static final int MAX_JSON_CHARS = 1 << 16;
     private static final HexFormat HEX = HexFormat.of();
+    private static final int HANDLE_SIZE = 64;
 
     /**
-     * Checks the components.
+     * Checks the components (see the class comment).
      *
-     * @throws ValidationException for a handle that is not 64 bytes, a negative offset or size, or shape and
-     *         strides of different lengths
+     * @throws ValidationException {@code SIZE} or {@code FORMAT} for a bad id, {@code DEVICE} for a negative
+     *         device, {@code STRUCTURE} for a handle that is not 64 bytes or shape and strides of different
+     *         lengths, {@code FORMAT} for a dtype this library cannot lay out, {@code SIZE} for a negative
+     *         offset, size or extent, more than 64 dimensions, sums or products beyond int64, or strides
+     *         reaching before element {@code [0, ..., 0]}, {@code LENGTH} for a tensor beyond {@code nbytes}
      */
     public IpcTensorDescriptor {
         Objects.requireNonNull(id, "id");
@@ -61,21 +77,40 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
         Objects.requireNonNull(dtype, "dtype");
         Objects.requireNonNull(shape, "shape");
         Objects.requireNonNull(strides, "strides");
+        IpcMessages.checkId(id);
         memHandle = memHandle.clone();
         shape = shape.clone();
         strides = strides.clone();
         eventHandle = eventHandle == null ? null : eventHandle.clone();
-        if (memHandle.length != 64 || (eventHandle != null && eventHandle.length != 64)) {
-            throw new ValidationException(Category.STRUCTURE, memHandle.length != 64 ? "mem_handle" : "event_handle",
-                    "expected 64 bytes but found " + (memHandle.length != 64 ? memHandle.length : eventHandle.length));
+        if (device < 0) {
+            throw new ValidationException(Category.DEVICE, "device", "expected a device ordinal >= 0 but found " + device);
+        }
+        if (memHandle.length != HANDLE_SIZE || (eventHandle != null && eventHandle.length != HANDLE_SIZE)) {
+            throw new ValidationException(Category.STRUCTURE, memHandle.length != HANDLE_SIZE ? "mem_handle"
+                    : "event_handle", "expected 64 bytes but found " + (memHandle.length != HANDLE_SIZE
+                    ? memHandle.length : eventHandle.length));
         }
         if (offset < 0 || nbytes < 0) {
             throw new ValidationException(Category.SIZE, offset < 0 ? "offset" : "nbytes", "expected a value >= 0 but found "
                     + Math.min(offset, nbytes));
         }
-        if (shape.length != strides.length) {
-            throw new ValidationException(Category.STRUCTURE, "strides", "expected " + shape.length
-                    + " strides but found " + strides.length);
+        if (offset > Long.MAX_VALUE - nbytes) {
+            throw new ValidationException(Category.SIZE, "nbytes", "expected offset + nbytes within int64 but found "
+                    + offset + " + " + nbytes);
+        }
+        if (shape.length > Geometry.MAX_NDIM) {
+            throw new ValidationException(Category.SIZE, "shape", "expected at most " + Geometry.MAX_NDIM
+                    + " dimensions but found " + shape.length);
+        }
+        DType.of(dtype.code(), dtype.bits(), dtype.lanes(), "dtype");
+        Geometry g = Geometry.of(dtype, true, shape, strides, offset, "");
+        if (g.start != 0) {
+            throw new ValidationException(Category.SIZE, "strides", "expected strides that reach no byte before element"
+                    + " [0, ..., 0] but they reach " + -g.start + " bytes before it");
+        }
+        if (g.extent > nbytes) {
+            throw new ValidationException(Category.LENGTH, "nbytes", "expected at least the " + g.extent
+                    + " bytes the shape and strides span but found " + nbytes);
         }
     }
 
@@ -103,25 +138,34 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
         return eventHandle == null ? null : eventHandle.clone();
     }
 
-    /** {@return the descriptor as one line of JSON (the format of the class comment)} */
+    /** {@return the descriptor as one line of ASCII JSON (the format of the class comment)} */
     public String toJson() {
         StringBuilder b = new StringBuilder(512);
-        b.append("{\"devicebridge_ipc\": ").append(FORMAT_VERSION).append(", \"kind\": \"tensor\", \"id\": \"")
-                .append(id).append("\", \"device\": ").append(device).append(", \"mem_handle\": \"")
+        b.append("{\"devicebridge_ipc\": ").append(FORMAT_VERSION).append(", \"kind\": \"").append(KIND)
+                .append("\", \"id\": ");
+        StrictJson.quote(b, id).append(", \"device\": ").append(device).append(", \"mem_handle\": \"")
                 .append(HEX.formatHex(memHandle)).append("\", \"offset\": ").append(offset).append(", \"nbytes\": ")
                 .append(nbytes).append(", \"dtype\": [").append(dtype.code()).append(", ").append(dtype.bits())
-                .append(", ").append(dtype.lanes()).append("], \"typestr\": ").append(typestr()).append(", \"shape\": ")
-                .append(list(shape)).append(", \"strides\": ").append(list(strides)).append(", \"event_handle\": ")
+                .append(", ").append(dtype.lanes()).append("], \"typestr\": ");
+        String typestr = typestr(dtype);
+        if (typestr == null) {
+            b.append("null");
+        } else {
+            StrictJson.quote(b, typestr);
+        }
+        b.append(", \"shape\": ").append(list(shape)).append(", \"strides\": ").append(list(strides))
+                .append(", \"event_handle\": ")
                 .append(eventHandle == null ? "null" : "\"" + HEX.formatHex(eventHandle) + "\"").append('}');
         return b.toString();
     }
 
     /** {@return the message the importer sends back once it closed its mapping} */
     public String closeMessage() {
-        return "{\"devicebridge_ipc_closed\": \"" + id + "\"}";
+        return IpcMessages.closeMessage(id);
     }
 
-    private String typestr() {
+    /** NumPy's typestr of {@code dtype}, or {@code null} where NumPy has none. */
+    private static String typestr(DType dtype) {
         char kind = switch (dtype.code()) {
             case DType.KDL_INT -> 'i';
             case DType.KDL_UINT -> 'u';
@@ -131,10 +175,10 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
             default -> 0;
         };
         if (kind == 0 || dtype.bits() % 8 != 0 || dtype.lanes() != 1) {
-            return "null";
+            return null;
         }
         int size = dtype.bits() / 8;
-        return "\"" + (size == 1 ? '|' : '<') + kind + size + "\"";
+        return (size == 1 ? "|" : "<") + kind + size;
     }
 
     private static String list(long[] v) {
@@ -146,32 +190,64 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
     }
 
     /**
-     * Reads a descriptor written by {@link #toJson()} or by another language following the format.
+     * Reads a descriptor written by {@link #toJson()} or by another language following the format (keys it
+     * does not name are read strictly, then ignored). It opens nothing and needs no CUDA driver.
      *
-     * @param json one JSON object
-     * @return the descriptor
-     * @throws ValidationException {@code FORMAT} for malformed JSON or a wrong type, {@code VERSION} for a
-     *         format version other than 1, {@code STRUCTURE} for a missing key
+     * @param json one JSON object of at most {@link #MAX_JSON_CHARS} characters
+     * @return the descriptor, every field checked as the constructor checks it
+     * @throws ValidationException with the key path: {@code FORMAT} for text that is not strict JSON (see
+     *         {@link StrictJson}), a wrong value type, bad hex, another {@code kind}, a {@code typestr} that
+     *         disagrees with {@code dtype} or a {@code dtype} field outside its C type; {@code VERSION} for a
+     *         format version other than 1; {@code STRUCTURE} for a missing key; {@code DEVICE} for a device
+     *         outside {@code [0, 2^31)}; and the constructor's categories
      */
     public static IpcTensorDescriptor parse(String json) {
         Objects.requireNonNull(json, "json");
-        Map<String, Object> m = Json.object(json);
-        long version = Json.number(m, "devicebridge_ipc");
+        Map<String, Object> m = StrictJson.object(json, MAX_JSON_CHARS);
+        long version = JsonFields.integer(m, "devicebridge_ipc", "", Long.MIN_VALUE, Long.MAX_VALUE, Category.VERSION);
         if (version != FORMAT_VERSION) {
             throw new ValidationException(Category.VERSION, "devicebridge_ipc", "expected format version "
                     + FORMAT_VERSION + " but found " + version);
         }
-        List<Long> dt = Json.numbers(m, "dtype");
-        if (dt.size() != 3) {
-            throw new ValidationException(Category.FORMAT, "dtype", "expected [code, bits, lanes] but found " + dt);
+        String kind = JsonFields.string(m, "kind", "");
+        if (!KIND.equals(kind)) {
+            throw new ValidationException(Category.FORMAT, "kind", "expected \"" + KIND + "\" but found "
+                    + JsonFields.describe(kind));
         }
-        DType dtype = DType.of(dt.get(0).intValue(), dt.get(1).intValue(), dt.get(2).intValue(), "dtype");
-        Object event = m.get("event_handle");
-        return new IpcTensorDescriptor(Json.string(m, "id"), Math.toIntExact(Json.number(m, "device")),
-                Json.hex(m, "mem_handle"), Json.number(m, "offset"), Json.number(m, "nbytes"), dtype,
-                Json.numbers(m, "shape").stream().mapToLong(Long::longValue).toArray(),
-                Json.numbers(m, "strides").stream().mapToLong(Long::longValue).toArray(),
-                event == null ? null : Json.hex(m, "event_handle"));
+        String id = JsonFields.string(m, "id", "");
+        int device = (int) JsonFields.integer(m, "device", "", 0, Integer.MAX_VALUE, Category.DEVICE);
+        byte[] memHandle = JsonFields.hex(JsonFields.get(m, "mem_handle", ""), "mem_handle", HANDLE_SIZE);
+        long offset = JsonFields.integer(m, "offset", "", 0, Long.MAX_VALUE, Category.SIZE);
+        long nbytes = JsonFields.integer(m, "nbytes", "", 0, Long.MAX_VALUE, Category.SIZE);
+        List<?> dt = JsonFields.list(JsonFields.get(m, "dtype", ""), "dtype", 3);
+        if (dt.size() != 3) {
+            throw new ValidationException(Category.FORMAT, "dtype", "expected [code, bits, lanes] but found "
+                    + dt.size() + " elements");
+        }
+        DType dtype = DType.of((int) JsonFields.integer(dt.get(0), "dtype[0]", 0, 0xFF, Category.FORMAT),
+                (int) JsonFields.integer(dt.get(1), "dtype[1]", 0, 0xFF, Category.FORMAT),
+                (int) JsonFields.integer(dt.get(2), "dtype[2]", 0, 0xFFFF, Category.FORMAT), "dtype");
+        Object typestr = JsonFields.get(m, "typestr", "");
+        String expected = typestr(dtype);
+        if (typestr == null ? expected != null : !JsonFields.string(typestr, "typestr").equals(expected)) {
+            throw new ValidationException(Category.FORMAT, "typestr", "expected " + (expected == null ? "null"
+                    : JsonFields.describe(expected)) + " (what dtype " + dtype + " is in NumPy) but found "
+                    + JsonFields.describe(typestr));
+        }
+        long[] shape = longs(JsonFields.get(m, "shape", ""), "shape", 0);
+        long[] strides = longs(JsonFields.get(m, "strides", ""), "strides", Long.MIN_VALUE);
+        Object event = JsonFields.get(m, "event_handle", "");
+        return new IpcTensorDescriptor(id, device, memHandle, offset, nbytes, dtype, shape, strides,
+                event == null ? null : JsonFields.hex(event, "event_handle", HANDLE_SIZE));
+    }
+
+    private static long[] longs(Object v, String path, long min) {
+        List<?> l = JsonFields.list(v, path, Geometry.MAX_NDIM);
+        long[] out = new long[l.size()];
+        for (int k = 0; k < out.length; k++) {
+            out[k] = JsonFields.integer(l.get(k), path + "[" + k + "]", min, Long.MAX_VALUE, Category.SIZE);
+        }
+        return out;
     }
 
     /**
@@ -181,7 +257,7 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
      * @throws ValidationException if it is not a close message
      */
     public static String closedId(String closeMessage) {
-        return Json.string(Json.object(Objects.requireNonNull(closeMessage, "closeMessage")), "devicebridge_ipc_closed");
+        return IpcMessages.closedId(Objects.requireNonNull(closeMessage, "closeMessage"));
     }
 
     @Override
@@ -197,119 +273,5 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
     @Override
     public String toString() {
         return "IpcTensorDescriptor" + toJson();
-    }
-
-    /**
-     * A reader of the small JSON subset the format uses: one flat object of strings without escapes, integers,
-     * null and integer lists, between any Java whitespace. The lexical steps are {@link JsonCursor}'s.
-     */
-    private static final class Json extends JsonCursor {
-        private Json(String s) {
-            super(s);
-        }
-
-        @Override
-        protected boolean isWhitespace(char c) {
-            return Character.isWhitespace(c);
-        }
-
-        static Map<String, Object> object(String text) {
-            Json j = new Json(text);
-            Map<String, Object> m = new LinkedHashMap<>();
-            j.expect('{');
-            if (!j.peek('}')) {
-                do {
-                    String key = j.str();
-                    j.expect(':');
-                    m.put(key, j.value());
-                } while (j.skip(','));
-            }
-            j.expect('}');
-            j.expectEnd();
-            return m;
-        }
-
-        private Object value() {
-            ws();
-            if (peek('"')) {
-                return str();
-            }
-            if (peek('[')) {
-                expect('[');
-                List<Long> l = new ArrayList<>();
-                if (!peek(']')) {
-                    do {
-                        Object v = value();
-                        if (!(v instanceof Long n)) {
-                            throw error("expected an integer in a list");
-                        }
-                        l.add(n);
-                    } while (skip(','));
-                }
-                expect(']');
-                return l;
-            }
-            if (s.startsWith("null", i)) {
-                i += 4;
-                return null;
-            }
-            int start = i;
-            if (i < s.length() && s.charAt(i) == '-') {
-                i++;
-            }
-            while (i < s.length() && Character.isDigit(s.charAt(i))) {
-                i++;
-            }
-            try {
-                return Long.parseLong(s.substring(start, i));
-            } catch (NumberFormatException e) {
-                throw error("expected a value");
-            }
-        }
-
-        private String str() {
-            expect('"');
-            int start = i;
-            while (i < s.length() && s.charAt(i) != '"') {
-                if (s.charAt(i) == '\\') {
-                    throw error("escapes are not used by the format");
-                }
-                i++;
-            }
-            String v = s.substring(start, i);
-            expect('"');
-            return v;
-        }
-
-        private static Object get(Map<String, Object> m, String key) {
-            if (!m.containsKey(key)) {
-                throw new ValidationException(Category.STRUCTURE, key, "expected the key but found none");
-            }
-            return m.get(key);
-        }
-
-        static long number(Map<String, Object> m, String key) {
-            return asLong(get(m, key), key);
-        }
-
-        static String string(Map<String, Object> m, String key) {
-            return asString(get(m, key), key);
-        }
-
-        @SuppressWarnings("unchecked")
-        static List<Long> numbers(Map<String, Object> m, String key) {
-            if (get(m, key) instanceof List<?> l) {
-                return (List<Long>) l;
-            }
-            throw new ValidationException(Category.FORMAT, key, "expected a list of integers but found " + m.get(key));
-        }
-
-        static byte[] hex(Map<String, Object> m, String key) {
-            try {
-                return HEX.parseHex(string(m, key));
-            } catch (IllegalArgumentException e) {
-                throw new ValidationException(Category.FORMAT, key, "expected hex digits but found " + m.get(key));
-            }
-        }
     }
 }

@@ -4,7 +4,8 @@
  * exporter ({@link org.devicebridge.foreign.StreamExport}), the check of caller-allocated output structs, and
  * the package access of {@code org.devicebridge.arrow} for its sibling packages
  * ({@link org.devicebridge.foreign.Access}), the acknowledgement that gates the release of a CUDA IPC export
- * ({@link org.devicebridge.foreign.AcknowledgementGate}), and the lexical steps of the IPC descriptors' JSON
- * readers ({@link org.devicebridge.foreign.JsonCursor}).
+ * ({@link org.devicebridge.foreign.AcknowledgementGate}), and the one strict JSON reader and writer of
+ * cross-process messages ({@link org.devicebridge.foreign.StrictJson}, {@link org.devicebridge.foreign.JsonFields},
+ * {@link org.devicebridge.foreign.IpcMessages}).
  */
 package org.devicebridge.foreign;

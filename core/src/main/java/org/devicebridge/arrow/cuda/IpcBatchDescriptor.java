@@ -5,10 +5,11 @@ import java.util.Base64;
 import java.util.Collections;
 import java.util.HexFormat;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
+import org.devicebridge.foreign.IpcMessages;
+import org.devicebridge.foreign.StrictJson;
 import org.devicebridge.internal.FieldPath;
 
 /**
@@ -39,9 +40,11 @@ import org.devicebridge.internal.FieldPath;
  * {@code {"devicebridge_ipc_closed": "<id>"}} ({@link #closeMessage()}), and the exporter keeps the memory
  * alive until then ({@link IpcBatchExport}).
  *
- * <p>The constructor checks what needs no GPU: handle sizes, handle indices, signs, sizes that overflow and
- * nesting depth. The schema's agreement with the nodes and the buffers' place in their mapped allocations are
- * checked by {@link IpcBatchImport}, with the library's import validation.
+ * <p>The full specification, with what a reader refuses, is {@code docs/ipc-format.md}. The constructor checks
+ * what needs no GPU, with exact arithmetic: the id, the device ordinal, handle sizes and count, handle indices,
+ * signs, null counts, sums that overflow, the schema message's size and nesting depth. The schema message's
+ * flatbuffer and its agreement with the nodes are checked by {@link IpcBatchImport} before anything is mapped;
+ * the buffers' place in their mapped allocations after mapping, with the library's import validation.
  *
  * <p>Immutable and thread-safe; it owns nothing (the handles are plain bytes).
  *
@@ -55,11 +58,17 @@ import org.devicebridge.internal.FieldPath;
 public record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> handles, Node array,
                                  byte[] eventHandle) {
     /** The format version written in {@code devicebridge_ipc}. */
-    public static final int FORMAT_VERSION = 1;
+    public static final int FORMAT_VERSION = IpcMessages.FORMAT_VERSION;
+    /** The longest descriptor {@link #parse} reads, in characters. */
+    public static final int MAX_JSON_CHARS = 1 << 22;
+    /** The most allocation handles one descriptor names. */
+    public static final int MAX_HANDLES = 1 << 16;
+    /** The largest schema message accepted, in bytes. */
+    public static final int MAX_SCHEMA_BYTES = 1 << 21;
     /** The {@code kind} of this descriptor. */
     public static final String KIND = "arrow_batch";
     private static final HexFormat HEX = HexFormat.of();
-    private static final int HANDLE_SIZE = 64;
+    static final int HANDLE_SIZE = 64;
 
     /**
      * One node of the batch: the C Data Interface fields of an {@code ArrowArray} with its buffers named by
@@ -77,9 +86,10 @@ public record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte
     public record Node(long length, long nullCount, long offset, List<BufferRef> buffers, List<Node> children,
                        Node dictionary) {
         /**
-         * Copies the lists (keeping {@code null} buffers) and checks the signs.
+         * Copies the lists (keeping {@code null} buffers) and checks the signs and sums.
          *
-         * @throws ValidationException ({@code SIZE}) for a negative length or offset, or a null count below -1
+         * @throws ValidationException ({@code SIZE}) for a negative length or offset, {@code offset + length}
+         *         beyond int64, or a null count below -1 or above the length
          */
         public Node {
             Objects.requireNonNull(buffers, "buffers");
@@ -90,9 +100,13 @@ public record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte
                 throw new ValidationException(Category.SIZE, length < 0 ? "length" : "offset",
                         "expected a value >= 0 but found " + (length < 0 ? length : offset));
             }
-            if (nullCount < -1) {
-                throw new ValidationException(Category.SIZE, "null_count", "expected a value >= -1 but found "
-                        + nullCount);
+            if (offset > Long.MAX_VALUE - length) {
+                throw new ValidationException(Category.SIZE, "offset", "expected offset + length within int64 but"
+                        + " found " + offset + " + " + length);
+            }
+            if (nullCount < -1 || nullCount > length) {
+                throw new ValidationException(Category.SIZE, "null_count", "expected a value in [-1, " + length
+                        + "] but found " + nullCount);
             }
         }
     }
@@ -132,15 +146,27 @@ public record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte
     /**
      * Copies the arrays and checks the components.
      *
-     * @throws ValidationException {@code STRUCTURE} for a handle that is not 64 bytes or an empty schema,
-     *         {@code SIZE} for a buffer naming a handle that does not exist or a negative device,
-     *         {@code DEPTH} for nodes nested deeper than 64, {@code FORMAT} for a root with a dictionary
+     * @throws ValidationException {@code SIZE} or {@code FORMAT} for an id that is empty, longer than 256 code
+     *         units or holds an unpaired surrogate, {@code STRUCTURE} for a handle that is not 64 bytes or an
+     *         empty schema, {@code SIZE} for a buffer naming a handle that does not exist, more than
+     *         {@link #MAX_HANDLES} handles or a schema above {@link #MAX_SCHEMA_BYTES}, {@code DEVICE} for a
+     *         negative device, {@code DEPTH} for nodes nested deeper than 64, {@code FORMAT} for a root with a
+     *         dictionary
      */
     public IpcBatchDescriptor {
         Objects.requireNonNull(id, "id");
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(handles, "handles");
         Objects.requireNonNull(array, "array");
+        IpcMessages.checkId(id);
+        if (handles.size() > MAX_HANDLES) {
+            throw new ValidationException(Category.SIZE, "handles", "expected at most " + MAX_HANDLES
+                    + " handles but found " + handles.size());
+        }
+        if (schema.length > MAX_SCHEMA_BYTES) {
+            throw new ValidationException(Category.SIZE, "schema", "expected at most " + MAX_SCHEMA_BYTES
+                    + " bytes but found " + schema.length);
+        }
         schema = schema.clone();
         List<byte[]> copies = new ArrayList<>(handles.size());
         for (int k = 0; k < handles.size(); k++) {
@@ -214,12 +240,12 @@ public record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte
         return eventHandle == null ? null : eventHandle.clone();
     }
 
-    /** {@return the descriptor as one line of JSON (the format of the class comment)} */
+    /** {@return the descriptor as one line of ASCII JSON (the format of the class comment)} */
     public String toJson() {
         StringBuilder b = new StringBuilder(1024);
         b.append("{\"devicebridge_ipc\": ").append(FORMAT_VERSION).append(", \"kind\": \"").append(KIND)
                 .append("\", \"id\": ");
-        IpcJson.quote(b, id).append(", \"device\": ").append(device).append(", \"schema\": \"")
+        StrictJson.quote(b, id).append(", \"device\": ").append(device).append(", \"schema\": \"")
                 .append(Base64.getEncoder().encodeToString(schema)).append("\", \"handles\": [");
         for (int k = 0; k < handles.size(); k++) {
             b.append(k == 0 ? "\"" : ", \"").append(HEX.formatHex(handles.get(k))).append('"');
@@ -259,128 +285,35 @@ public record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte
 
     /** {@return the message the importer sends back once it closed every mapping} */
     public String closeMessage() {
-        return IpcJson.quote(new StringBuilder("{\"devicebridge_ipc_closed\": "), id).append('}').toString();
+        return IpcMessages.closeMessage(id);
     }
 
     /**
      * Reads a descriptor written by {@link #toJson()} or by another language following the format. Keys
-     * the format does not name are ignored; a node's {@code dictionary} may be left out (no dictionary).
+     * the format does not name are read strictly, then ignored; a node's {@code dictionary} may be left out (no
+     * dictionary). It opens nothing and needs no CUDA driver (the schema message's flatbuffer is checked by
+     * {@link IpcBatchImport}).
      *
-     * @param json one JSON object
+     * @param json one JSON object of at most {@link #MAX_JSON_CHARS} characters
      * @return the descriptor
-     * @throws ValidationException {@code FORMAT} for malformed JSON, a wrong value type, bad hex or base64, or
-     *         another {@code kind}; {@code VERSION} for a format version other than 1; {@code STRUCTURE} for a
-     *         missing key; and the constructors' categories, each with the key path (e.g.
-     *         {@code array.children[1].buffers[2]})
+     * @throws ValidationException with the key path (e.g. {@code array.children[1].buffers[2]}):
+     *         {@code FORMAT} for text that is not strict JSON (see {@link StrictJson}), a wrong value type, bad
+     *         hex or base64, or another {@code kind}; {@code VERSION} for a format version other than 1;
+     *         {@code STRUCTURE} for a missing key; {@code DEVICE} for a device outside {@code [0, 2^31)};
+     *         {@code SIZE} for a number outside its range; and the constructors' categories
      */
     public static IpcBatchDescriptor parse(String json) {
-        Objects.requireNonNull(json, "json");
-        Map<String, Object> m = IpcJson.object(json);
-        long version = IpcJson.number(m, "devicebridge_ipc", "devicebridge_ipc");
-        if (version != FORMAT_VERSION) {
-            throw new ValidationException(Category.VERSION, "devicebridge_ipc", "expected format version "
-                    + FORMAT_VERSION + " but found " + version);
-        }
-        String kind = IpcJson.string(m, "kind", "kind");
-        if (!KIND.equals(kind)) {
-            throw new ValidationException(Category.FORMAT, "kind", "expected \"" + KIND + "\" but found \"" + kind + "\"");
-        }
-        long device = IpcJson.number(m, "device", "device");
-        if (device < 0 || device > Integer.MAX_VALUE) {
-            throw new ValidationException(Category.DEVICE, "device", "expected a device ordinal but found " + device);
-        }
-        byte[] schema;
-        try {
-            schema = Base64.getDecoder().decode(IpcJson.string(m, "schema", "schema"));
-        } catch (IllegalArgumentException e) {
-            throw new ValidationException(Category.FORMAT, "schema", "expected base64 but found " + e.getMessage(), e);
-        }
-        List<?> hs = IpcJson.list(m, "handles", "handles");
-        List<byte[]> handles = new ArrayList<>(hs.size());
-        for (int k = 0; k < hs.size(); k++) {
-            handles.add(hex(hs.get(k), "handles[" + k + "]"));
-        }
-        Object event = IpcJson.get(m, "event_handle", "event_handle");
-        Node array = readNode(IpcJson.object(IpcJson.get(m, "array", "array"), "array"), "array", 0);
-        return new IpcBatchDescriptor(IpcJson.string(m, "id", "id"), (int) device, schema, handles, array,
-                event == null ? null : hex(event, "event_handle"));
-    }
-
-    private static Node readNode(Map<String, Object> m, String path, int depth) {
-        if (depth > FieldPath.MAX_DEPTH) {
-            throw new ValidationException(Category.DEPTH, path, "expected at most " + FieldPath.MAX_DEPTH
-                    + " levels of nesting but found more");
-        }
-        List<?> bs = IpcJson.list(m, "buffers", FieldPath.join(path, "buffers"));
-        List<BufferRef> buffers = new ArrayList<>(bs.size());
-        for (int i = 0; i < bs.size(); i++) {
-            String at = FieldPath.join(path, "buffers[" + i + "]");
-            Object b = bs.get(i);
-            if (b == null) {
-                buffers.add(null);
-                continue;
-            }
-            if (!(b instanceof List<?> l) || l.size() != 3 || !(l.get(0) instanceof Long h) || !(l.get(1) instanceof Long o)
-                    || !(l.get(2) instanceof Long z)) {
-                throw new ValidationException(Category.FORMAT, at, "expected null or [handle, offset, size] but found " + b);
-            }
-            if (h > Integer.MAX_VALUE) {
-                throw new ValidationException(Category.SIZE, at, "expected a handle index but found " + h);
-            }
-            try {
-                buffers.add(new BufferRef((int) (long) h, o, z));
-            } catch (ValidationException e) {
-                throw new ValidationException(e.category(), at, stripPath(e), e);
-            }
-        }
-        List<?> cs = IpcJson.list(m, "children", FieldPath.join(path, "children"));
-        List<Node> children = new ArrayList<>(cs.size());
-        for (int c = 0; c < cs.size(); c++) {
-            String at = FieldPath.join(path, "children[" + c + "]");
-            children.add(readNode(IpcJson.object(cs.get(c), at), at, depth + 1));
-        }
-        Object d = m.get("dictionary");
-        String dictPath = FieldPath.join(path, "dictionary");
-        Node dictionary = d == null ? null : readNode(IpcJson.object(d, dictPath), dictPath, depth + 1);
-        try {
-            return new Node(IpcJson.number(m, "length", FieldPath.join(path, "length")),
-                    IpcJson.number(m, "null_count", FieldPath.join(path, "null_count")),
-                    IpcJson.number(m, "offset", FieldPath.join(path, "offset")), buffers, children, dictionary);
-        } catch (ValidationException e) {
-            if (e.category() != Category.SIZE) {
-                throw e;
-            }
-            throw new ValidationException(Category.SIZE, FieldPath.join(path, e.path()), stripPath(e), e);
-        }
-    }
-
-    /** The message of {@code e} without the path prefix its constructor added. */
-    private static String stripPath(ValidationException e) {
-        String msg = e.getMessage();
-        String prefix = e.path().isEmpty() ? "" : e.path() + ": ";
-        return msg.startsWith(prefix) ? msg.substring(prefix.length()) : msg;
-    }
-
-    private static byte[] hex(Object v, String path) {
-        if (!(v instanceof String s)) {
-            throw new ValidationException(Category.FORMAT, path, "expected a string of hex digits but found " + v);
-        }
-        try {
-            return HEX.parseHex(s);
-        } catch (IllegalArgumentException e) {
-            throw new ValidationException(Category.FORMAT, path, "expected hex digits but found " + s);
-        }
+        return IpcBatchJson.parse(Objects.requireNonNull(json, "json"));
     }
 
     /**
      * {@return the export id a close message names}
      *
      * @param closeMessage {@code {"devicebridge_ipc_closed": "<id>"}}
-     * @throws ValidationException ({@code FORMAT} or {@code STRUCTURE}) if it is not a close message
+     * @throws ValidationException if it is not a close message
      */
     public static String closedId(String closeMessage) {
-        Map<String, Object> m = IpcJson.object(Objects.requireNonNull(closeMessage, "closeMessage"));
-        return IpcJson.string(m, "devicebridge_ipc_closed", "devicebridge_ipc_closed");
+        return IpcMessages.closedId(Objects.requireNonNull(closeMessage, "closeMessage"));
     }
 
     @Override

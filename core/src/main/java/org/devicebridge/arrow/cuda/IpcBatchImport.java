@@ -104,7 +104,7 @@ public final class IpcBatchImport implements AutoCloseable {
             throw new ValidationException(Category.DEVICE, "device", "expected " + stream.device()
                     + " (the device of the consumer's stream) but found " + device);
         }
-        SchemaNode schema = IpcSchemas.deserialize(descriptor.schema());
+        SchemaNode schema = validate(descriptor); // the whole descriptor, before any handle is opened
         List<DeviceBuffer> mapped = map(descriptor);
         CountDownLatch unmapped = new CountDownLatch(1);
         boolean handedOver = false;
@@ -149,6 +149,32 @@ public final class IpcBatchImport implements AutoCloseable {
                 }
             }
             throw e;
+        }
+    }
+
+    /**
+     * Everything about a descriptor that needs no driver: its schema message (bounds-checked, then read by
+     * Arrow Java and checked as an imported schema) and the node tree's agreement with it (a struct root, one
+     * child node per field at every level). Opens nothing; what is left (buffer counts, lengths, contents) is
+     * the import's, after mapping.
+     *
+     * @return the batch's struct type
+     * @throws ValidationException with the path of the first disagreement
+     * @throws org.devicebridge.UnsupportedFeatureException for a dictionary-encoded field
+     */
+    static SchemaNode validate(IpcBatchDescriptor descriptor) {
+        SchemaNode schema = IpcSchemas.deserialize(descriptor.schema());
+        checkShape(schema, descriptor.array(), "array");
+        return schema;
+    }
+
+    private static void checkShape(SchemaNode type, Node node, String path) {
+        if (type.children().size() != node.children().size()) {
+            throw new ValidationException(Category.STRUCTURE, FieldPath.join(path, "children"), "expected "
+                    + type.children().size() + " children (the schema's) but found " + node.children().size());
+        }
+        for (int c = 0; c < node.children().size(); c++) { // depth bounded by both trees' caps (64)
+            checkShape(type.children().get(c), node.children().get(c), FieldPath.join(path, "children[" + c + "]"));
         }
     }
 

@@ -57,11 +57,13 @@ final class IpcSchemas {
      * The struct type of the record batch an IPC schema message describes, as the library's import would see
      * it from a C producer (exported to an {@code ArrowSchema} and imported back: the same checks).
      *
-     * @throws ValidationException ({@code FORMAT}, path {@code schema}) if Arrow Java cannot read the message,
-     *         or as {@link ArrowImport#importSchema} for a type the library refuses
+     * @throws ValidationException (path {@code schema...}) for a message {@link SchemaMessageVerifier} refuses,
+     *         ({@code FORMAT}, path {@code schema}) one Arrow Java cannot read, or as
+     *         {@link ArrowImport#importSchema} for a type the library refuses
      * @throws UnsupportedFeatureException for a dictionary-encoded field
      */
     static SchemaNode deserialize(byte[] message) {
+        SchemaMessageVerifier.verify(message); // Arrow Java trusts every length and offset it reads
         Schema schema;
         try {
             schema = MessageSerializer.deserializeSchema(new ReadChannel(Channels.newChannel(

@@ -161,16 +161,21 @@ class IpcBatchDescriptorTest {
         refused(good.replace("\"devicebridge_ipc\": 1", "\"devicebridge_ipc\": 2"), Category.VERSION, "devicebridge_ipc");
         refused(good.replace("\"arrow_batch\"", "\"tensor\""), Category.FORMAT, "kind");
         refused(good.replace("\"device\": 0", "\"device\": -1"), Category.DEVICE, "device");
-        refused(good.replace("\"device\": 0", "\"device\": 0.5"), Category.FORMAT, "");
+        refused(good.replace("\"device\": 0", "\"device\": 0.5"), Category.FORMAT, "device");
+        refused(good.replace("\"device\": 0", "\"device\": 4294967296"), Category.DEVICE, "device");
         refused(good.replace("\"id\": \"id-\\\"1\\\"\", ", ""), Category.STRUCTURE, "id");
         refused(good.replace("\"schema\": \"", "\"schema\": \"%"), Category.FORMAT, "schema");
         refused(good.replace("\"handles\": [\"ab", "\"handles\": [\"zz"), Category.FORMAT, "handles[0]");
         refused(good.replace("\"handles\": [\"ab", "\"handles\": [\""), Category.STRUCTURE, "handles[0]");
         refused(good.replace("\"event_handle\": null", "\"event_handle\": \"abcd\""), Category.STRUCTURE, "event_handle");
-        refused(good.replace("[1, 128, 16]", "[2, 128, 16]"), Category.SIZE, "array.children[1].buffers[1]");
-        refused(good.replace("[1, 128, 16]", "[1, -128, 16]"), Category.SIZE, "array.children[1].buffers[1]");
+        refused(good.replace("[1, 128, 16]", "[2, 128, 16]"), Category.SIZE, "array.children[1].buffers[1][0]");
+        refused(good.replace("[1, 128, 16]", "[-4294967296, 128, 16]"), Category.SIZE, "array.children[1].buffers[1][0]");
+        refused(good.replace("[1, 128, 16]", "[4294967296, 128, 16]"), Category.SIZE, "array.children[1].buffers[1][0]");
+        refused(good.replace("[1, 128, 16]", "[1, -128, 16]"), Category.SIZE, "array.children[1].buffers[1][1]");
         refused(good.replace("[1, 128, 16]", "[1, 9223372036854775807, 16]"), Category.SIZE,
-                "array.children[1].buffers[1]");
+                "array.children[1].buffers[1][2]");
+        refused(good.replace("\"null_count\": 1", "\"null_count\": 4"), Category.SIZE, "array.children[0].null_count");
+        refused(good.replace("\"id\": \"id-\\\"1\\\"\"", "\"id\": \"\""), Category.SIZE, "id");
         refused(good.replace("[1, 128, 16]", "[1, 128]"), Category.FORMAT, "array.children[1].buffers[1]");
         refused(good.replace("[1, 128, 16]", "\"x\""), Category.FORMAT, "array.children[1].buffers[1]");
         refused(good.replace("{\"length\": 3, \"null_count\": 1", "{\"length\": -3, \"null_count\": 1"),
@@ -193,8 +198,9 @@ class IpcBatchDescriptorTest {
         int at = good.indexOf("\"array\": ") + "\"array\": ".length();
         int end = good.indexOf(", \"event_handle\"");
         ValidationException e = refused(good.substring(0, at) + deep + good.substring(end));
-        assertTrue(e.category() == Category.DEPTH || e.category() == Category.FORMAT, e.getMessage());
-        assertEquals(Category.FORMAT, refused("{\"a\": " + "[".repeat(100_000) + "]".repeat(100_000) + "}").category());
+        assertEquals(Category.DEPTH, e.category(), e.getMessage());
+        assertEquals("array" + ".children[0]".repeat(65), e.path());
+        assertEquals(Category.DEPTH, refused("{\"a\": " + "[".repeat(100_000) + "]".repeat(100_000) + "}").category());
     }
 
     @Test
@@ -210,7 +216,7 @@ class IpcBatchDescriptorTest {
     void schemaMessagesThatArrowJavaCannotReadOrThatHoldDictionariesAreRefused() {
         ValidationException e = assertThrows(ValidationException.class,
                 () -> IpcSchemas.deserialize(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}));
-        assertEquals(Category.FORMAT, e.category());
+        assertEquals(Category.SIZE, e.category()); // a length claim beyond the bytes, refused before Arrow Java reads it
         assertEquals("schema", e.path());
         Field dict = new Field("d", new FieldType(true, ArrowType.Utf8.INSTANCE,
                 new DictionaryEncoding(0, false, new ArrowType.Int(32, true))), List.of());

@@ -265,7 +265,7 @@ class IpcBatchPythonTest {
         try {
             send(toChild, export.descriptor().toJson());
             String line = fromChild.readLine();
-            Map<String, Object> report = IpcJson.object(line);
+            Map<String, Object> report = org.devicebridge.foreign.StrictJson.object(line, 1 << 20);
             assertEquals(Boolean.TRUE, report.get("equal"), "the child's batch equals the expected one: " + line);
             assertEquals((long) ROWS, report.get("rows"));
             assertEquals(130L, report.get("sum_i"), "sum of the valid int64 values, on the child's GPU");
