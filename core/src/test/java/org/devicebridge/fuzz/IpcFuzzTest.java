@@ -16,8 +16,6 @@ import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.cuda.IpcBatchDescriptor;
 import org.devicebridge.arrow.cuda.IpcParsing;
 import org.devicebridge.dlpack.IpcTensorDescriptor;
-import org.devicebridge.internal.ExportRegistry;
-import org.devicebridge.internal.HandleTracker;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestReporter;
 
@@ -34,7 +32,8 @@ import org.junit.jupiter.api.TestReporter;
  * an unmutated input accepted; never any other exception or error ({@link OutOfMemoryError},
  * {@link StackOverflowError} included); at most {@link #ALLOCATION_CAP} bytes allocated by the thread for one
  * input; no input running past {@code devicebridge.fuzz.inputMillis} (default 10,000: a hang guard, not a
- * budget). The test FAILS unless every requested input ran. Every failing seed is printed with its mutations.
+ * budget). After the run, the library holds exactly what it held before ({@link Fuzz#leakCheck()}: malloc
+ * blocks, arenas, pinned and device memory, handles, exports). The test FAILS unless every requested input ran. Every failing seed is printed with its mutations.
  */
 class IpcFuzzTest {
     /** Bytes one input may make its thread allocate: far above what the caps let any input cost. */
@@ -196,8 +195,7 @@ class IpcFuzzTest {
         long inputs = Long.getLong("devicebridge.fuzz.inputs", 1_000_000);
         long seconds = Long.getLong("devicebridge.fuzz.seconds", 1_200);
         int threads = Integer.getInteger("devicebridge.fuzz.threads", Runtime.getRuntime().availableProcessors());
-        long handles = HandleTracker.liveHandles();
-        long exports = ExportRegistry.outstandingExports();
+        Fuzz.LeakCheck leaks = Fuzz.leakCheck();
         long t0 = System.nanoTime();
         Shared shared = new Shared(start, inputs, seconds);
         List<Worker> workers = new ArrayList<>();
@@ -240,7 +238,6 @@ class IpcFuzzTest {
             assertTrue(done < 1000 || (accepted[t] > 0 && rejected[t] > 0),
                     () -> "target " + TARGETS[target] + " must produce both accepted and rejected inputs: " + summary);
         }
-        assertEquals(handles, HandleTracker.liveHandles(), "live handles");
-        assertEquals(exports, ExportRegistry.outstandingExports(), "outstanding exports");
+        leaks.verify("after seeds " + start + ".." + (start + done - 1));
     }
 }
