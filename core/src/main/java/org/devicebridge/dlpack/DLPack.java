@@ -173,7 +173,9 @@ public final class DLPack {
      *
      * @param tensor  the struct's address
      * @param options what the caller expects (device)
-     * @return a handle that owns the tensor and calls its deleter exactly once when closed. After a return the
+     * @return a handle that owns the tensor and calls its deleter exactly once when closed; its segment is
+     *         confined to the thread that takes it first, which alone may then close the handle (pass
+     *         {@code Arena.ofShared()} to the overload that takes an arena to share it). After a return the
      *         handle owns the tensor; after a throw the deleter has already been called (except for a NULL
      *         pointer, which owns nothing).
      * @throws ValidationException for any malformed field (category and field path say which), or
@@ -191,7 +193,7 @@ public final class DLPack {
     /**
      * As {@link #importVersioned(MemorySegment, ImportOptions)}, with the deleter bound to {@code arena}: the
      * tensor's segment belongs to it and its {@code close()} calls the deleter (a confined arena per tensor
-     * costs no handshake; one arena may hold many tensors). {@code null} means a handle-owned arena.
+     * costs no handshake; one arena may hold many tensors). {@code null} means a handle-owned confined arena.
      *
      * <p>Ownership: after a return {@code arena} owns the tensor (the handle's {@code close()} does nothing);
      * after a throw the deleter has already been called (except for a NULL pointer).
