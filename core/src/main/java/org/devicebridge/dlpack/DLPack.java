@@ -173,11 +173,9 @@ public final class DLPack {
      *
      * @param tensor  the struct's address
      * @param options what the caller expects (device)
-     * @return a handle that owns the tensor and calls its deleter exactly once when closed; its segment is
-     *         confined to the thread that takes it first, which alone may then close the handle (pass
-     *         {@code Arena.ofShared()} to the overload that takes an arena to share it). After a return the
-     *         handle owns the tensor; after a throw the deleter has already been called (except for a NULL
-     *         pointer, which owns nothing).
+     * @return a handle that owns the tensor and calls its deleter exactly once when closed (on the thread that
+     *         took its segment first, if any: see {@link ImportedTensor}). After a return the handle owns the tensor;
+     *         after a throw the deleter has already been called (except for a NULL pointer, which owns nothing).
      * @throws ValidationException for any malformed field (category and field path say which), or
      *         {@code DEVICE} where {@code options} asks for {@link ImportOptions.PointerCheck#DRIVER} and the
      *         driver's pointer attributes contradict the device label
