@@ -7,7 +7,7 @@
 # About 6 minutes in all (one fork, -wi 3 -i 5 of 1 s, params restricted to what the targets need).
 
 CPU_INCLUDE='DowncallBaselineBenchmark|B2ExportImportBenchmark|B3ZeroCopyBenchmark\.cpu|B4DLPackBenchmark'
-CPU_T16_INCLUDE='B2ExportImportBenchmark\.(view|intoRoot|cBaseline|bareDowncall)$|B4DLPackBenchmark\.(exportImportRead(Confined|Shared)|cBaseline)$'
+CPU_T16_INCLUDE='B2ExportImportBenchmark\.(view|viewRead|viewDefaultRead|streamBatchDefault|cStreamBaseline|intoRoot|cBaseline|bareDowncall)$|B4DLPackBenchmark\.(exportImportRead(Confined|Shared|Default)|cBaseline)$'
 CPU_OPTS="-f 1 -wi 3 -w 1 -i 5 -r 1 -p columns=16 -p rows=1024 -prof gc"
 
 # One line naming the machine: CPU model, logical CPUs, kernel, and the GPU where nvidia-smi answers.

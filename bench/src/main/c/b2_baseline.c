@@ -369,6 +369,165 @@ int64_t b2_export_import_release(int32_t columns, int64_t iterations) {
   return checksum;
 }
 
+/* ------------------------------------------------------- Arrow C Stream Interface (spec): B2's stream */
+
+struct ArrowSchema {
+  const char* format;
+  const char* name;
+  const char* metadata;
+  int64_t flags;
+  int64_t n_children;
+  struct ArrowSchema** children;
+  struct ArrowSchema* dictionary;
+  void (*release)(struct ArrowSchema*);
+  void* private_data;
+};
+
+struct ArrowArrayStream {
+  int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema* out);
+  int (*get_next)(struct ArrowArrayStream*, struct ArrowArray* out);
+  const char* (*get_last_error)(struct ArrowArrayStream*);
+  void (*release)(struct ArrowArrayStream*);
+  void* private_data;
+};
+
+#define ARROW_FLAG_NULLABLE 2
+#define B2_ENOMEM 12
+
+struct stream_private {
+  struct batch* batch;
+  int32_t columns;
+};
+
+static void release_child_schema(struct ArrowSchema* s) {
+  s->release = NULL;
+}
+
+/* The schema's one block: the child pointers, the child structs and their names ("c0", "c1", ...). */
+static void release_root_schema(struct ArrowSchema* s) {
+  for (int64_t i = 0; i < s->n_children; i++) {
+    if (s->children[i]->release != NULL) {
+      s->children[i]->release(s->children[i]);
+    }
+  }
+  free(s->private_data);
+  s->release = NULL;
+}
+
+static int stream_get_schema(struct ArrowArrayStream* st, struct ArrowSchema* out) {
+  struct stream_private* p = st->private_data;
+  int32_t n = p->columns;
+  char* block = malloc((size_t)n * (sizeof(struct ArrowSchema*) + sizeof(struct ArrowSchema) + 8));
+  if (block == NULL) {
+    return B2_ENOMEM;
+  }
+  struct ArrowSchema** ptrs = (struct ArrowSchema**)block;
+  struct ArrowSchema* kids = (struct ArrowSchema*)(ptrs + n);
+  char* names = (char*)(kids + n);
+  for (int32_t c = 0; c < n; c++) {
+    char* name = names + 8 * c;
+    name[0] = 'c';
+    int v = c, len = 1;
+    char digits[8];
+    int d = 0;
+    do {
+      digits[d++] = (char)('0' + v % 10);
+      v /= 10;
+    } while (v > 0);
+    while (d > 0) {
+      name[len++] = digits[--d];
+    }
+    name[len] = '\0';
+    kids[c] = (struct ArrowSchema){"l", name, NULL, ARROW_FLAG_NULLABLE, 0, NULL, NULL, release_child_schema, NULL};
+    ptrs[c] = &kids[c];
+  }
+  *out = (struct ArrowSchema){"+s", "", NULL, 0, n, ptrs, NULL, release_root_schema, block};
+  return 0;
+}
+
+/* Every call exports the thread's batch again: an endless stream of the same batch. */
+static int stream_get_next(struct ArrowArrayStream* st, struct ArrowArray* out) {
+  struct stream_private* p = st->private_data;
+  return export_batch(p->batch, p->columns, out) == 0 ? 0 : B2_ENOMEM;
+}
+
+static const char* stream_get_last_error(struct ArrowArrayStream* st) {
+  (void)st;
+  return NULL;
+}
+
+static void stream_release(struct ArrowArrayStream* st) {
+  free(st->private_data);
+  st->release = NULL;
+}
+
+/* Fills `out` with a stream of the calling thread's batch (its first `columns` columns): the schema
+   struct<int64 c0, ...>, then the batch again on every get_next. The batch must outlive the stream.
+   Returns 0, or -1 when the batch was not prepared on this thread, is too narrow, or out of memory. */
+int32_t b2_stream_open(int32_t columns, struct ArrowArrayStream* out) {
+  struct batch* b = tls_batch;
+  if (b == NULL || columns < 1 || columns > b->columns) { /* at most B2_MAX_COLUMNS: names fit 8 bytes */
+    return -1;
+  }
+  struct stream_private* p = malloc(sizeof(*p));
+  if (p == NULL) {
+    return -1;
+  }
+  p->batch = b;
+  p->columns = columns;
+  *out = (struct ArrowArrayStream){stream_get_schema, stream_get_next, stream_get_last_error, stream_release, p};
+  return 0;
+}
+
+/*
+ * The consumer of a stream whose schema it read once: per iteration, get_next, move the batch, check it at
+ * DEFAULT, read value 0 of column 0, release it. Returns a checksum, or -1 on any failure.
+ */
+int64_t b2_stream_loop(int32_t columns, int64_t iterations) {
+  struct ArrowArrayStream stream;
+  if (b2_stream_open(columns, &stream) != 0) {
+    return -1;
+  }
+  struct ArrowSchema schema;
+  int64_t checksum = -1;
+  if (stream.get_schema(&stream, &schema) != 0) {
+    stream.release(&stream);
+    return -1;
+  }
+  if (schema.n_children != columns) {
+    goto done;
+  }
+  checksum = 0;
+  struct ArrowArray produced;
+  for (int64_t it = 0; it < iterations; it++) {
+    ESCAPE(&stream);
+    if (stream.get_next(&stream, &produced) != 0 || produced.release == NULL) {
+      checksum = -1;
+      goto done;
+    }
+    ESCAPE(&produced);
+    struct ArrowArray owned = produced; /* move */
+    produced.release = NULL;
+    ESCAPE(&owned);
+    struct walk w;
+    w.depth = 0;
+    w.checksum = 0;
+    int bad = check_node(&w, &owned, KIND_STRUCT, columns);
+    int64_t first = bad ? 0 : ((const int64_t*)owned.children[0]->buffers[1])[owned.children[0]->offset];
+    owned.release(&owned);
+    ESCAPE(&owned);
+    if (bad || owned.release != NULL) {
+      checksum = -1;
+      goto done;
+    }
+    checksum += w.checksum + (first & 1);
+  }
+done:
+  schema.release(&schema);
+  stream.release(&stream);
+  return checksum;
+}
+
 /* ------------------------------------------------------------------ DLPack 1.x (documented ABI) */
 
 typedef struct {

@@ -1,14 +1,15 @@
 package org.devicebridge;
 
 /**
- * A handle could not be closed (or handed over) because a native call currently holds one of the
- * segments it handed out. Nothing was released: the handle is still live, its segments still readable,
- * and a later {@code close()} (once the call returned) releases it. This is what FFM's
- * {@code Arena.close()} refusal ("acquired by a client") becomes in this library.
+ * A handle could not be closed (or handed over) because something else holds it: a native call holds
+ * one of the segments it handed out, or ({@link HandleConfinedException}) its segments belong to another
+ * thread. Nothing was released: the handle is still live, its segments still readable, and a later
+ * {@code close()} (once the call returned, or on the thread that owns the segments) releases it. This is
+ * what FFM's {@code Arena.close()} refusal ("acquired by a client") becomes in this library.
  *
  * <p>Immutable once thrown (safe to share between threads); it owns no native resources.
  */
-public final class HandleBusyException extends DeviceBridgeException {
+public sealed class HandleBusyException extends DeviceBridgeException permits HandleConfinedException {
     private static final long serialVersionUID = 1L;
 
     /**

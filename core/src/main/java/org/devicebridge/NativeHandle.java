@@ -13,23 +13,30 @@ import org.devicebridge.internal.HandleTracker;
  *
  * <h2>Lifetime is an FFM arena</h2>
  * Every segment a handle hands out belongs to one {@link Arena}, and closing that arena is what releases
- * the handle's resources: the release step (an Arrow {@code release}, a DLPack {@code deleter}, a
- * {@code cuMemFree}) runs as the arena's cleanup. So, by construction, no segment handed out is
- * accessible after the release, and a release never runs while a native call holds one of the segments
- * (FFM refuses to close an arena acquired by a downcall). Two ways to own that arena:
+ * the handle's resources (an Arrow {@code release}, a DLPack {@code deleter}, a {@code cuMemFree}). So, by
+ * construction, no segment handed out is accessible after the release, and a release never runs while a
+ * native call holds one of the segments (FFM refuses to close an arena acquired by a downcall: then
+ * {@link #close()} throws {@link HandleBusyException}, releases nothing, and a later {@code close()}
+ * succeeds). Three ways to own that arena:
  * <ul>
- *   <li><b>The handle owns it</b> (imports without an {@code Arena} argument): a shared arena made on the
- *       first segment handed out. {@link #close()} closes it from any thread; if a native call holds a
- *       segment, {@code close()} throws {@link HandleBusyException}, releases nothing, and a later
- *       {@code close()} succeeds. A handle whose segments were never asked for closes without any arena
- *       (a shared arena's close is a handshake with every thread, so a handle used only by address never
- *       pays for one). A Cleaner (the library's own: a {@link java.lang.ref.Cleaner} without its global
- *       lock) is the safety net for a forgotten handle: it logs the leak and closes the arena the same way,
- *       retrying later while a native call holds a segment.</li>
- *   <li><b>The caller owns it</b> (imports given an {@code Arena}): the release is registered on the
- *       caller's arena and runs when the caller closes it, so one arena can hold many imports (one close
- *       for a whole batch), a confined arena costs no handshake, and an automatic arena lets the GC
- *       decide. {@link #close()} on such a handle does nothing: the arena decides.</li>
+ *   <li><b>Confined to its first user</b> (imports without an {@code Arena} argument): the first segment
+ *       taken makes a confined arena owned by the thread that took it. Only that thread may take more
+ *       segments, close the handle or hand it over; another thread gets {@link HandleConfinedException}
+ *       and changes nothing. Closing a confined arena is no handshake, so this default costs what a
+ *       caller's confined arena costs. A handle whose segments were never asked for has no arena and
+ *       closes from any thread. The Cleaner (the library's own {@link java.lang.ref.Cleaner} without its
+ *       global lock) releases a forgotten handle once neither it nor any segment it handed out is
+ *       reachable (it watches the arena's scope, which every segment refers to), with a leak warning:
+ *       nothing can read the memory then, so no arena close is needed from the Cleaner's thread.</li>
+ *   <li><b>Shared, owned by the handle</b> (handles that are not imports: device memory, pinned buffers,
+ *       Python references): a shared arena made on the first segment handed out, closed by
+ *       {@link #close()} from any thread (a handshake with every thread, never one per small import). The
+ *       Cleaner closes it the same way for a forgotten handle, retrying later while a native call holds a
+ *       segment.</li>
+ *   <li><b>The caller's</b> (imports given an {@code Arena}): the release is registered on the caller's
+ *       arena and runs when the caller closes it, so one arena can hold many imports (one close for a whole
+ *       batch), a shared one hands an import between threads, and an automatic one lets the GC decide.
+ *       {@link #close()} on such a handle does nothing: the arena decides.</li>
  * </ul>
  *
  * <p>State lives in one field: {@link State#LIVE} moves once, either to {@link State#RELEASED} or to
@@ -62,31 +69,43 @@ public abstract class NativeHandle implements AutoCloseable {
 
     private final Lifecycle lifecycle;
     private final HandleCleaner.Registration cleanable; // null when the caller's arena owns the release
+    private final boolean confinedToFirstUser;
+    // The confined default scope: made by the first segment (under the lifecycle's monitor), then read by
+    // its owner without a lock (its own write) and by other threads under the monitor. Never referred to by
+    // the lifecycle: the Cleaner that watches the scope's reachability keeps the lifecycle reachable.
+    private Arena confined;
+    private Thread owner;
+    private HandleCleaner.Registration scopeCleanable;
 
     /**
-     * A handle that owns its arena (made lazily, shared).
+     * A handle that owns its arena (made lazily, shared): for handles that are not imports.
      *
      * @param description what this handle is, for leak reports and error messages (e.g. "imported ArrowArray")
      * @param action frees the handle's resources; must not capture this handle
      */
     protected NativeHandle(String description, ReleaseAction action) {
-        this(description, action, null);
+        this(description, action, null, false);
     }
 
     /**
-     * A handle whose release runs when {@code arena} closes, or, with a {@code null} arena, one that owns
-     * its arena as {@link #NativeHandle(String, ReleaseAction)} does.
+     * An import's handle: its release runs when {@code arena} closes, or, with a {@code null} arena, it owns
+     * a confined arena made by the first segment taken, on the thread that takes it.
      *
      * @param description what this handle is, for leak reports and error messages
      * @param action frees the handle's resources; must not capture this handle
      * @param arena the caller's arena whose closing releases this handle (the caller keeps owning the
-     *     arena), or {@code null} for a handle that owns its arena
+     *     arena), or {@code null} for a handle that owns a confined arena
      * @throws HandleClosedException if {@code arena} is already closed
      * @throws WrongThreadException if {@code arena} is confined to another thread
      */
-    @SuppressWarnings("this-escape") // safe: the Cleaner keeps a phantom reference only; its action never sees this
     protected NativeHandle(String description, ReleaseAction action, Arena arena) {
+        this(description, action, arena, arena == null);
+    }
+
+    @SuppressWarnings("this-escape") // safe: the Cleaner keeps a phantom reference only; its action never sees this
+    private NativeHandle(String description, ReleaseAction action, Arena arena, boolean confinedToFirstUser) {
         requireLibraryType(getClass());
+        this.confinedToFirstUser = confinedToFirstUser;
         this.lifecycle = new Lifecycle(Objects.requireNonNull(description, "description"),
                 Objects.requireNonNull(action, "action"), arena);
         if (arena == null) {
@@ -99,20 +118,53 @@ public abstract class NativeHandle implements AutoCloseable {
     }
 
     /**
-     * Releases what this handle owns, once: closes the handle's arena, whose cleanup runs the release.
-     * Later calls, calls after the handle was consumed, and calls on a handle whose arena the caller owns
-     * do nothing (that arena's {@code close()} releases).
+     * Releases what this handle owns, once: closes the handle's arena and runs the release. Later calls,
+     * calls after the handle was consumed, and calls on a handle whose arena the caller owns do nothing
+     * (that arena's {@code close()} releases).
      *
      * @throws HandleBusyException if a native call holds one of this handle's segments: nothing was
      *         released and the handle is still live; close it again after the call returned
+     * @throws HandleConfinedException if the handle's segments are confined to another thread (an import
+     *         without an {@code Arena} argument): nothing was released; close it on that thread
      */
     @Override
     public final void close() {
         if (cleanable == null) {
             return;
         }
-        lifecycle.closeExplicitly();
+        if (confinedToFirstUser) {
+            synchronized (lifecycle) {
+                if (lifecycle.state != Lifecycle.LIVE) {
+                    return;
+                }
+                closeConfined("close");
+                lifecycle.releaseOnce();
+            }
+        } else {
+            lifecycle.closeExplicitly();
+        }
         cleanable.unregister(); // released: the Cleaner has nothing left to do
+    }
+
+    /** Closes the confined scope, if one was made, on its owner; the caller holds the monitor and saw LIVE. */
+    private void closeConfined(String what) {
+        Arena a = confined;
+        if (a == null) {
+            return; // no segment was ever handed out: nothing to end, any thread may release
+        }
+        if (owner != Thread.currentThread()) {
+            throw new HandleConfinedException("cannot " + what + " " + lifecycle.description + " on thread \""
+                    + Thread.currentThread().getName() + "\": its segments are confined to thread \""
+                    + owner.getName() + "\", which took the first one; " + what + " it there, or import it with the "
+                    + "overload that takes an Arena and pass Arena.ofShared() to use it from several threads");
+        }
+        try {
+            a.close();
+        } catch (IllegalStateException held) {
+            throw new HandleBusyException(lifecycle.description + " is in use by a native call that holds one of its "
+                    + "segments: nothing was released; " + what + " it again after the call returns", held);
+        }
+        scopeCleanable.unregister();
     }
 
     /** {@return the current state; a snapshot, since another thread may close the handle at any time} */
@@ -153,7 +205,51 @@ public abstract class NativeHandle implements AutoCloseable {
      * @throws HandleClosedException if the handle is no longer live
      */
     protected final MemorySegment segment(long address, long byteSize) {
-        return lifecycle.segment(address, byteSize);
+        if (!confinedToFirstUser) {
+            return lifecycle.segment(address, byteSize);
+        }
+        Arena a = confined;
+        if (a == null || owner != Thread.currentThread() || lifecycle.state != Lifecycle.LIVE) {
+            a = confinedScope();
+        }
+        return MemorySegment.ofAddress(address).reinterpret(byteSize, a, null);
+    }
+
+    /**
+     * Checks that the calling thread may use this handle's segments: for a segment cached by a subclass.
+     *
+     * @throws HandleClosedException if the handle is no longer live
+     * @throws HandleConfinedException if its segments are confined to another thread
+     */
+    protected final void ensureSegmentAccess() {
+        if (confinedToFirstUser && (owner != Thread.currentThread() || lifecycle.state != Lifecycle.LIVE)) {
+            confinedScope();
+        } else {
+            ensureLive();
+        }
+    }
+
+    /** The confined scope, made on first use by the calling thread; the slow path of {@link #segment}. */
+    private Arena confinedScope() {
+        synchronized (lifecycle) {
+            lifecycle.ensureLiveNow();
+            Arena a = confined;
+            if (a == null) {
+                a = Allocations.track(Arena.ofConfined());
+                // Watch the scope, which every segment refers to, instead of the handle: a forgotten import is
+                // released only once no segment of it can be read any more.
+                scopeCleanable = HandleCleaner.register(a.scope(), lifecycle::releaseUnreachable);
+                owner = Thread.currentThread();
+                confined = a;
+                cleanable.unregister();
+            } else if (owner != Thread.currentThread()) {
+                throw new HandleConfinedException("cannot take a segment of " + lifecycle.description + " on thread \""
+                        + Thread.currentThread().getName() + "\": its segments are confined to thread \""
+                        + owner.getName() + "\", which took the first one; import it with the overload that takes "
+                        + "an Arena and pass Arena.ofShared() to read it from several threads");
+            }
+            return a;
+        }
     }
 
     /**
@@ -164,6 +260,7 @@ public abstract class NativeHandle implements AutoCloseable {
      *
      * @throws HandleClosedException if the handle is not live
      * @throws HandleBusyException if a native call holds one of its segments (nothing changed)
+     * @throws HandleConfinedException if its segments are confined to another thread (nothing changed)
      * @throws UnsupportedFeatureException if the caller's arena owns the release (it cannot be handed over)
      */
     protected final void markConsumed() {
@@ -172,7 +269,16 @@ public abstract class NativeHandle implements AutoCloseable {
             throw new UnsupportedFeatureException("", lifecycle.description + " is bound to the caller's arena, "
                     + "whose close() releases it: import it without an arena to hand its ownership over");
         }
-        lifecycle.consume();
+        if (confinedToFirstUser) {
+            synchronized (lifecycle) {
+                lifecycle.ensureLiveNow();
+                closeConfined("hand over");
+                lifecycle.state = Lifecycle.CONSUMED;
+                HandleTracker.closed();
+            }
+        } else {
+            lifecycle.consume();
+        }
         cleanable.unregister(); // consumed: the Cleaner has nothing left to do
     }
 
@@ -197,155 +303,6 @@ public abstract class NativeHandle implements AutoCloseable {
         }
         if (pkg != acceptedPackage) {
             acceptedPackage = pkg; // a benign race: whatever it holds was accepted; written only on a change
-        }
-    }
-
-    /**
-     * The state, the arena and the release step; shared between the handle, its Cleaner registration and
-     * the arena's cleanup, so it must never refer to the handle.
-     */
-    static final class Lifecycle implements Runnable {
-        static final int LIVE = 0;
-        static final int CONSUMED = 1;
-        static final int RELEASED = 2;
-
-        final String description;
-        private final ReleaseAction action;
-        private final boolean callerArena;
-        private volatile Arena arena; // the caller's, or ours once made; written under this monitor
-        // written under this monitor; starts LIVE (0), not written here: a volatile store costs a fence
-        volatile int state;
-
-        Lifecycle(String description, ReleaseAction action, Arena callerArena) {
-            this.description = description;
-            this.action = action;
-            this.callerArena = callerArena != null;
-            if (callerArena != null) { // a handle-owned arena is made later, if ever
-                this.arena = callerArena;
-            }
-        }
-
-        void bindToCallerArena() {
-            try {
-                MemorySegment.NULL.reinterpret(arena, ignored -> releaseOnce());
-            } catch (IllegalStateException closed) {
-                throw new HandleClosedException("cannot bind a " + description + " to an arena that is closed", closed);
-            }
-        }
-
-        MemorySegment segment(long address, long byteSize) {
-            Arena a = arena;
-            if (a == null || state != LIVE) {
-                a = ownArena();
-            }
-            try {
-                return MemorySegment.ofAddress(address).reinterpret(byteSize, a, null);
-            } catch (IllegalStateException closed) {
-                throw new HandleClosedException(description + " is closed", closed);
-            }
-        }
-
-        private synchronized Arena ownArena() {
-            ensureLiveNow();
-            if (arena == null) {
-                Arena a = Allocations.track(Arena.ofShared());
-                MemorySegment.NULL.reinterpret(a, ignored -> releaseOnce());
-                arena = a;
-            }
-            return arena;
-        }
-
-        void ensureLiveNow() {
-            int s = state;
-            if (s != LIVE) {
-                throw notLive(s);
-            }
-        }
-
-        HandleClosedException notLive(int s) {
-            return new HandleClosedException(description + " is "
-                    + (s == CONSUMED ? "consumed: its ownership moved to a consumer" : "closed"));
-        }
-
-        /** close(): the handle's arena closes and its cleanup releases; or, with no arena, the release runs here. */
-        synchronized void closeExplicitly() {
-            if (state != LIVE) {
-                return;
-            }
-            closeArenaOrRelease();
-        }
-
-        /** Caller holds the monitor and saw LIVE. */
-        private void closeArenaOrRelease() {
-            Arena a = arena;
-            if (a == null) {
-                releaseOnce();
-                return;
-            }
-            try {
-                a.close(); // its cleanup is releaseOnce()
-            } catch (IllegalStateException held) {
-                throw new HandleBusyException(description + " is in use by a native call that holds one of its "
-                        + "segments: nothing was released; close it again after the call returns", held);
-            }
-        }
-
-        synchronized void consume() {
-            ensureLiveNow();
-            state = CONSUMED; // before closing: the arena's cleanup must not release
-            Arena a = arena;
-            if (a != null) {
-                try {
-                    a.close();
-                } catch (IllegalStateException held) {
-                    state = LIVE;
-                    throw new HandleBusyException(description + " is in use by a native call that holds one of its "
-                            + "segments: ownership was not handed over", held);
-                }
-            }
-            HandleTracker.closed();
-        }
-
-        /** The release step, exactly once, whoever gets here first (close, the arena's cleanup, the Cleaner). */
-        synchronized void releaseOnce() {
-            if (state != LIVE) {
-                return;
-            }
-            state = RELEASED;
-            HandleTracker.closed();
-            try {
-                action.release();
-            } catch (Throwable t) {
-                HandleTracker.releaseFailed(description, t);
-            }
-        }
-
-        /** The Cleaner's entry: the handle became unreachable (a no-op if it was released or consumed meanwhile). */
-        @Override
-        public void run() {
-            synchronized (this) {
-                if (state != LIVE) {
-                    return;
-                }
-                HandleTracker.leaked(description);
-            }
-            releaseForgotten();
-        }
-
-        /** Releases a forgotten handle; while a native call still holds a segment, tries again later. */
-        void releaseForgotten() {
-            synchronized (this) {
-                if (state != LIVE) {
-                    return;
-                }
-                try {
-                    closeArenaOrRelease();
-                    return;
-                } catch (HandleBusyException busy) {
-                    // fall through: a native call holds a segment of this forgotten handle
-                }
-            }
-            DeferredRelease.schedule(this::releaseForgotten);
         }
     }
 }

@@ -2,6 +2,7 @@ package org.devicebridge.bench;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.concurrent.TimeUnit;
 import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.BufferAllocator;
@@ -9,7 +10,9 @@ import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.memory.netty.NettyAllocationManager;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowStructs;
 import org.devicebridge.arrow.ImportedArray;
+import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.java.ArrowExport;
@@ -44,8 +47,16 @@ import org.openjdk.jmh.annotations.Warmup;
  *   <li>{@link #view}: {@code ArrowExport.exportRoot} into caller-allocated structs, then
  *       {@code ArrowImport.importArray(schema, ptr, DEFAULT, arena)} into a confined arena per batch (the
  *       flat view), whose close releases the struct: the fastest way a user writes it.</li>
- *   <li>{@link #intoRoot}: the same export, import at DEFAULT into a handle-owned scope (a hand-over to Arrow
- *       Java needs one: an import bound to the caller's arena cannot change owner), then
+ *   <li>{@link #viewRead} and {@link #viewDefaultRead}: what a user writes, with one value read (value 0 of
+ *       column 0, through {@code buffer(1)}): the view in a caller's confined arena per batch
+ *       ({@code importArray(schema, ptr, DEFAULT, arena)}), and the default path
+ *       ({@code try (ImportedArray a = importArray(schema, ptr, DEFAULT))}, no arena argument: a confined scope
+ *       made by the first segment, closed by the handle's {@code close()}).</li>
+ *   <li>{@link #streamBatchDefault}: a batch of an {@code ArrowArrayStream} produced by the C baseline's code
+ *       ({@code b2_stream_open}) whose schema was read once at import: {@code next(DEFAULT)}, one value read,
+ *       close; beside {@link #cStreamBaseline}, the C consumer of the same stream ({@code b2_stream_loop}).</li>
+ *   <li>{@link #intoRoot}: the same export, import at DEFAULT without an arena (a hand-over to Arrow Java
+ *       needs a handle-owned scope: an import bound to the caller's arena cannot change owner), then
  *       {@code ArrowJavaImport.importVectorSchemaRoot} (no copy), then close the root (which releases the
  *       struct).</li>
  *   <li>{@link #arrowCData}: arrow-c-data's JNI-free Java implementation: export into
@@ -62,7 +73,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@code schema=included}: the schema is exported and imported with every batch; {@code schema=reused}: it is
  * exported and imported once in setup and every batch is imported against it (the C consumer knows it).
  * Targets (16 columns x 1024 rows): view / cBaseline <= 3 and <= 2 KB allocated per batch (-prof gc), schema
- * reused; arrowCData / intoRoot >= 10 with the schema reused, >= 5 with it included; bytes allocated per
+ * reused; viewDefaultRead / cBaseline <= 3 and <= 1.5x viewRead; streamBatchDefault / cStreamBaseline <= 3; arrowCData / intoRoot >= 10 with the schema reused, >= 5 with it included; bytes allocated per
  * batch of intoRoot <= 0.25 of arrowCData's; with 16 threads, time per batch <= 1.5x one thread's.
  */
 @State(Scope.Thread)
@@ -173,6 +184,37 @@ public class B2ExportImportBenchmark {
         }
     }
 
+    /**
+     * A C stream of the thread's C batch ({@code b2_stream_open}), imported once (its schema read once), per
+     * thread, for {@link #streamBatchDefault}.
+     */
+    @State(Scope.Thread)
+    public static class CStream {
+        @Param({"1", "16", "256"})
+        public int columns;
+        @Param({"1024", "1048576"})
+        public int rows;
+
+        Arena arena;
+        ImportedArrayStream stream;
+
+        @Setup(Level.Trial)
+        public void setUp() {
+            CBaseline.prepareB2(columns, rows);
+            arena = Arena.ofConfined();
+            MemorySegment struct = ArrowStructs.allocateArrayStream(arena);
+            CBaseline.openB2Stream(columns, struct);
+            stream = ArrowImport.importStream(struct);
+        }
+
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            stream.close();
+            arena.close();
+            CBaseline.freeB2();
+        }
+    }
+
     @Benchmark
     public void bareDowncall() throws Throwable {
         Batches.BARE.invokeExact(Batches.FREE, MemorySegment.NULL);
@@ -200,6 +242,42 @@ public class B2ExportImportBenchmark {
     public long view(Batch b) {
         try (Arena scope = Arena.ofConfined()) {
             return b.exportAndImport(scope).root().length();
+        }
+    }
+
+    /**
+     * The C consumer of the C stream ({@code b2_stream_loop}): schema read once, then get_next, move, DEFAULT
+     * checks, one value read and release, {@value #C_OPS} batches per downcall.
+     */
+    @Benchmark
+    @OperationsPerInvocation(C_OPS)
+    public long cStreamBaseline(CBatch c) throws Throwable {
+        return CBaseline.checked("b2_stream_loop", (long) CBaseline.B2_STREAM_LOOP.invokeExact(c.columns, (long) C_OPS));
+    }
+
+    /** Value 0 of column 0: the one value every benchmark that reads reads. */
+    private static long firstValue(ImportedArray a) {
+        return a.root().children().get(0).buffer(1).get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+    }
+
+    @Benchmark
+    public long viewRead(Batch b) {
+        try (Arena scope = Arena.ofConfined()) {
+            return firstValue(b.exportAndImport(scope));
+        }
+    }
+
+    @Benchmark
+    public long viewDefaultRead(Batch b) {
+        try (ImportedArray a = b.exportAndImport(null)) {
+            return firstValue(a);
+        }
+    }
+
+    @Benchmark
+    public long streamBatchDefault(CStream s) {
+        try (ImportedArray a = s.stream.next(ValidationLevel.DEFAULT)) {
+            return firstValue(a);
         }
     }
 

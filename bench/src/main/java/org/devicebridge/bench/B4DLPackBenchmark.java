@@ -50,9 +50,12 @@ import org.openjdk.jmh.annotations.Warmup;
  *       closed (one handshake with every thread, every deleter) and renewed after the last of them, inside the
  *       measurement. A shared arena's close is a handshake with every thread of the JVM, whose cost grows with
  *       the threads running: with 16 busy threads the larger count is what keeps it amortised.</li>
- *   <li>{@link #exportImportReadDefault}: the handle-owned scope ({@code close()} of the handle), for the record.</li>
+ *   <li>{@link #exportImportReadDefault}: the default path, what a user writes first: no arena argument
+ *       ({@code try (ImportedTensor t = DLPack.importTensor(e, options))}), the handle's scope made confined by
+ *       {@code segment()} and closed by the handle's {@code close()}.</li>
  * </ul>
- * Targets (confined and shared): <= 1 us per tensor and <= 40x a bare downcall; 16 threads <= 1.5x one.
+ * Targets (default, confined and shared): <= 1 us per tensor and <= 40x a bare downcall; 16 threads <= 1.5x
+ * one.
  * {@link #importOnly}: {@code DLPack.importVersioned} + close of a native {@code DLManagedTensorVersioned} built
  * once in setup whose {@code deleter} is NULL (DLPack allows it): the move, the validation and the handle
  * alone. Target: <= 20x a bare downcall.

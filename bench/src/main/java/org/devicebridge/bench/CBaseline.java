@@ -44,6 +44,17 @@ final class CBaseline {
      * export of the thread's batch, a move, the DEFAULT-level checks and the release; a checksum, or -1.
      */
     static final MethodHandle B2_LOOP;
+    /**
+     * {@code int32_t b2_stream_open(int32_t columns, struct ArrowArrayStream* out)}: a stream of the thread's
+     * batch (its schema, then the batch on every {@code get_next}); 0, or -1.
+     */
+    private static final MethodHandle B2_STREAM_OPEN;
+    /**
+     * {@code int64_t b2_stream_loop(int32_t columns, int64_t iterations)}: the schema read once, then per
+     * iteration {@code get_next}, a move, the DEFAULT-level checks, one value read and the release; a
+     * checksum, or -1.
+     */
+    static final MethodHandle B2_STREAM_LOOP;
     /** {@code int32_t b4_prepare(int64_t seed)}: 0, or -1. */
     private static final MethodHandle B4_PREPARE;
     /** {@code void b4_free(void)}. */
@@ -61,6 +72,10 @@ final class CBaseline {
                 FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
         B2_FREE = handle(lib, "b2_free", FunctionDescriptor.ofVoid());
         B2_LOOP = handle(lib, "b2_export_import_release",
+                FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
+        B2_STREAM_OPEN = handle(lib, "b2_stream_open",
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS));
+        B2_STREAM_LOOP = handle(lib, "b2_stream_loop",
                 FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
         B4_PREPARE = handle(lib, "b4_prepare", FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
         B4_FREE = handle(lib, "b4_free", FunctionDescriptor.ofVoid());
@@ -80,6 +95,13 @@ final class CBaseline {
     /** Frees the calling thread's C batch. */
     static void freeB2() {
         setUpCall("b2_free", B2_FREE);
+    }
+
+    /** Fills {@code out} ({@code struct ArrowArrayStream}) with a C stream of the calling thread's C batch. */
+    static void openB2Stream(int columns, java.lang.foreign.MemorySegment out) {
+        if ((int) setUpCall("b2_stream_open", B2_STREAM_OPEN, columns, out) != 0) {
+            throw new IllegalStateException("b2_stream_open(" + columns + ") failed: no batch on this thread or out of memory");
+        }
     }
 
     /** Builds the calling thread's C tensor (B4's shape and strides), seeded. */

@@ -16,7 +16,9 @@ final class ArrayTable {
     final boolean host;
     // Three arrays for the whole tree (each array is an object, so few of them keep an import cheap):
     private final long[] nodeFields;  // node i: [3i] length, [3i + 1] null count, [3i + 2] offset
-    private final int[] bufferRange;  // node i: [2i] first buffer, [2i + 1] count (filled in post-order)
+    // node i: [2i] first buffer, [2i + 1] count (filled in post-order); null where the layout fixes both
+    // (no view node), so that a table is three arrays, not four
+    private final int[] bufferRange;
     private long[] buffers;           // buffer b: [2b] address, [2b + 1] byte length
     private int buffersUsed;
     private SegmentSource source;
@@ -28,7 +30,7 @@ final class ArrayTable {
         this.host = host;
         int n = layout.size();
         nodeFields = new long[3 * n];
-        bufferRange = new int[2 * n];
+        bufferRange = layout.fixedBuffers() ? null : new int[2 * n];
         buffers = new long[2 * layout.bufferCount()];
     }
 
@@ -37,16 +39,19 @@ final class ArrayTable {
         nodeFields[3 * i] = length;
         nodeFields[3 * i + 1] = nullCount;
         nodeFields[3 * i + 2] = offset;
-        if (2 * (buffersUsed + count) > buffers.length) {
-            buffers = Arrays.copyOf(buffers, Math.max(2 * (buffersUsed + count), buffers.length * 2));
+        int start = bufferRange == null ? layout.bufferStart(i) : buffersUsed;
+        if (2 * (start + count) > buffers.length) {
+            buffers = Arrays.copyOf(buffers, Math.max(2 * (start + count), buffers.length * 2));
         }
         for (int k = 0; k < count; k++) {
-            buffers[2 * (buffersUsed + k)] = addresses[k];
-            buffers[2 * (buffersUsed + k) + 1] = byteLengths[k];
+            buffers[2 * (start + k)] = addresses[k];
+            buffers[2 * (start + k) + 1] = byteLengths[k];
         }
-        bufferRange[2 * i] = buffersUsed;
-        bufferRange[2 * i + 1] = count;
-        buffersUsed += count;
+        if (bufferRange != null) {
+            bufferRange[2 * i] = start;
+            bufferRange[2 * i + 1] = count;
+            buffersUsed += count;
+        }
     }
 
     /**
@@ -56,7 +61,9 @@ final class ArrayTable {
     ArrayTable derive(boolean onHost) {
         ArrayTable t = new ArrayTable(layout, onHost);
         System.arraycopy(nodeFields, 0, t.nodeFields, 0, nodeFields.length);
-        System.arraycopy(bufferRange, 0, t.bufferRange, 0, bufferRange.length);
+        if (bufferRange != null) {
+            System.arraycopy(bufferRange, 0, t.bufferRange, 0, bufferRange.length);
+        }
         t.buffers = buffers.clone();
         t.buffersUsed = buffersUsed;
         return t;
@@ -64,7 +71,7 @@ final class ArrayTable {
 
     /** Replaces buffer {@code i} of {@code node} (only on a table made by {@link #derive}, before it is shared). */
     void setBuffer(int node, int i, long address, long byteLength) {
-        int b = bufferRange[2 * node] + i;
+        int b = firstBuffer(node) + i;
         buffers[2 * b] = address;
         buffers[2 * b + 1] = byteLength;
     }
@@ -96,15 +103,19 @@ final class ArrayTable {
     }
 
     int bufferCount(int node) {
-        return bufferRange[2 * node + 1];
+        return bufferRange == null ? layout.bufferCount(node) : bufferRange[2 * node + 1];
+    }
+
+    private int firstBuffer(int node) {
+        return bufferRange == null ? layout.bufferStart(node) : bufferRange[2 * node];
     }
 
     long bufferAddress(int node, int i) {
-        return buffers[2 * (bufferRange[2 * node] + i)];
+        return buffers[2 * (firstBuffer(node) + i)];
     }
 
     long bufferLength(int node, int i) {
-        return buffers[2 * (bufferRange[2 * node] + i) + 1];
+        return buffers[2 * (firstBuffer(node) + i) + 1];
     }
 
     SegmentSource source() {

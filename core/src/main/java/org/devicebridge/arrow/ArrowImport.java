@@ -49,7 +49,10 @@ public final class ArrowImport {
     /**
      * Imports the {@code ArrowArray} at {@code arrowArrayPtr}, whose type is {@code schema} (borrowed), and
      * validates it at {@code level}. The array's buffers are host memory. The returned handle owns its
-     * arena (see {@link org.devicebridge.NativeHandle}): {@code close()} releases the struct.
+     * arena (see {@link org.devicebridge.NativeHandle}): a confined one, made by the first buffer segment
+     * taken and owned by that thread, which alone may then close the handle; {@code close()} releases the
+     * struct. Pass an arena ({@code Arena.ofShared()}) to the overload that takes one to share the import
+     * between threads.
      *
      * <p>Ownership: after a return the caller owns the returned {@link ImportedArray} (close it, or hand it
      * to {@link org.devicebridge.arrow.java.ArrowJavaImport}); after a throw the struct has already been released.
@@ -69,7 +72,7 @@ public final class ArrowImport {
      * As {@link #importArray(SchemaNode, MemorySegment, ValidationLevel)}, with the struct's release bound to
      * {@code arena}: every segment of the import belongs to it and its {@code close()} releases the struct
      * (a confined arena for a single-thread loop, a shared one for hand-off, one arena for many imports).
-     * {@code null} means a handle-owned arena.
+     * {@code null} means a handle-owned confined arena.
      *
      * <p>Ownership: after a return {@code arena} owns the import (the returned handle's {@code close()} does
      * nothing); after a throw the struct has already been released.

@@ -15,12 +15,14 @@ import org.devicebridge.generated.arrow.ArrowDeviceArray;
  * flat table ({@link #root()} and its children are light views of it), or the validated host copies of a
  * device array's buffers (a download). Owns the moved struct and calls its {@code release} exactly once
  * (or, for host copies, frees them once): when its arena closes (see {@link NativeHandle}: {@link #close()} for
- * a handle-owned arena, the caller's {@code Arena.close()} for an import given one), or, after the array
- * was handed to Arrow Java ({@link org.devicebridge.arrow.java.ArrowJavaImport}), when the last Arrow buffer
- * is released.
+ * an import without an arena, the caller's {@code Arena.close()} for an import given one), or, after the
+ * array was handed to Arrow Java ({@link org.devicebridge.arrow.java.ArrowJavaImport}), when the last Arrow
+ * buffer is released.
  *
  * <p>Thread safety: the view is immutable and may be read from any thread; buffer segments follow the
- * arena's rules (a confined arena's segments only on its thread).
+ * arena's rules. An import without an arena keeps them in a confined arena owned by the thread that takes
+ * the first one: only that thread may take more, close the handle or hand it over (others get
+ * {@link org.devicebridge.HandleConfinedException}); pass {@code Arena.ofShared()} to read from several.
  */
 public final class ImportedArray extends NativeHandle {
     private final ArrayTable table;

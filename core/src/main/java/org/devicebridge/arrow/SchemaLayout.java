@@ -20,6 +20,9 @@ final class SchemaLayout {
     private final int[] dictionary;  // node index of node i's dictionary, or -1
     private final int depth;         // nodes on the longest root-to-leaf path
     private final int buffers;       // buffers of an array of this type, counting 3 for each view node
+    // node i's buffers are [bufferStart[i], bufferStart[i + 1]) of the whole tree's, in pre-order; null where a
+    // view node (whose variadic buffers each array chooses) makes them vary from one array to the next
+    private final int[] bufferStart;
 
     SchemaLayout(SchemaNode root) {
         int n = count(root);
@@ -33,15 +36,21 @@ final class SchemaLayout {
         int children = 0;
         int deepest = 0;
         int bufferCount = 0;
+        int[] starts = new int[n + 1];
+        boolean fixed = true;
         for (int i = 0; i < n; i++) {
             childStart[i] = children;
             children += nodes[i].children().size();
             dictionary[i] = -1;
             deepest = Math.max(deepest, depths[i]);
+            starts[i] = bufferCount;
             bufferCount += ArrayReader.expectedBuffers(nodes[i].type().layout());
+            fixed &= nodes[i].type().layout() != ArrowDataType.Layout.VIEW;
         }
+        starts[n] = bufferCount;
         depth = deepest;
         buffers = bufferCount;
+        bufferStart = fixed ? starts : null;
         childList = new int[children];
         for (int i = 1; i < n; i++) {
             int p = parent[i];
@@ -90,6 +99,21 @@ final class SchemaLayout {
 
     int size() {
         return nodes.length;
+    }
+
+    /** {@code true} if every array of this type has the same buffers per node (no view node): see {@link #bufferStart}. */
+    boolean fixedBuffers() {
+        return bufferStart != null;
+    }
+
+    /** Where node {@code node}'s buffers start among the tree's, in pre-order; only where {@link #fixedBuffers()}. */
+    int bufferStart(int node) {
+        return bufferStart[node];
+    }
+
+    /** The buffers of node {@code node}; only where {@link #fixedBuffers()}. */
+    int bufferCount(int node) {
+        return bufferStart[node + 1] - bufferStart[node];
     }
 
     SchemaNode schema(int node) {

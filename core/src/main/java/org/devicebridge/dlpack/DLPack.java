@@ -173,9 +173,9 @@ public final class DLPack {
      *
      * @param tensor  the struct's address
      * @param options what the caller expects (device)
-     * @return a handle that owns the tensor and calls its deleter exactly once when closed. After a return the
-     *         handle owns the tensor; after a throw the deleter has already been called (except for a NULL
-     *         pointer, which owns nothing).
+     * @return a handle that owns the tensor and calls its deleter exactly once when closed (on the thread that
+     *         took its segment first, if any: see {@link ImportedTensor}). After a return the handle owns the tensor;
+     *         after a throw the deleter has already been called (except for a NULL pointer, which owns nothing).
      * @throws ValidationException for any malformed field (category and field path say which), or
      *         {@code DEVICE} where {@code options} asks for {@link ImportOptions.PointerCheck#DRIVER} and the
      *         driver's pointer attributes contradict the device label
@@ -191,7 +191,7 @@ public final class DLPack {
     /**
      * As {@link #importVersioned(MemorySegment, ImportOptions)}, with the deleter bound to {@code arena}: the
      * tensor's segment belongs to it and its {@code close()} calls the deleter (a confined arena per tensor
-     * costs no handshake; one arena may hold many tensors). {@code null} means a handle-owned arena.
+     * costs no handshake; one arena may hold many tensors). {@code null} means a handle-owned confined arena.
      *
      * <p>Ownership: after a return {@code arena} owns the tensor (the handle's {@code close()} does nothing);
      * after a throw the deleter has already been called (except for a NULL pointer).

@@ -9,10 +9,11 @@ import org.devicebridge.foreign.ForeignImport;
 
 /**
  * A DLPack tensor imported from native code, validated once. Owns the producer's struct and calls its
- * deleter exactly once, when its arena closes (see {@link NativeHandle}: {@link #close()} for a handle-owned
- * arena, the caller's {@code Arena.close()} for an import given one; the Cleaner, with a leak warning, for a
- * forgotten handle). The segment it hands out belongs to that arena: unusable after the deleter ran, and
- * holding it in a native call keeps the deleter from running. A tensor this library exported and imported
+ * deleter exactly once, when its arena closes (see {@link NativeHandle}: {@link #close()} for an import
+ * without an arena, whose segment is confined to the thread that took it first; the caller's
+ * {@code Arena.close()} for an import given one; the Cleaner, with a leak warning, for a forgotten handle).
+ * The segment it hands out belongs to that arena: unusable after the deleter ran, and holding it in a
+ * native call keeps the deleter from running. A tensor this library exported and imported
  * itself ({@link DLPack#importTensor}) has no struct left to delete (it was freed once read): its release,
  * at the same moment, closes the owner given at export, if any.
  *
@@ -21,8 +22,9 @@ import org.devicebridge.foreign.ForeignImport;
  * the tensor spans; with negative strides that range starts before element {@code [0, ..., 0]}, which sits
  * at {@link #originOffset()} inside it.
  *
- * <p>Thread safety: the accessors may be called from any thread while the tensor is live; {@code close()}
- * is idempotent and thread-safe.
+ * <p>Thread safety: the accessors may be called from any thread while the tensor is live, except that
+ * {@link #segment()}, {@code close()} and a hand-over of an import without an arena belong to the thread
+ * that took its segment first (once one was taken); {@code close()} is idempotent.
  */
 public final class ImportedTensor extends NativeHandle {
 
@@ -183,19 +185,23 @@ public final class ImportedTensor extends NativeHandle {
      * @return the tensor's bytes, borrowed from this handle
      * @throws UnsupportedFeatureException for device memory the CPU cannot read (use {@link #devicePointer()})
      * @throws org.devicebridge.HandleClosedException if the handle was closed
+     * @throws org.devicebridge.HandleConfinedException if the tensor was imported without an arena and another
+     *         thread took its segment first
      */
     public MemorySegment segment() {
+        MemorySegment s = segment;
+        if (s != null) {
+            ensureSegmentAccess();
+            return s;
+        }
         ensureLive();
         if (!hostAccessible) {
             throw new UnsupportedFeatureException("dl_tensor.device", "memory on " + device.type()
                     + " is not host-accessible; use devicePointer()");
         }
-        MemorySegment s = segment;
-        if (s == null) {
-            s = segment(segmentAddress, geometry.extent);
-            s = readOnly ? s.asReadOnly() : s;
-            segment = s;
-        }
+        s = segment(segmentAddress, geometry.extent);
+        s = readOnly ? s.asReadOnly() : s;
+        segment = s;
         return s;
     }
 

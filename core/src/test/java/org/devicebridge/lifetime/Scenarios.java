@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertAll;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -123,20 +124,30 @@ final class Scenarios {
     /**
      * c. Inside the native call, the only reference to the handle is dropped and the GC is driven until the
      * handle is unreachable and the Cleaner has had its turn: nothing may be released under the call; after
-     * it returns, exactly one release follows (the Cleaner's retry) within {@link #CLEANER_WAIT}.
+     * it returns, exactly one release follows (the Cleaner's retry) within {@link #CLEANER_WAIT}. A segment
+     * in a confined scope (an import without an arena) keeps that scope, and so the release, waiting until it
+     * too is unreachable: there the test drops its reference to the segment as well, so that the native call
+     * holds the only one, and no segment is left to read after the release (checked through a weak
+     * reference); a shared scope's segment stays with the test, which checks it is unusable after the release.
      */
     static void cleanerWaitsForTheCall(Subject s) throws Exception {
         AtomicReference<NativeHandle> holder = new AtomicReference<>();
-        Detached d = openInto(s, holder);
+        AtomicReference<MemorySegment> data = new AtomicReference<>();
+        Detached d = openInto(s, holder, data);
         WeakReference<NativeHandle> weak = new WeakReference<>(holder.get());
+        WeakReference<MemorySegment> weakData = new WeakReference<>(data.get());
+        boolean confined = !data.get().isAccessibleBy(Thread.ofPlatform().unstarted(() -> { }));
         long live = HandleTracker.liveHandles();
         long leaked = HandleTracker.leakedHandles();
         try {
             boolean[] unreachable = {false};
             boolean[] cleanerRan = {false};
             long[] releasedInside = {-1};
-            Sums sums = HoldSegment.holdAndCall(d.data(), () -> {
+            Sums sums = HoldSegment.holdAndCall(data.get(), () -> {
                 holder.set(null);
+                if (confined) {
+                    data.set(null);
+                }
                 unreachable[0] = awaitWithGc(() -> weak.get() == null, GC_WAIT);
                 cleanerRan[0] = unreachable[0] && awaitWithGc(() -> HandleTracker.leakedHandles() > leaked, CLEANER_TURN);
                 settle(() -> d.released() > 0);
@@ -154,7 +165,11 @@ final class Scenarios {
                     s + ": the Cleaner did not release the dropped handle within " + CLEANER_WAIT + " after the call returned");
             settle(() -> d.released() > 1);
             assertEquals(1, d.released(), s + ": releases after the call returned");
-            assertUnusable(s.toString(), d.data());
+            if (confined) {
+                assertNull(weakData.get(), s + ": a segment of the confined scope is still reachable after the release");
+            } else {
+                assertUnusable(s.toString(), data.get());
+            }
             assertEquals(live - 1, HandleTracker.liveHandles(), s + ": live handles");
             assertEquals(leaked + 1, HandleTracker.leakedHandles(), s + ": handles the Cleaner released");
         } finally {
@@ -417,11 +432,14 @@ final class Scenarios {
 
     // ---------------------------------------------------------------- helpers
 
-    /** Opens a subject and leaves its handle only in {@code holder}: no frame of the caller refers to it. */
-    private static Detached openInto(Subject s, AtomicReference<NativeHandle> holder) {
+    /**
+     * Opens a subject and leaves its handle only in {@code holder} and its segment only in {@code data}: no
+     * frame of the caller refers to either.
+     */
+    private static Detached openInto(Subject s, AtomicReference<NativeHandle> holder, AtomicReference<MemorySegment> data) {
         Opened o = s.open();
         holder.set(o.handle());
-        return o.detach();
+        return o.detach(data);
     }
 
     /** Calls System.gc() until {@code condition} holds or {@code limit} passed; says whether it holds. */

@@ -4,6 +4,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.OptionalLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 import org.devicebridge.NativeHandle;
@@ -89,9 +90,13 @@ abstract class Subject {
             return releases.getAsLong();
         }
 
-        /** The same, without the handle, for a test that must leave the handle only weakly reachable. */
-        Detached detach() {
-            return new Detached(data, expectedSum, releases, rest);
+        /**
+         * The same, without the handle and with the segment in {@code data}, for a test that must leave the
+         * handle (and, for a confined scope, the segment too) only weakly reachable.
+         */
+        Detached detach(AtomicReference<MemorySegment> data) {
+            data.set(this.data);
+            return new Detached(expectedSum, releases, rest);
         }
 
         @Override
@@ -106,8 +111,8 @@ abstract class Subject {
         }
     }
 
-    /** {@link Opened} without its handle. */
-    record Detached(MemorySegment data, long expectedSum, LongSupplier releases, AutoCloseable rest) {
+    /** {@link Opened} without its handle and its segment. */
+    record Detached(long expectedSum, LongSupplier releases, AutoCloseable rest) {
         long released() {
             return releases.getAsLong();
         }

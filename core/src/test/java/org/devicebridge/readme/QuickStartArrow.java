@@ -36,12 +36,11 @@ public class QuickStartArrow {
                 // calls their release (a native engine, or the import below) frees them.
                 ArrowExport.exportRoot(table, array, schema);
 
-                // Import: takes ownership (the struct is moved, then validated), into a scope we choose.
-                // Closing the scope releases the struct; a native call still holding one of its segments
-                // makes the close fail instead (nothing is freed under it).
+                // Import: takes ownership (the struct is moved, then validated). Without an arena argument
+                // the handle owns a scope confined to this thread: close() releases the struct; a native
+                // call still holding one of its segments makes the close fail instead (nothing is freed).
                 try (ImportedSchema s = ArrowImport.importSchema(schema);
-                     Arena scope = Arena.ofConfined()) {
-                    ImportedArray batch = ArrowImport.importArray(s, array, ValidationLevel.FULL, scope);
+                     ImportedArray batch = ArrowImport.importArray(s, array, ValidationLevel.FULL)) {
                     ArrayNode id = batch.root().children().get(0);
                     long second = id.buffer(1).getAtIndex(ValueLayout.JAVA_LONG, id.offset() + 1);
                     System.out.println("id[1] = " + second);                     // 20

@@ -22,7 +22,8 @@ public class QuickStartDLPack {
             // Hand the DLManagedTensorVersioned* to a consumer: from now on only its deleter frees it.
             MemorySegment managed = exported.transferOwnership();
 
-            // Here the consumer is this library. The handle owns its scope: close() runs the deleter.
+            // Here the consumer is this library. The handle owns a scope confined to this thread (no
+            // arena argument): close() runs the deleter.
             try (ImportedTensor t = DLPack.importVersioned(managed, ImportOptions.any())) {
                 float f = t.segment().getAtIndex(ValueLayout.JAVA_FLOAT, 1 * 3 + 2);
                 System.out.println("t[1][2] = " + f);                             // 5.0
