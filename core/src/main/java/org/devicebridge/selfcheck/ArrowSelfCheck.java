@@ -9,7 +9,6 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.DateDayVector;
@@ -39,6 +38,7 @@ import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
@@ -61,7 +61,9 @@ final class ArrowSelfCheck implements SelfCheckSection {
 
     @Override
     public void run(Report report) {
-        try (BufferAllocator allocator = new RootAllocator();
+        // devicebridge's FFM allocation manager, not Arrow Java's default one: with the README's
+        // dependencies (arrow-vector, arrow-memory-core, no Netty) `new RootAllocator()` cannot initialise.
+        try (BufferAllocator allocator = ArrowMemory.newRootAllocator();
              VectorSchemaRoot table = sampleTable(allocator)) {
             long bytes = 0;
             for (FieldVector v : table.getFieldVectors()) {
