@@ -15,6 +15,7 @@ import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.LibraryThreads;
 import org.devicebridge.internal.NativeAccess;
+import org.devicebridge.internal.Platform;
 
 /**
  * Entry point to the CUDA driver. The driver is loaded lazily, at the first call of any method here;
@@ -33,15 +34,17 @@ public final class Cuda {
      * and at least one device exists} Never throws.
      */
     public static boolean isAvailable() {
-        return NativeAccess.granted() && CudaDriver.status().available();
+        return Platform.supported() && NativeAccess.granted() && CudaDriver.status().available();
     }
 
     /**
-     * {@return why CUDA is unavailable (native access not enabled, naming the flag; no driver; no device), or a
+     * {@return why CUDA is unavailable (an unsupported platform; native access not enabled, naming the flag; no
+     * driver; no device), or a
      * line saying where the driver was loaded from}
      */
     public static String unavailableReason() {
-        return NativeAccess.granted() ? CudaDriver.status().reason() : NativeAccess.message();
+        return !Platform.supported() ? Platform.unsupportedReason()
+                : NativeAccess.granted() ? CudaDriver.status().reason() : NativeAccess.message();
     }
 
     /**

@@ -153,11 +153,11 @@ public final class DLPack {
             m.set(ValueLayout.JAVA_INT, TensorStruct.V_MAJOR, MAJOR_VERSION);
             m.set(ValueLayout.JAVA_INT, TensorStruct.V_MINOR, MINOR_VERSION);
             TensorStruct.pointer(m, TensorStruct.V_MANAGER_CTX, 0);
-            m.set(ValueLayout.ADDRESS, TensorStruct.V_DELETER, Exports.DELETE_VERSIONED);
+            m.set(ValueLayout.ADDRESS, TensorStruct.V_DELETER, Exports.Deleters.VERSIONED);
             m.set(ValueLayout.JAVA_LONG, TensorStruct.V_FLAGS, spec.flagBits());
         } else {
             TensorStruct.pointer(m, TensorStruct.L_MANAGER_CTX, 0);
-            m.set(ValueLayout.ADDRESS, TensorStruct.L_DELETER, Exports.DELETE_LEGACY);
+            m.set(ValueLayout.ADDRESS, TensorStruct.L_DELETER, Exports.Deleters.LEGACY);
         }
         String what = versioned ? "DLManagedTensorVersioned" : "DLManagedTensor";
         return new ExportedTensor(new Exports.State(m, owner, what), versioned);

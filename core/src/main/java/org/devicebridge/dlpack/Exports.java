@@ -99,15 +99,23 @@ final class Exports {
     /** Deleter calls that found no state (called twice, or a forged manager_ctx); tests read this. */
     static final AtomicLong STRAY_DELETES = new AtomicLong();
 
-    static final MemorySegment DELETE_VERSIONED = Native.upcallStub(MethodHandles.lookup(), Exports.class,
-            "deleteVersioned", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
-    static final MemorySegment DELETE_LEGACY = Native.upcallStub(MethodHandles.lookup(), Exports.class,
-            "deleteLegacy", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
+    /**
+     * The deleter stubs, made on first use (an export, after the native-access check): a class whose
+     * initialiser threw would fail with {@code NoClassDefFoundError} for the JVM's life.
+     */
+    static final class Deleters {
+        static final MemorySegment VERSIONED = Native.upcallStub(MethodHandles.lookup(), Exports.class,
+                "deleteVersioned", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
+        static final MemorySegment LEGACY = Native.upcallStub(MethodHandles.lookup(), Exports.class,
+                "deleteLegacy", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
 
-    static {
-        // A tensor exported here and imported here is deleted by a Java call, not a native round trip.
-        LocalCallbacks.register(DELETE_VERSIONED, Exports::deleteVersioned);
-        LocalCallbacks.register(DELETE_LEGACY, Exports::deleteLegacy);
+        static {
+            // A tensor exported here and imported here is deleted by a Java call, not a native round trip.
+            LocalCallbacks.register(VERSIONED, Exports::deleteVersioned);
+            LocalCallbacks.register(LEGACY, Exports::deleteLegacy);
+        }
+
+        private Deleters() {}
     }
 
     private Exports() {}

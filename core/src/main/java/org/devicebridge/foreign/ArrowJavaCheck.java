@@ -13,12 +13,17 @@ public final class ArrowJavaCheck {
         "org.apache.arrow.vector.VectorSchemaRoot", "org.apache.arrow.memory.BufferAllocator"};
 
     /** {@code null} where Arrow Java loads; otherwise what was missing. */
-    private static final Throwable MISSING = probe();
+    private static final Throwable MISSING = probe(REQUIRED);
 
     private ArrowJavaCheck() {}
 
-    private static Throwable probe() {
-        for (String name : REQUIRED) {
+    /** Arrow Flight's {@code flight-core}, probed on first use by a Flight entry point only. */
+    private static final class Flight {
+        static final Throwable MISSING = probe("org.apache.arrow.flight.FlightStream");
+    }
+
+    private static Throwable probe(String... required) {
+        for (String name : required) {
             try {
                 Class.forName(name, false, ArrowJavaCheck.class.getClassLoader());
             } catch (ClassNotFoundException | LinkageError e) {
@@ -48,6 +53,25 @@ public final class ArrowJavaCheck {
                             ? "to the module path, and resolve it (a module of yours that requires org.apache.arrow.vector, "
                                     + "or --add-modules org.apache.arrow.vector)"
                             : "to the class path"), MISSING);
+        }
+    }
+
+    /**
+     * The second line of every entry point of {@code org.devicebridge.arrow.flight} (after the native-access
+     * check): Arrow Java, then Arrow Flight.
+     *
+     * @param entryPoint the class and method, for the message, e.g. {@code "DeviceFlight.receive"}
+     * @throws ArrowJavaUnavailableException where Arrow Java or {@code flight-core} cannot be loaded
+     */
+    public static void requireFlight(String entryPoint) {
+        requireArrowJava(entryPoint);
+        Throwable missing = Flight.MISSING;
+        if (missing != null) {
+            boolean modulePath = ArrowJavaCheck.class.getModule().isNamed();
+            throw new ArrowJavaUnavailableException(entryPoint + " needs Arrow Flight, and this JVM cannot load it ("
+                    + missing + "): add org.apache.arrow:flight-core (it brings gRPC and Netty) " + (modulePath
+                            ? "to the module path, and resolve it (--add-modules org.apache.arrow.flight.core)"
+                            : "to the class path"), missing);
         }
     }
 }

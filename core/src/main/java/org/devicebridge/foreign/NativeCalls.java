@@ -2,7 +2,9 @@ package org.devicebridge.foreign;
 
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.NativeAccessException;
+import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.internal.NativeAccess;
+import org.devicebridge.internal.Platform;
 
 /**
  * The one helper that turns what a native call threw into this library's exceptions. {@code internal}
@@ -38,13 +40,19 @@ public final class NativeCalls {
 
     /**
      * The first line of every public entry point that may reach native code: throws
-     * {@link NativeAccessException} (naming the exact flag) where the JVM denies native access, before any
-     * generated class initialises, so that every call, not only the first, gets that typed error. Costs one
-     * read of a constant once the probe has run.
+     * {@link UnsupportedFeatureException} on a platform other than Linux x86-64 (naming os.name and os.arch),
+     * and {@link NativeAccessException} (naming the exact flag) where the JVM denies native access, before any
+     * generated class initialises, so that every call, not only the first, gets that typed error. Costs two
+     * reads of constants once the probes have run.
      *
+     * @throws UnsupportedFeatureException on an unsupported platform ({@link Platform})
      * @throws NativeAccessException where native access is denied
      */
     public static void requireNativeAccess() {
+        String unsupported = Platform.unsupportedReason();
+        if (unsupported != null) {
+            throw new UnsupportedFeatureException(null, unsupported);
+        }
         IllegalCallerException denied = NativeAccess.denied();
         if (denied != null) {
             throw new NativeAccessException(denied.getMessage(), denied.getCause());

@@ -43,24 +43,33 @@ public final class StreamExport {
     private static final FunctionDescriptor RELEASE = FunctionDescriptor.ofVoid(ValueLayout.ADDRESS);
 
     private static final MethodHandles.Lookup L = MethodHandles.lookup();
-    private static final MemorySegment GET_SCHEMA = Native.upcallStub(L, StreamExport.class, "getSchema", GET);
-    private static final MemorySegment GET_NEXT = Native.upcallStub(L, StreamExport.class, "getNext", GET);
-    private static final MemorySegment GET_LAST_ERROR = Native.upcallStub(L, StreamExport.class, "getLastError", ERROR);
-    private static final MemorySegment RELEASE_STREAM = Native.upcallStub(L, StreamExport.class, "release", RELEASE);
-    private static final MemorySegment DEVICE_GET_SCHEMA = Native.upcallStub(L, StreamExport.class,
-            "deviceGetSchema", GET);
-    private static final MemorySegment DEVICE_GET_NEXT = Native.upcallStub(L, StreamExport.class, "deviceGetNext", GET);
-    private static final MemorySegment DEVICE_GET_LAST_ERROR = Native.upcallStub(L, StreamExport.class,
-            "deviceGetLastError", ERROR);
-    private static final MemorySegment DEVICE_RELEASE_STREAM = Native.upcallStub(L, StreamExport.class,
-            "deviceRelease", RELEASE);
+    /**
+     * The callback stubs and struct sizes, made on first use (an export, after the native-access check): a class
+     * whose initialiser threw (the stubs and the generated layouts make restricted calls) would fail with
+     * {@code NoClassDefFoundError} for the JVM's life.
+     */
+    private static final class Stubs {
+        static final MemorySegment GET_SCHEMA = Native.upcallStub(L, StreamExport.class, "getSchema", GET);
+        static final MemorySegment GET_NEXT = Native.upcallStub(L, StreamExport.class, "getNext", GET);
+        static final MemorySegment GET_LAST_ERROR = Native.upcallStub(L, StreamExport.class, "getLastError", ERROR);
+        static final MemorySegment RELEASE_STREAM = Native.upcallStub(L, StreamExport.class, "release", RELEASE);
+        static final MemorySegment DEVICE_GET_SCHEMA = Native.upcallStub(L, StreamExport.class,
+                "deviceGetSchema", GET);
+        static final MemorySegment DEVICE_GET_NEXT = Native.upcallStub(L, StreamExport.class, "deviceGetNext", GET);
+        static final MemorySegment DEVICE_GET_LAST_ERROR = Native.upcallStub(L, StreamExport.class,
+                "deviceGetLastError", ERROR);
+        static final MemorySegment DEVICE_RELEASE_STREAM = Native.upcallStub(L, StreamExport.class,
+                "deviceRelease", RELEASE);
 
-    private static final long STREAM_SIZE = ArrowArrayStream.sizeof();
-    private static final long DEVICE_STREAM_SIZE = ArrowDeviceArrayStream.sizeof();
-    private static final long STREAM_PRIVATE = ArrowArrayStream.private_data$offset();
-    private static final long STREAM_RELEASE = ArrowArrayStream.release$offset();
-    private static final long DEVICE_PRIVATE = ArrowDeviceArrayStream.private_data$offset();
-    private static final long DEVICE_RELEASE = ArrowDeviceArrayStream.release$offset();
+        static final long STREAM_SIZE = ArrowArrayStream.sizeof();
+        static final long DEVICE_STREAM_SIZE = ArrowDeviceArrayStream.sizeof();
+        static final long STREAM_PRIVATE = ArrowArrayStream.private_data$offset();
+        static final long STREAM_RELEASE = ArrowArrayStream.release$offset();
+        static final long DEVICE_PRIVATE = ArrowDeviceArrayStream.private_data$offset();
+        static final long DEVICE_RELEASE = ArrowDeviceArrayStream.release$offset();
+
+        private Stubs() {}
+    }
 
     private StreamExport() {}
 
@@ -91,11 +100,11 @@ public final class StreamExport {
     public static void exportHost(Source source, MemorySegment out) {
         Objects.requireNonNull(source, "source");
         long key = STREAMS.register(new State(source));
-        ArrowArrayStream.get_schema(out, GET_SCHEMA);
-        ArrowArrayStream.get_next(out, GET_NEXT);
-        ArrowArrayStream.get_last_error(out, GET_LAST_ERROR);
-        out.set(ValueLayout.JAVA_LONG, STREAM_PRIVATE, key);
-        ArrowArrayStream.release(out, RELEASE_STREAM);
+        ArrowArrayStream.get_schema(out, Stubs.GET_SCHEMA);
+        ArrowArrayStream.get_next(out, Stubs.GET_NEXT);
+        ArrowArrayStream.get_last_error(out, Stubs.GET_LAST_ERROR);
+        out.set(ValueLayout.JAVA_LONG, Stubs.STREAM_PRIVATE, key);
+        ArrowArrayStream.release(out, Stubs.RELEASE_STREAM);
     }
 
     /**
@@ -107,11 +116,11 @@ public final class StreamExport {
         Objects.requireNonNull(deviceType, "deviceType");
         long key = STREAMS.register(new State(source));
         ArrowDeviceArrayStream.device_type(out, deviceType.code());
-        ArrowDeviceArrayStream.get_schema(out, DEVICE_GET_SCHEMA);
-        ArrowDeviceArrayStream.get_next(out, DEVICE_GET_NEXT);
-        ArrowDeviceArrayStream.get_last_error(out, DEVICE_GET_LAST_ERROR);
-        out.set(ValueLayout.JAVA_LONG, DEVICE_PRIVATE, key);
-        ArrowDeviceArrayStream.release(out, DEVICE_RELEASE_STREAM);
+        ArrowDeviceArrayStream.get_schema(out, Stubs.DEVICE_GET_SCHEMA);
+        ArrowDeviceArrayStream.get_next(out, Stubs.DEVICE_GET_NEXT);
+        ArrowDeviceArrayStream.get_last_error(out, Stubs.DEVICE_GET_LAST_ERROR);
+        out.set(ValueLayout.JAVA_LONG, Stubs.DEVICE_PRIVATE, key);
+        ArrowDeviceArrayStream.release(out, Stubs.DEVICE_RELEASE_STREAM);
     }
 
     /** Exported streams not released yet (tests assert this returns to its baseline). */
@@ -167,8 +176,8 @@ public final class StreamExport {
     // ---- upcalls: never throw ----
 
     private static State state(MemorySegment stream, boolean device) {
-        long off = device ? DEVICE_PRIVATE : STREAM_PRIVATE;
-        MemorySegment s = stream.reinterpret(device ? DEVICE_STREAM_SIZE : STREAM_SIZE);
+        long off = device ? Stubs.DEVICE_PRIVATE : Stubs.STREAM_PRIVATE;
+        MemorySegment s = stream.reinterpret(device ? Stubs.DEVICE_STREAM_SIZE : Stubs.STREAM_SIZE);
         return STREAMS.get(s.get(ValueLayout.JAVA_LONG, off));
     }
 
@@ -282,9 +291,9 @@ public final class StreamExport {
 
     private static void doRelease(MemorySegment stream, boolean device) {
         try {
-            MemorySegment s = stream.reinterpret(device ? DEVICE_STREAM_SIZE : STREAM_SIZE);
-            State st = STREAMS.remove(s.get(ValueLayout.JAVA_LONG, device ? DEVICE_PRIVATE : STREAM_PRIVATE));
-            s.set(ValueLayout.JAVA_LONG, device ? DEVICE_RELEASE : STREAM_RELEASE, 0L);
+            MemorySegment s = stream.reinterpret(device ? Stubs.DEVICE_STREAM_SIZE : Stubs.STREAM_SIZE);
+            State st = STREAMS.remove(s.get(ValueLayout.JAVA_LONG, device ? Stubs.DEVICE_PRIVATE : Stubs.STREAM_PRIVATE));
+            s.set(ValueLayout.JAVA_LONG, device ? Stubs.DEVICE_RELEASE : Stubs.STREAM_RELEASE, 0L);
             if (st == null) {
                 STALE_RELEASES.incrementAndGet();
                 LOG.log(System.Logger.Level.WARNING,

@@ -23,18 +23,25 @@ public final class Native {
     public static final Linker LINKER = Linker.nativeLinker();
     private static final SymbolLookup LIBC = LINKER.defaultLookup();
 
-
-    private static final MethodHandle MALLOC = libc("malloc", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
-    private static final MethodHandle CALLOC = libc("calloc", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
-    private static final MethodHandle FREE = libc("free", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
-    private static final MethodHandle STRLEN = libc("strlen", FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
-    // glibc, musl and bionic have it; elsewhere blocks are still counted exactly, their bytes as 0
-    private static final MethodHandle USABLE_SIZE = LIBC.find("malloc_usable_size")
-            .map(f -> downcall(f, FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS),
-                    Linker.Option.critical(false)))
-            .orElse(null);
-
     private Native() {}
+
+    /**
+     * The libc handles every allocation uses, made on first use and only after {@link NativeAccess#require}
+     * checked native access: a holder whose initialiser threw would fail with {@link NoClassDefFoundError} for the JVM's life,
+     * and {@code Native} itself (loaded by classes that never allocate) must always initialise.
+     */
+    private static final class Libc {
+        static final MethodHandle MALLOC = libc("malloc", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
+        static final MethodHandle CALLOC = libc("calloc", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                ValueLayout.JAVA_LONG));
+        static final MethodHandle FREE = libc("free", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
+        static final MethodHandle STRLEN = libc("strlen", FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
+        // glibc, musl and bionic have it; elsewhere blocks are still counted exactly, their bytes as 0
+        static final MethodHandle USABLE_SIZE = LIBC.find("malloc_usable_size")
+                .map(f -> downcall(f, FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS),
+                        Linker.Option.critical(false)))
+                .orElse(null);
+    }
 
     /**
      * A downcall handle for a libc function, made with {@code options}.
@@ -43,6 +50,7 @@ public final class Native {
      * @throws IllegalCallerException if native access is not enabled (see {@link #nativeAccessDenied})
      */
     public static MethodHandle libc(String name, FunctionDescriptor descriptor, Linker.Option... options) {
+        NativeAccess.require();
         MemorySegment address = LIBC.find(name)
                 .orElseThrow(() -> new UnsatisfiedLinkError("libc symbol not found: " + name));
         return downcall(address, descriptor, options);
@@ -50,6 +58,7 @@ public final class Native {
 
     /** {@link Linker#downcallHandle}, with a missing native-access grant reported by {@link #nativeAccessDenied}. */
     public static MethodHandle downcall(MemorySegment address, FunctionDescriptor descriptor, Linker.Option... options) {
+        NativeAccess.require();
         try {
             return LINKER.downcallHandle(address, descriptor, options);
         } catch (IllegalCallerException e) {
@@ -64,6 +73,7 @@ public final class Native {
      */
     public static MemorySegment upcallStub(MethodHandles.Lookup lookup, Class<?> owner, String method,
                                            FunctionDescriptor descriptor) {
+        NativeAccess.require();
         try {
             MethodType type = descriptor.toMethodType();
             MethodHandle target = lookup.findStatic(owner, method, type);
@@ -107,8 +117,9 @@ public final class Native {
      * until {@link #free} frees it.
      */
     public static MemorySegment malloc(long bytes) {
+        NativeAccess.require();
         try {
-            MemorySegment p = (MemorySegment) MALLOC.invokeExact(Math.max(1L, bytes));
+            MemorySegment p = (MemorySegment) Libc.MALLOC.invokeExact(Math.max(1L, bytes));
             if (p.equals(MemorySegment.NULL)) {
                 throw new OutOfMemoryError("malloc(" + bytes + ") returned NULL");
             }
@@ -121,8 +132,9 @@ public final class Native {
 
     /** calloc (zeroed); throws {@link OutOfMemoryError} when it returns NULL. */
     public static MemorySegment calloc(long bytes) {
+        NativeAccess.require();
         try {
-            MemorySegment p = (MemorySegment) CALLOC.invokeExact(1L, Math.max(1L, bytes));
+            MemorySegment p = (MemorySegment) Libc.CALLOC.invokeExact(1L, Math.max(1L, bytes));
             if (p.equals(MemorySegment.NULL)) {
                 throw new OutOfMemoryError("calloc(" + bytes + ") returned NULL");
             }
@@ -138,9 +150,10 @@ public final class Native {
         if (p.equals(MemorySegment.NULL)) {
             return;
         }
+        NativeAccess.require();
         Allocations.freed(Allocations.Kind.HEAP, usableSize(p)); // before free: the size is read from the block
         try {
-            FREE.invokeExact(p);
+            Libc.FREE.invokeExact(p);
         } catch (Throwable t) {
             throw unchecked("free", t);
         }
@@ -153,6 +166,7 @@ public final class Native {
      * without the symbol fails only here (with {@link UnsatisfiedLinkError}).
      */
     public static MemorySegment alignedAlloc(long alignment, long bytes) {
+        NativeAccess.require();
         MemorySegment p;
         try {
             p = (MemorySegment) Aligned.ALLOC.invokeExact(alignment, bytes);
@@ -170,21 +184,23 @@ public final class Native {
      * no longer in use ({@link Allocations#pooled}).
      */
     public static void kept(MemorySegment block) {
+        NativeAccess.require();
         Allocations.pooled(Allocations.Kind.HEAP, usableSize(block));
     }
 
     /** A pool hands a block it {@link #kept} out again, or is about to {@link #free} it. */
     public static void reused(MemorySegment block) {
+        NativeAccess.require();
         Allocations.unpooled(Allocations.Kind.HEAP, usableSize(block));
     }
 
     /** Bytes malloc reserved for the block at {@code p} (fixed from its allocation to its free), or 0 if unknown. */
     private static long usableSize(MemorySegment p) {
-        if (USABLE_SIZE == null) {
+        if (Libc.USABLE_SIZE == null) {
             return 0;
         }
         try {
-            return (long) USABLE_SIZE.invokeExact(p);
+            return (long) Libc.USABLE_SIZE.invokeExact(p);
         } catch (Throwable t) {
             throw unchecked("malloc_usable_size", t);
         }
@@ -197,6 +213,7 @@ public final class Native {
      * is not Linux, and nothing else changes.
      */
     public static boolean adviseHugePages(MemorySegment p, long bytes) {
+        NativeAccess.require();
         if (Advice.MADVISE == null) {
             return false;
         }
@@ -216,6 +233,7 @@ public final class Native {
      *     against writable-then-executable memory); nothing stays mapped then
      */
     public static MemorySegment executablePage(byte[] code) {
+        NativeAccess.require();
         if (code.length > Pages.SIZE) {
             throw new IllegalArgumentException(code.length + " bytes of code do not fit one page");
         }
@@ -287,8 +305,9 @@ public final class Native {
 
     /** Length of the NUL-terminated string at {@code p}, which must not be NULL. */
     public static long strlen(MemorySegment p) {
+        NativeAccess.require();
         try {
-            return (long) STRLEN.invokeExact(p);
+            return (long) Libc.STRLEN.invokeExact(p);
         } catch (Throwable t) {
             throw unchecked("strlen", t);
         }

@@ -40,6 +40,17 @@ public final class NativeAccess {
         return DENIED;
     }
 
+    /**
+     * Throws a fresh {@link IllegalCallerException} naming the exact flag where native access is denied, on every
+     * call: the guard in front of every holder of handles in this package, so that none of them fails to
+     * initialise (which would last the JVM's life).
+     */
+    public static void require() {
+        if (DENIED != null) {
+            throw new IllegalCallerException(DENIED.getMessage(), DENIED.getCause());
+        }
+    }
+
     /** {@code true} where native calls work (granted, or not granted but only warned about). */
     public static boolean granted() {
         return DENIED == null;

@@ -10,6 +10,7 @@ import java.util.function.Supplier;
 import org.devicebridge.foreign.NativeCalls;
 import org.devicebridge.internal.Native;
 import org.devicebridge.internal.NativeAccess;
+import org.devicebridge.internal.Platform;
 
 /**
  * The CPython interpreter this JVM talks to: libpython3 loaded on first use (see {@link #get()} for where
@@ -48,7 +49,7 @@ public final class PythonRuntime {
 
     /** {@return {@code true} when native access is enabled, a libpython3 was found and the interpreter is (or can be) initialised} */
     public static boolean isAvailable() {
-        if (!NativeAccess.granted()) {
+        if (!Platform.supported() || !NativeAccess.granted()) {
             return false;
         }
         try {
@@ -61,6 +62,9 @@ public final class PythonRuntime {
 
     /** {@return why Python is unavailable (native access not enabled, naming the flag; no libpython), or where it was loaded from} */
     public static String unavailableReason() {
+        if (!Platform.supported()) {
+            return Platform.unsupportedReason();
+        }
         if (!NativeAccess.granted()) {
             return NativeAccess.message();
         }

@@ -22,10 +22,14 @@ import org.devicebridge.internal.Native;
 final class ArrowImportSelfCheck implements SelfCheckSection {
     private static final System.Logger LOG = System.getLogger("org.devicebridge");
     private static final AtomicInteger RELEASES = new AtomicInteger();
-    private static final MemorySegment RELEASE_SCHEMA = Native.upcallStub(MethodHandles.lookup(),
-            ArrowImportSelfCheck.class, "releaseSchema", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
-    private static final MemorySegment RELEASE_ARRAY = Native.upcallStub(MethodHandles.lookup(),
-            ArrowImportSelfCheck.class, "releaseArray", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
+
+    /** Made on first use: this class must load (and report) where native access is denied. */
+    private static final class Stubs {
+        static final MemorySegment RELEASE_SCHEMA = Native.upcallStub(MethodHandles.lookup(),
+                ArrowImportSelfCheck.class, "releaseSchema", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
+        static final MemorySegment RELEASE_ARRAY = Native.upcallStub(MethodHandles.lookup(),
+                ArrowImportSelfCheck.class, "releaseArray", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
+    }
 
     private static void releaseSchema(MemorySegment s) {
         try {
@@ -56,7 +60,7 @@ final class ArrowImportSelfCheck implements SelfCheckSection {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
             ArrowSchema.format(schema, arena.allocateFrom("i"));
-            ArrowSchema.release(schema, RELEASE_SCHEMA);
+            ArrowSchema.release(schema, Stubs.RELEASE_SCHEMA);
             MemorySegment values = arena.allocate(ValueLayout.JAVA_INT, 6);
             for (int i = 0; i < 6; i++) {
                 values.setAtIndex(ValueLayout.JAVA_INT, i, 10 * i);
@@ -68,7 +72,7 @@ final class ArrowImportSelfCheck implements SelfCheckSection {
             ArrowArray.offset(array, 2);
             ArrowArray.n_buffers(array, 2);
             ArrowArray.buffers(array, buffers);
-            ArrowArray.release(array, RELEASE_ARRAY);
+            ArrowArray.release(array, Stubs.RELEASE_ARRAY);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
                  ImportedArray a = ArrowImport.importArray(s, array, ValidationLevel.FULL)) {
                 MemorySegment data = a.root().buffer(1);
@@ -78,9 +82,9 @@ final class ArrowImportSelfCheck implements SelfCheckSection {
             }
             report.check("schema and array released once each", RELEASES.get() == 2, "releases: " + RELEASES.get());
 
-            ArrowArray.release(array, RELEASE_ARRAY);
+            ArrowArray.release(array, Stubs.RELEASE_ARRAY);
             ArrowArray.n_buffers(array, 3);
-            ArrowSchema.release(schema, RELEASE_SCHEMA);
+            ArrowSchema.release(schema, Stubs.RELEASE_SCHEMA);
             try (ImportedSchema s = ArrowImport.importSchema(schema)) {
                 ArrowImport.importArray(s, array, ValidationLevel.MINIMAL).close();
                 report.check("malformed array refused", false, "n_buffers 3 for int32 was accepted");

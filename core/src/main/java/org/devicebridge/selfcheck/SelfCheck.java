@@ -7,6 +7,7 @@ import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaDevice;
 import org.devicebridge.internal.NativeAccess;
+import org.devicebridge.internal.Platform;
 
 /**
  * The self-check main job: prints what this JVM can do with devicebridge (JDK, native access, the CUDA
@@ -36,7 +37,16 @@ public final class SelfCheck {
     private void run() {
         out.println("devicebridge self-check");
         line("JDK", Runtime.version() + " (" + System.getProperty("java.vendor") + ", " + System.getProperty("java.home") + ")");
+        line("platform", System.getProperty("os.name") + " " + System.getProperty("os.arch")
+                + (Platform.supported() ? " (supported)" : ": UNSUPPORTED: " + Platform.unsupportedReason()));
         line("native access", nativeAccess());
+        if (!Platform.supported() || !NativeAccess.granted()) {
+            // every section would only repeat the same typed refusal: one failure, the reason above, no trace
+            failures++;
+            out.println("self-check: FAILED before any round trip: " + (Platform.supported() ? NativeAccess.message()
+                    : Platform.unsupportedReason()));
+            return;
+        }
         section("CUDA", this::cuda);
         for (SelfCheckSection s : sections()) {
             out.println(s.name());

@@ -1,5 +1,8 @@
 package org.devicebridge.arrow.cuda;
 
+import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
@@ -48,6 +51,8 @@ public final class PinnedArrowMemory implements AutoCloseable {
      *         works there)
      */
     public static PinnedArrowMemory create() {
+        requireNativeAccess();
+        requireArrowJava("PinnedArrowMemory.create");
         return new PinnedArrowMemory(PinnedHostPool.create());
     }
 
@@ -62,6 +67,8 @@ public final class PinnedArrowMemory implements AutoCloseable {
      * @throws CudaUnavailableException without a CUDA driver
      */
     public static PinnedArrowMemory create(int rotation) {
+        requireNativeAccess();
+        requireArrowJava("PinnedArrowMemory.create");
         return new PinnedArrowMemory(PinnedHostPool.create(rotation));
     }
 
@@ -134,6 +141,7 @@ public final class PinnedArrowMemory implements AutoCloseable {
      * @return {@code true} if every byte of it is pinned memory of a pool
      */
     public static boolean isPinned(ArrowBuf buffer) {
+        requireArrowJava("PinnedArrowMemory.isPinned");
         PinnedAllocation a = allocationOf(buffer);
         return a != null && a.covers(buffer);
     }

@@ -1,5 +1,7 @@
 package org.devicebridge.arrow.flight;
 
+import static org.devicebridge.foreign.ArrowJavaCheck.requireFlight;
+
 import java.util.Iterator;
 import java.util.Objects;
 import java.util.function.Consumer;
@@ -68,6 +70,7 @@ public final class DeviceFlight {
      */
     public static long serve(ServerStreamListener listener, Schema schema, Iterator<? extends CudaArrowBatch> batches,
                              DeviceCopies copies) {
+        requireFlight("DeviceFlight.serve");
         Objects.requireNonNull(copies, "copies");
         return serve(listener, schema, copies.allocator(), batches, download(copies), true);
     }
@@ -90,6 +93,7 @@ public final class DeviceFlight {
      */
     public static long serveRoots(ServerStreamListener listener, Schema schema, Iterator<? extends VectorSchemaRoot> roots,
                                   BufferAllocator allocator) {
+        requireFlight("DeviceFlight.serveRoots");
         return serve(listener, schema, allocator, roots, Function.identity(), false);
     }
 
@@ -119,6 +123,7 @@ public final class DeviceFlight {
      */
     public static long send(OutboundStreamListener out, VectorSchemaRoot streamRoot,
                             Iterator<? extends CudaArrowBatch> batches, DeviceCopies copies) {
+        requireFlight("DeviceFlight.send");
         Objects.requireNonNull(copies, "copies");
         return send(out, streamRoot, batches, download(copies), true);
     }
@@ -137,6 +142,7 @@ public final class DeviceFlight {
      */
     public static long sendRoots(OutboundStreamListener out, VectorSchemaRoot streamRoot,
                                  Iterator<? extends VectorSchemaRoot> roots) {
+        requireFlight("DeviceFlight.sendRoots");
         return send(out, streamRoot, roots, Function.identity(), false);
     }
 
@@ -165,6 +171,7 @@ public final class DeviceFlight {
      * @throws CudaException if a driver call fails
      */
     public static long receive(FlightStream in, DeviceCopies copies, Consumer<? super DeviceFlightBatch> sink) {
+        requireFlight("DeviceFlight.receive");
         Objects.requireNonNull(in, "in");
         Objects.requireNonNull(copies, "copies");
         Objects.requireNonNull(sink, "sink");
@@ -196,6 +203,7 @@ public final class DeviceFlight {
      * @throws InvalidArgumentException if {@code allocator} is of another root allocator than {@code in}'s
      */
     public static long receiveRoots(FlightStream in, BufferAllocator allocator, Consumer<? super VectorSchemaRoot> sink) {
+        requireFlight("DeviceFlight.receiveRoots");
         Objects.requireNonNull(in, "in");
         Objects.requireNonNull(allocator, "allocator");
         Objects.requireNonNull(sink, "sink");

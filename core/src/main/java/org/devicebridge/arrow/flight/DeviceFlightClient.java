@@ -1,5 +1,7 @@
 package org.devicebridge.arrow.flight;
 
+import static org.devicebridge.foreign.ArrowJavaCheck.requireFlight;
+
 import java.util.Iterator;
 import java.util.Objects;
 import java.util.function.Consumer;
@@ -46,6 +48,7 @@ public final class DeviceFlightClient {
      * @return a view of the client
      */
     public static DeviceFlightClient of(FlightClient client) {
+        requireFlight("DeviceFlightClient.of");
         return new DeviceFlightClient(Objects.requireNonNull(client, "client"));
     }
 

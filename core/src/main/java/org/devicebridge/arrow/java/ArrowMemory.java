@@ -1,5 +1,8 @@
 package org.devicebridge.arrow.java;
 
+import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Objects;
@@ -60,6 +63,8 @@ public final class ArrowMemory {
      * @return the process-wide factory (stateless apart from its counters)
      */
     public static AllocationManager.Factory factory() {
+        requireNativeAccess();
+        requireArrowJava("ArrowMemory.factory");
         return FfmAllocationManager.FACTORY;
     }
 
@@ -76,6 +81,8 @@ public final class ArrowMemory {
      *         (the message names the flag)
      */
     public static synchronized void installAsDefault() {
+        requireNativeAccess();
+        requireArrowJava("ArrowMemory.installAsDefault");
         VarHandle slot = defaultSlot();
         Object current = slot.getVolatile();
         if (current != null && current != FfmAllocationManager.FACTORY) {
@@ -100,6 +107,8 @@ public final class ArrowMemory {
      * @throws ArrowMemoryException if Arrow Java cannot initialise (see {@link #installAsDefault()})
      */
     public static RootAllocator newRootAllocator() {
+        requireNativeAccess();
+        requireArrowJava("ArrowMemory.newRootAllocator");
         return newRootAllocator(FfmAllocationManager.FACTORY, Long.MAX_VALUE);
     }
 
@@ -112,6 +121,8 @@ public final class ArrowMemory {
      * @throws ArrowMemoryException if Arrow Java cannot initialise (see {@link #installAsDefault()})
      */
     public static RootAllocator newRootAllocator(long limit) {
+        requireNativeAccess();
+        requireArrowJava("ArrowMemory.newRootAllocator");
         return newRootAllocator(FfmAllocationManager.FACTORY, limit);
     }
 
@@ -127,6 +138,8 @@ public final class ArrowMemory {
      * @throws ArrowMemoryException if Arrow Java cannot initialise (see {@link #installAsDefault()})
      */
     public static RootAllocator newRootAllocator(AllocationManager.Factory factory, long limit) {
+        requireNativeAccess();
+        requireArrowJava("ArrowMemory.newRootAllocator");
         Objects.requireNonNull(factory, "factory");
         if (limit <= 0) {
             throw new InvalidArgumentException("limit", "expected a byte limit > 0 but found " + limit);
@@ -144,6 +157,7 @@ public final class ArrowMemory {
      * @return the live bytes
      */
     public static long liveBytes() {
+        requireArrowJava("ArrowMemory.liveBytes");
         return FfmAllocationManager.liveBytes();
     }
 
@@ -153,6 +167,7 @@ public final class ArrowMemory {
      * @return the live allocations
      */
     public static long liveAllocations() {
+        requireArrowJava("ArrowMemory.liveAllocations");
         return FfmAllocationManager.liveAllocations();
     }
 

@@ -1,5 +1,8 @@
 package org.devicebridge.arrow.java;
 
+import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import org.apache.arrow.memory.AllocationManager;
 import org.apache.arrow.memory.RootAllocator;
 import org.devicebridge.InvalidArgumentException;
@@ -44,6 +47,8 @@ public final class PooledArrowMemory extends NativeHandle {
      * @throws InvalidArgumentException if {@code capacity} is negative
      */
     public static PooledArrowMemory create(long capacity) {
+        requireNativeAccess();
+        requireArrowJava("PooledArrowMemory.create");
         if (capacity < 0) {
             throw new InvalidArgumentException("capacity", "expected a byte capacity >= 0 but found " + capacity);
         }
