@@ -16,8 +16,13 @@ import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrowDownload;
 import org.devicebridge.arrow.cuda.CudaArrowImport;
 import org.devicebridge.arrow.cuda.CudaArrowIpc;
+import org.devicebridge.arrow.cuda.PinnedArrowMemory;
+import org.devicebridge.arrow.flight.DeviceFlight;
+import org.devicebridge.arrow.flight.DeviceFlightClient;
 import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowMemory;
+import org.devicebridge.arrow.java.PooledArrowMemory;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.dlpack.DLPack;
@@ -96,6 +101,18 @@ public final class AccessChild {
             case "cudaArrowIpc" -> CudaArrowIpc.readIpcStream(new ByteArrayInputStream(new byte[0]), null, null, null).toString();
             case "cudaArrowDownload" -> CudaArrowDownload.download(null, null, null, null).toString();
             case "cudaArrowImport" -> cudaArrowImport();
+            case "arrowMemory" -> {
+                ArrowMemory.installAsDefault();
+                yield "";
+            }
+            case "arrowMemoryRoot" -> ArrowMemory.newRootAllocator(1024).toString();
+            case "arrowMemoryFactory" -> ArrowMemory.factory().toString();
+            case "arrowMemoryLive" -> ArrowMemory.liveBytes() + " " + ArrowMemory.liveAllocations();
+            case "pooledArrowMemory" -> PooledArrowMemory.create(1 << 20).toString();
+            case "pinnedArrowMemory" -> PinnedArrowMemory.create().toString();
+            case "pinnedIsPinned" -> Boolean.toString(PinnedArrowMemory.isPinned(null));
+            case "deviceFlight" -> Long.toString(DeviceFlight.receiveRoots(null, null, null));
+            case "deviceFlightClient" -> DeviceFlightClient.of(null).toString();
             default -> throw new IllegalArgumentException("no scenario " + scenario);
         };
     }

@@ -3,6 +3,7 @@ package org.devicebridge.access;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.File;
 import java.io.IOException;
@@ -18,6 +19,7 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.generated.arrow.ArrowSchema;
+import org.devicebridge.testing.JdkFlags;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -30,20 +32,28 @@ import org.junit.jupiter.api.Test;
 class NativeAccessForkedTest {
     private static final String CLASS_PATH_FLAG = "--enable-native-access=ALL-UNNAMED";
     private static final String MODULE_PATH_FLAG = "--enable-native-access=org.devicebridge.core,org.devicebridge.generated";
-    private static final String DENY = "--illegal-native-access=deny";
+    private static final String DENY = JdkFlags.DENY;
 
     /** Entry points that may reach native code (they all check native access first). */
     private static final List<String> NATIVE = List.of("arrowStructs", "arrowImport", "dlpack", "cuda", "pinned",
-            "python", "arrowExport", "arrowJavaImport", "dlpackArrow", "cudaArrowIpc", "cudaArrowDownload");
+            "python", "arrowExport", "arrowJavaImport", "dlpackArrow", "cudaArrowIpc", "cudaArrowDownload",
+            "arrowMemory", "arrowMemoryRoot", "arrowMemoryFactory", "pooledArrowMemory", "pinnedArrowMemory",
+            "deviceFlight", "deviceFlightClient");
     /** Entry points that never throw: the value types, and the availability queries. */
     private static final List<String> QUERIES = List.of("values", "cudaAvailable", "pythonAvailable");
     /** Entry points that need Arrow Java. */
     private static final List<String> ARROW_JAVA = List.of("arrowExport", "arrowJavaImport", "dlpackArrow",
-            "cudaArrowIpc", "cudaArrowDownload");
+            "cudaArrowIpc", "cudaArrowDownload", "arrowMemory", "arrowMemoryRoot", "arrowMemoryFactory",
+            "pooledArrowMemory", "pinnedArrowMemory", "deviceFlight", "deviceFlightClient");
+    /** Entry points that need Arrow Java but never native code: only Arrow Java is checked. */
+    private static final List<String> ARROW_JAVA_ONLY = List.of("arrowMemoryLive", "pinnedIsPinned");
+    /** Entry points that need Arrow Flight's flight-core (and Arrow Java). */
+    private static final List<String> FLIGHT = List.of("deviceFlight", "deviceFlightClient");
 
     @Test
     void onTheClassPathWithoutAGrantEveryEntryPointThrowsNativeAccessExceptionNamingTheClassPathFlagEveryTime()
             throws Exception {
+        assumeTrue(JdkFlags.canDeny(), "only JDK 24+ can deny native access (--illegal-native-access)");
         Map<String, String> out = run(List.of(DENY, "-cp", classPath(true)));
         assertDenied(out, CLASS_PATH_FLAG);
     }
@@ -58,12 +68,14 @@ class NativeAccessForkedTest {
     @Test
     void onTheModulePathWithoutAGrantEveryEntryPointThrowsNativeAccessExceptionNamingTheModulePathFlag()
             throws Exception {
+        assumeTrue(JdkFlags.canDeny(), "only JDK 24+ can deny native access (--illegal-native-access)");
         Map<String, String> out = run(modulePath(DENY));
         assertDenied(out, MODULE_PATH_FLAG);
     }
 
     @Test
     void onTheModulePathAGrantForCoreAloneIsRefusedWithTheFullFlag() throws Exception {
+        assumeTrue(JdkFlags.canDeny(), "only JDK 24+ can deny native access (--illegal-native-access)");
         Map<String, String> out = run(modulePath("--enable-native-access=org.devicebridge.core", DENY));
         assertDenied(out, MODULE_PATH_FLAG);
     }
@@ -85,10 +97,10 @@ class NativeAccessForkedTest {
     @Test
     void onTheClassPathWithoutArrowJavaEntryPointsThatNeedItSaySoAndTheOthersWork() throws Exception {
         List<String> args = new ArrayList<>(List.of(CLASS_PATH_FLAG, DENY, "-cp", classPath(false)));
-        Map<String, String> out = run(args, "cudaArrowImport");
+        Map<String, String> out = run(args, "cudaArrowImport", ARROW_JAVA_ONLY.get(0), ARROW_JAVA_ONLY.get(1));
         assertGranted(out);
         assertEquals("OK 7.0", out.get("dlpack #0"), out.toString());
-        for (String s : ARROW_JAVA) {
+        for (String s : concat(ARROW_JAVA, ARROW_JAVA_ONLY)) {
             for (int i = 0; i < 2; i++) {
                 String line = out.get(s + " #" + i);
                 assertTrue(line.startsWith("ArrowJavaUnavailableException: ") && line.contains(" needs Arrow Java")
@@ -103,6 +115,74 @@ class NativeAccessForkedTest {
             assertTrue(line.equals("OK CudaUnavailableException, released 1 time(s)")
                     || line.equals("OK NullPointerException, released 1 time(s)"), line);
         }
+    }
+
+    @Test
+    void withArrowJavaButWithoutFlightCoreFlightEntryPointsNameFlightCoreEveryTime() throws Exception {
+        Map<String, String> out = run(List.of(CLASS_PATH_FLAG, DENY, "-cp", classPath(true, jar -> !jar.startsWith("flight-"))));
+        assertGranted(out);
+        for (String s : FLIGHT) {
+            for (int i = 0; i < 2; i++) {
+                String line = out.get(s + " #" + i);
+                assertTrue(line.startsWith("ArrowJavaUnavailableException: ") && line.contains(" needs Arrow Flight")
+                        && line.contains("add org.apache.arrow:flight-core") && line.contains("to the class path"),
+                        s + " #" + i + ": " + line);
+            }
+        }
+        // Arrow Java itself is there: its memory works
+        assertTrue(out.get("arrowMemoryRoot #1").startsWith("OK Allocator("), out.toString());
+    }
+
+    @Test
+    void withoutLibpythonPythonThrowsPythonUnavailableExceptionEveryTimeAndWithoutADriverCudaThrowsItsOwn()
+            throws Exception {
+        Map<String, String> out = run(List.of(CLASS_PATH_FLAG, DENY, "-Ddevicebridge.python.library=/nonexistent/libpython3.so",
+                "-cp", classPath(true)));
+        assertGranted(out);
+        for (int i = 0; i < 2; i++) {
+            String python = out.get("python #" + i);
+            assertTrue(python.startsWith("PythonUnavailableException: ") && python.contains("devicebridge.python.library"),
+                    python);
+            // this machine's driver decides: a count where there is one, the typed refusal where there is none
+            String cuda = out.get("cuda #" + i);
+            assertTrue(cuda.matches("OK \\d+") || cuda.startsWith("CudaUnavailableException: CUDA driver not available"),
+                    cuda);
+        }
+        assertEquals("OK false", out.get("pythonAvailable #1"), out.toString());
+    }
+
+    @Test
+    void onAnotherCpuEveryEntryPointSaysTheAnswerIsLinuxX8664NotALinkError() throws Exception {
+        Map<String, String> out = run(List.of(CLASS_PATH_FLAG, DENY, "-Dos.arch=aarch64", "-cp", classPath(true)));
+        for (String s : NATIVE) {
+            for (int i = 0; i < 2; i++) {
+                String line = out.get(s + " #" + i);
+                assertTrue(line.startsWith("UnsupportedFeatureException: ") && line.contains("os.arch=aarch64")
+                        && line.contains("the CPU is not") && line.contains("Linux on x86-64"), s + " #" + i + ": " + line);
+            }
+        }
+        assertTrue(out.get("cudaAvailable #0").startsWith("OK false devicebridge does not support"), out.toString());
+        assertEquals("OK false", out.get("pythonAvailable #0"), out.toString());
+    }
+
+    @Test
+    void theSelfCheckWithoutNativeAccessNamesTheFlagAndExitsNonZeroWithoutAStackTrace() throws Exception {
+        assumeTrue(JdkFlags.canDeny(), "only JDK 24+ can deny native access (--illegal-native-access)");
+        List<String> command = new ArrayList<>(List.of(java(), DENY, "-cp", classPath(true),
+                "org.devicebridge.selfcheck.SelfCheck"));
+        Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String output = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(child.waitFor(120, TimeUnit.SECONDS), output);
+        assertEquals(1, child.exitValue(), output);
+        assertTrue(output.contains("native access:   DENIED") && output.contains(CLASS_PATH_FLAG), output);
+        assertTrue(output.contains("self-check: FAILED before any round trip: "), output);
+        assertFalse(output.contains("Exception in thread") || output.contains("\tat ") || output.contains("Error"), output);
+    }
+
+    private static List<String> concat(List<String> a, List<String> b) {
+        List<String> all = new ArrayList<>(a);
+        all.addAll(b);
+        return all;
     }
 
     // ------------------------------------------------------------------------------------------ checks
@@ -138,8 +218,8 @@ class NativeAccessForkedTest {
     private static Map<String, String> run(List<String> jvmArgs, String... extraScenarios) throws IOException,
             InterruptedException {
         List<String> command = new ArrayList<>();
-        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.addAll(jvmArgs);
+        command.add(java());
+        command.addAll(JdkFlags.taken(jvmArgs));
         command.add(AccessChild.class.getName());
         Set<String> scenarios = new LinkedHashSet<>(QUERIES);
         scenarios.addAll(NATIVE);
@@ -162,6 +242,10 @@ class NativeAccessForkedTest {
         return lines;
     }
 
+    private static String java() {
+        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    }
+
     /** The module path of devicebridge's two modules, and this test's child on the class path. */
     private static List<String> modulePath(String... flags) {
         List<String> args = new ArrayList<>(List.of(flags));
@@ -176,12 +260,21 @@ class NativeAccessForkedTest {
      * through its own class loader (the JUnit console launcher on the GPU machine) puts only itself there.
      */
     private static String classPath(boolean withArrowJava) {
+        return classPath(withArrowJava, jar -> true);
+    }
+
+    /** {@link #classPath(boolean)}, keeping of this JVM's class path only the jars whose file name passes {@code keep}. */
+    private static String classPath(boolean withArrowJava, java.util.function.Predicate<String> keep) {
         Set<String> entries = new LinkedHashSet<>(List.of(location(AccessChild.class), location(NativeHandle.class),
                 location(ArrowSchema.class)));
         if (withArrowJava) {
             entries.add(location(org.apache.arrow.vector.VectorSchemaRoot.class));
             entries.add(location(org.apache.arrow.memory.BufferAllocator.class));
-            entries.addAll(List.of(System.getProperty("java.class.path").split(File.pathSeparator)));
+            for (String e : System.getProperty("java.class.path").split(File.pathSeparator)) {
+                if (keep.test(Path.of(e).getFileName().toString())) {
+                    entries.add(e);
+                }
+            }
         }
         return String.join(File.pathSeparator, entries);
     }

@@ -1,6 +1,7 @@
 package org.devicebridge.arrow.flight;
 
 import static org.devicebridge.foreign.ArrowJavaCheck.requireFlight;
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.util.Iterator;
 import java.util.Objects;
@@ -70,6 +71,7 @@ public final class DeviceFlight {
      */
     public static long serve(ServerStreamListener listener, Schema schema, Iterator<? extends CudaArrowBatch> batches,
                              DeviceCopies copies) {
+        requireNativeAccess();
         requireFlight("DeviceFlight.serve");
         Objects.requireNonNull(copies, "copies");
         return serve(listener, schema, copies.allocator(), batches, download(copies), true);
@@ -93,6 +95,7 @@ public final class DeviceFlight {
      */
     public static long serveRoots(ServerStreamListener listener, Schema schema, Iterator<? extends VectorSchemaRoot> roots,
                                   BufferAllocator allocator) {
+        requireNativeAccess();
         requireFlight("DeviceFlight.serveRoots");
         return serve(listener, schema, allocator, roots, Function.identity(), false);
     }
@@ -123,6 +126,7 @@ public final class DeviceFlight {
      */
     public static long send(OutboundStreamListener out, VectorSchemaRoot streamRoot,
                             Iterator<? extends CudaArrowBatch> batches, DeviceCopies copies) {
+        requireNativeAccess();
         requireFlight("DeviceFlight.send");
         Objects.requireNonNull(copies, "copies");
         return send(out, streamRoot, batches, download(copies), true);
@@ -142,6 +146,7 @@ public final class DeviceFlight {
      */
     public static long sendRoots(OutboundStreamListener out, VectorSchemaRoot streamRoot,
                                  Iterator<? extends VectorSchemaRoot> roots) {
+        requireNativeAccess();
         requireFlight("DeviceFlight.sendRoots");
         return send(out, streamRoot, roots, Function.identity(), false);
     }
@@ -171,6 +176,7 @@ public final class DeviceFlight {
      * @throws CudaException if a driver call fails
      */
     public static long receive(FlightStream in, DeviceCopies copies, Consumer<? super DeviceFlightBatch> sink) {
+        requireNativeAccess();
         requireFlight("DeviceFlight.receive");
         Objects.requireNonNull(in, "in");
         Objects.requireNonNull(copies, "copies");
@@ -203,6 +209,7 @@ public final class DeviceFlight {
      * @throws InvalidArgumentException if {@code allocator} is of another root allocator than {@code in}'s
      */
     public static long receiveRoots(FlightStream in, BufferAllocator allocator, Consumer<? super VectorSchemaRoot> sink) {
+        requireNativeAccess();
         requireFlight("DeviceFlight.receiveRoots");
         Objects.requireNonNull(in, "in");
         Objects.requireNonNull(allocator, "allocator");

@@ -1,6 +1,7 @@
 package org.devicebridge.arrow.flight;
 
 import static org.devicebridge.foreign.ArrowJavaCheck.requireFlight;
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.util.Iterator;
 import java.util.Objects;
@@ -48,6 +49,7 @@ public final class DeviceFlightClient {
      * @return a view of the client
      */
     public static DeviceFlightClient of(FlightClient client) {
+        requireNativeAccess();
         requireFlight("DeviceFlightClient.of");
         return new DeviceFlightClient(Objects.requireNonNull(client, "client"));
     }

@@ -145,8 +145,7 @@ public final class ArrowMemory {
             throw new InvalidArgumentException("limit", "expected a byte limit > 0 but found " + limit);
         }
         ensureArrowInitialises();
-        return new RootAllocator(RootAllocator.configBuilder().allocationManagerFactory(factory)
-                .maxAllocation(limit).build());
+        return FfmAllocationManager.newRootAllocator(factory, limit);
     }
 
     /**

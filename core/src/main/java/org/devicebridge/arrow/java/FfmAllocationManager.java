@@ -10,6 +10,7 @@ import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.OutOfMemoryException;
 import org.apache.arrow.memory.ReferenceManager;
+import org.apache.arrow.memory.RootAllocator;
 import org.devicebridge.foreign.NativeCalls;
 import org.devicebridge.internal.Native;
 
@@ -55,6 +56,15 @@ final class FfmAllocationManager extends AllocationManager {
     }
 
     static final AllocationManager.Factory FACTORY = factory(null);
+
+    /**
+     * A root allocator over {@code factory}, at most {@code limit} bytes. Here rather than in {@link ArrowMemory}:
+     * passing the built configuration makes the verifier load Arrow's {@code BaseAllocator.Config}, and a public
+     * class whose verification needs Arrow Java could not throw {@link ArrowJavaUnavailableException} first.
+     */
+    static RootAllocator newRootAllocator(AllocationManager.Factory factory, long limit) {
+        return new RootAllocator(RootAllocator.configBuilder().allocationManagerFactory(factory).maxAllocation(limit).build());
+    }
 
     /** A factory whose large blocks {@code cache} keeps for reuse ({@code null}: none kept). */
     static AllocationManager.Factory factory(HostBlockCache cache) {
