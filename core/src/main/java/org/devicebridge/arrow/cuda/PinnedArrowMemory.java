@@ -40,7 +40,7 @@ public final class PinnedArrowMemory implements AutoCloseable {
 
     private PinnedArrowMemory(PinnedHostPool pool) {
         this.pool = pool;
-        this.factory = new Factory(pool);
+        this.factory = Factory.of(pool);
     }
 
     /**
@@ -163,6 +163,14 @@ public final class PinnedArrowMemory implements AutoCloseable {
 
     /** The factory: one pool block per allocation. */
     private record Factory(PinnedHostPool pool) implements AllocationManager.Factory {
+        /**
+         * Here, not in the constructor: widening a {@code Factory} to Arrow's interface makes the verifier load
+         * Arrow, and the outer class must verify without Arrow Java to throw its typed exception.
+         */
+        static AllocationManager.Factory of(PinnedHostPool pool) {
+            return new Factory(pool);
+        }
+
         @Override
         public AllocationManager create(BufferAllocator accountingAllocator, long size) {
             MemorySegment block = pool.allocate(size);

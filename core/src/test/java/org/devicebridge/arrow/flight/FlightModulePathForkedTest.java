@@ -18,6 +18,7 @@ import java.util.function.Predicate;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.probe.FlightProbe;
 import org.junit.jupiter.api.BeforeAll;
+import org.devicebridge.testing.JdkFlags;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -60,7 +61,7 @@ class FlightModulePathForkedTest {
 
     @Test
     void flightRunsOnTheClassPathWithTheNioOpensOnly() throws Exception {
-        String out = run(List.of("--enable-native-access=ALL-UNNAMED", "--illegal-native-access=deny",
+        String out = run(List.of("--enable-native-access=ALL-UNNAMED", JdkFlags.DENY,
                 "--add-opens=java.base/java.nio=ALL-UNNAMED",
                 "-cp", join(probeDir(), libraries(), join(flightJars(NO_NETTY_ALLOCATOR)))));
         assertTrue(out.contains("RESULT ok core=null flight=null grpc=null"), out);
@@ -69,7 +70,7 @@ class FlightModulePathForkedTest {
 
     @Test
     void flightRunsOnTheModulePathWithGrpcAsAutomaticModules() throws Exception {
-        String out = run(List.of(NATIVE_MODULES, "--illegal-native-access=deny", OPEN_MEMORY, OPEN_NIO_MODULES,
+        String out = run(List.of(NATIVE_MODULES, JdkFlags.DENY, OPEN_MEMORY, OPEN_NIO_MODULES,
                 "--module-path", join(libraries(), join(flightJars(MODULE_PATH))),
                 "--add-modules", MODULES, "-cp", probeDir()));
         assertTrue(out.contains("RESULT ok core=org.devicebridge.core flight=org.apache.arrow.flight.core grpc=io.grpc"),
@@ -79,7 +80,7 @@ class FlightModulePathForkedTest {
 
     @Test
     void devicebridgeOnTheModulePathReadsFlightOnTheClassPathWithAddReads() throws Exception {
-        List<String> flags = List.of(NATIVE_MODULES, "--illegal-native-access=deny", OPEN_MEMORY, OPEN_NIO_MODULES,
+        List<String> flags = List.of(NATIVE_MODULES, JdkFlags.DENY, OPEN_MEMORY, OPEN_NIO_MODULES,
                 "--module-path", join(libraries(), join(flightJars(ARROW_JAVA))),
                 "--add-modules", "org.devicebridge.core,org.apache.arrow.vector",
                 "-cp", join(probeDir(), join(flightJars(ARROW_JAVA.negate().and(NO_NETTY_ALLOCATOR)))));
@@ -137,7 +138,7 @@ class FlightModulePathForkedTest {
     private static Run fork(List<String> jvmArgs) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.addAll(jvmArgs);
+        command.addAll(JdkFlags.taken(jvmArgs)); // --illegal-native-access=deny only where the JDK has it (24+)
         command.add(FlightProbe.class.getName());
         Path log = Files.createTempFile("flight-probe", ".log");
         try {

@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.devicebridge.probe.ArrowMemoryProbe;
+import org.devicebridge.testing.JdkFlags;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -31,7 +32,7 @@ class ArrowMemoryForkedTest {
 
     @Test
     void theBridgeRunsOnTheClassPathWithoutNettyAndWithoutAnyArrowFlag() throws Exception {
-        String out = run(List.of(NATIVE_CLASS_PATH, "--illegal-native-access=deny", "-cp",
+        String out = run(List.of(NATIVE_CLASS_PATH, JdkFlags.DENY, "-cp",
                 join(probeDir(), libraries(), arrowJars())), "bridge");
         assertTrue(out.contains("RESULT ok"), out);
         assertFalse(out.contains("Exception"), out);
@@ -45,7 +46,7 @@ class ArrowMemoryForkedTest {
 
     @Test
     void theBridgeRunsOnTheModulePathWithOneAddOpens() throws Exception {
-        String out = run(List.of(NATIVE_MODULES, "--illegal-native-access=deny", OPENS,
+        String out = run(List.of(NATIVE_MODULES, JdkFlags.DENY, OPENS,
                 "--module-path", join(libraries(), arrowJars()),
                 "--add-modules", "org.devicebridge.core,org.apache.arrow.vector",
                 "-cp", probeDir()), "bridge");
@@ -65,7 +66,7 @@ class ArrowMemoryForkedTest {
     private static String run(List<String> jvmArgs, String mode) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.addAll(jvmArgs);
+        command.addAll(JdkFlags.taken(jvmArgs)); // --illegal-native-access=deny only where the JDK has it (24+)
         command.add(ArrowMemoryProbe.class.getName());
         command.add(mode);
         Path log = Files.createTempFile("arrow-memory-probe", ".log");
