@@ -13,7 +13,8 @@ if [[ -z "${NO_BUILD:-}" ]]; then
   mvn -B -o -q -DskipTests -pl bench -am package
 fi
 source bench/suites.sh
-FLAGS="--enable-native-access=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Dio.netty.tryReflectionSetAccessible=true"
+# -Dsun.misc.unsafe.memory.access=allow: what --sun-misc-unsafe-memory-access=allow sets, which a JDK 22 refuses
+FLAGS="--enable-native-access=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED -Dsun.misc.unsafe.memory.access=allow -Dio.netty.tryReflectionSetAccessible=true"
 machine_line > bench/machine-cpu.txt
 cat bench/machine-cpu.txt
 run_cpu_suite "$JAVA $FLAGS -jar $JAR" bench results-cpu
