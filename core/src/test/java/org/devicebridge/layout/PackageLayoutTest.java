@@ -78,10 +78,12 @@ class PackageLayoutTest {
 
     @Test
     void theFlightPackageNeedsOnlyArrowOnCudaTheBridgeCudaAndFlight() throws IOException {
-        // org.devicebridge.arrow's own types too: a put's FULL validation and its ValidationLevel option
+        // org.devicebridge.arrow's own types too: a put's FULL validation and its ValidationLevel option; and the
+        // two checks every entry point makes first (native access, then Arrow Java and Flight)
         List<String> wrong = imports("arrow/flight").stream()
                 .filter(i -> i.contains(" org.devicebridge.") && !i.matches(".* org\\.devicebridge\\.(arrow\\.flight|arrow\\.cuda"
-                        + "|arrow\\.java|cuda|arrow\\.[A-Z]\\w*$|[A-Z]\\w*$)[\\w.]*"))
+                        + "|arrow\\.java|cuda|arrow\\.[A-Z]\\w*$|[A-Z]\\w*$|foreign\\.ArrowJavaCheck\\.requireFlight"
+                        + "|foreign\\.NativeCalls\\.requireNativeAccess)[\\w.]*"))
                 .toList();
         assertEquals(List.of(), wrong);
     }

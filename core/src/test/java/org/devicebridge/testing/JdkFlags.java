@@ -33,7 +33,7 @@ public final class JdkFlags {
     }
 
     /** {@link #taken(List)} for the JDK of feature release {@code feature}: the pure decision, for a test. */
-    static List<String> taken(List<String> args, int feature) {
+    public static List<String> taken(List<String> args, int feature) {
         return args.stream().filter(a -> feature >= SINCE.getOrDefault(a.split("=", 2)[0], 0)).toList();
     }
 
