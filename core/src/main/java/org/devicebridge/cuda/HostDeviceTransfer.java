@@ -25,10 +25,10 @@ import org.devicebridge.NativeHandle;
  *       caller's buffers and the chunks are split over a small shared set of threads sized to the machine
  *       (all woken at once), and chunk N+1 is packed (or unpacked) while chunk N's copy runs. A batch
  *       smaller than the ring is spread over every chunk in smaller steps (2 MiB at least), so that its
- *       first copy starts early. An upload packs its last chunks (those the copy engine reads after the
- *       packing ended) with non-temporal stores on x86-64 Linux, which keep them out of the cores' private
- *       caches: the copy engine's reads of lines still dirty there run at about half the link's rate (see
- *       {@code org.devicebridge.internal.NonTemporalCopy} and the README).</li>
+ *       first copy starts early. Where the user opts in ({@code -Ddevicebridge.nonTemporalCopy=true}, x86-64
+ *       Linux), an upload packs its last chunks with non-temporal stores, which keep them out of the cores'
+ *       private caches, where the copy engine reads lines more slowly (see
+ *       {@code org.devicebridge.internal.NonTemporalCopy} and docs/transfers.md).</li>
  * </ul>
  * {@link #upload} packs a batch into <em>one</em> stream-ordered device allocation (one
  * {@code cuMemAllocFromPoolAsync} from the device's memory pool per batch), each buffer at a

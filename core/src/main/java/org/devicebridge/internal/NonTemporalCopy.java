@@ -23,9 +23,12 @@ import java.util.Locale;
  * the bounds and liveness first, copies the unaligned head and the tail of less than 64 bytes itself, and
  * gives the loop only a destination aligned to 64 bytes and a multiple of 64 bytes, so the loop cannot fault.
  *
- * <p>Where the page cannot be mapped executable (a kernel or policy that forbids writable-then-executable
- * memory), on other platforms, or with {@code -Ddevicebridge.nonTemporalCopy=false}, copies fall back to
- * {@link MemorySegment#copy} and the DMA runs at the slower rate; a single log line says why. Only the last
+ * <p>Off unless the user opts in with {@code -Ddevicebridge.nonTemporalCopy=true}: mapping executable memory
+ * is a security policy decision (SELinux {@code execmem}, PaX {@code MPROTECT}, hardened JVMs), not a library's.
+ * Without the opt-in, where the page cannot be mapped executable, or on other platforms, copies use
+ * {@link MemorySegment#copy} and the DMA from freshly packed staging runs at the slower rate; with the opt-in
+ * and a failure, a single log line says why. Pinned host memory (read by the copy engine directly, with no
+ * staging) is the recommended path for data bound for the GPU. Only the last
  * chunks of an upload's packing use it (the earlier ones reach the copy engine faster from the shared cache:
  * see {@code StagingRing}); an unpacked download is read by the caller next (the Arrow bridge's offset
  * checks at once), and wants its lines cached (measured: the self-check batch's pageable download took
@@ -34,7 +37,7 @@ import java.util.Locale;
  * <p>Stateless and thread-safe.
  */
 public final class NonTemporalCopy {
-    /** The system property that turns the non-temporal loop off ({@code false}). */
+    /** The system property that turns the non-temporal loop on ({@code true}); off by default. */
     public static final String PROPERTY = "devicebridge.nonTemporalCopy";
     /** Copies shorter than this stay in Java: the downcall would cost more than the caches it spares. */
     static final long MIN_BYTES = 512;
@@ -112,7 +115,7 @@ public final class NonTemporalCopy {
     static boolean wanted(String osName, String osArch, String property) {
         return osName.toLowerCase(Locale.ROOT).startsWith("linux")
                 && (osArch.equals("amd64") || osArch.equals("x86_64"))
-                && !"false".equalsIgnoreCase(property);
+                && "true".equalsIgnoreCase(property);
     }
 
     /**

@@ -99,7 +99,7 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
                     + "DeviceMemoryPool.retain(" + device + ", " + Math.max(threshold, POOL_BYTES) + ") during the section");
             report.line("staging packing", NonTemporalCopy.available()
                     ? "an upload's last chunks with non-temporal stores (x86-64 loop)"
-                    : "MemorySegment.copy only (no non-temporal stores here: pageable uploads reach less of the link)");
+                    : "MemorySegment.copy only (non-temporal stores are opt-in: -D" + NonTemporalCopy.PROPERTY + "=true)");
             report.line("raw pinned cuMemcpyHtoDAsync / DtoHAsync", rate(bytes, raw.up) + " / " + rate(bytes, raw.down));
             report.line("upload, pageable root (staged)", ratio(bytes, fromPageable.up, raw.up));
             report.line("upload, pinned root (direct)", ratio(bytes, fromPinned.up, raw.up));
