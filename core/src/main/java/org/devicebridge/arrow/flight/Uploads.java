@@ -126,9 +126,17 @@ final class Uploads implements AutoCloseable {
         }
     }
 
-    /** Waits for the last batch's copies and releases its host buffers. */
+    /**
+     * Waits for the last batch's copies and releases its host buffers, and the export the stream holds for it
+     * ({@link CudaArrowUpload#uploadAsync}): its event was recorded before the one just waited for, so the
+     * stream's non-blocking check releases it now, before Flight closes the allocator its buffers came from.
+     */
     @Override
     public void close() {
+        boolean any = held != null;
         finishPrevious();
+        if (any) {
+            copies.stream().query();
+        }
     }
 }
