@@ -125,7 +125,7 @@ public final class CudaStream extends NativeHandle {
 
     /**
      * Blocks the calling thread until all work queued on this stream finished, then closes everything
-     * {@link #closeAfterQueuedWork} was handed.
+     * {@link #closeAfterQueuedWork} was handed before this call.
      */
     public void synchronize() {
         ensureLive();
@@ -136,7 +136,9 @@ public final class CudaStream extends NativeHandle {
             CudaContext.exit(saved);
         }
         if (!guards.isEmpty()) {
-            guards.drain(); // every event completed: no further wait
+            // every event recorded before the wait completed; a poll, not a drain, so that entries other threads
+            // hand over meanwhile are not waited for under the release lock (a concurrent query would wait too)
+            guards.poll();
         }
     }
 

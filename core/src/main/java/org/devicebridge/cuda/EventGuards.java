@@ -17,9 +17,9 @@ import org.devicebridge.DeviceBridgeException;
  * for each fence in turn. The owner polls whenever later work on it runs and drains at its close, so a
  * steady stream of asynchronous calls holds only the entries whose copies have not run yet.
  *
- * <p>Thread-safe: one lock guards the queue, another lets one thread at a time release (a poll that finds
- * another thread releasing returns at once; a drain waits for it), so a fence is never queried after it went
- * back to its pool. A release step may call back into the owner (the locks are re-entrant). Each entry is
+ * <p>Thread-safe: one lock guards the queue, another lets one thread at a time release (a poll or a drain
+ * that finds another thread releasing waits for it, so a poll returns only once every entry it found done is
+ * closed), so a fence is never queried after it went back to its pool. A release step may call back into the owner (the locks are re-entrant). Each entry is
  * released exactly once. A resource whose close throws is still taken off the queue (and its fence
  * returned); the first failure is thrown to that caller once every completed entry was released.
  */
@@ -62,7 +62,10 @@ final class EventGuards {
         }
     }
 
-    /** Releases, oldest first, every entry whose fence completed, up to the first one that has not; never blocks. */
+    /**
+     * Releases, oldest first, every entry whose fence completed, up to the first one that has not; never waits
+     * for a fence (only for another thread releasing).
+     */
     void poll() {
         release(false);
     }
@@ -73,11 +76,10 @@ final class EventGuards {
     }
 
     private void release(boolean wait) {
-        if (wait) {
-            releasing.lock();
-        } else if (!releasing.tryLock()) {
-            return; // another thread is releasing: it will see what is done
-        }
+        // a poll waits for another thread's release (which only closes what is done, or, in a drain, waits for
+        // fences a caller may not poll during anyway): after it returns, every entry whose fence it saw done is
+        // closed, which is what a caller that waited for a later event relies on (Flight's Uploads.close)
+        releasing.lock();
         try {
             releaseLocked(wait);
         } finally {

@@ -131,4 +131,55 @@ class EventGuardsTest {
         assertEquals(List.of("f0.isDone=true", "r0.close", "f0.close", "f1.isDone=false"), log);
         assertFalse(guards.isEmpty(), "nothing is freed under a copy that may still run");
     }
+
+    /** A fence done once {@code done} is set, for the threads test (the logging fakes are single-threaded). */
+    private record FlagFence(java.util.concurrent.atomic.AtomicBoolean done) implements EventGuards.Fence {
+        @Override
+        public boolean isDone() {
+            return done.get();
+        }
+
+        @Override
+        public void await() {}
+
+        @Override
+        public void close() {}
+    }
+
+    @Test
+    @org.junit.jupiter.api.Timeout(30)
+    void aPollThatFindsAnotherThreadReleasingReturnsOnlyOnceWhatIsDoneIsClosed() throws Exception {
+        EventGuards guards = new EventGuards();
+        java.util.concurrent.CountDownLatch inFirstClose = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch finishFirstClose = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean secondClosed = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newFixedThreadPool(2);
+        try {
+            java.util.concurrent.atomic.AtomicBoolean firstDone = new java.util.concurrent.atomic.AtomicBoolean();
+            guards.add(new FlagFence(firstDone), () -> {
+                inFirstClose.countDown();
+                finishFirstClose.await();
+            });
+            firstDone.set(true); // closed by the poll of thread A below, which then blocks in it
+            java.util.concurrent.Future<?> a = threads.submit(guards::poll);
+            inFirstClose.await();
+            java.util.concurrent.atomic.AtomicReference<Thread> b = new java.util.concurrent.atomic.AtomicReference<>();
+            java.util.concurrent.Future<Boolean> polled = threads.submit(() -> {
+                b.set(Thread.currentThread());
+                // its poll finds A releasing, as Flight's Uploads.close may after waiting for a later event
+                guards.add(new FlagFence(new java.util.concurrent.atomic.AtomicBoolean(true)), () -> secondClosed.set(true));
+                return secondClosed.get();
+            });
+            while (!polled.isDone() && (b.get() == null || b.get().getState() != Thread.State.WAITING)) {
+                Thread.onSpinWait(); // until B waits for A's release (or returned without waiting)
+            }
+            finishFirstClose.countDown();
+            assertTrue(polled.get(), "the poll returned before the entry it found done was closed");
+            a.get();
+            assertTrue(guards.isEmpty());
+        } finally {
+            finishFirstClose.countDown();
+            threads.shutdownNow();
+        }
+    }
 }

@@ -53,8 +53,10 @@ final class Uploads implements AutoCloseable {
             return out;
         } catch (RuntimeException | Error e) {
             try {
+                // the copy engine may still read the held buffers, and a failed uploadAsync may have left its
+                // export with the stream: the wait releases it before Flight reuses or closes the memory
+                copies.stream().synchronize();
                 if (batch != null) {
-                    copies.stream().synchronize(); // the copy engine may still read the held buffers
                     batch.close();
                 }
                 if (done != null) {
