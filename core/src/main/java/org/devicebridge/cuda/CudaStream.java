@@ -23,9 +23,15 @@ import org.devicebridge.internal.RefCount;
  * <p>Memory allocated on a stream ({@link DeviceBuffer#allocateAsync}) is freed on that stream, so the
  * stream's destruction waits until every such buffer is closed: the {@code CUstream} is reference counted.
  * Methods may be called from any thread; the device's primary context is made current as needed.
+ *
+ * <p>Each handle also holds what asynchronous calls on it handed over ({@link #closeAfterQueuedWork}): a
+ * resource the queued work reads or writes, closed once an event recorded after that work completed. Later
+ * calls of {@link #closeAfterQueuedWork}, {@link #query()} and {@link #synchronize()} close what is done
+ * without blocking; {@link #close()} waits for the rest first.
  */
 public final class CudaStream extends NativeHandle {
     private final Ref ref;
+    private final EventGuards guards;
 
     /** The {@code CUstream} and its device; destroyed when the handle and every buffer freed on it let go. */
     static final class Ref {
@@ -49,9 +55,16 @@ public final class CudaStream extends NativeHandle {
         }
     }
 
-    private CudaStream(Ref ref, String description) {
-        super(description, ref.refs::release);
+    private CudaStream(Ref ref, EventGuards guards, String description) {
+        super(description, () -> {
+            try {
+                guards.drain(); // what the queued work still uses is released after it, never under it
+            } finally {
+                ref.refs.release();
+            }
+        });
         this.ref = ref;
+        this.guards = guards;
     }
 
     /**
@@ -78,7 +91,7 @@ public final class CudaStream extends NativeHandle {
         } finally {
             CudaContext.exit(saved);
         }
-        return new CudaStream(new Ref(raw, device, true), String.format(Locale.ROOT,
+        return new CudaStream(new Ref(raw, device, true), new EventGuards(), String.format(Locale.ROOT,
                 "CUDA stream 0x%x on device %d", raw.address(), device));
     }
 
@@ -95,7 +108,7 @@ public final class CudaStream extends NativeHandle {
         requireNativeAccess();
         CudaContext.checkDevice(device);
         MemorySegment raw = MemorySegment.ofAddress(streamAddress);
-        return new CudaStream(new Ref(raw, device, false), String.format(Locale.ROOT,
+        return new CudaStream(new Ref(raw, device, false), new EventGuards(), String.format(Locale.ROOT,
                 "borrowed CUDA stream 0x%x on device %d", streamAddress, device));
     }
 
@@ -110,7 +123,10 @@ public final class CudaStream extends NativeHandle {
         return ref.raw.address();
     }
 
-    /** Blocks the calling thread until all work queued on this stream finished. */
+    /**
+     * Blocks the calling thread until all work queued on this stream finished, then closes everything
+     * {@link #closeAfterQueuedWork} was handed before this call.
+     */
     public void synchronize() {
         ensureLive();
         long saved = CudaContext.enter(ref.device);
@@ -119,10 +135,94 @@ public final class CudaStream extends NativeHandle {
         } finally {
             CudaContext.exit(saved);
         }
+        if (!guards.isEmpty()) {
+            // every event recorded before the wait completed; a poll, not a drain, so that entries other threads
+            // hand over meanwhile are not waited for under the release lock (a concurrent query would wait too)
+            guards.poll();
+        }
     }
 
-    /** {@return {@code true} if all work queued on this stream finished; never blocks} */
+    /**
+     * Whether all work queued on this stream finished; never blocks. Either way, what
+     * {@link #closeAfterQueuedWork} was handed and whose work finished is closed.
+     *
+     * @return {@code true} if all work queued on this stream finished
+     */
     public boolean query() {
+        boolean done = queryDriver();
+        if (!guards.isEmpty()) {
+            guards.poll();
+        }
+        return done;
+    }
+
+    /**
+     * Keeps {@code resource} open until the work queued on this stream so far has completed, then closes it:
+     * an event from the device's pool is recorded now, and the resource is closed by the first later call of
+     * this method, {@link #query()} or {@link #synchronize()} (on any thread) that finds the event completed,
+     * or by this handle's {@link #close()}, which waits for it. Resources are closed in the order they were
+     * handed over. This is how an asynchronous call keeps what its queued copies read or write (an export, a
+     * reference to device memory, a pool's block) out of every pool and release until the copies ran; a
+     * caller of a lower-level {@code ...Async} copy may hand over the owner of its host buffers the same way.
+     *
+     * <p>Ownership: after a return the stream handle owns {@code resource}. After a throw the resource has
+     * been closed, after a wait for this stream (or, if that wait failed too, at once).
+     *
+     * @param resource closed once, on the thread of the call that finds its work completed; its failure is
+     *     thrown to that call
+     * @throws org.devicebridge.HandleClosedException if this stream is closed ({@code resource} is closed at
+     *     once: no work can have been queued on a closed handle since)
+     * @throws CudaException if recording the event fails
+     */
+    public void closeAfterQueuedWork(AutoCloseable resource) {
+        Objects.requireNonNull(resource, "resource");
+        CudaEvent event = null;
+        boolean live = false;
+        try {
+            ensureLive();
+            live = true;
+            event = CudaEvent.acquire(ref.device);
+            event.record(this);
+        } catch (RuntimeException | Error e) {
+            if (event != null) {
+                event.close();
+            }
+            if (live) {
+                try {
+                    synchronize(); // the queued work may still use the resource
+                } catch (RuntimeException | Error more) {
+                    e.addSuppressed(more);
+                }
+            }
+            try {
+                resource.close();
+            } catch (Exception more) {
+                e.addSuppressed(more);
+            }
+            throw e;
+        }
+        guards.add(new EventFence(event), resource);
+    }
+
+    /** A pooled event as the fence of {@link EventGuards}. */
+    private record EventFence(CudaEvent event) implements EventGuards.Fence {
+        @Override
+        public boolean isDone() {
+            return event.query();
+        }
+
+        @Override
+        public void await() {
+            event.synchronize();
+        }
+
+        @Override
+        public void close() {
+            event.close();
+        }
+    }
+
+    private boolean queryDriver() {
         ensureLive();
         long saved = CudaContext.enter(ref.device);
         int r;

@@ -195,11 +195,7 @@ public final class HostDeviceTransfer extends NativeHandle {
             return sizes.clone();
         }
 
-        /**
-         * Number of buffers in the batch.
-         *
-         * @return the count
-         */
+        /** {@return the number of buffers in the batch} */
         public int count() {
             return offsets.length;
         }
@@ -388,9 +384,11 @@ public final class HostDeviceTransfer extends NativeHandle {
 
     /**
      * As {@link #upload}, without waiting for the direct copies: the copy engine reads the page-locked
-     * buffers after this returns, until {@code stream} reaches the upload. The caller keeps them unchanged
-     * and alive until then (record an event on {@code stream} and wait for it, or synchronize the stream);
-     * pageable buffers have been read when this returns. No host wait for a batch of page-locked buffers.
+     * buffers after this returns, until {@code stream} reaches the upload; pageable buffers have been read
+     * when this returns. No host wait for a batch of page-locked buffers. What it keeps alive: each staging
+     * chunk until its own event (reused or freed only after it), the allocation until its stream-ordered free.
+     * The caller keeps the page-locked buffers alive and unchanged until an event recorded on {@code stream}
+     * after this call completed (or hands their owner to {@link CudaStream#closeAfterQueuedWork}).
      *
      * @param buffers native host segments, in any memory; empty segments get an offset and no bytes
      * @param stream a stream of this transfer's device; the caller keeps owning it, and it must stay open
@@ -602,16 +600,17 @@ public final class HostDeviceTransfer extends NativeHandle {
     }
 
     private void checkBuffer(DeviceBuffer src) {
-        if (src.device() != device) {
-            throw new InvalidArgumentException("src", String.format(Locale.ROOT,
-                    "expected a buffer of device %d (the transfer's) but found one of device %d", device, src.device()));
-        }
+        checkDevice("src", "buffer", src.device());
     }
 
     private void checkStream(CudaStream stream) {
-        if (stream.device() != device) {
-            throw new InvalidArgumentException("stream", String.format(Locale.ROOT,
-                    "expected a stream of device %d (the transfer's) but found one of device %d", device, stream.device()));
+        checkDevice("stream", "stream", stream.device());
+    }
+
+    private void checkDevice(String parameter, String what, int found) {
+        if (found != device) {
+            throw new InvalidArgumentException(parameter, String.format(Locale.ROOT,
+                    "expected a %s of device %d (the transfer's) but found one of device %d", what, device, found));
         }
     }
 }

@@ -79,22 +79,8 @@ class CudaIpcTest {
         }
     }
 
-    /**
-     * The child's class path: where the classes it runs were loaded from (test classes, core, generated),
-     * then java.class.path. Under Surefire java.class.path alone would do, but a launcher that loads tests
-     * through its own class loader (the JUnit console launcher on the GPU machine) puts only itself there.
-     */
     private static String childClassPath() {
-        java.util.LinkedHashSet<String> entries = new java.util.LinkedHashSet<>();
-        for (Class<?> c : new Class<?>[] {IpcChild.class, Cuda.class, org.devicebridge.generated.cuda.cuda_driver_h.class}) {
-            try {
-                entries.add(java.nio.file.Path.of(c.getProtectionDomain().getCodeSource().getLocation().toURI()).toString());
-            } catch (java.net.URISyntaxException e) {
-                throw new IllegalStateException(e);
-            }
-        }
-        entries.addAll(List.of(System.getProperty("java.class.path").split(java.io.File.pathSeparator)));
-        return String.join(java.io.File.pathSeparator, entries);
+        return org.devicebridge.testing.ChildJvm.classPath(IpcChild.class);
     }
 
     private static String readAll(Process p) throws IOException {

@@ -41,8 +41,14 @@ public final class CudaArrowPeerCopy {
      * Queues the copy of {@code batch} to {@code stream}'s device: an event recorded on {@code sourceStream}
      * (where the batch is ready) makes {@code stream} wait (a cross-device wait, no host block), then the
      * buffers are copied on {@code stream}. The returned batch is ready for work queued on {@code stream}
-     * afterwards. The source batch must stay open until {@code stream} has reached the copies (synchronize
-     * it, or record an event on it and wait for that): its memory is read until then.
+     * afterwards.
+     *
+     * <p>What it keeps alive: a reference to every allocation of the source batch that a copy reads (for an
+     * import, the producer's memory, whose {@code release} waits for it) is handed to {@code stream}
+     * ({@link CudaStream#closeAfterQueuedWork}) and dropped only once an event recorded on {@code stream} after
+     * the copies completed. What the caller may touch before that event: it may close the source batch at
+     * once (its memory is freed after the copies, not under them), but must not queue work that changes the
+     * source's bytes unless it is ordered after {@code stream}.
      *
      * @param batch a batch of {@link ArrowDeviceType#CUDA} or {@link ArrowDeviceType#CUDA_MANAGED} memory whose
      *     buffer lengths are known (an upload, or an import at {@link org.devicebridge.arrow.ValidationLevel#DEFAULT}
@@ -100,7 +106,16 @@ public final class CudaArrowPeerCopy {
             ready.record(sourceStream);
             stream.waitEvent(ready);
         }
-        DeviceBuffer dst = DeviceBuffer.allocateAsync(stream.device(), total, stream);
+        // the source's memory outlives the copies even if the caller closes the batch now
+        References read = retainRead(slots);
+        DeviceBuffer dst;
+        try {
+            dst = DeviceBuffer.allocateAsync(stream.device(), total, stream);
+        } catch (RuntimeException | Error e) {
+            read.closeAfter(e);
+            throw e;
+        }
+        boolean handedOver = false;
         try {
             long base = dst.address();
             Map<ArrayNode, long[]> placed = new IdentityHashMap<>();
@@ -116,12 +131,21 @@ public final class CudaArrowPeerCopy {
                 CudaCopies.copyPeerAsync(s.source(), dst, s.offset(), stream);
                 placed.get(s.node())[s.buffer()] = base + s.offset();
             }
+            handedOver = true; // after a throw the stream waited, then dropped them
+            stream.closeAfterQueuedWork(read);
             ArrayNode moved = Nodes.relocate(root, placed);
             return new CudaArrowBatch(CudaArrowBatch.describe("Arrow batch copied from device " + batch.device(),
                     moved, stream.device()), batch.schema(), moved, stream.device(), ArrowDeviceType.CUDA,
                     List.of(dst), dst::close, null);
         } catch (RuntimeException | Error e) {
             dst.close();
+            if (!handedOver) {
+                try {
+                    stream.closeAfterQueuedWork(read); // copies queued before the failure may still read
+                } catch (RuntimeException | Error more) {
+                    e.addSuppressed(more);
+                }
+            }
             throw e;
         }
     }
@@ -149,6 +173,53 @@ public final class CudaArrowPeerCopy {
             throw e;
         }
         return copied;
+    }
+
+    /** A reference of their own to each allocation the copies of {@code slots} read, dropped together. */
+    private static References retainRead(List<Slot> slots) {
+        List<DeviceBuffer> refs = new ArrayList<>();
+        try {
+            for (Slot s : slots) {
+                DeviceBuffer b = s.source().buffer();
+                if (refs.stream().noneMatch(r -> r.address() == b.address())) {
+                    refs.add(b.retain());
+                }
+            }
+        } catch (RuntimeException | Error e) {
+            new References(refs).closeAfter(e);
+            throw e;
+        }
+        return new References(refs);
+    }
+
+    /** References to device allocations that queued copies read, closed together once the copies ran. */
+    record References(List<DeviceBuffer> buffers) implements AutoCloseable {
+        @Override
+        public void close() {
+            RuntimeException failure = null;
+            for (DeviceBuffer b : buffers) {
+                try {
+                    b.close();
+                } catch (RuntimeException e) {
+                    if (failure == null) {
+                        failure = e;
+                    } else {
+                        failure.addSuppressed(e);
+                    }
+                }
+            }
+            if (failure != null) {
+                throw failure;
+            }
+        }
+
+        void closeAfter(Throwable failure) {
+            try {
+                close();
+            } catch (RuntimeException e) {
+                failure.addSuppressed(e);
+            }
+        }
     }
 
     /** One source buffer: where it sits in the tree, the range it reads and where it lands. */

@@ -74,17 +74,25 @@ public final class CudaArrowUpload {
         requireArrowJava("CudaArrowUpload.upload");
         // a lambda, not transfer::upload: a null transfer must reach Cuda.require() first (no driver: typed)
         return upload(root, provider, transfer, stream,
-                (buffers, whileCopying, s) -> transfer.upload(buffers, whileCopying, s));
+                (buffers, whileCopying, s) -> transfer.upload(buffers, whileCopying, s), false);
     }
 
     /**
      * As {@link #upload(VectorSchemaRoot, DictionaryProvider, HostDeviceTransfer, CudaStream)}, without any host
-     * wait: the copy engine reads page-locked buffers of {@code root} after this returns, until
-     * {@code stream} reaches the upload, so the caller keeps the root (and its dictionaries) alive and
-     * unchanged until then (record a {@link org.devicebridge.cuda.CudaEvent} on {@code stream} and wait for
-     * it, or synchronize the stream). Pageable buffers have been read when this returns.
+     * wait: the copy engine reads page-locked buffers after this returns, until {@code stream} reaches the
+     * upload. Pageable buffers have been read (into the transfer's staging chunks) when this returns.
      *
-     * <p>Ownership as in the synchronous form.
+     * <p>What it keeps alive: the export of {@code root} (which retains every buffer of the root and its
+     * dictionaries, and owns the buffers the export writes itself) is handed to {@code stream}
+     * ({@link CudaStream#closeAfterQueuedWork}) and released only once an event recorded on {@code stream} after
+     * the copies completed; none of those buffers goes back to its allocator or pool before that. The staging
+     * chunks are reused only after their own events. What the caller may touch before that event: it may close
+     * {@code root} and {@code provider} (the export holds their buffers), but must not change the contents of
+     * their buffers (the device reads them); the returned batch is ready for work queued on {@code stream}.
+     *
+     * <p>Ownership as in the synchronous form; besides, after a return {@code stream} owns the export until
+     * the event (so keep the stream handle open, or synchronize it, before closing the allocator the root came
+     * from). After a throw no copy reads the root any more, or the export is held by {@code stream} as above.
      *
      * @param root the batch; borrowed, and read by the device until {@code stream} reaches the upload
      * @param provider the dictionaries of dictionary-encoded columns; may be null if there are none
@@ -114,7 +122,7 @@ public final class CudaArrowUpload {
                 throw e;
             }
             return up;
-        });
+        }, true);
     }
 
     /**
@@ -123,15 +131,18 @@ public final class CudaArrowUpload {
      * a 256 MiB upload's copies started) and written into the device batch's view.
      */
     private static CudaArrowBatch upload(VectorSchemaRoot root, DictionaryProvider provider, HostDeviceTransfer transfer,
-                                         CudaStream stream, Copier copier) {
+                                         CudaStream stream, Copier copier, boolean async) {
         Cuda.require();
         Objects.requireNonNull(root, "root");
         Objects.requireNonNull(transfer, "transfer");
         Objects.requireNonNull(stream, "stream");
         CudaArrowSupport.sameDevice(transfer, stream);
         SchemaNode schema = schemaOf(root.getSchema(), provider);
-        try (ExportedArray ea = Access.arrowJava().exportRootNullCountsUnknown(root, provider);
-             ImportedArray host = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
+        Inputs inputs = Inputs.of(root, provider, schema);
+        boolean handedOver = false;
+        CudaArrowBatch out;
+        try {
+            ImportedArray host = inputs.host();
             List<MemorySegment> segments = new ArrayList<>();
             List<BufferSlot> slots = new ArrayList<>();
             List<ArrayNode> nodes = Nodes.collect(host.root());
@@ -145,6 +156,7 @@ public final class CudaArrowUpload {
                 }
             }
             Map<ArrayNode, Long> nullCounts = new IdentityHashMap<>();
+            // after a throw here no copy reads the inputs any more (the transfer's contract)
             HostDeviceTransfer.Upload up = copier.copy(segments, () -> countNulls(nodes, nullCounts), stream);
             try {
                 long base = up.buffer().address();
@@ -165,11 +177,74 @@ public final class CudaArrowUpload {
                 }
                 ArrayNode device = Nodes.relocate(host.root(), placed, nullCounts);
                 DeviceBuffer memory = up.buffer();
-                return new CudaArrowBatch(CudaArrowBatch.describe("uploaded Arrow batch", device, transfer.device()),
+                if (async) {
+                    handedOver = true; // after a throw the stream waited, then closed them
+                    stream.closeAfterQueuedWork(inputs);
+                }
+                out = new CudaArrowBatch(CudaArrowBatch.describe("uploaded Arrow batch", device, transfer.device()),
                         schema, device, transfer.device(), ArrowDeviceType.CUDA, List.of(memory), memory::close, null);
             } catch (RuntimeException | Error e) {
                 up.close();
+                if (async && !handedOver) {
+                    handedOver = true;
+                    try {
+                        stream.closeAfterQueuedWork(inputs); // the queued copies may still read them
+                    } catch (RuntimeException | Error more) {
+                        e.addSuppressed(more);
+                    }
+                }
                 throw e;
+            }
+        } catch (RuntimeException | Error e) {
+            if (!handedOver) {
+                inputs.closeAfter(e);
+            }
+            throw e;
+        }
+        if (!handedOver) {
+            try {
+                inputs.close(); // the synchronous copier returned once no copy reads them any more
+            } catch (RuntimeException | Error e) {
+                out.close();
+                throw e;
+            }
+        }
+        return out;
+    }
+
+    /**
+     * What an upload's copies read: the export, which retains the root's buffers and owns the buffers it wrote
+     * itself ({@code ExportRewrites}: view padding, decimal32/64, remapped union type ids), and its import, whose
+     * close releases the export. Closed once no copy reads them any more: at once after a synchronous upload,
+     * after the stream's event for an asynchronous one.
+     */
+    private record Inputs(ExportedArray export, ImportedArray host) implements AutoCloseable {
+        static Inputs of(VectorSchemaRoot root, DictionaryProvider provider, SchemaNode schema) {
+            ExportedArray ea = Access.arrowJava().exportRootNullCountsUnknown(root, provider);
+            try {
+                return new Inputs(ea, ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT));
+            } catch (RuntimeException | Error e) {
+                try {
+                    ea.close();
+                } catch (RuntimeException | Error more) {
+                    e.addSuppressed(more);
+                }
+                throw e;
+            }
+        }
+
+        @Override
+        public void close() {
+            try (export) {
+                host.close();
+            }
+        }
+
+        void closeAfter(Throwable failure) {
+            try {
+                close();
+            } catch (RuntimeException | Error e) {
+                failure.addSuppressed(e);
             }
         }
     }

@@ -92,6 +92,12 @@ public final class IpcBatchExport implements AutoCloseable {
      * submitted so far, and its handle goes into the descriptor: the importer waits on it. {@code stream} is
      * where the batch is ready (the stream it was uploaded or imported on, or one ordered after it).
      *
+     * <p>The copies of unshareable buffers are queued on {@code stream} (this call never waits for them): a
+     * reference to each allocation they read and to the export's copy is also handed to {@code stream}
+     * ({@link CudaStream#closeAfterQueuedWork}) and dropped only once an event recorded after the copies
+     * completed, so neither closing the batch nor {@link #forceClose()} frees memory under a queued copy. The
+     * caller may close {@code batch} at once; it must not change the batch's bytes before that event.
+     *
      * <p>Ownership: after a return the export holds its own references to the memory and the event until
      * {@link #close()} (after the importer's acknowledgement) or {@link #forceClose()}; the caller keeps
      * owning {@code batch} (closing it does not invalidate the export) and {@code stream}. After a throw
@@ -261,10 +267,21 @@ public final class IpcBatchExport implements AutoCloseable {
             held.add(copy);
             int h = handles.size();
             handles.add(CudaIpc.getMemHandle(copy));
+            // the copies' sources and destination outlive them even if the export is force-closed at once: the
+            // stream holds references of its own until an event after the copies completed
+            List<DeviceBuffer> read = new ArrayList<>();
+            for (DeviceBuffer b : unshareable.values()) {
+                read.add(b.retain());
+            }
+            read.add(copy.retain());
             queuedOn = stream;
-            for (Pending c : pending) {
-                CudaCopies.deviceToDeviceAsync(c.source(), copy, c.offset(), stream);
-                refs.get(c.node())[c.buffer()] = new BufferRef(h, c.offset(), c.source().byteSize());
+            try {
+                for (Pending c : pending) {
+                    CudaCopies.deviceToDeviceAsync(c.source(), copy, c.offset(), stream);
+                    refs.get(c.node())[c.buffer()] = new BufferRef(h, c.offset(), c.source().byteSize());
+                }
+            } finally {
+                stream.closeAfterQueuedWork(new CudaArrowPeerCopy.References(read));
             }
         }
 

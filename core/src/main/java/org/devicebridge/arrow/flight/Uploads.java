@@ -53,8 +53,10 @@ final class Uploads implements AutoCloseable {
             return out;
         } catch (RuntimeException | Error e) {
             try {
+                // the copy engine may still read the held buffers, and a failed uploadAsync may have left its
+                // export with the stream: the wait releases it before Flight reuses or closes the memory
+                copies.stream().synchronize();
                 if (batch != null) {
-                    copies.stream().synchronize(); // the copy engine may still read the held buffers
                     batch.close();
                 }
                 if (done != null) {
@@ -126,9 +128,17 @@ final class Uploads implements AutoCloseable {
         }
     }
 
-    /** Waits for the last batch's copies and releases its host buffers. */
+    /**
+     * Waits for the last batch's copies and releases its host buffers, and the export the stream holds for it
+     * ({@link CudaArrowUpload#uploadAsync}): its event was recorded before the one just waited for, so the
+     * stream's non-blocking check releases it now, before Flight closes the allocator its buffers came from.
+     */
     @Override
     public void close() {
+        boolean any = held != null;
         finishPrevious();
+        if (any) {
+            copies.stream().query();
+        }
     }
 }
