@@ -4,6 +4,7 @@ import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
+import java.util.Collection;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -194,6 +195,20 @@ public final class CudaArrowPeerCopy {
 
     /** References to device allocations that queued copies read, closed together once the copies ran. */
     record References(List<DeviceBuffer> buffers) implements AutoCloseable {
+        /** A reference to each of {@code buffers}; after a throw none is held. */
+        static References retain(Collection<DeviceBuffer> buffers) {
+            List<DeviceBuffer> refs = new ArrayList<>(buffers.size());
+            try {
+                for (DeviceBuffer b : buffers) {
+                    refs.add(b.retain());
+                }
+            } catch (RuntimeException | Error e) {
+                new References(refs).closeAfter(e);
+                throw e;
+            }
+            return new References(refs);
+        }
+
         @Override
         public void close() {
             RuntimeException failure = null;

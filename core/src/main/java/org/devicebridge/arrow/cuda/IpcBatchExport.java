@@ -4,13 +4,8 @@ import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.HashMap;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
 import org.devicebridge.HandleBusyException;
@@ -19,20 +14,14 @@ import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowDeviceType;
-import org.devicebridge.arrow.cuda.IpcBatchDescriptor.BufferRef;
-import org.devicebridge.arrow.cuda.IpcBatchDescriptor.Node;
 import org.devicebridge.cuda.Cuda;
-import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaException;
 import org.devicebridge.cuda.CudaIpc;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
-import org.devicebridge.cuda.DeviceRange;
-import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.foreign.AcknowledgementGate;
-import org.devicebridge.internal.FieldPath;
 
 /**
  * A device batch shared with another process (a JVM, or CPython with CuPy and pyarrow) through CUDA IPC: the
@@ -135,7 +124,7 @@ public final class IpcBatchExport implements AutoCloseable {
                     stream.device()));
         }
         byte[] schema = IpcSchemas.serialize(batch.schema());
-        Planner p = new Planner(batch.memory(), memory);
+        IpcExportPlanner p = new IpcExportPlanner(batch.memory(), memory);
         CudaEvent event = null;
         try {
             ArrayNode root = batch.root();
@@ -162,162 +151,6 @@ public final class IpcBatchExport implements AutoCloseable {
         }
     }
 
-    /**
-     * Decides, buffer by buffer, which allocation handle and offset the descriptor names, and queues the
-     * copies of what cannot be shared. Single-threaded, one per export.
-     */
-    private static final class Planner {
-        private final List<DeviceBuffer> memory;
-        private final Memory policy;
-        final List<byte[]> handles = new ArrayList<>();
-        final List<DeviceBuffer> held = new ArrayList<>();
-        private final Map<Long, Integer> handleOf = new HashMap<>(); // allocation address -> handle index
-        private final Map<Long, DeviceBuffer> unshareable = new HashMap<>(); // address -> our reference
-        private final Map<ArrayNode, BufferRef[]> refs = new IdentityHashMap<>();
-        private final List<Pending> pending = new ArrayList<>();
-        private CudaStream queuedOn; // the stream copies were queued on, if any
-        long copyBytes;
-
-        /** A buffer to copy: node {@code node}'s buffer {@code buffer} from {@code source} to {@code offset}. */
-        private record Pending(ArrayNode node, int buffer, DeviceRange source, long offset) {}
-
-        Planner(List<DeviceBuffer> memory, Memory policy) {
-            this.memory = memory;
-            this.policy = policy;
-        }
-
-        void plan(ArrayNode n) {
-            BufferRef[] out = new BufferRef[n.bufferCount()];
-            refs.put(n, out);
-            for (int i = 0; i < out.length; i++) {
-                long address = Nodes.address(n, i);
-                if (address == 0) {
-                    continue;
-                }
-                String path = FieldPath.join(n.path(), "buffers[" + i + "]");
-                long len = n.bufferLength(i);
-                if (len < 0) {
-                    throw new UnsupportedFeatureException(path, "the byte length of this buffer is unknown (imported"
-                            + " at MINIMAL): import at DEFAULT or above to share the batch through CUDA IPC");
-                }
-                DeviceBuffer holder = holder(address, len);
-                if (holder == null) {
-                    if (len == 0) {
-                        continue; // an empty buffer outside the batch's memory: written as NULL, as readers accept
-                    }
-                    throw new InvalidArgumentException(path, String.format(Locale.ROOT, "expected the buffer's %d"
-                            + " bytes at 0x%x inside the batch's device memory but found none holding them", len, address));
-                }
-                Integer h = share(holder, path);
-                if (h != null) {
-                    out[i] = new BufferRef(h, address - holder.address(), len);
-                } else if (len > 0) {
-                    long at = align(copyBytes);
-                    pending.add(new Pending(n, i, holder.range(address - holder.address(), len), at));
-                    copyBytes = Math.addExact(at, len);
-                }
-            }
-        }
-
-        /** The handle index of {@code holder}'s allocation, or {@code null} if it is copied instead. */
-        private Integer share(DeviceBuffer holder, String path) {
-            long key = holder.address();
-            Integer h = handleOf.get(key);
-            if (h != null || unshareable.containsKey(key)) {
-                return h;
-            }
-            byte[] handle;
-            try {
-                handle = CudaIpc.getMemHandle(holder);
-            } catch (UnsupportedFeatureException | CudaException e) {
-                if (policy == Memory.SHARE_ONLY) {
-                    throw new UnsupportedFeatureException(path, "expected cuMemAlloc memory CUDA IPC can share but"
-                            + " found memory it cannot (" + e.getMessage() + "): export with Memory.COPY_UNSHAREABLE"
-                            + " to copy such buffers");
-                }
-                DeviceBuffer ref = holder.retain(); // read by the copies queued on the stream: kept until close
-                held.add(ref);
-                unshareable.put(key, ref);
-                return null;
-            }
-            DeviceBuffer ref = holder.retain();
-            held.add(ref);
-            h = handles.size();
-            handles.add(handle);
-            handleOf.put(key, h);
-            return h;
-        }
-
-        private DeviceBuffer holder(long address, long len) {
-            for (DeviceBuffer b : memory) {
-                long start = b.address();
-                if (start != 0 && address - start >= 0 && address - start <= b.byteSize() - len) {
-                    return b;
-                }
-            }
-            return null;
-        }
-
-        /** Allocates the copy (if any buffer needs one), shares it and queues the copies on {@code stream}. */
-        void copy(int device, CudaStream stream) {
-            if (pending.isEmpty()) {
-                return;
-            }
-            DeviceBuffer copy = DeviceBuffer.allocate(device, copyBytes);
-            held.add(copy);
-            int h = handles.size();
-            handles.add(CudaIpc.getMemHandle(copy));
-            // the copies' sources and destination outlive them even if the export is force-closed at once: the
-            // stream holds references of its own until an event after the copies completed
-            List<DeviceBuffer> read = new ArrayList<>();
-            for (DeviceBuffer b : unshareable.values()) {
-                read.add(b.retain());
-            }
-            read.add(copy.retain());
-            queuedOn = stream;
-            try {
-                for (Pending c : pending) {
-                    CudaCopies.deviceToDeviceAsync(c.source(), copy, c.offset(), stream);
-                    refs.get(c.node())[c.buffer()] = new BufferRef(h, c.offset(), c.source().byteSize());
-                }
-            } finally {
-                stream.closeAfterQueuedWork(new CudaArrowPeerCopy.References(read));
-            }
-        }
-
-        Node node(ArrayNode n) {
-            List<Node> children = new ArrayList<>(n.children().size());
-            for (ArrayNode c : n.children()) {
-                children.add(node(c));
-            }
-            return new Node(n.length(), n.nullCount(), n.offset(), Arrays.asList(refs.get(n)), children,
-                    n.dictionary() == null ? null : node(n.dictionary()));
-        }
-
-        /** Drops every reference taken, after the stream finished the copies queued on it (if any). */
-        void abandon(Throwable failure) {
-            if (queuedOn != null) {
-                try {
-                    queuedOn.synchronize();
-                } catch (RuntimeException | Error e) {
-                    failure.addSuppressed(e);
-                }
-            }
-            for (DeviceBuffer b : held) {
-                try {
-                    b.close();
-                } catch (RuntimeException | Error e) {
-                    failure.addSuppressed(e);
-                }
-            }
-            held.clear();
-        }
-
-        private static long align(long v) {
-            long a = HostDeviceTransfer.ALIGNMENT;
-            return Math.addExact(v, a - 1) & -a;
-        }
-    }
 
     /** {@return the descriptor to send to the importer ({@link IpcBatchDescriptor#toJson()})} */
     public IpcBatchDescriptor descriptor() {
