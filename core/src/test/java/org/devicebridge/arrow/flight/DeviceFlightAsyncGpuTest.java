@@ -177,6 +177,14 @@ class DeviceFlightAsyncGpuTest {
 
     @Test
     void putKeepsTheExportUntilTheServersCopiesRan() throws Exception {
+        // a first put, unblocked, warms the connection and both JITs: the measured ones then reach the server's
+        // upload while the memsets queued before them still run
+        try (FlightClient client = client();
+             VectorSchemaRoot root = AsyncPoison.viewRoot(clientMemory, AsyncPoison.values(ROWS, 0))) {
+            assertEquals(1, DeviceFlightClient.of(client).putRoots(FlightDescriptor.path("warm-up"), VIEWS,
+                    List.of(root).iterator(), clientMemory));
+        }
+        devices.take("warm-up").forEach(DeviceFlightBatch::close);
         int[] round = {0};
         AsyncPoison.untilPoisonedWhileBusy(memsets -> {
             String name = "put" + round[0]++;
