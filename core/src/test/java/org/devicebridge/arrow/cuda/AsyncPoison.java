@@ -25,8 +25,12 @@ import org.devicebridge.cuda.PinnedHostPool;
  */
 public final class AsyncPoison implements AutoCloseable {
     public static final byte POISON = (byte) 0xEE;
-    private static final long BLOCKER_BYTES = 256L << 20;
-    private static final int ROUNDS = 7; // up to 12,800 memsets of 256 MiB: a second or more on any GPU here
+    /**
+     * Large memsets, not many: a stream holds about a thousand queued operations before the host blocks in the
+     * next enqueue, so the window is what a thousand of them take (2 GiB: about a millisecond each on an H100).
+     */
+    private static final long BLOCKER_BYTES = 2L << 30;
+    private static final int ROUNDS = 4;
     private static final int FIRST_MEMSETS = 200;
 
     private final DeviceBuffer blocker;
