@@ -17,25 +17,19 @@ public class QuickStartDLPack {
             for (int i = 0; i < 6; i++) {
                 data.setAtIndex(ValueLayout.JAVA_FLOAT, i, i);
             }
-            // Export a 2x3 float32 tensor (row-major); no copy.
-            ExportedTensor exported = DLPack.exportVersioned(TensorSpec.of(data, DType.FLOAT32, 2, 3));
-            // Hand the DLManagedTensorVersioned* to a consumer: from now on only its deleter frees it.
-            MemorySegment managed = exported.transferOwnership();
-
-            // Here the consumer is this library. The handle owns a scope confined to this thread (no
-            // arena argument): close() runs the deleter.
+            // Export a 2x3 tensor, no copy: a consumer gets the DLManagedTensorVersioned*.
+            MemorySegment managed = DLPack.exportVersioned(TensorSpec.of(data, DType.FLOAT32, 2, 3))
+                    .transferOwnership();
+            // Here the consumer is this library: close() runs the deleter, once.
             try (ImportedTensor t = DLPack.importVersioned(managed, ImportOptions.any())) {
-                float f = t.segment().getAtIndex(ValueLayout.JAVA_FLOAT, 1 * 3 + 2);
-                System.out.println("t[1][2] = " + f);                             // 5.0
-            }                                                                    // the deleter runs once
-
-            // Many tensors, one scope: one close runs every deleter (a confined arena costs no handshake).
+                System.out.println("t[1][2] = " + t.segment().getAtIndex(ValueLayout.JAVA_FLOAT, 1 * 3 + 2));
+            }
+            // Many tensors in your arena: one close runs every deleter.
             try (Arena batch = Arena.ofConfined()) {
                 for (int i = 0; i < 3; i++) {
                     ExportedTensor e = DLPack.exportVersioned(TensorSpec.of(data, DType.FLOAT32, 6));
-                    ImportedTensor t = DLPack.importTensor(e, ImportOptions.any(), batch);
-                    System.out.println("sum of first two = " + (t.segment().getAtIndex(ValueLayout.JAVA_FLOAT, 0)
-                            + t.segment().getAtIndex(ValueLayout.JAVA_FLOAT, 1)));
+                    System.out.println("t[1] = " + DLPack.importTensor(e, ImportOptions.any(), batch)
+                            .segment().getAtIndex(ValueLayout.JAVA_FLOAT, 1));
                 }
             }
         }

@@ -74,7 +74,7 @@ class ReadmeQuickStartTest {
     void theDLPackProgramReadsElementOneTwo() {
         String out = run(() -> QuickStartDLPack.main(new String[0]));
         assertTrue(out.contains("t[1][2] = 5.0"), out);
-        assertEquals(3, out.split("sum of first two = 1.0", -1).length - 1, out);
+        assertEquals(3, out.split(Pattern.quote("t[1] = 1.0"), -1).length - 1, out);
     }
 
     @Test
