@@ -1,5 +1,6 @@
 package org.devicebridge.arrow;
 
+import org.devicebridge.DeviceKind;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -35,6 +36,6 @@ public interface DeviceCopier {
      * @param structure the array's nodes with every buffer's device address; lengths as MINIMAL establishes
      *     them ({@code -1} for data buffers sized by contents). Valid only during this call
      */
-    default void prepare(ArrowDeviceType deviceType, long deviceId, MemorySegment syncEvent, ArrayNode structure) {
+    default void prepare(DeviceKind deviceType, long deviceId, MemorySegment syncEvent, ArrayNode structure) {
     }
 }

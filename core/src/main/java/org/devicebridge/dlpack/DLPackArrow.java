@@ -178,9 +178,9 @@ public final class DLPackArrow {
             if (tensor.isReadOnly()) {
                 throw new UnsupportedFeatureException(path + ".flags", "a read-only tensor cannot back a (writable) Arrow vector");
             }
-            if (!tensor.device().type().isHostAccessible()) {
+            if (!tensor.device().kind().isHostAccessible()) {
                 throw new UnsupportedFeatureException(path + ".device", "Arrow Java needs host memory but found "
-                        + tensor.device().type());
+                        + tensor.device().kind());
             }
             if (tensor.elementCount() > Integer.MAX_VALUE) {
                 throw new UnsupportedFeatureException(path + ".shape", "Arrow vectors hold at most 2^31-1 values but found "

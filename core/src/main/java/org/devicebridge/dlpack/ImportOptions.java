@@ -1,5 +1,6 @@
 package org.devicebridge.dlpack;
 
+import org.devicebridge.Device;
 import java.util.Objects;
 
 /**

@@ -1,5 +1,6 @@
 package org.devicebridge.dlpack;
 
+import org.devicebridge.Device;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Optional;
@@ -83,7 +84,7 @@ public final class ImportedTensor extends NativeHandle {
         this.copied = copied;
         this.subBytePadded = subBytePadded;
         this.originAddress = data + byteOffset;
-        this.hostAccessible = device.type().isHostAccessible();
+        this.hostAccessible = device.kind().isHostAccessible();
         this.segmentAddress = originAddress + geometry.start;
     }
 
@@ -196,7 +197,7 @@ public final class ImportedTensor extends NativeHandle {
         }
         ensureLive();
         if (!hostAccessible) {
-            throw new UnsupportedFeatureException("dl_tensor.device", "memory on " + device.type()
+            throw new UnsupportedFeatureException("dl_tensor.device", "memory on " + device.kind()
                     + " is not host-accessible; use devicePointer()");
         }
         s = segment(segmentAddress, geometry.extent);

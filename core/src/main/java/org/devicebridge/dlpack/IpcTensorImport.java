@@ -1,5 +1,6 @@
 package org.devicebridge.dlpack;
 
+import org.devicebridge.Device;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.MemorySegment;

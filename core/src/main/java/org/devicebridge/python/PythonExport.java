@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.OptionalLong;
 import org.devicebridge.DeviceBridgeException;
-import org.devicebridge.dlpack.DeviceType;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.dlpack.TensorSpec;
 
 /**
@@ -50,7 +50,7 @@ public final class PythonExport {
      */
     public record DLDeviceId(int deviceType, int deviceId) {
         /** {@code (kDLCPU, 0)}. */
-        public static final DLDeviceId CPU = new DLDeviceId(DeviceType.CPU.code(), 0);
+        public static final DLDeviceId CPU = new DLDeviceId(DeviceKind.CPU.code(), 0);
 
         /**
          * {@return {@code (kDLCUDA, ordinal)}}
@@ -58,7 +58,7 @@ public final class PythonExport {
          * @param ordinal the device ordinal
          */
         public static DLDeviceId cuda(int ordinal) {
-            return new DLDeviceId(DeviceType.CUDA.code(), ordinal);
+            return new DLDeviceId(DeviceKind.CUDA.code(), ordinal);
         }
     }
 

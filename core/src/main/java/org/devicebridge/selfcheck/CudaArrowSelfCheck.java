@@ -16,7 +16,7 @@ import org.apache.arrow.vector.complex.ListVector;
 import org.apache.arrow.vector.complex.impl.UnionListWriter;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.java.PooledArrowMemory;
-import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.arrow.cuda.CudaArrowDownload;
@@ -125,7 +125,7 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
             CudaArrowExport.exportDeviceArray(batch, stream, out);
             report.check(what + ": export: device type CUDA with a sync event",
-                    ArrowDeviceArray.device_type(out) == ArrowDeviceType.CUDA.code()
+                    ArrowDeviceArray.device_type(out) == DeviceKind.CUDA.code()
                             && ArrowDeviceArray.device_id(out) == device
                             && !ArrowDeviceArray.sync_event(out).equals(MemorySegment.NULL), "");
             try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(batch.schema(), out,

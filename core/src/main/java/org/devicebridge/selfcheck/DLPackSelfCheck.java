@@ -7,7 +7,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.devicebridge.ValidationException;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.dlpack.Device;
+import org.devicebridge.Device;
 import org.devicebridge.dlpack.ExportedTensor;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;

@@ -13,7 +13,7 @@ import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.dlpack.DeviceType;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.devicebridge.generated.dlpack.DLDataType;
@@ -71,20 +71,20 @@ final class PythonSelfCheck implements SelfCheckSection {
                             report.check("numpy <- Java", javaToConsumer(python, ns, "numpy.from_dlpack(obj).tolist()"),
                                     "numpy.from_dlpack of a Java DLPack tensor, deleter called once");
                             report.check("numpy -> Java", consumerToJava(python, ns,
-                                    "numpy.array([1.5, -2, 3.25], dtype=numpy.float32)", DeviceType.CPU), "Java imports NumPy's tensor");
+                                    "numpy.array([1.5, -2, 3.25], dtype=numpy.float32)", DeviceKind.CPU), "Java imports NumPy's tensor");
                         }
                         case "torch" -> {
                             report.check("torch <- Java", javaToConsumer(python, ns, "torch.from_dlpack(obj).tolist()"),
                                     "torch.from_dlpack of a Java CPU tensor, deleter called once");
                             report.check("torch -> Java", consumerToJava(python, ns,
-                                    "torch.tensor([1.5, -2, 3.25], dtype=torch.float32)", DeviceType.CPU), "Java imports a torch CPU tensor");
+                                    "torch.tensor([1.5, -2, 3.25], dtype=torch.float32)", DeviceKind.CPU), "Java imports a torch CPU tensor");
                         }
                         case "cupy" -> {
                             if (!hasCudaDevice(python, ns)) {
                                 report.line("cupy -> Java", "not run: CuPy sees no CUDA device");
                             } else {
                                 report.check("cupy -> Java", consumerToJava(python, ns,
-                                        "cupy.array([1.5, -2, 3.25], dtype=cupy.float32)", DeviceType.CUDA),
+                                        "cupy.array([1.5, -2, 3.25], dtype=cupy.float32)", DeviceKind.CUDA),
                                         "Java imports a CuPy CUDA tensor (device and pointer checked)");
                             }
                         }
@@ -125,10 +125,10 @@ final class PythonSelfCheck implements SelfCheckSection {
 
     /** Imports {@code producerExpression}'s tensor; checks device type, and values where it is on the CPU. */
     private static boolean consumerToJava(PythonRuntime python, PyObjectRef ns, String producerExpression,
-                                          DeviceType deviceType) {
+                                          DeviceKind deviceType) {
         try (PyObjectRef x = python.eval(producerExpression, ns);
              PyObjectRef capsule = PythonImport.dlpack(x,
-                     deviceType == DeviceType.CUDA ? OptionalLong.of(1) : OptionalLong.empty())) {
+                     deviceType == DeviceKind.CUDA ? OptionalLong.of(1) : OptionalLong.empty())) {
             CapsuleKind kind = Capsules.kindOf(capsule);
             if (kind == null || !kind.isDLPack()) {
                 return false;
@@ -141,7 +141,7 @@ final class PythonSelfCheck implements SelfCheckSection {
                         || DLTensor.shape(t).reinterpret(8).get(JAVA_LONG, 0) != 3) {
                     return false;
                 }
-                if (deviceType != DeviceType.CPU) {
+                if (deviceType != DeviceKind.CPU) {
                     return !DLTensor.data(t).equals(MemorySegment.NULL) && Capsules.isConsumed(capsule);
                 }
                 MemorySegment data = DLTensor.data(t).reinterpret(DLTensor.byte_offset(t) + 12);
@@ -224,7 +224,7 @@ final class PythonSelfCheck implements SelfCheckSection {
             t = DLManagedTensor.dl_tensor(block);
         }
         DLTensor.data(t, data);
-        DLDevice.device_type(DLTensor.device(t), DeviceType.CPU.code());
+        DLDevice.device_type(DLTensor.device(t), DeviceKind.CPU.code());
         DLTensor.ndim(t, 1);
         MemorySegment dt = DLTensor.dtype(t);
         DLDataType.code(dt, (byte) DType.KDL_FLOAT);

@@ -1,5 +1,6 @@
 package org.devicebridge.arrow;
 
+import org.devicebridge.DeviceKind;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -168,7 +169,7 @@ class DeviceContentsTest extends ArrowTestSupport {
              Exported e = export(v); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
              CountingCopier copier = new CountingCopier()) {
             MemorySegment d = asCudaArray(arena, e);
-            ArrowDeviceArray.device_type(d, ArrowDeviceType.CPU.code());
+            ArrowDeviceArray.device_type(d, DeviceKind.CPU.code());
             ArrowDeviceArray.device_id(d, -1);
             ValidationException ex = assertThrows(ValidationException.class,
                     () -> ArrowImport.importDeviceArray(schema.root(), d, ValidationLevel.FULL, null, copier));

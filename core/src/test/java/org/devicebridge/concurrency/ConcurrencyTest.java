@@ -17,7 +17,7 @@ import org.devicebridge.NativeHandle;
 import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.dlpack.Device;
+import org.devicebridge.Device;
 import org.devicebridge.dlpack.ExportedTensor;
 import org.devicebridge.dlpack.TensorSpec;
 import org.devicebridge.dlpack.ImportOptions;

@@ -1,5 +1,6 @@
 package org.devicebridge.dlpack;
 
+import org.devicebridge.Device;
 import static org.devicebridge.cuda.Cuda.check;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,5 +1,6 @@
 package org.devicebridge.dlpack;
 
+import org.devicebridge.Device;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -134,7 +135,7 @@ class DLPackRoundTripTest {
             assertEquals(expectedExtent, t.byteExtent());
             long expectedStart = layout == Layout.NEGATIVE_STRIDE ? 0 : offset;
             assertEquals(data.address() + offset, t.devicePointer().address(), "data + byte_offset");
-            if (device.type().isHostAccessible()) {
+            if (device.kind().isHostAccessible()) {
                 MemorySegment seg = t.segment();
                 assertEquals(expectedExtent, seg.byteSize());
                 if (expectedExtent > 0) {

@@ -17,8 +17,8 @@ import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.dlpack.ConsumerStream;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.dlpack.Device;
-import org.devicebridge.dlpack.DeviceType;
+import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
 import org.devicebridge.dlpack.TensorFlag;
@@ -268,7 +268,7 @@ class ArrayInterfacesTest {
             assertEquals(Category.DEVICE, e.category());
             try (InterfaceArray pinned = ArrayInterfaces.importArrayInterface(a,
                     ImportOptions.expecting(Device.cudaHost(0)))) {
-                assertEquals(DeviceType.CUDA_HOST, pinned.tensor().device().type());
+                assertEquals(DeviceKind.CUDA_HOST, pinned.tensor().device().kind());
             }
         }
     }

@@ -15,7 +15,7 @@ import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DLPackExchange;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.dlpack.Device;
+import org.devicebridge.Device;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
 import org.devicebridge.internal.HandleTracker;

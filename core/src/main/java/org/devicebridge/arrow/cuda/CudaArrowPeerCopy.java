@@ -11,7 +11,7 @@ import java.util.Objects;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaEvent;
@@ -44,7 +44,7 @@ public final class CudaArrowPeerCopy {
      * afterwards. The source batch must stay open until {@code stream} has reached the copies (synchronize
      * it, or record an event on it and wait for that): its memory is read until then.
      *
-     * @param batch a batch of {@link ArrowDeviceType#CUDA} or {@link ArrowDeviceType#CUDA_MANAGED} memory whose
+     * @param batch a batch of {@link DeviceKind#CUDA} or {@link DeviceKind#CUDA_MANAGED} memory whose
      *     buffer lengths are known (an upload, or an import at {@link org.devicebridge.arrow.ValidationLevel#DEFAULT}
      *     or above); borrowed
      * @param sourceStream a stream of the batch's device on which the batch is ready; borrowed
@@ -53,7 +53,7 @@ public final class CudaArrowPeerCopy {
      * @return a batch on {@code stream}'s device that the caller owns. After a throw the caller owns nothing
      *     new (an allocation made before the failure is freed on {@code stream})
      * @throws InvalidArgumentException if {@code sourceStream} is not of the batch's device
-     * @throws UnsupportedFeatureException for pinned host batches ({@link ArrowDeviceType#CUDA_HOST}), or a
+     * @throws UnsupportedFeatureException for pinned host batches ({@link DeviceKind#CUDA_HOST}), or a
      *     buffer whose byte length an import at {@code MINIMAL} did not establish
      * @throws org.devicebridge.HandleClosedException if the batch or a stream is closed
      * @throws CudaException if a driver call fails
@@ -65,7 +65,7 @@ public final class CudaArrowPeerCopy {
         Objects.requireNonNull(batch, "batch");
         Objects.requireNonNull(sourceStream, "sourceStream");
         Objects.requireNonNull(stream, "stream");
-        if (batch.deviceType() == ArrowDeviceType.CUDA_HOST) {
+        if (batch.deviceType() == DeviceKind.CUDA_HOST) {
             throw new UnsupportedFeatureException("device_type", "a batch of pinned host memory"
                     + " (ARROW_DEVICE_CUDA_HOST) is reachable from every device: upload it instead of copying it");
         }
@@ -118,7 +118,7 @@ public final class CudaArrowPeerCopy {
             }
             ArrayNode moved = Nodes.relocate(root, placed);
             return new CudaArrowBatch(CudaArrowBatch.describe("Arrow batch copied from device " + batch.device(),
-                    moved, stream.device()), batch.schema(), moved, stream.device(), ArrowDeviceType.CUDA,
+                    moved, stream.device()), batch.schema(), moved, stream.device(), DeviceKind.CUDA,
                     List.of(dst), dst::close, null);
         } catch (RuntimeException | Error e) {
             dst.close();

@@ -14,7 +14,7 @@ import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ExportedSchema;
@@ -166,7 +166,7 @@ public final class CudaArrowUpload {
                 ArrayNode device = Nodes.relocate(host.root(), placed, nullCounts);
                 DeviceBuffer memory = up.buffer();
                 return new CudaArrowBatch(CudaArrowBatch.describe("uploaded Arrow batch", device, transfer.device()),
-                        schema, device, transfer.device(), ArrowDeviceType.CUDA, List.of(memory), memory::close, null);
+                        schema, device, transfer.device(), DeviceKind.CUDA, List.of(memory), memory::close, null);
             } catch (RuntimeException | Error e) {
                 up.close();
                 throw e;

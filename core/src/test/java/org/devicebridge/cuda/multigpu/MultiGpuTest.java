@@ -21,7 +21,7 @@ import org.apache.arrow.vector.compare.VectorEqualsVisitor;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
-import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.arrow.cuda.CudaArrowDownload;
@@ -40,7 +40,7 @@ import org.devicebridge.cuda.PointerAttributes;
 import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.dlpack.Device;
+import org.devicebridge.Device;
 import org.devicebridge.dlpack.ExportedTensor;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
@@ -288,7 +288,7 @@ class MultiGpuTest {
                     .deviceOrdinal(), "uploaded into device 1's memory");
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
             CudaArrowExport.exportDeviceArray(batch, s1, out);
-            assertEquals(ArrowDeviceType.CUDA.code(), ArrowDeviceArray.device_type(out));
+            assertEquals(DeviceKind.CUDA.code(), ArrowDeviceArray.device_type(out));
             assertEquals(D1, ArrowDeviceArray.device_id(out));
             try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(batch.schema(), out,
                     ValidationLevel.FULL, consumer, t1);
