@@ -35,7 +35,7 @@ import org.devicebridge.dlpack.ImportedTensor;
  *
  * <p>Stateless and thread-safe: each method takes the GIL itself.
  */
-public final class ArrayInterfaces {
+final class ArrayInterfaces {
     // The work is done by InterfaceImport (with InterfaceDictionary), InterfaceExport and InterfaceScript.
 
     /** {@code __array_interface__}. */

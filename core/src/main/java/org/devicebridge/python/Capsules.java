@@ -27,7 +27,7 @@ import org.devicebridge.internal.Native;
  * <p>Stateless and thread-safe: each method takes the GIL itself where it touches Python objects; each
  * says who owns the struct and the capsule after a return and after a throw.
  */
-public final class Capsules {
+final class Capsules {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.python");
 
     private Capsules() {}

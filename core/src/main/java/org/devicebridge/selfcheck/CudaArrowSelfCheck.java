@@ -14,6 +14,7 @@ import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.ListVector;
 import org.apache.arrow.vector.complex.impl.UnionListWriter;
+import org.devicebridge.Device;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.java.PooledArrowMemory;
 import org.devicebridge.DeviceKind;
@@ -69,7 +70,7 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
             return;
         }
         int device = 0;
-        report.line("device", Cuda.device(device).toString());
+        report.line("device", Cuda.properties(Device.cuda(device)).toString());
         long deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
         long threshold = DeviceMemoryPool.releaseThreshold(device);
         DeviceMemoryPool.retain(device, Math.max(threshold, POOL_BYTES));

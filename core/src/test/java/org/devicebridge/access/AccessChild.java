@@ -37,7 +37,6 @@ import org.devicebridge.dlpack.TensorSpec;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
-import org.devicebridge.python.CapsuleKind;
 import org.devicebridge.python.PythonRuntime;
 
 /**
@@ -121,7 +120,7 @@ public final class AccessChild {
         TensorSpec spec = TensorSpec.of(Arena.ofAuto().allocate(24), DType.FLOAT32, 2, 3); // allocating is not restricted
         return String.join(",", DType.FLOAT32.toString(), Device.CPU.toString(), String.valueOf(DeviceKind.fromCode(2).orElse(null)),
                 Long.toString(TensorFlag.READ_ONLY.bit()), String.valueOf(DeviceKind.fromCode(2).orElseThrow()),
-                CapsuleKind.DLTENSOR_VERSIONED.structName(), ValidationLevel.FULL.toString(),
+                DeviceKind.CUDA_HOST.dlpackName(), ValidationLevel.FULL.toString(),
                 Integer.toString(spec.shape().length));
     }
 

@@ -164,7 +164,7 @@ class TorchExchangeApiTest {
     void torchFromDlpackOnAnObjectPublishingTheLibrarysTable() {
         List<PythonExport.DLPackRequest> requests = new ArrayList<>();
         float[] values = {4f, 5f, 6f};
-        try (PyObjectRef obj = PythonExport.builder().dlpack(PythonExport.DLDeviceId.CPU, r -> {
+        try (PyObjectRef obj = PythonExport.builder().dlpack(Device.CPU, r -> {
             requests.add(r);
             return TestTensors.cpuTensor(r.versioned(), values, new long[] {3}, false);
         }).dlpackExchangeApi().build()) {
@@ -201,7 +201,7 @@ class TorchExchangeApiTest {
         DLPackExchange torch = torchTable();
         float[] values = new float[64];
         try (PyObjectRef t = python.eval("t", ns);
-             PyObjectRef obj = PythonExport.builder().dlpack(PythonExport.DLDeviceId.CPU,
+             PyObjectRef obj = PythonExport.builder().dlpack(Device.CPU,
                      r -> TestTensors.cpuTensor(r.versioned(), values, new long[] {64}, false)).dlpackExchangeApi().build();
              Gil ignored = python.gil()) {
             DLPackExchange ours = PythonExchange.of(obj);
