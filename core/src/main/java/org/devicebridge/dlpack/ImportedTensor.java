@@ -219,10 +219,18 @@ public final class ImportedTensor extends NativeHandle {
     }
 
     /**
-     * Moves ownership out of this handle (it becomes CONSUMED) to a new owner, which must run the returned
-     * action exactly once to close the segments and call the producer's deleter.
+     * Moves ownership out of this handle to a new owner (an Arrow Java {@code ForeignAllocation}, for one):
+     * this handle becomes {@link org.devicebridge.NativeHandle.State#CONSUMED} and its segments stay valid
+     * until the new owner runs the returned action, exactly once, which calls the producer's deleter.
+     *
+     * @return the release the new owner runs exactly once
+     * @throws org.devicebridge.HandleClosedException if the handle was closed or detached already
+     * @throws org.devicebridge.HandleBusyException if a native call holds one of its segments (nothing changed)
+     * @throws org.devicebridge.HandleConfinedException if its segments are confined to another thread
+     * @throws org.devicebridge.UnsupportedFeatureException if it was imported into the caller's arena, whose
+     *         close releases it
      */
-    Runnable detach() {
+    public Runnable detach() {
         markConsumed();
         if (local != null) {
             return local;

@@ -26,7 +26,7 @@ import org.devicebridge.arrow.java.PooledArrowMemory;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.dlpack.DLPack;
-import org.devicebridge.dlpack.DLPackArrow;
+import org.devicebridge.arrow.java.DLPackArrow;
 import org.devicebridge.dlpack.DType;
 import org.devicebridge.Device;
 import org.devicebridge.dlpack.ExportedTensor;

@@ -28,7 +28,7 @@ import org.devicebridge.NativeHandle;
 import org.devicebridge.NativeHandle.State;
 import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.arrow.ImportedArray;
-import org.devicebridge.dlpack.DLPackArrow;
+import org.devicebridge.arrow.java.DLPackArrow;
 import org.devicebridge.dlpack.ImportedTensor;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.lifetime.HoldSegment.Sums;

@@ -1,4 +1,4 @@
-package org.devicebridge.dlpack;
+package org.devicebridge.arrow.java;
 
 import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
@@ -18,6 +18,11 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.dlpack.DLPack;
+import org.devicebridge.dlpack.DType;
+import org.devicebridge.dlpack.ExportedTensor;
+import org.devicebridge.dlpack.ImportedTensor;
+import org.devicebridge.dlpack.TensorSpec;
 
 /**
  * Zero-copy conversions between DLPack 1-D tensors and Arrow Java fixed-width vectors (int8..int64,
