@@ -1,17 +1,17 @@
 package org.devicebridge.arrow;
 
-import org.devicebridge.DeviceKind;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Objects;
-import org.devicebridge.ValidationException.Category;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
+import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
-import org.devicebridge.foreign.ForeignImport;
 
 /**
  * Imports Arrow C Data Interface structs produced by any native code into handles that own them. Every

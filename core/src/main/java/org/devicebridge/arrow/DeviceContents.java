@@ -1,8 +1,8 @@
 package org.devicebridge.arrow;
 
-import org.devicebridge.DeviceKind;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.ArrowDataType.Layout;
 
 /**

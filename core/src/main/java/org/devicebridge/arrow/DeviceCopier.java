@@ -1,7 +1,7 @@
 package org.devicebridge.arrow;
 
-import org.devicebridge.DeviceKind;
 import java.lang.foreign.MemorySegment;
+import org.devicebridge.DeviceKind;
 
 /**
  * Copies ranges of device memory to the host for validation, supplied by the device layer (for CUDA:

@@ -1,8 +1,8 @@
 package org.devicebridge.arrow;
 
-import org.devicebridge.DeviceKind;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;

@@ -1,17 +1,17 @@
 package org.devicebridge.arrow;
 
-import org.devicebridge.DeviceKind;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.NativeHandle;
-import org.devicebridge.ValidationException.Category;
 import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
+import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
 import org.devicebridge.generated.arrow.ArrowSchema;
-import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.internal.Native;
 
 /**

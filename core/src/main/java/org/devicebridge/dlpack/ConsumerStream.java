@@ -1,8 +1,8 @@
 package org.devicebridge.dlpack;
 
-import org.devicebridge.Device;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
+import org.devicebridge.Device;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 

@@ -1,13 +1,13 @@
 package org.devicebridge.dlpack;
 
-import org.devicebridge.DeviceKind;
-import org.devicebridge.Device;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Objects;
+import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;

@@ -1,9 +1,9 @@
 package org.devicebridge.dlpack;
 
-import org.devicebridge.DeviceKind;
-import org.devicebridge.Device;
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
+import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.cuda.Cuda;

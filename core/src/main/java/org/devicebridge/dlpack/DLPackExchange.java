@@ -1,7 +1,5 @@
 package org.devicebridge.dlpack;
 
-import org.devicebridge.DeviceKind;
-import org.devicebridge.Device;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.Arena;
@@ -14,7 +12,9 @@ import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;

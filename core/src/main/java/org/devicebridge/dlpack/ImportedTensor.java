@@ -1,9 +1,9 @@
 package org.devicebridge.dlpack;
 
-import org.devicebridge.Device;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Optional;
+import org.devicebridge.Device;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.foreign.ForeignImport;

@@ -1,10 +1,10 @@
 package org.devicebridge.dlpack;
 
-import org.devicebridge.DeviceKind;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
+import org.devicebridge.DeviceKind;
 
 /**
  * The producer's half of the Python DLPack stream protocol: before a tensor is handed over, the data must

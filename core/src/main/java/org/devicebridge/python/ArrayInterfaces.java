@@ -3,13 +3,13 @@ package org.devicebridge.python;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.util.Objects;
+import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.dlpack.ConsumerStream;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.Device;
-import org.devicebridge.DeviceKind;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
 

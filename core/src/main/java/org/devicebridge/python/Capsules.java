@@ -1,8 +1,8 @@
 package org.devicebridge.python;
 
-import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.ADDRESS_UNALIGNED;
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;

@@ -10,10 +10,10 @@ import java.util.Arrays;
 import java.util.Locale;
 import java.util.Objects;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.DeviceKind;
 import org.devicebridge.dlpack.TensorFlag;
 import org.devicebridge.dlpack.TensorSpec;
 

@@ -5,6 +5,8 @@ import static org.devicebridge.python.ArrayInterfaces.HOST;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
+import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
@@ -12,8 +14,6 @@ import org.devicebridge.cuda.PointerAttributes;
 import org.devicebridge.dlpack.ConsumerStream;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.Device;
-import org.devicebridge.DeviceKind;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
 import org.devicebridge.dlpack.StreamSynchronizer;

@@ -15,8 +15,6 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.ListVector;
 import org.apache.arrow.vector.complex.impl.UnionListWriter;
 import org.devicebridge.Device;
-import org.devicebridge.arrow.cuda.PinnedArrowMemory;
-import org.devicebridge.arrow.java.PooledArrowMemory;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
@@ -24,17 +22,19 @@ import org.devicebridge.arrow.cuda.CudaArrowDownload;
 import org.devicebridge.arrow.cuda.CudaArrowExport;
 import org.devicebridge.arrow.cuda.CudaArrowImport;
 import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.PinnedArrowMemory;
+import org.devicebridge.arrow.java.PooledArrowMemory;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaStream;
-import org.devicebridge.cuda.DeviceMemoryPool;
 import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.cuda.DeviceMemoryPool;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.cuda.StreamKind;
-import org.devicebridge.internal.NonTemporalCopy;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
+import org.devicebridge.internal.NonTemporalCopy;
 
 /**
  * Self-check section "Arrow on CUDA": where a device exists, uploads a sample table (integers with nulls,

@@ -1,6 +1,5 @@
 package org.devicebridge.arrow;
 
-import org.devicebridge.DeviceKind;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -16,9 +15,10 @@ import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.StructVector;
 import org.apache.arrow.vector.util.TransferPair;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
-import org.devicebridge.ValidationException.Category;
 import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;

@@ -1,7 +1,5 @@
 package org.devicebridge.dlpack;
 
-import org.devicebridge.DeviceKind;
-import org.devicebridge.Device;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
@@ -10,6 +8,8 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.junit.jupiter.api.Test;

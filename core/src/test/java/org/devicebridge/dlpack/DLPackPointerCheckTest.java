@@ -1,6 +1,5 @@
 package org.devicebridge.dlpack;
 
-import org.devicebridge.Device;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -9,6 +8,7 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.devicebridge.Device;
 import org.devicebridge.ValidationException;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaUnavailableException;

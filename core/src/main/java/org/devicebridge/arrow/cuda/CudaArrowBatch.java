@@ -2,9 +2,9 @@ package org.devicebridge.arrow.cuda;
 
 import java.util.List;
 import java.util.Locale;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
