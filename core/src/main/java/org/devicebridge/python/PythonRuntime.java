@@ -203,12 +203,12 @@ public final class PythonRuntime {
      *
      * @return this take of the GIL; the calling thread owns it and must close it
      */
-    public Gil gil() {
+    Gil gil() {
         return Gil.acquire();
     }
 
     /**
-     * Runs {@code body} holding the GIL.
+     * Runs {@code body} holding the GIL (re-entrant: a thread that holds it already may call this again).
      *
      * @param <T> what {@code body} returns
      * @param body the code to run
