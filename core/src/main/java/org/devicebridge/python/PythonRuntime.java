@@ -198,7 +198,7 @@ public final class PythonRuntime {
     }
 
     /**
-     * Takes the GIL for the calling thread until the returned {@link Gil} is closed, on this same thread.
+     * Takes the GIL for the calling thread until the returned take is closed, on this same thread.
      * Re-entrant: a thread that already holds it may take it again (each take closed once).
      *
      * @return this take of the GIL; the calling thread owns it and must close it
