@@ -2,11 +2,14 @@
  * devicebridge: zero-copy Arrow C Data/Device/Stream, DLPack and CUDA interop for the JVM.
  *
  * <p>Packages by what they depend on: {@code org.devicebridge.arrow} needs only the FFM API;
- * {@code org.devicebridge.arrow.java} is the Arrow Java bridge; {@code org.devicebridge.arrow.cuda} is Arrow
+ * {@code org.devicebridge.arrow.java} is the Arrow Java bridge (DLPack to and from Arrow Java vectors too); {@code org.devicebridge.arrow.cuda} is Arrow
  * on CUDA (both need Arrow Java); {@code org.devicebridge.arrow.flight} is Arrow Flight for device batches
  * (it also needs Arrow Flight, optional as well: {@code requires static org.apache.arrow.flight.core}). The plumbing ({@code internal}, {@code foreign}) and the self-check main
  * ({@code selfcheck}, run with {@code -m org.devicebridge.core/org.devicebridge.selfcheck.SelfCheck}) are
  * not exported.
+ *
+ * <p>One device identity serves every package: {@code org.devicebridge.Device} (a {@code DeviceKind}, whose
+ * numbers are both Arrow's {@code ARROW_DEVICE_*} and DLPack's {@code kDL*}, and an ordinal).
  *
  * <p>Arrow Java is optional ({@code requires static}): users who need only DLPack or CUDA do not need it
  * on their module path. Native access must be granted to this module and to

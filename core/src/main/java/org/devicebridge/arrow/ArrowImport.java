@@ -6,11 +6,12 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Objects;
-import org.devicebridge.ValidationException.Category;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
+import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
-import org.devicebridge.foreign.ForeignImport;
 
 /**
  * Imports Arrow C Data Interface structs produced by any native code into handles that own them. Every
@@ -95,7 +96,7 @@ public final class ArrowImport {
         long original = arrowArrayPtr.address();
         return ForeignImport.take(ForeignImport.Kind.ARROW_ARRAY, arrowArrayPtr, owned -> {
             ArrayTable table = ArrayReader.read(owned, original, schema, level, true);
-            return new ImportedArray(ForeignImport.Kind.ARROW_ARRAY, owned, table, ArrowDeviceType.CPU, -1, 0,
+            return new ImportedArray(ForeignImport.Kind.ARROW_ARRAY, owned, table, DeviceKind.CPU, -1, 0,
                     level, arena);
         });
     }
@@ -182,11 +183,11 @@ public final class ArrowImport {
         Objects.requireNonNull(level, "level");
         long original = arrowDeviceArrayPtr.address() + ArrowDeviceArray.array$offset();
         return ForeignImport.take(ForeignImport.Kind.ARROW_DEVICE_ARRAY, arrowDeviceArrayPtr, owned -> {
-            ArrowDeviceType deviceType = deviceType(ArrowDeviceArray.device_type(owned));
+            DeviceKind deviceType = deviceType(ArrowDeviceArray.device_type(owned));
             long deviceId = ArrowDeviceArray.device_id(owned);
             long sync = ArrowDeviceArray.sync_event(owned).address();
             checkDevice(deviceType, deviceId, sync, copier == null ? level : ValidationLevel.MINIMAL);
-            if (deviceMemory && deviceType == ArrowDeviceType.CPU) {
+            if (deviceMemory && deviceType == DeviceKind.CPU) {
                 throw new ValidationException(Category.DEVICE, "device_type",
                         "expected device memory but found ARROW_DEVICE_CPU: import it without a copier");
             }
@@ -198,7 +199,7 @@ public final class ArrowImport {
                             "expected 0 but found " + r);
                 }
             }
-            boolean host = deviceType == ArrowDeviceType.CPU;
+            boolean host = deviceType == DeviceKind.CPU;
             MemorySegment array = owned.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());
             ArrayTable table = copier == null ? ArrayReader.read(array, original, schema, level, host)
                     : DeviceContents.read(array, original, schema, level, copier, deviceType, deviceId, sync);
@@ -303,13 +304,13 @@ public final class ArrowImport {
      *
      * @throws ValidationException {@link Category#DEVICE} for a number the C Device Data Interface does not define
      */
-    static ArrowDeviceType deviceType(int code) {
-        return ArrowDeviceType.fromCode(code).orElseThrow(() -> new ValidationException(Category.DEVICE, "device_type",
-                "expected a known ArrowDeviceType but found " + code));
+    static DeviceKind deviceType(int code) {
+        return DeviceKind.fromCode(code).filter(DeviceKind::isArrowDeviceType).orElseThrow(() -> new ValidationException(
+                Category.DEVICE, "device_type", "expected a known ArrowDeviceType but found " + code));
     }
 
-    private static void checkDevice(ArrowDeviceType deviceType, long deviceId, long sync, ValidationLevel level) {
-        if (deviceType == ArrowDeviceType.CPU) {
+    private static void checkDevice(DeviceKind deviceType, long deviceId, long sync, ValidationLevel level) {
+        if (deviceType == DeviceKind.CPU) {
             if (sync != 0) {
                 throw new ValidationException(Category.DEVICE, "sync_event",
                         "expected NULL for a CPU array but found a sync event");
@@ -319,7 +320,7 @@ public final class ArrowImport {
                         "expected -1 or 0 for a CPU array but found " + deviceId);
             }
         } else if (level == ValidationLevel.DEFAULT || level == ValidationLevel.FULL) {
-            throw new ValidationException(Category.DEVICE, "device_type", "expected " + ArrowDeviceType.CPU.cName()
+            throw new ValidationException(Category.DEVICE, "device_type", "expected " + DeviceKind.CPU.arrowName()
                     + " for validation level " + level + " (it reads buffer contents) but found device type "
                     + deviceType.code() + ": import device memory at NONE or MINIMAL");
         }

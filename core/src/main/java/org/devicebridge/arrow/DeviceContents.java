@@ -2,6 +2,7 @@ package org.devicebridge.arrow;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.ArrowDataType.Layout;
 
 /**
@@ -19,7 +20,7 @@ final class DeviceContents {
      * checks ({@link DeviceCopier#prepare}), then the contents DEFAULT and FULL read, from host copies.
      */
     static ArrayTable read(MemorySegment array, long originalAddress, SchemaNode schema, ValidationLevel level,
-                           DeviceCopier copier, ArrowDeviceType deviceType, long deviceId, long syncEvent) {
+                           DeviceCopier copier, DeviceKind deviceType, long deviceId, long syncEvent) {
         ValidationLevel structureLevel = level == ValidationLevel.NONE ? ValidationLevel.NONE : ValidationLevel.MINIMAL;
         ArrayTable structure = ArrayReader.read(array, originalAddress, schema, structureLevel, false);
         copier.prepare(deviceType, deviceId, MemorySegment.ofAddress(syncEvent), structure.node(0));

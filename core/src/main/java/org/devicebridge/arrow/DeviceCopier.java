@@ -1,6 +1,7 @@
 package org.devicebridge.arrow;
 
 import java.lang.foreign.MemorySegment;
+import org.devicebridge.DeviceKind;
 
 /**
  * Copies ranges of device memory to the host for validation, supplied by the device layer (for CUDA:
@@ -35,6 +36,6 @@ public interface DeviceCopier {
      * @param structure the array's nodes with every buffer's device address; lengths as MINIMAL establishes
      *     them ({@code -1} for data buffers sized by contents). Valid only during this call
      */
-    default void prepare(ArrowDeviceType deviceType, long deviceId, MemorySegment syncEvent, ArrayNode structure) {
+    default void prepare(DeviceKind deviceType, long deviceId, MemorySegment syncEvent, ArrayNode structure) {
     }
 }

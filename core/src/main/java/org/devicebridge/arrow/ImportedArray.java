@@ -2,6 +2,7 @@ package org.devicebridge.arrow;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
@@ -29,12 +30,12 @@ public final class ImportedArray extends NativeHandle {
     private final ForeignImport.Kind kind; // null for host copies that own a release step instead of a struct
     private final MemorySegment owned;
     private final Runnable release;
-    private final ArrowDeviceType deviceType;
+    private final DeviceKind deviceType;
     private final long deviceId;
     private final long syncEvent;
     private final ValidationLevel level;
 
-    ImportedArray(ForeignImport.Kind kind, MemorySegment owned, ArrayTable table, ArrowDeviceType deviceType, long deviceId,
+    ImportedArray(ForeignImport.Kind kind, MemorySegment owned, ArrayTable table, DeviceKind deviceType, long deviceId,
                   long syncEvent, ValidationLevel level, Arena arena) {
         this(kind == ForeignImport.Kind.ARROW_DEVICE_ARRAY ? "imported ArrowDeviceArray" : "imported ArrowArray",
                 kind, owned, () -> kind.release(owned), table, deviceType, deviceId, syncEvent, level, arena);
@@ -46,11 +47,11 @@ public final class ImportedArray extends NativeHandle {
      * Arrow Java, when the last Arrow buffer is released. Handle-owned arena; device type CPU, no sync event.
      */
     ImportedArray(ArrayTable table, ValidationLevel level, Runnable release) {
-        this("host copy of a device array", null, null, release, table, ArrowDeviceType.CPU, -1, 0, level, null);
+        this("host copy of a device array", null, null, release, table, DeviceKind.CPU, -1, 0, level, null);
     }
 
     private ImportedArray(String description, ForeignImport.Kind kind, MemorySegment owned, Runnable release,
-                          ArrayTable table, ArrowDeviceType deviceType, long deviceId, long syncEvent,
+                          ArrayTable table, DeviceKind deviceType, long deviceId, long syncEvent,
                           ValidationLevel level, Arena arena) {
         super(description, release::run, arena);
         this.kind = kind;
@@ -89,8 +90,8 @@ public final class ImportedArray extends NativeHandle {
         return table.node(0);
     }
 
-    /** {@return {@link ArrowDeviceType#CPU} for plain {@code ArrowArray} imports, else the producer's device type} */
-    public ArrowDeviceType deviceType() {
+    /** {@return {@link DeviceKind#CPU} for plain {@code ArrowArray} imports, else the producer's device type} */
+    public DeviceKind deviceType() {
         return deviceType;
     }
 

@@ -2,15 +2,16 @@ package org.devicebridge.arrow;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.NativeHandle;
-import org.devicebridge.ValidationException.Category;
 import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
+import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
 import org.devicebridge.generated.arrow.ArrowSchema;
-import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.internal.Native;
 
 /**
@@ -27,7 +28,7 @@ public final class ImportedArrayStream extends NativeHandle {
     private final MemorySegment stream;
     private final boolean device;
     private final SchemaNode schema;
-    private final ArrowDeviceType deviceType;
+    private final DeviceKind deviceType;
     private boolean ended;
 
     /**
@@ -39,7 +40,7 @@ public final class ImportedArrayStream extends NativeHandle {
     private final Object callbackLock;
 
     private ImportedArrayStream(ForeignImport.Kind kind, MemorySegment owned, boolean device, SchemaNode schema,
-                                ArrowDeviceType deviceType, Object callbackLock) {
+                                DeviceKind deviceType, Object callbackLock) {
         super(device ? "imported ArrowDeviceArrayStream" : "imported ArrowArrayStream", () -> {
             synchronized (callbackLock) {
                 kind.release(owned);
@@ -63,8 +64,8 @@ public final class ImportedArrayStream extends NativeHandle {
             requireCallback(getSchema, "get_schema");
             requireCallback(getNext, "get_next");
             requireCallback(getLastError, "get_last_error");
-            ArrowDeviceType deviceType = device ? ArrowImport.deviceType(ArrowDeviceArrayStream.device_type(owned))
-                    : ArrowDeviceType.CPU;
+            DeviceKind deviceType = device ? ArrowImport.deviceType(ArrowDeviceArrayStream.device_type(owned))
+                    : DeviceKind.CPU;
             MemorySegment out = Native.calloc(ArrowSchema.sizeof());
             try {
                 int errno = device ? ArrowDeviceArrayStream.get_schema.invoke(getSchema, owned, out)
@@ -99,8 +100,8 @@ public final class ImportedArrayStream extends NativeHandle {
         return schema;
     }
 
-    /** {@return {@link ArrowDeviceType#CPU} for an {@code ArrowArrayStream}, else the device stream's device type} */
-    public ArrowDeviceType deviceType() {
+    /** {@return {@link DeviceKind#CPU} for an {@code ArrowArrayStream}, else the device stream's device type} */
+    public DeviceKind deviceType() {
         return deviceType;
     }
 

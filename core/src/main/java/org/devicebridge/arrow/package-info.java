@@ -2,7 +2,7 @@
  * The Arrow C Data, C Device Data and C Stream interfaces on the FFM API alone, with no Arrow Java and no
  * CUDA types: import of foreign structs into validated views ({@link org.devicebridge.arrow.ArrowImport},
  * {@link org.devicebridge.arrow.ImportedArray}, {@link org.devicebridge.arrow.ArrayNode}), the validation
- * levels, the device types ({@link org.devicebridge.arrow.ArrowDeviceType}), empty structs for
+ * levels, the device types ({@link org.devicebridge.DeviceKind}), empty structs for
  * caller-allocated exports ({@link org.devicebridge.arrow.ArrowStructs}) and the handles of library-allocated
  * exports. The Arrow Java bridge is {@code org.devicebridge.arrow.java}; Arrow on CUDA is
  * {@code org.devicebridge.arrow.cuda}.

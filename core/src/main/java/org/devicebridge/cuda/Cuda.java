@@ -1,8 +1,8 @@
 package org.devicebridge.cuda;
 
-import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -10,7 +10,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.Executor;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.LibraryThreads;
@@ -76,25 +78,36 @@ public final class Cuda {
     }
 
     /**
-     * {@return the device with this ordinal}
+     * {@return what {@code device} is: name, compute capability, memory}
      *
-     * @param ordinal the device ordinal
+     * @param device a CUDA device ({@link DeviceKind#CUDA})
+     * @throws org.devicebridge.InvalidArgumentException for a device of another kind
+     * @throws CudaException {@code CUDA_ERROR_INVALID_DEVICE} for an ordinal the driver does not have
      */
-    public static CudaDevice device(int ordinal) {
+    public static CudaDeviceProperties properties(Device device) {
+        requireCudaDevice(device);
         requireNativeAccess();
-        CudaContext.checkDevice(ordinal);
-        return CudaDevice.get(ordinal);
+        CudaContext.checkDevice(device.ordinal());
+        return CudaDeviceProperties.get(device.ordinal());
     }
 
-    /** {@return every device, in ordinal order} */
-    public static List<CudaDevice> devices() {
+    /** {@return the properties of every device, in ordinal order} */
+    public static List<CudaDeviceProperties> devices() {
         requireNativeAccess();
         int n = deviceCount();
-        List<CudaDevice> all = new ArrayList<>(n);
+        List<CudaDeviceProperties> all = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            all.add(CudaDevice.get(i));
+            all.add(CudaDeviceProperties.get(i));
         }
         return List.copyOf(all);
+    }
+
+    /** Throws {@link org.devicebridge.InvalidArgumentException} unless {@code device} is a CUDA device. */
+    static void requireCudaDevice(Device device) {
+        Objects.requireNonNull(device, "device");
+        if (device.kind() != DeviceKind.CUDA) {
+            throw new InvalidArgumentException("device", "expected a CUDA device but found " + device);
+        }
     }
 
     /**

@@ -1,7 +1,7 @@
 package org.devicebridge.cuda;
 
-import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -2,6 +2,7 @@ package org.devicebridge.dlpack;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
+import org.devicebridge.Device;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 
@@ -65,7 +66,7 @@ public record ConsumerStream(Device device, Kind kind, MemorySegment handle) {
      */
     public static ConsumerStream of(Device device, Long stream) {
         Objects.requireNonNull(device, "device");
-        switch (device.type()) {
+        switch (device.kind()) {
             case CUDA, CUDA_HOST, CUDA_MANAGED -> {
                 if (stream == null || stream == 1) {
                     return new ConsumerStream(device, Kind.DEFAULT, MemorySegment.ofAddress(1));
@@ -101,7 +102,7 @@ public record ConsumerStream(Device device, Kind kind, MemorySegment handle) {
                 if (stream == null || stream == -1) {
                     return new ConsumerStream(device, Kind.NO_SYNC, MemorySegment.NULL);
                 }
-                throw invalid(device, stream, "expected None (or -1): " + device.type() + " has no streams");
+                throw invalid(device, stream, "expected None (or -1): " + device.kind() + " has no streams");
             }
         }
     }

@@ -6,6 +6,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Objects;
+import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
@@ -141,8 +143,8 @@ public final class DLPack {
         TensorStruct.pointer(m, t + TensorStruct.SHAPE, ndim == 0 ? 0 : m.address() + header);
         TensorStruct.pointer(m, t + TensorStruct.STRIDES, ndim == 0 ? 0 : m.address() + header + 8L * ndim);
         TensorStruct.pointer(m, t + TensorStruct.DATA, spec.data().address());
-        m.set(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_TYPE, device.type().code());
-        m.set(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_ID, device.id());
+        m.set(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_TYPE, device.kind().code());
+        m.set(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_ID, device.ordinal());
         m.set(ValueLayout.JAVA_INT, t + TensorStruct.NDIM, ndim);
         m.set(ValueLayout.JAVA_BYTE, t + TensorStruct.CODE, (byte) dtype.code());
         m.set(ValueLayout.JAVA_BYTE, t + TensorStruct.BITS, (byte) dtype.bits());
@@ -324,16 +326,16 @@ public final class DLPack {
                                        Arena arena, Exports.LocalRelease local) {
         int typeCode = owned.get(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_TYPE);
         int id = owned.get(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_ID);
-        DeviceType type = DeviceType.of(typeCode);
+        DeviceKind type = DeviceKind.fromCode(typeCode).orElse(null);
         if (type == null) {
             throw new ValidationException(Category.DEVICE, "dl_tensor.device.device_type",
                     "unknown DLDeviceType " + typeCode);
         }
-        if (id < 0 || (type == DeviceType.CPU && id != 0)) {
+        if (id < 0 || (type == DeviceKind.CPU && id != 0)) {
             throw new ValidationException(Category.DEVICE, "dl_tensor.device.device_id", "expected "
-                    + (type == DeviceType.CPU ? "device id 0 for kDLCPU" : "a device id >= 0") + " but found " + id);
+                    + (type == DeviceKind.CPU ? "device id 0 for kDLCPU" : "a device id >= 0") + " but found " + id);
         }
-        Device device = type == DeviceType.CPU ? Device.CPU : new Device(type, id);
+        Device device = type == DeviceKind.CPU ? Device.CPU : new Device(type, id);
         Device expected = options.expectedDevice();
         if (expected != null && !expected.equals(device)) {
             throw new ValidationException(Category.DEVICE, "dl_tensor.device", "expected " + describe(expected)
@@ -411,6 +413,6 @@ public final class DLPack {
     }
 
     static String describe(Device d) {
-        return d.type() + ":" + d.id();
+        return d.toString();
     }
 }

@@ -2,6 +2,8 @@ package org.devicebridge.dlpack;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
+import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.cuda.Cuda;
@@ -49,9 +51,9 @@ final class DLPackCuda {
      * @throws CudaUnavailableException for a CUDA-labelled tensor where no driver is loaded
      */
     static void confirmPointer(Device device, long first, long extent) {
-        DeviceType type = device.type();
-        boolean cudaFamily = type == DeviceType.CUDA || type == DeviceType.CUDA_HOST || type == DeviceType.CUDA_MANAGED;
-        if (!cudaFamily && (type != DeviceType.CPU || !Cuda.isAvailable())) {
+        DeviceKind type = device.kind();
+        boolean cudaFamily = type == DeviceKind.CUDA || type == DeviceKind.CUDA_HOST || type == DeviceKind.CUDA_MANAGED;
+        if (!cudaFamily && (type != DeviceKind.CPU || !Cuda.isAvailable())) {
             return; // no driver to ask about this memory (a CPU pointer cannot be device memory without one)
         }
         if (cudaFamily) {
@@ -69,7 +71,7 @@ final class DLPackCuda {
         }
         boolean ok = switch (type) {
             case CUDA -> (a.memoryType() == MemoryType.DEVICE || a.memoryType() == MemoryType.UNIFIED)
-                    && a.deviceOrdinal() == device.id();
+                    && a.deviceOrdinal() == device.ordinal();
             case CUDA_HOST -> a.memoryType() == MemoryType.HOST;
             case CUDA_MANAGED -> a.managed();
             default -> a.memoryType() == MemoryType.UNREGISTERED_HOST || a.memoryType() == MemoryType.HOST
@@ -87,8 +89,8 @@ final class DLPackCuda {
     }
 
     private static String expected(Device device) {
-        return switch (device.type()) {
-            case CUDA -> "device memory of CUDA device " + device.id() + " (kDLCUDA)";
+        return switch (device.kind()) {
+            case CUDA -> "device memory of CUDA device " + device.ordinal() + " (kDLCUDA)";
             case CUDA_HOST -> "pinned or registered host memory (kDLCUDAHost)";
             case CUDA_MANAGED -> "managed memory (kDLCUDAManaged)";
             default -> "memory the CPU can read (kDLCPU)";

@@ -12,7 +12,9 @@ import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
@@ -123,8 +125,8 @@ public final class DLPackExchange {
             Geometry g = Geometry.of(dtype, false, shape.clone(), null, 0, "");
             MemorySegment stridesSeg = arena.allocateFrom(ValueLayout.JAVA_LONG, g.strides);
             DLTensor.data(proto, MemorySegment.NULL);
-            DLDevice.device_type(DLTensor.device(proto), device.type().code());
-            DLDevice.device_id(DLTensor.device(proto), device.id());
+            DLDevice.device_type(DLTensor.device(proto), device.kind().code());
+            DLDevice.device_id(DLTensor.device(proto), device.ordinal());
             DLTensor.ndim(proto, shape.length);
             DLDataType.code(DLTensor.dtype(proto), (byte) dtype.code());
             DLDataType.bits(DLTensor.dtype(proto), (byte) dtype.bits());
@@ -164,7 +166,7 @@ public final class DLPackExchange {
         MemorySegment fn = function(DLPackExchangeAPI.current_work_stream(table), "current_work_stream");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            int rc = DLPackCurrentWorkStream.invoke(fn, device.type().code(), device.id(), out);
+            int rc = DLPackCurrentWorkStream.invoke(fn, device.kind().code(), device.ordinal(), out);
             if (rc != 0) {
                 throw new DeviceBridgeException("current_work_stream failed (" + rc + ") for " + DLPack.describe(device));
             }
@@ -295,8 +297,8 @@ public final class DLPackExchange {
             outPtr.set(ValueLayout.ADDRESS, 0, MemorySegment.NULL);
             MemorySegment p = prototype.reinterpret(DLTensor.sizeof());
             MemorySegment d = DLTensor.device(p);
-            DeviceType type = DeviceType.of(DLDevice.device_type(d));
-            if (type != DeviceType.CPU) {
+            DeviceKind type = DeviceKind.fromCode(DLDevice.device_type(d)).orElse(null);
+            if (type != DeviceKind.CPU) {
                 return fail(errorCtx, setError, "NotImplementedError", "devicebridge allocates kDLCPU tensors only");
             }
             MemorySegment dt = DLTensor.dtype(p);

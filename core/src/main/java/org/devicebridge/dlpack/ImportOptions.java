@@ -1,6 +1,7 @@
 package org.devicebridge.dlpack;
 
 import java.util.Objects;
+import org.devicebridge.Device;
 
 /**
  * What an importer expects of a tensor. Immutable and thread-safe.

@@ -3,6 +3,7 @@ package org.devicebridge.dlpack;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Optional;
+import org.devicebridge.Device;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.foreign.ForeignImport;
@@ -83,7 +84,7 @@ public final class ImportedTensor extends NativeHandle {
         this.copied = copied;
         this.subBytePadded = subBytePadded;
         this.originAddress = data + byteOffset;
-        this.hostAccessible = device.type().isHostAccessible();
+        this.hostAccessible = device.kind().isHostAccessible();
         this.segmentAddress = originAddress + geometry.start;
     }
 
@@ -196,7 +197,7 @@ public final class ImportedTensor extends NativeHandle {
         }
         ensureLive();
         if (!hostAccessible) {
-            throw new UnsupportedFeatureException("dl_tensor.device", "memory on " + device.type()
+            throw new UnsupportedFeatureException("dl_tensor.device", "memory on " + device.kind()
                     + " is not host-accessible; use devicePointer()");
         }
         s = segment(segmentAddress, geometry.extent);
@@ -218,10 +219,18 @@ public final class ImportedTensor extends NativeHandle {
     }
 
     /**
-     * Moves ownership out of this handle (it becomes CONSUMED) to a new owner, which must run the returned
-     * action exactly once to close the segments and call the producer's deleter.
+     * Moves ownership out of this handle to a new owner (an Arrow Java {@code ForeignAllocation}, for one):
+     * this handle becomes {@link org.devicebridge.NativeHandle.State#CONSUMED} and its segments stay valid
+     * until the new owner runs the returned action, exactly once, which calls the producer's deleter.
+     *
+     * @return the release the new owner runs exactly once
+     * @throws org.devicebridge.HandleClosedException if the handle was closed or detached already
+     * @throws org.devicebridge.HandleBusyException if a native call holds one of its segments (nothing changed)
+     * @throws org.devicebridge.HandleConfinedException if its segments are confined to another thread
+     * @throws org.devicebridge.UnsupportedFeatureException if it was imported into the caller's arena, whose
+     *         close releases it
      */
-    Runnable detach() {
+    public Runnable detach() {
         markConsumed();
         if (local != null) {
             return local;

@@ -5,6 +5,7 @@ import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.UUID;
+import org.devicebridge.Device;
 import org.devicebridge.HandleBusyException;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;

@@ -4,6 +4,7 @@ import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
+import org.devicebridge.Device;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.cuda.CudaEvent;

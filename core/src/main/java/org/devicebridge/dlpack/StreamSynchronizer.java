@@ -4,6 +4,7 @@ import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
+import org.devicebridge.DeviceKind;
 
 /**
  * The producer's half of the Python DLPack stream protocol: before a tensor is handed over, the data must
@@ -45,12 +46,12 @@ public interface StreamSynchronizer {
             if (!consumer.needsSync() || consumer.handle().address() == producer) {
                 return;
             }
-            DeviceType t = consumer.device().type();
-            if (t != DeviceType.CUDA && t != DeviceType.CUDA_HOST && t != DeviceType.CUDA_MANAGED) {
+            DeviceKind t = consumer.device().kind();
+            if (t != DeviceKind.CUDA && t != DeviceKind.CUDA_HOST && t != DeviceKind.CUDA_MANAGED) {
                 throw new org.devicebridge.UnsupportedFeatureException("stream", "a CUDA producer cannot synchronise with "
                         + t + " streams");
             }
-            DLPackCuda.makeReady(consumer.device().id(), MemorySegment.ofAddress(producer), consumer.handle());
+            DLPackCuda.makeReady(consumer.device().ordinal(), MemorySegment.ofAddress(producer), consumer.handle());
         };
     }
 }

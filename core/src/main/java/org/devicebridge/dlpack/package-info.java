@@ -4,8 +4,9 @@
  * {@link org.devicebridge.dlpack.TensorSpec}), strict import of both
  * ({@link org.devicebridge.dlpack.DLPack#importVersioned}, {@link org.devicebridge.dlpack.DLPack#importLegacy}),
  * the Python protocol's stream semantics ({@link org.devicebridge.dlpack.ConsumerStream},
- * {@link org.devicebridge.dlpack.StreamSynchronizer}) and zero-copy conversions to and from Arrow Java vectors
- * ({@link org.devicebridge.dlpack.DLPackArrow}).
+ * {@link org.devicebridge.dlpack.StreamSynchronizer}). It needs neither Arrow Java nor CUDA's Arrow layer:
+ * the conversions to and from Arrow Java vectors live in the bridge ({@code org.devicebridge.arrow.java.DLPackArrow}),
+ * and a tensor's device is an {@link org.devicebridge.Device}.
  *
  * <p>Ownership: {@code export...} gives the tensor to the returned {@link org.devicebridge.dlpack.ExportedTensor}
  * until a consumer takes it ({@link org.devicebridge.dlpack.ExportedTensor#transferOwnership()}); {@code import...}

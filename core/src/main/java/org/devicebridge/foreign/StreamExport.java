@@ -8,7 +8,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
 import org.devicebridge.DeviceBridgeException;
-import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
@@ -111,7 +111,7 @@ public final class StreamExport {
      * Fills {@code out} (an {@code ArrowDeviceArrayStream}, sized) with a new stream of {@code deviceType} over
      * {@code source}. Ownership as in {@link #exportHost}.
      */
-    public static void exportDevice(Source source, ArrowDeviceType deviceType, MemorySegment out) {
+    public static void exportDevice(Source source, DeviceKind deviceType, MemorySegment out) {
         Objects.requireNonNull(source, "source");
         Objects.requireNonNull(deviceType, "deviceType");
         long key = STREAMS.register(new State(source));

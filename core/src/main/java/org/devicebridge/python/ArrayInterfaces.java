@@ -3,13 +3,13 @@ package org.devicebridge.python;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.util.Objects;
+import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.dlpack.ConsumerStream;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.dlpack.Device;
-import org.devicebridge.dlpack.DeviceType;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
 
@@ -35,7 +35,7 @@ import org.devicebridge.dlpack.ImportedTensor;
  *
  * <p>Stateless and thread-safe: each method takes the GIL itself.
  */
-public final class ArrayInterfaces {
+final class ArrayInterfaces {
     // The work is done by InterfaceImport (with InterfaceDictionary), InterfaceExport and InterfaceScript.
 
     /** {@code __array_interface__}. */
@@ -72,9 +72,9 @@ public final class ArrayInterfaces {
         Objects.requireNonNull(producer, "producer");
         Objects.requireNonNull(options, "options");
         Device expected = options.expectedDevice();
-        if (expected != null && !expected.type().isHostAccessible()) {
+        if (expected != null && !expected.kind().isHostAccessible()) {
             throw new ValidationException(Category.DEVICE, HOST, "__array_interface__ describes host memory but "
-                    + expected.type() + ":" + expected.id() + " was expected");
+                    + expected.kind() + ":" + expected.ordinal() + " was expected");
         }
         return InterfaceImport.importInterface(producer, HOST, null, options);
     }
@@ -115,15 +115,15 @@ public final class ArrayInterfaces {
         Objects.requireNonNull(consumer, "consumer");
         Objects.requireNonNull(options, "options");
         Device expected = options.expectedDevice();
-        if (expected != null && !isCudaReachable(expected.type())) {
+        if (expected != null && !isCudaReachable(expected.kind())) {
             throw new ValidationException(Category.DEVICE, CUDA, "__cuda_array_interface__ describes CUDA memory but "
-                    + expected.type() + ":" + expected.id() + " was expected");
+                    + expected.kind() + ":" + expected.ordinal() + " was expected");
         }
         return InterfaceImport.importInterface(producer, CUDA, consumer, options);
     }
 
     /** Whether the CUDA interface can describe memory on {@code t}: device, pinned host or managed memory. */
-    static boolean isCudaReachable(DeviceType t) {
-        return t == DeviceType.CUDA || t == DeviceType.CUDA_HOST || t == DeviceType.CUDA_MANAGED;
+    static boolean isCudaReachable(DeviceKind t) {
+        return t == DeviceKind.CUDA || t == DeviceKind.CUDA_HOST || t == DeviceKind.CUDA_MANAGED;
     }
 }

@@ -13,7 +13,7 @@ import java.util.Objects;
  * @param schema the {@code arrow_schema} capsule
  * @param array  the {@code arrow_array} or {@code arrow_device_array} capsule
  */
-public record ArrowArrayCapsules(PyObjectRef schema, PyObjectRef array) implements AutoCloseable {
+record ArrowArrayCapsules(PyObjectRef schema, PyObjectRef array) implements AutoCloseable {
 
     /**
      * Checks the components.

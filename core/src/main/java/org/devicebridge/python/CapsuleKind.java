@@ -16,7 +16,7 @@ import org.devicebridge.foreign.ForeignImport;
  *
  * <p>An enum: immutable and thread-safe; it owns nothing.
  */
-public enum CapsuleKind {
+enum CapsuleKind {
     /** {@code "arrow_schema"}: an {@code ArrowSchema}. */
     ARROW_SCHEMA("arrow_schema", null, "ArrowSchema"),
     /** {@code "arrow_array"}: an {@code ArrowArray}. */

@@ -1,8 +1,8 @@
 package org.devicebridge.python;
 
-import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.ADDRESS_UNALIGNED;
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -27,7 +27,7 @@ import org.devicebridge.internal.Native;
  * <p>Stateless and thread-safe: each method takes the GIL itself where it touches Python objects; each
  * says who owns the struct and the capsule after a return and after a throw.
  */
-public final class Capsules {
+final class Capsules {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.python");
 
     private Capsules() {}

@@ -2,13 +2,13 @@ package org.devicebridge.python;
 
 import java.lang.foreign.MemorySegment;
 import java.util.OptionalLong;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.internal.ExportRegistry;
 import org.devicebridge.python.PythonExport.ArrowArrayExporter;
 import org.devicebridge.python.PythonExport.ArrowSchemaExporter;
 import org.devicebridge.python.PythonExport.ArrowStreamExporter;
-import org.devicebridge.python.PythonExport.DLDeviceId;
 import org.devicebridge.python.PythonExport.DLPackExporter;
 import org.devicebridge.python.PythonExport.DLPackRequest;
 
@@ -27,7 +27,7 @@ final class ExportDispatch {
     private ExportDispatch() {}
 
     /** What one exporter object answers with; null members are protocols it does not speak. */
-    record Exporters(DLPackExporter dlpack, DLDeviceId device, ArrowSchemaExporter schema,
+    record Exporters(DLPackExporter dlpack, Device device, ArrowSchemaExporter schema,
                      ArrowArrayExporter array, ArrowArrayExporter deviceArray,
                      ArrowStreamExporter stream, ArrowStreamExporter deviceStream,
                      InterfaceExport.Exported interfaces) {}
@@ -77,8 +77,8 @@ final class ExportDispatch {
                 case "__dlpack__" -> ProtocolCapsules.dlpack(e.dlpack, e.device, params);
                 case "__array_interface__" -> InterfaceExport.fields(e.interfaces, false);
                 case "__cuda_array_interface__" -> InterfaceExport.fields(e.interfaces, true);
-                case "__dlpack_device__" -> Py.tupleStealing(Py.fromJava(e.device.deviceType()),
-                        Py.fromJava(e.device.deviceId()));
+                case "__dlpack_device__" -> Py.tupleStealing(Py.fromJava(e.device.kind().code()),
+                        Py.fromJava(e.device.ordinal()));
                 case "__arrow_c_schema__" -> ProtocolCapsules.schema(e.schema);
                 case "__arrow_c_array__" -> ProtocolCapsules.array(e.array, CapsuleKind.ARROW_ARRAY, params);
                 case "__arrow_c_device_array__" -> ProtocolCapsules.array(e.deviceArray, CapsuleKind.ARROW_DEVICE_ARRAY, params);

@@ -9,7 +9,7 @@ import org.devicebridge.foreign.NativeCalls;
  *
  * <p>Not thread-safe by design: the thread that took it owns it and must close it.
  */
-public final class Gil implements AutoCloseable {
+final class Gil implements AutoCloseable {
     private final int state;
     private final Thread owner;
     private boolean closed;

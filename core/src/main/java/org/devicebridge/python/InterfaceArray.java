@@ -19,7 +19,7 @@ import org.devicebridge.dlpack.ImportedTensor;
  * <p>Thread safety: the accessors may be called from any thread while the tensors are live; {@code close()}
  * is idempotent and thread-safe.
  */
-public final class InterfaceArray implements AutoCloseable {
+final class InterfaceArray implements AutoCloseable {
     private final ImportedTensor tensor;
     private final ImportedTensor mask; // null: none
     private final int version;

@@ -10,10 +10,10 @@ import java.util.Arrays;
 import java.util.Locale;
 import java.util.Objects;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.dlpack.DeviceType;
 import org.devicebridge.dlpack.TensorFlag;
 import org.devicebridge.dlpack.TensorSpec;
 
@@ -47,7 +47,7 @@ final class InterfaceExport {
      */
     static Described describe(TensorSpec spec, boolean cuda, MemorySegment producerStream, String path) {
         Objects.requireNonNull(spec, "spec");
-        DeviceType t = spec.device().type();
+        DeviceKind t = spec.device().kind();
         if (cuda ? !isCudaReachable(t) : !t.isHostAccessible()) {
             throw new UnsupportedFeatureException(path + ".device", (cuda ? CUDA : HOST) + " cannot describe memory on "
                     + t + (cuda ? " (it describes CUDA device, pinned or managed memory)" : " (it describes host memory)"));

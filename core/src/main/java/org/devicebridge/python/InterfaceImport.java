@@ -5,6 +5,8 @@ import static org.devicebridge.python.ArrayInterfaces.HOST;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
+import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
@@ -12,8 +14,6 @@ import org.devicebridge.cuda.PointerAttributes;
 import org.devicebridge.dlpack.ConsumerStream;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.dlpack.Device;
-import org.devicebridge.dlpack.DeviceType;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
 import org.devicebridge.dlpack.StreamSynchronizer;
@@ -74,8 +74,8 @@ final class InterfaceImport {
                 maskDevice = deviceOf(m, path, options);
             }
             if (!maskDevice.equals(device)) {
-                throw new ValidationException(Category.DEVICE, path, "expected the mask on " + device.type() + ":"
-                        + device.id() + " like the data but found " + maskDevice.type() + ":" + maskDevice.id());
+                throw new ValidationException(Category.DEVICE, path, "expected the mask on " + device.kind() + ":"
+                        + device.ordinal() + " like the data but found " + maskDevice.kind() + ":" + maskDevice.ordinal());
             }
             sync(m, path, device, consumer);
             return view(maskObject, m, path, device, options);
@@ -115,8 +115,8 @@ final class InterfaceImport {
         PointerAttributes a = PointerAttributes.of(data.pointer());
         int ordinal = Math.max(0, a.deviceOrdinal());
         return switch (a.memoryType()) {
-            case DEVICE -> a.managed() ? new Device(DeviceType.CUDA_MANAGED, ordinal) : Device.cuda(ordinal);
-            case UNIFIED -> new Device(DeviceType.CUDA_MANAGED, ordinal);
+            case DEVICE -> a.managed() ? new Device(DeviceKind.CUDA_MANAGED, ordinal) : Device.cuda(ordinal);
+            case UNIFIED -> new Device(DeviceKind.CUDA_MANAGED, ordinal);
             case HOST -> Device.cudaHost(ordinal);
             default -> throw new ValidationException(Category.DEVICE, path + ".data[0]", "expected memory the GPU can"
                     + " reach (device, pinned or managed) but found " + a.memoryType() + " at 0x"
@@ -133,8 +133,8 @@ final class InterfaceImport {
         if (consumer.needsSync()) {
             if (!consumer.device().equals(device)) {
                 throw new ValidationException(Category.DEVICE, path + ".stream", "the consumer stream belongs to "
-                        + consumer.device().type() + ":" + consumer.device().id() + " but the data lives on "
-                        + device.type() + ":" + device.id());
+                        + consumer.device().kind() + ":" + consumer.device().ordinal() + " but the data lives on "
+                        + device.kind() + ":" + device.ordinal());
             }
             StreamSynchronizer.cuda(producerStream).makeReady(consumer);
         }

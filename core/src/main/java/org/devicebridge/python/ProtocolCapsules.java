@@ -4,11 +4,11 @@ import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 import java.util.OptionalLong;
 import java.util.function.Consumer;
+import org.devicebridge.Device;
 import org.devicebridge.internal.Native;
 import org.devicebridge.python.PythonExport.ArrowArrayExporter;
 import org.devicebridge.python.PythonExport.ArrowSchemaExporter;
 import org.devicebridge.python.PythonExport.ArrowStreamExporter;
-import org.devicebridge.python.PythonExport.DLDeviceId;
 import org.devicebridge.python.PythonExport.DLPackExporter;
 import org.devicebridge.python.PythonExport.DLPackRequest;
 
@@ -29,7 +29,7 @@ final class ProtocolCapsules {
     }
 
     /** {@code __dlpack__(stream, max_version, dl_device, copy)}: a new capsule, or NULL with a BufferError set. */
-    static MemorySegment dlpack(DLPackExporter exporter, DLDeviceId device, MemorySegment params) {
+    static MemorySegment dlpack(DLPackExporter exporter, Device device, MemorySegment params) {
         MemorySegment stream = Py.tupleItem(params, 0);
         MemorySegment maxVersion = Py.tupleItem(params, 1);
         MemorySegment dlDevice = Py.tupleItem(params, 2);
@@ -40,10 +40,10 @@ final class ProtocolCapsules {
         if (!Py.isNone(dlDevice)) {
             long type = Py.asLong(Py.tupleItem(dlDevice, 0), "dl_device[0]");
             long id = Py.asLong(Py.tupleItem(dlDevice, 1), "dl_device[1]");
-            if (type != device.deviceType() || id != device.deviceId()) {
+            if (type != device.kind().code() || id != device.ordinal()) {
                 return fail(PyC.EXC_BUFFER_ERROR, String.format(Locale.ROOT,
                         "devicebridge: dl_device=(%d, %d) asked but the tensor is on (%d, %d); no cross-device copy",
-                        type, id, device.deviceType(), device.deviceId()));
+                        type, id, device.kind().code(), device.ordinal()));
             }
         }
         OptionalLong s = Py.isNone(stream) ? OptionalLong.empty() : OptionalLong.of(Py.asLong(stream, "stream"));

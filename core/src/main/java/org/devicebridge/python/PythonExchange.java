@@ -35,7 +35,7 @@ import org.devicebridge.internal.Native;
  * failures as a Python exception. Publishing: {@link PythonExport.Builder#dlpackExchangeApi()} puts
  * {@link #publishedTable()} on an exporter object's type. Thread-safe: every call takes the GIL it needs.
  */
-public final class PythonExchange {
+final class PythonExchange {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.python");
     private static final String CAPSULE_NAME = "dlpack_exchange_api";
     private static final MemorySegment C_CAPSULE_NAME = Arena.global().allocateFrom(CAPSULE_NAME);
@@ -50,7 +50,21 @@ public final class PythonExchange {
      * @throws UnsupportedFeatureException if the type publishes no table
      * @throws org.devicebridge.ValidationException if the table's version is not 1.2 or a later 1.x
      */
-    public static DLPackExchange of(PyObjectRef tensor) {
+    static DLPackExchange of(PyObjectRef tensor) {
+        DLPackExchange table = find(tensor);
+        if (table == null) {
+            throw new UnsupportedFeatureException("__dlpack_c_exchange_api__", "type " + tensor.typeName()
+                    + " publishes no DLPack exchange API");
+        }
+        return table;
+    }
+
+    /**
+     * The exchange table {@code tensor}'s type publishes, or null where it publishes none.
+     *
+     * @throws org.devicebridge.ValidationException if the table's version is not 1.2 or a later 1.x
+     */
+    static DLPackExchange find(PyObjectRef tensor) {
         Objects.requireNonNull(tensor, "tensor");
         Gil gil = Gil.acquire();
         try {
@@ -61,8 +75,7 @@ public final class PythonExchange {
                     api = Py.getAttrOrNull(type, "__c_dlpack_exchange_api__");
                 }
                 if (api == null) {
-                    throw new UnsupportedFeatureException("__dlpack_c_exchange_api__", "type "
-                            + Py.attrString(type, "__name__") + " publishes no DLPack exchange API");
+                    return null;
                 }
                 try {
                     return DLPackExchange.of(tablePointer(api));
@@ -110,7 +123,7 @@ public final class PythonExchange {
      * @throws PythonException if the framework refused, with its Python exception
      * @throws org.devicebridge.ValidationException if the tensor is malformed or not what {@code options} expects
      */
-    public static ImportedTensor importTensor(DLPackExchange api, PyObjectRef tensor, ImportOptions options) {
+    static ImportedTensor importTensor(DLPackExchange api, PyObjectRef tensor, ImportOptions options) {
         Objects.requireNonNull(api, "api");
         Objects.requireNonNull(tensor, "tensor");
         Objects.requireNonNull(options, "options");
@@ -164,7 +177,7 @@ public final class PythonExchange {
      *
      * @return the table, borrowed
      */
-    public static DLPackExchange publishedTable() {
+    static DLPackExchange publishedTable() {
         return DLPackExchange.of(Table.TABLE);
     }
 

@@ -7,8 +7,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.OptionalLong;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceBridgeException;
-import org.devicebridge.dlpack.DeviceType;
 import org.devicebridge.dlpack.TensorSpec;
 
 /**
@@ -26,7 +26,7 @@ import org.devicebridge.dlpack.TensorSpec;
  *
  * {@snippet :
  * try (PyObjectRef obj = PythonExport.builder()
- *         .dlpack(PythonExport.DLDeviceId.CPU, request -> exportMyTensor(request.versioned()))
+ *         .dlpack(Device.CPU, request -> exportMyTensor(request.versioned()))
  *         .build();
  *      PyObjectRef np = runtime.importModule("numpy");
  *      PyObjectRef array = np.callMethod("from_dlpack", obj)) {
@@ -41,26 +41,6 @@ public final class PythonExport {
     // The Python side is ExporterClasses; the calls back into Java go through ExportDispatch to ProtocolCapsules.
 
     private PythonExport() {}
-
-    /**
-     * A DLPack device: {@code DLDeviceType} and device ordinal, as {@code __dlpack_device__} returns them.
-     *
-     * @param deviceType the {@code DLDeviceType} value, e.g. {@code kDLCUDA}
-     * @param deviceId the device ordinal (0 for the CPU)
-     */
-    public record DLDeviceId(int deviceType, int deviceId) {
-        /** {@code (kDLCPU, 0)}. */
-        public static final DLDeviceId CPU = new DLDeviceId(DeviceType.CPU.code(), 0);
-
-        /**
-         * {@return {@code (kDLCUDA, ordinal)}}
-         *
-         * @param ordinal the device ordinal
-         */
-        public static DLDeviceId cuda(int ordinal) {
-            return new DLDeviceId(DeviceType.CUDA.code(), ordinal);
-        }
-    }
 
     /**
      * What a DLPack consumer asked for in {@code __dlpack__(stream=..., max_version=..., dl_device=...,
@@ -148,14 +128,14 @@ public final class PythonExport {
     }
 
     /** {@return number of exporter objects whose Python object is still alive (for leak checks in tests)} */
-    public static int liveObjects() {
+    static int liveObjects() {
         return ExportDispatch.live();
     }
 
     /** Chooses the protocols the Python object speaks. */
     public static final class Builder {
         private DLPackExporter dlpack;
-        private DLDeviceId device;
+        private Device device;
         private ArrowSchemaExporter schema;
         private ArrowArrayExporter array;
         private ArrowArrayExporter deviceArray;
@@ -253,7 +233,7 @@ public final class PythonExport {
         /**
          * Also publishes this library's DLPack C exchange table on the object's type, as
          * {@code __dlpack_c_exchange_api__} (a capsule named {@code "dlpack_exchange_api"}; see
-         * {@link PythonExchange#publishedTable()}): a consumer that speaks the exchange API takes the tensor
+         * this library's own table): a consumer that speaks the exchange API takes the tensor
          * from the {@link #dlpack} exporter without calling {@code __dlpack__}, with no stream
          * synchronisation (the exporter sees stream -1). Needs {@link #dlpack}.
          *
@@ -271,7 +251,7 @@ public final class PythonExport {
          * @param exporter makes a tensor for each {@code __dlpack__} call
          * @return this builder
          */
-        public Builder dlpack(DLDeviceId device, DLPackExporter exporter) {
+        public Builder dlpack(Device device, DLPackExporter exporter) {
             this.device = Objects.requireNonNull(device, "device");
             this.dlpack = Objects.requireNonNull(exporter, "exporter");
             return this;

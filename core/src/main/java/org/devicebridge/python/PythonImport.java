@@ -7,20 +7,213 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.OptionalLong;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.DeviceKind;
+import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
+import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ImportedArray;
+import org.devicebridge.arrow.ImportedArrayStream;
+import org.devicebridge.arrow.ImportedSchema;
+import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.dlpack.ConsumerStream;
+import org.devicebridge.dlpack.DLPack;
+import org.devicebridge.dlpack.DLPackExchange;
+import org.devicebridge.dlpack.ImportOptions;
+import org.devicebridge.dlpack.ImportedTensor;
 
 /**
- * Asks a Python producer (a NumPy array, a PyTorch or CuPy tensor, a pyarrow array, table or reader) for
- * its data through the capsule protocols; the capsules are then taken with
- * {@link Capsules#take(PyObjectRef, CapsuleKind, java.util.function.Function)}.
+ * Takes data from a Python producer (a NumPy array, a PyTorch or CuPy tensor, a Numba device array, a pyarrow
+ * array, table or reader), zero-copy, through whichever protocol it speaks: the one entry for every direction
+ * Python to Java ({@link PythonExport} is the other way).
  *
- * <p>Each method returns new capsules the caller owns (close them once taken; a capsule closed without
- * being taken releases its data through its destructor).
+ * <ul>
+ * <li>{@link #tensor}: a DLPack tensor, through the framework's DLPack C exchange table, {@code __dlpack__},
+ *     {@code __cuda_array_interface__} or {@code __array_interface__} (in that order, the first the producer
+ *     has; the exchange table only where the consumer asked for no synchronisation).</li>
+ * <li>{@link #device}: where a producer's tensor lives ({@code __dlpack_device__}).</li>
+ * <li>{@link #schema}, {@link #array}, {@link #stream}: Arrow's PyCapsule interface
+ *     ({@code __arrow_c_schema__}, {@code __arrow_c_array__} or {@code __arrow_c_device_array__},
+ *     {@code __arrow_c_stream__} or {@code __arrow_c_device_stream__}).</li>
+ * </ul>
+ *
+ * <p>After a return the caller owns the returned handle (close it); the producer stays the caller's
+ * reference. After a throw the caller owns nothing new, and what the producer exported was released.
  *
  * <p>Stateless and thread-safe: each method takes the GIL itself.
  */
 public final class PythonImport {
     private PythonImport() {}
+
+    /**
+     * Takes {@code producer}'s tensor as a DLPack tensor, zero-copy, through the first protocol it speaks:
+     * <ol>
+     * <li>its type's DLPack C exchange table ({@code __dlpack_c_exchange_api__}), only where {@code consumer}
+     *     is {@link ConsumerStream.Kind#NO_SYNC} (the table does no stream synchronisation);</li>
+     * <li>{@code __dlpack__(stream=..., max_version=(1, 3))}, the producer making {@code consumer} wait for
+     *     its work (a pre-1.0 producer's legacy capsule is taken too);</li>
+     * <li>{@code __cuda_array_interface__} (versions 0 to 3), {@code consumer} made to wait on the
+     *     producer's stream with an event; a mask, if any, is dropped;</li>
+     * <li>{@code __array_interface__} (version 3) for host memory; a mask, if any, is dropped.</li>
+     * </ol>
+     * The tensor keeps what the producer exported alive until it is closed.
+     *
+     * @param producer the Python object (borrowed: the caller keeps its reference)
+     * @param consumer the stream the caller will use the data on ({@link ConsumerStream#of}, e.g.
+     *        {@code ConsumerStream.of(Device.CPU, null)} on the host)
+     * @param options what the caller expects of the tensor (device, pointer check)
+     * @return the imported tensor, owned by the caller
+     * @throws UnsupportedFeatureException if {@code producer} speaks none of these protocols, or for a valid
+     *         array interface this library cannot view
+     * @throws ValidationException if the tensor is malformed or not what {@code options} expects
+     * @throws PythonException if the producer raised
+     * @throws PythonUnavailableException where there is no Python
+     */
+    public static ImportedTensor tensor(PyObjectRef producer, ConsumerStream consumer, ImportOptions options) {
+        requireNativeAccess();
+        Objects.requireNonNull(producer, "producer");
+        Objects.requireNonNull(consumer, "consumer");
+        Objects.requireNonNull(options, "options");
+        if (!consumer.needsSync()) {
+            DLPackExchange table = PythonExchange.find(producer);
+            if (table != null) {
+                return PythonExchange.importTensor(table, producer, options);
+            }
+        }
+        if (producer.hasAttr("__dlpack__")) {
+            try (PyObjectRef capsule = dlpack(producer, dlpackStream(consumer))) {
+                CapsuleKind kind = Capsules.kindOf(capsule);
+                if (kind == null || !kind.isDLPack()) {
+                    throw new UnsupportedFeatureException("__dlpack__", "expected a DLPack capsule but found "
+                            + capsule.typeName() + " named '" + Capsules.nameOf(capsule) + "'");
+                }
+                return Capsules.take(capsule, kind, p -> kind == CapsuleKind.DLTENSOR_VERSIONED
+                        ? DLPack.importVersioned(p, options) : DLPack.importLegacy(p, options));
+            }
+        }
+        boolean cuda = producer.hasAttr("__cuda_array_interface__");
+        if (!cuda && !producer.hasAttr("__array_interface__")) {
+            throw new UnsupportedFeatureException("producer", producer.typeName() + " speaks none of __dlpack__, "
+                    + "__cuda_array_interface__, __array_interface__");
+        }
+        InterfaceArray array = cuda ? ArrayInterfaces.importCudaArrayInterface(producer, consumer, options)
+                : ArrayInterfaces.importArrayInterface(producer, options);
+        array.mask().ifPresent(ImportedTensor::close);
+        return array.tensor();
+    }
+
+    /**
+     * {@return where {@code producer}'s tensor lives: {@code producer.__dlpack_device__()}}
+     *
+     * @param producer the Python object (borrowed: the caller keeps its reference)
+     * @throws ValidationException {@code DEVICE} for a device type DLPack 1.3 does not define
+     *         or a negative ordinal
+     * @throws PythonException if the producer raised (or has no {@code __dlpack_device__})
+     */
+    public static Device device(PyObjectRef producer) {
+        requireNativeAccess();
+        Objects.requireNonNull(producer, "producer");
+        long type;
+        long id;
+        try (PyObjectRef t = producer.callMethod("__dlpack_device__");
+             Gil ignored = Gil.acquire()) {
+            var tuple = t.borrowAddress();
+            type = Py.asLong(Py.tupleItem(tuple, 0), "device type");
+            id = Py.asLong(Py.tupleItem(tuple, 1), "device id");
+        }
+        DeviceKind kind = DeviceKind.fromCode((int) type).filter(k -> k.code() == type).orElseThrow(() ->
+                new ValidationException(Category.DEVICE,
+                        "__dlpack_device__[0]", "unknown DLDeviceType " + type));
+        if (id != (int) id) {
+            throw new ValidationException(Category.DEVICE,
+                    "__dlpack_device__[1]", "expected a device ordinal but found " + id);
+        }
+        return new Device(kind, (int) id);
+    }
+
+    /**
+     * {@return {@code producer.__arrow_c_schema__()} imported}
+     *
+     * @param producer the Python object (borrowed: the caller keeps its reference)
+     * @throws ValidationException if the schema is malformed
+     * @throws PythonException if the producer raised
+     */
+    public static ImportedSchema schema(PyObjectRef producer) {
+        requireNativeAccess();
+        try (PyObjectRef capsule = arrowSchema(producer)) {
+            return Capsules.take(capsule, CapsuleKind.ARROW_SCHEMA, ArrowImport::importSchema);
+        }
+    }
+
+    /**
+     * Takes {@code producer}'s Arrow array through {@code __arrow_c_array__}, or, where it has only that,
+     * {@code __arrow_c_device_array__} (device memory imports at {@link ValidationLevel#NONE} or
+     * {@link ValidationLevel#MINIMAL} only, as {@link ArrowImport} says).
+     *
+     * @param producer the Python object (borrowed: the caller keeps its reference)
+     * @param level how much of the foreign structure to check before it is used
+     * @return the imported array, owned by the caller
+     * @throws UnsupportedFeatureException if {@code producer} has neither method
+     * @throws ValidationException if the structs are malformed
+     * @throws PythonException if the producer raised
+     */
+    public static ImportedArray array(PyObjectRef producer, ValidationLevel level) {
+        requireNativeAccess();
+        Objects.requireNonNull(producer, "producer");
+        Objects.requireNonNull(level, "level");
+        boolean host = producer.hasAttr("__arrow_c_array__");
+        if (!host && !producer.hasAttr("__arrow_c_device_array__")) {
+            throw new UnsupportedFeatureException("producer", producer.typeName()
+                    + " has neither __arrow_c_array__ nor __arrow_c_device_array__");
+        }
+        try (ArrowArrayCapsules pair = host ? arrowArray(producer) : arrowDeviceArray(producer);
+             ImportedSchema schema = Capsules.take(pair.schema(), CapsuleKind.ARROW_SCHEMA, ArrowImport::importSchema)) {
+            return host ? Capsules.take(pair.array(), CapsuleKind.ARROW_ARRAY, p -> ArrowImport.importArray(schema, p, level))
+                    : Capsules.take(pair.array(), CapsuleKind.ARROW_DEVICE_ARRAY,
+                            p -> ArrowImport.importDeviceArray(schema, p, level));
+        }
+    }
+
+    /**
+     * Takes {@code producer}'s stream of batches through {@code __arrow_c_stream__}, or, where it has only
+     * that, {@code __arrow_c_device_stream__}.
+     *
+     * @param producer the Python object (borrowed: the caller keeps its reference)
+     * @return the imported stream, owned by the caller
+     * @throws UnsupportedFeatureException if {@code producer} has neither method
+     * @throws PythonException if the producer raised
+     */
+    public static ImportedArrayStream stream(PyObjectRef producer) {
+        requireNativeAccess();
+        Objects.requireNonNull(producer, "producer");
+        if (producer.hasAttr("__arrow_c_stream__")) {
+            try (PyObjectRef capsule = arrowStream(producer)) {
+                return Capsules.take(capsule, CapsuleKind.ARROW_ARRAY_STREAM, ArrowImport::importStream);
+            }
+        }
+        if (!producer.hasAttr("__arrow_c_device_stream__")) {
+            throw new UnsupportedFeatureException("producer", producer.typeName()
+                    + " has neither __arrow_c_stream__ nor __arrow_c_device_stream__");
+        }
+        try (PyObjectRef capsule = arrowDeviceStream(producer)) {
+            return Capsules.take(capsule, CapsuleKind.ARROW_DEVICE_ARRAY_STREAM, ArrowImport::importDeviceStream);
+        }
+    }
+
+    /** The {@code stream} argument of {@code __dlpack__} for {@code consumer}: None where the device has no streams. */
+    static OptionalLong dlpackStream(ConsumerStream consumer) {
+        DeviceKind k = consumer.device().kind();
+        boolean cuda = k == DeviceKind.CUDA || k == DeviceKind.CUDA_HOST || k == DeviceKind.CUDA_MANAGED;
+        boolean rocm = k == DeviceKind.ROCM || k == DeviceKind.ROCM_HOST;
+        return switch (consumer.kind()) {
+            case NO_SYNC -> cuda || rocm ? OptionalLong.of(-1) : OptionalLong.empty();
+            case DEFAULT -> cuda ? OptionalLong.of(1) : OptionalLong.empty();
+            case PER_THREAD_DEFAULT -> OptionalLong.of(2);
+            case STREAM -> OptionalLong.of(consumer.handle().address());
+        };
+    }
 
     /**
      * The highest DLPack version this library asks for in {@code max_version} (DLPack 1.3, as it implements);
@@ -32,7 +225,7 @@ public final class PythonImport {
      * {@code producer.__dlpack__(stream=stream, max_version=(1, 3))}: a capsule named
      * {@code dltensor_versioned}, or {@code dltensor} from a producer that predates DLPack 1.0 (one that
      * rejects {@code max_version} with a {@code TypeError} is asked again without it, as DLPack's Python
-     * specification prescribes). Use {@link Capsules#kindOf} to tell which.
+     * specification prescribes). Use {@code Capsules.kindOf} to tell which.
      *
      * @param stream the consumer's stream, which the producer makes wait for its work (for CUDA: the
      *        {@code CUstream} as an integer, 1 for the legacy default stream, 2 for the per-thread default
@@ -44,7 +237,7 @@ public final class PythonImport {
      * @return a new reference, owned by the caller (close it)
      * @throws PythonException if the producer raised (BufferError for a read-only array, ...)
      */
-    public static PyObjectRef dlpack(PyObjectRef producer, OptionalLong stream) {
+    static PyObjectRef dlpack(PyObjectRef producer, OptionalLong stream) {
         requireNativeAccess();
         Objects.requireNonNull(producer, "producer");
         Objects.requireNonNull(stream, "stream");
@@ -63,28 +256,11 @@ public final class PythonImport {
     }
 
     /**
-     * {@return {@code producer.__dlpack_device__()} as a device id}
-     *
-     * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
-     * @throws PythonException if the producer raised
-     */
-    public static PythonExport.DLDeviceId dlpackDevice(PyObjectRef producer) {
-        requireNativeAccess();
-        Objects.requireNonNull(producer, "producer");
-        try (PyObjectRef t = producer.callMethod("__dlpack_device__");
-             Gil ignored = Gil.acquire()) {
-            var tuple = t.borrowAddress();
-            return new PythonExport.DLDeviceId((int) Py.asLong(Py.tupleItem(tuple, 0), "device type"),
-                    (int) Py.asLong(Py.tupleItem(tuple, 1), "device id"));
-        }
-    }
-
-    /**
      * {@return {@code producer.__arrow_c_schema__()}: an {@code arrow_schema} capsule, owned by the caller after a return}
      *
      * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
      */
-    public static PyObjectRef arrowSchema(PyObjectRef producer) {
+    static PyObjectRef arrowSchema(PyObjectRef producer) {
         requireNativeAccess();
         Objects.requireNonNull(producer, "producer");
         return producer.callMethod("__arrow_c_schema__");
@@ -96,7 +272,7 @@ public final class PythonImport {
      * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
      * @return the two capsules, owned by the caller
      */
-    public static ArrowArrayCapsules arrowArray(PyObjectRef producer) {
+    static ArrowArrayCapsules arrowArray(PyObjectRef producer) {
         requireNativeAccess();
         return arrowArray(producer, null);
     }
@@ -112,7 +288,7 @@ public final class PythonImport {
      * @throws PythonException if the producer raised
      * @throws DeviceBridgeException if the producer returned something other than a pair
      */
-    public static ArrowArrayCapsules arrowArray(PyObjectRef producer, PyObjectRef requestedSchema) {
+    static ArrowArrayCapsules arrowArray(PyObjectRef producer, PyObjectRef requestedSchema) {
         requireNativeAccess();
         return capsulePair(producer, "__arrow_c_array__", requestedSchema);
     }
@@ -123,7 +299,7 @@ public final class PythonImport {
      * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
      * @return the two capsules, owned by the caller
      */
-    public static ArrowArrayCapsules arrowDeviceArray(PyObjectRef producer) {
+    static ArrowArrayCapsules arrowDeviceArray(PyObjectRef producer) {
         requireNativeAccess();
         return arrowDeviceArray(producer, null);
     }
@@ -139,7 +315,7 @@ public final class PythonImport {
      * @throws PythonException if the producer raised
      * @throws DeviceBridgeException if the producer returned something other than a pair
      */
-    public static ArrowArrayCapsules arrowDeviceArray(PyObjectRef producer, PyObjectRef requestedSchema) {
+    static ArrowArrayCapsules arrowDeviceArray(PyObjectRef producer, PyObjectRef requestedSchema) {
         requireNativeAccess();
         return capsulePair(producer, "__arrow_c_device_array__", requestedSchema);
     }
@@ -150,7 +326,7 @@ public final class PythonImport {
      * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
      * @return a new reference, owned by the caller (close it)
      */
-    public static PyObjectRef arrowStream(PyObjectRef producer) {
+    static PyObjectRef arrowStream(PyObjectRef producer) {
         requireNativeAccess();
         return arrowStream(producer, null);
     }
@@ -163,7 +339,7 @@ public final class PythonImport {
      * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
      * @throws PythonException if the producer raised
      */
-    public static PyObjectRef arrowStream(PyObjectRef producer, PyObjectRef requestedSchema) {
+    static PyObjectRef arrowStream(PyObjectRef producer, PyObjectRef requestedSchema) {
         requireNativeAccess();
         return call(producer, "__arrow_c_stream__", requestedSchema);
     }
@@ -174,7 +350,7 @@ public final class PythonImport {
      * @param producer the Python object that produces the data (borrowed: the caller keeps its reference)
      * @return a new reference, owned by the caller (close it)
      */
-    public static PyObjectRef arrowDeviceStream(PyObjectRef producer) {
+    static PyObjectRef arrowDeviceStream(PyObjectRef producer) {
         requireNativeAccess();
         return arrowDeviceStream(producer, null);
     }
@@ -188,7 +364,7 @@ public final class PythonImport {
      * @return a new reference, owned by the caller (close it)
      * @throws PythonException if the producer raised
      */
-    public static PyObjectRef arrowDeviceStream(PyObjectRef producer, PyObjectRef requestedSchema) {
+    static PyObjectRef arrowDeviceStream(PyObjectRef producer, PyObjectRef requestedSchema) {
         requireNativeAccess();
         return call(producer, "__arrow_c_device_stream__", requestedSchema);
     }

@@ -198,17 +198,17 @@ public final class PythonRuntime {
     }
 
     /**
-     * Takes the GIL for the calling thread until the returned {@link Gil} is closed, on this same thread.
+     * Takes the GIL for the calling thread until the returned take is closed, on this same thread.
      * Re-entrant: a thread that already holds it may take it again (each take closed once).
      *
      * @return this take of the GIL; the calling thread owns it and must close it
      */
-    public Gil gil() {
+    Gil gil() {
         return Gil.acquire();
     }
 
     /**
-     * Runs {@code body} holding the GIL.
+     * Runs {@code body} holding the GIL (re-entrant: a thread that holds it already may call this again).
      *
      * @param <T> what {@code body} returns
      * @param body the code to run

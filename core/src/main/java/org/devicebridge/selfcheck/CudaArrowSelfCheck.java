@@ -14,26 +14,27 @@ import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.ListVector;
 import org.apache.arrow.vector.complex.impl.UnionListWriter;
-import org.devicebridge.arrow.cuda.PinnedArrowMemory;
-import org.devicebridge.arrow.java.PooledArrowMemory;
-import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.arrow.cuda.CudaArrowDownload;
 import org.devicebridge.arrow.cuda.CudaArrowExport;
 import org.devicebridge.arrow.cuda.CudaArrowImport;
 import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.PinnedArrowMemory;
+import org.devicebridge.arrow.java.PooledArrowMemory;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaStream;
-import org.devicebridge.cuda.DeviceMemoryPool;
 import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.cuda.DeviceMemoryPool;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.cuda.StreamKind;
-import org.devicebridge.internal.NonTemporalCopy;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
+import org.devicebridge.internal.NonTemporalCopy;
 
 /**
  * Self-check section "Arrow on CUDA": where a device exists, uploads a sample table (integers with nulls,
@@ -69,7 +70,7 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
             return;
         }
         int device = 0;
-        report.line("device", Cuda.device(device).toString());
+        report.line("device", Cuda.properties(Device.cuda(device)).toString());
         long deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
         long threshold = DeviceMemoryPool.releaseThreshold(device);
         DeviceMemoryPool.retain(device, Math.max(threshold, POOL_BYTES));
@@ -125,7 +126,7 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
             CudaArrowExport.exportDeviceArray(batch, stream, out);
             report.check(what + ": export: device type CUDA with a sync event",
-                    ArrowDeviceArray.device_type(out) == ArrowDeviceType.CUDA.code()
+                    ArrowDeviceArray.device_type(out) == DeviceKind.CUDA.code()
                             && ArrowDeviceArray.device_id(out) == device
                             && !ArrowDeviceArray.sync_event(out).equals(MemorySegment.NULL), "");
             try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(batch.schema(), out,

@@ -9,27 +9,26 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.util.List;
 import java.util.Locale;
-import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.DeviceKind;
+import org.devicebridge.arrow.ImportedArray;
+import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.dlpack.ConsumerStream;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.dlpack.DeviceType;
-import org.devicebridge.generated.arrow.ArrowArray;
-import org.devicebridge.generated.arrow.ArrowSchema;
+import org.devicebridge.dlpack.ImportOptions;
+import org.devicebridge.dlpack.ImportedTensor;
 import org.devicebridge.generated.dlpack.DLDataType;
 import org.devicebridge.generated.dlpack.DLDevice;
 import org.devicebridge.generated.dlpack.DLManagedTensor;
 import org.devicebridge.generated.dlpack.DLManagedTensorVersioned;
 import org.devicebridge.generated.dlpack.DLPackVersion;
 import org.devicebridge.generated.dlpack.DLTensor;
-import org.devicebridge.internal.Callbacks;
 import org.devicebridge.internal.Native;
-import org.devicebridge.python.CapsuleKind;
-import org.devicebridge.python.Capsules;
 import org.devicebridge.python.PyObjectRef;
 import org.devicebridge.python.PythonException;
 import org.devicebridge.python.PythonExport;
-import org.devicebridge.python.ArrowArrayCapsules;
 import org.devicebridge.python.PythonImport;
 import org.devicebridge.python.PythonRuntime;
 
@@ -71,20 +70,20 @@ final class PythonSelfCheck implements SelfCheckSection {
                             report.check("numpy <- Java", javaToConsumer(python, ns, "numpy.from_dlpack(obj).tolist()"),
                                     "numpy.from_dlpack of a Java DLPack tensor, deleter called once");
                             report.check("numpy -> Java", consumerToJava(python, ns,
-                                    "numpy.array([1.5, -2, 3.25], dtype=numpy.float32)", DeviceType.CPU), "Java imports NumPy's tensor");
+                                    "numpy.array([1.5, -2, 3.25], dtype=numpy.float32)", DeviceKind.CPU), "Java imports NumPy's tensor");
                         }
                         case "torch" -> {
                             report.check("torch <- Java", javaToConsumer(python, ns, "torch.from_dlpack(obj).tolist()"),
                                     "torch.from_dlpack of a Java CPU tensor, deleter called once");
                             report.check("torch -> Java", consumerToJava(python, ns,
-                                    "torch.tensor([1.5, -2, 3.25], dtype=torch.float32)", DeviceType.CPU), "Java imports a torch CPU tensor");
+                                    "torch.tensor([1.5, -2, 3.25], dtype=torch.float32)", DeviceKind.CPU), "Java imports a torch CPU tensor");
                         }
                         case "cupy" -> {
                             if (!hasCudaDevice(python, ns)) {
                                 report.line("cupy -> Java", "not run: CuPy sees no CUDA device");
                             } else {
                                 report.check("cupy -> Java", consumerToJava(python, ns,
-                                        "cupy.array([1.5, -2, 3.25], dtype=cupy.float32)", DeviceType.CUDA),
+                                        "cupy.array([1.5, -2, 3.25], dtype=cupy.float32)", DeviceKind.CUDA),
                                         "Java imports a CuPy CUDA tensor (device and pointer checked)");
                             }
                         }
@@ -112,7 +111,7 @@ final class PythonSelfCheck implements SelfCheckSection {
         int before = DELETES.get();
         String values;
         try (PyObjectRef obj = PythonExport.builder()
-                .dlpack(PythonExport.DLDeviceId.CPU, r -> tensor(r.versioned()))
+                .dlpack(Device.CPU, r -> tensor(r.versioned()))
                 .build()) {
             python.set(ns, "obj", obj);
             try (PyObjectRef r = python.eval(consumerExpression, ns)) {
@@ -125,37 +124,24 @@ final class PythonSelfCheck implements SelfCheckSection {
 
     /** Imports {@code producerExpression}'s tensor; checks device type, and values where it is on the CPU. */
     private static boolean consumerToJava(PythonRuntime python, PyObjectRef ns, String producerExpression,
-                                          DeviceType deviceType) {
-        try (PyObjectRef x = python.eval(producerExpression, ns);
-             PyObjectRef capsule = PythonImport.dlpack(x,
-                     deviceType == DeviceType.CUDA ? OptionalLong.of(1) : OptionalLong.empty())) {
-            CapsuleKind kind = Capsules.kindOf(capsule);
-            if (kind == null || !kind.isDLPack()) {
-                return false;
-            }
-            boolean versioned = kind == CapsuleKind.DLTENSOR_VERSIONED;
-            MemorySegment managed = Capsules.take(capsule, kind, p -> p);
-            try {
-                MemorySegment t = versioned ? DLManagedTensorVersioned.dl_tensor(managed) : DLManagedTensor.dl_tensor(managed);
-                if (DLDevice.device_type(DLTensor.device(t)) != deviceType.code() || DLTensor.ndim(t) != 1
-                        || DLTensor.shape(t).reinterpret(8).get(JAVA_LONG, 0) != 3) {
+                                          DeviceKind deviceType) {
+        try (PyObjectRef x = python.eval(producerExpression, ns)) {
+            Device device = PythonImport.device(x);
+            ConsumerStream consumer = ConsumerStream.of(device, deviceType == DeviceKind.CUDA ? 1L : null);
+            try (ImportedTensor t = PythonImport.tensor(x, consumer, ImportOptions.any())) {
+                if (t.device().kind() != deviceType || t.shape().length != 1 || t.shape()[0] != 3) {
                     return false;
                 }
-                if (deviceType != DeviceType.CPU) {
-                    return !DLTensor.data(t).equals(MemorySegment.NULL) && Capsules.isConsumed(capsule);
+                if (deviceType != DeviceKind.CPU) {
+                    return !t.devicePointer().equals(MemorySegment.NULL);
                 }
-                MemorySegment data = DLTensor.data(t).reinterpret(DLTensor.byte_offset(t) + 12);
+                MemorySegment data = t.segment();
                 for (int i = 0; i < 3; i++) {
-                    if (data.get(JAVA_FLOAT, DLTensor.byte_offset(t) + 4L * i) != VALUES[i]) {
+                    if (data.getAtIndex(JAVA_FLOAT, i) != VALUES[i]) {
                         return false;
                     }
                 }
                 return true;
-            } finally {
-                MemorySegment deleter = versioned ? DLManagedTensorVersioned.deleter(managed) : DLManagedTensor.deleter(managed);
-                if (!deleter.equals(MemorySegment.NULL)) {
-                    Callbacks.invokeVoidPointer(deleter, managed);
-                }
             }
         }
     }
@@ -163,24 +149,15 @@ final class PythonSelfCheck implements SelfCheckSection {
     /** pyarrow -> Java (a sliced array, offset read) -> pyarrow again through a Java exporter. */
     private static boolean pyarrow(PythonRuntime python, PyObjectRef ns) {
         try (PyObjectRef src = python.eval("pyarrow.array([1, 2, 3, 4, 5], type=pyarrow.int32()).slice(1, 3)", ns)) {
-            long[] lengthAndOffset;
-            try (ArrowArrayCapsules pair = PythonImport.arrowArray(src)) {
-                lengthAndOffset = Capsules.take(pair.array(), CapsuleKind.ARROW_ARRAY,
-                        p -> new long[] {ArrowArray.length(p), ArrowArray.offset(p)});
-                Capsules.take(pair.schema(), CapsuleKind.ARROW_SCHEMA, p -> null); // released unmoved
+            try (ImportedArray array = PythonImport.array(src, ValidationLevel.FULL)) {
+                if (array.root().length() != 3 || array.root().offset() != 1) {
+                    return false;
+                }
             }
-            if (lengthAndOffset[0] != 3 || lengthAndOffset[1] != 1) {
-                return false;
-            }
+            // pyarrow's own export fills the structs the Java exporter hands back to pyarrow
             try (PyObjectRef obj = PythonExport.builder()
-                    .arrowArray((requested, schemaOut, arrayOut) -> {
-                        try (ArrowArrayCapsules again = PythonImport.arrowArray(src)) {
-                            Capsules.take(again.schema(), CapsuleKind.ARROW_SCHEMA,
-                                    p -> move(p, schemaOut, CapsuleKind.ARROW_SCHEMA));
-                            Capsules.take(again.array(), CapsuleKind.ARROW_ARRAY,
-                                    p -> move(p, arrayOut, CapsuleKind.ARROW_ARRAY));
-                        }
-                    })
+                    .arrowArray((requested, schemaOut, arrayOut) -> src.callMethod("_export_to_c",
+                            arrayOut.address(), schemaOut.address()).close())
                     .build()) {
                 python.set(ns, "obj", obj);
                 try (PyObjectRef r = python.eval("pyarrow.array(obj).to_pylist()", ns)) {
@@ -190,14 +167,6 @@ final class PythonSelfCheck implements SelfCheckSection {
                 }
             }
         }
-    }
-
-    private static Void move(MemorySegment from, MemorySegment to, CapsuleKind kind) {
-        boolean schema = kind == CapsuleKind.ARROW_SCHEMA;
-        long size = schema ? ArrowSchema.sizeof() : ArrowArray.sizeof();
-        MemorySegment.copy(from, 0, to.reinterpret(size), 0, size);
-        from.set(ADDRESS, schema ? ArrowSchema.release$offset() : ArrowArray.release$offset(), MemorySegment.NULL);
-        return null;
     }
 
     // ---- a minimal CPU tensor for the checks: struct, shape and data in one calloc'd block ----
@@ -224,7 +193,7 @@ final class PythonSelfCheck implements SelfCheckSection {
             t = DLManagedTensor.dl_tensor(block);
         }
         DLTensor.data(t, data);
-        DLDevice.device_type(DLTensor.device(t), DeviceType.CPU.code());
+        DLDevice.device_type(DLTensor.device(t), DeviceKind.CPU.code());
         DLTensor.ndim(t, 1);
         MemorySegment dt = DLTensor.dtype(t);
         DLDataType.code(dt, (byte) DType.KDL_FLOAT);

@@ -3,9 +3,10 @@ package org.devicebridge.selfcheck;
 import java.io.PrintStream;
 import java.util.List;
 import java.util.Locale;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.cuda.Cuda;
-import org.devicebridge.cuda.CudaDevice;
+import org.devicebridge.cuda.CudaDeviceProperties;
 import org.devicebridge.internal.NativeAccess;
 import org.devicebridge.internal.Platform;
 
@@ -128,8 +129,8 @@ public final class SelfCheck {
             return;
         }
         line("CUDA driver", Cuda.driverVersionString() + " (" + Cuda.unavailableReason() + ")");
-        for (CudaDevice d : Cuda.devices()) {
-            line("device " + d.ordinal(), d.toString());
+        for (CudaDeviceProperties d : Cuda.devices()) {
+            line("device " + d.device().ordinal(), d.toString());
         }
     }
 

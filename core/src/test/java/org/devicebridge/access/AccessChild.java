@@ -8,7 +8,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.util.Locale;
-import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ArrowStructs;
 import org.devicebridge.arrow.ImportedSchema;
@@ -22,14 +23,12 @@ import org.devicebridge.arrow.flight.DeviceFlightClient;
 import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.arrow.java.ArrowMemory;
+import org.devicebridge.arrow.java.DLPackArrow;
 import org.devicebridge.arrow.java.PooledArrowMemory;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.dlpack.DLPack;
-import org.devicebridge.dlpack.DLPackArrow;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.dlpack.Device;
-import org.devicebridge.dlpack.DeviceType;
 import org.devicebridge.dlpack.ExportedTensor;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
@@ -38,7 +37,6 @@ import org.devicebridge.dlpack.TensorSpec;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
-import org.devicebridge.python.CapsuleKind;
 import org.devicebridge.python.PythonRuntime;
 
 /**
@@ -120,9 +118,9 @@ public final class AccessChild {
     /** The value types load and work without native access. */
     private static String values() {
         TensorSpec spec = TensorSpec.of(Arena.ofAuto().allocate(24), DType.FLOAT32, 2, 3); // allocating is not restricted
-        return String.join(",", DType.FLOAT32.toString(), Device.CPU.toString(), String.valueOf(DeviceType.of(2)),
-                Long.toString(TensorFlag.READ_ONLY.bit()), String.valueOf(ArrowDeviceType.fromCode(2).orElseThrow()),
-                CapsuleKind.DLTENSOR_VERSIONED.structName(), ValidationLevel.FULL.toString(),
+        return String.join(",", DType.FLOAT32.toString(), Device.CPU.toString(), String.valueOf(DeviceKind.fromCode(2).orElse(null)),
+                Long.toString(TensorFlag.READ_ONLY.bit()), String.valueOf(DeviceKind.fromCode(2).orElseThrow()),
+                DeviceKind.CUDA_HOST.dlpackName(), ValidationLevel.FULL.toString(),
                 Integer.toString(spec.shape().length));
     }
 
@@ -182,7 +180,7 @@ public final class AccessChild {
             ArrowArray.n_buffers(array, 2);
             ArrowArray.buffers(array, arena.allocate(ValueLayout.ADDRESS, 2));
             ArrowArray.release(array, Callbacks.RELEASE_ARRAY);
-            ArrowDeviceArray.device_type(device, ArrowDeviceType.CUDA.code());
+            ArrowDeviceArray.device_type(device, DeviceKind.CUDA.code());
             int before = arrayReleases;
             try (ImportedSchema s = ArrowImport.importSchema(schema)) {
                 CudaArrowImport.importDeviceArray(s.root(), device, ValidationLevel.MINIMAL, null, null).close();

@@ -15,9 +15,10 @@ import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.StructVector;
 import org.apache.arrow.vector.util.TransferPair;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
-import org.devicebridge.ValidationException.Category;
 import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
@@ -43,9 +44,9 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
     void aCpuDeviceArrayImportsLikeAnArrayAndFeedsArrowJava() {
         try (Arena arena = Arena.ofConfined(); FieldVector original = TestVectors.all().get("utf8").apply(allocator);
              Exported e = export(original); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
-            MemorySegment d = deviceArray(arena, e, ArrowDeviceType.CPU.code(), -1, x -> { });
+            MemorySegment d = deviceArray(arena, e, DeviceKind.CPU.code(), -1, x -> { });
             ImportedArray array = ArrowImport.importDeviceArray(schema, d, ValidationLevel.FULL);
-            assertEquals(ArrowDeviceType.CPU, array.deviceType());
+            assertEquals(DeviceKind.CPU, array.deviceType());
             assertEquals(MemorySegment.NULL, array.syncEvent());
             assertEquals(MemorySegment.NULL, ArrowArray.release(d.asSlice(ArrowDeviceArray.array$offset())), "moved");
             try (FieldVector imported = ArrowJavaImport.importFieldVector(allocator, array, null)) {
@@ -71,7 +72,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
 
     @Test
     void aCpuArrayWithASyncEventIsADeviceError() {
-        ValidationException ex = refusedDevice(ArrowDeviceType.CPU.code(), -1, ValidationLevel.MINIMAL,
+        ValidationException ex = refusedDevice(DeviceKind.CPU.code(), -1, ValidationLevel.MINIMAL,
                 d -> ArrowDeviceArray.sync_event(d, MemorySegment.ofAddress(0x1000)));
         assertEquals(Category.DEVICE, ex.category());
         assertEquals("sync_event: expected NULL for a CPU array but found a sync event", ex.getMessage());
@@ -86,7 +87,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
 
     @Test
     void nonZeroReservedFieldsAreADeviceError() {
-        ValidationException ex = refusedDevice(ArrowDeviceType.CPU.code(), -1, ValidationLevel.MINIMAL,
+        ValidationException ex = refusedDevice(DeviceKind.CPU.code(), -1, ValidationLevel.MINIMAL,
                 d -> d.set(ValueLayout.JAVA_LONG, ArrowDeviceArray.reserved$offset() + 16, 7));
         assertEquals("reserved[2]: expected 0 but found 7", ex.getMessage());
     }
@@ -105,7 +106,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
             MemorySegment event = arena.allocate(8);
             MemorySegment d = deviceArray(arena, e, CUDA, 3, x -> ArrowDeviceArray.sync_event(x, event));
             try (ImportedArray array = ArrowImport.importDeviceArray(schema, d, ValidationLevel.MINIMAL)) {
-                assertEquals(ArrowDeviceType.CUDA, array.deviceType());
+                assertEquals(DeviceKind.CUDA, array.deviceType());
                 assertEquals(3, array.deviceId());
                 assertEquals(event.address(), array.syncEvent().address());
                 ArrayNode root = array.root();

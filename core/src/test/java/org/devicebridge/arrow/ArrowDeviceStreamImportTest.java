@@ -15,6 +15,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.arrow.c.Data;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.IntVector;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
@@ -134,11 +135,11 @@ class ArrowDeviceStreamImportTest extends ArrowTestSupport {
             schemaSource = v;
             BATCHES.add(b1);
             BATCHES.add(b2);
-            BATCH_DEVICE.set(ArrowDeviceType.CUDA.code()); // host memory labelled CUDA, read only through the copier
-            try (ImportedArrayStream s = ArrowImport.importDeviceStream(stream(arena, ArrowDeviceType.CUDA.code()))) {
+            BATCH_DEVICE.set(DeviceKind.CUDA.code()); // host memory labelled CUDA, read only through the copier
+            try (ImportedArrayStream s = ArrowImport.importDeviceStream(stream(arena, DeviceKind.CUDA.code()))) {
                 for (int b = 0; b < 2; b++) {
                     try (ImportedArray batch = s.next(ValidationLevel.FULL, null, copier)) {
-                        assertEquals(ArrowDeviceType.CUDA, batch.deviceType());
+                        assertEquals(DeviceKind.CUDA, batch.deviceType());
                         assertEquals(false, batch.root().isHostAccessible());
                         assertEquals(((org.apache.arrow.vector.VarCharVector) v).getOffsetBuffer()
                                 .getInt(4L * TestVectors.N), batch.root().bufferLength(2), "sized from the host copies");

@@ -15,6 +15,7 @@ import java.util.function.Function;
 import java.util.stream.Stream;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.FieldVector;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.generated.arrow.ArrowArray;
@@ -168,7 +169,7 @@ class DeviceContentsTest extends ArrowTestSupport {
              Exported e = export(v); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
              CountingCopier copier = new CountingCopier()) {
             MemorySegment d = asCudaArray(arena, e);
-            ArrowDeviceArray.device_type(d, ArrowDeviceType.CPU.code());
+            ArrowDeviceArray.device_type(d, DeviceKind.CPU.code());
             ArrowDeviceArray.device_id(d, -1);
             ValidationException ex = assertThrows(ValidationException.class,
                     () -> ArrowImport.importDeviceArray(schema.root(), d, ValidationLevel.FULL, null, copier));

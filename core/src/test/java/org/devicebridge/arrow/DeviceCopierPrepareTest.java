@@ -11,6 +11,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.arrow.vector.FieldVector;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.foreign.Access;
@@ -33,7 +34,7 @@ class DeviceCopierPrepareTest extends ArrowTestSupport {
     static final class RecordingCopier implements DeviceCopier, AutoCloseable {
         final DeviceContentsTest.CountingCopier copies = new DeviceContentsTest.CountingCopier();
         final List<String> calls = new ArrayList<>();
-        ArrowDeviceType deviceType;
+        DeviceKind deviceType;
         long deviceId;
         long syncEvent;
         long offsetsAddress;
@@ -42,7 +43,7 @@ class DeviceCopierPrepareTest extends ArrowTestSupport {
         RuntimeException failure;
 
         @Override
-        public void prepare(ArrowDeviceType type, long id, MemorySegment sync, ArrayNode structure) {
+        public void prepare(DeviceKind type, long id, MemorySegment sync, ArrayNode structure) {
             calls.add("prepare");
             deviceType = type;
             deviceId = id;
@@ -96,7 +97,7 @@ class DeviceCopierPrepareTest extends ArrowTestSupport {
                     case FULL -> List.of("prepare", "copy", "copy");
                 };
                 assertEquals(expected, copier.calls);
-                assertSame(ArrowDeviceType.CUDA, copier.deviceType);
+                assertSame(DeviceKind.CUDA, copier.deviceType);
                 assertEquals(3, copier.deviceId);
                 assertEquals(event.address(), copier.syncEvent, "the producer's sync_event pointer, not what it points to");
                 assertEquals(offsetsOf(v), copier.offsetsAddress);

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import org.devicebridge.Device;
 import org.devicebridge.testing.RequiresCuda;
 import org.junit.jupiter.api.Test;
 
@@ -23,7 +24,7 @@ class CudaDeviceTest {
         int n = Cuda.deviceCount();
         assertTrue(n >= 1, "device count " + n);
         assertEquals(n, Cuda.devices().size());
-        CudaDevice d = Cuda.device(0);
+        CudaDeviceProperties d = Cuda.properties(Device.cuda(0));
         System.out.println(d);
         assertFalse(d.name().isBlank());
         assertTrue(d.name().contains("NVIDIA"), d.name());
@@ -34,7 +35,7 @@ class CudaDeviceTest {
 
     @Test
     void badOrdinalIsATypedCudaError() {
-        CudaException e = assertThrows(CudaException.class, () -> Cuda.device(Cuda.deviceCount() + 7));
+        CudaException e = assertThrows(CudaException.class, () -> Cuda.properties(Device.cuda(Cuda.deviceCount() + 7)));
         assertEquals("cuDeviceGet", e.function());
         assertEquals("CUDA_ERROR_INVALID_DEVICE", e.resultName());
     }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
+import org.devicebridge.Device;
 import org.junit.jupiter.api.Test;
 
 /** Where no CUDA driver exists, every CUDA entry point fails with one typed exception and a reason. */
@@ -19,7 +20,7 @@ class CudaWithoutDriverTest {
         assertTrue(e.getMessage().startsWith("CUDA driver not available: "), e.getMessage());
         assertTrue(e.getMessage().contains(reason), e.getMessage());
         assertThrows(CudaUnavailableException.class, Cuda::driverVersion);
-        assertThrows(CudaUnavailableException.class, () -> Cuda.device(0));
+        assertThrows(CudaUnavailableException.class, () -> Cuda.properties(Device.cuda(0)));
         assertThrows(CudaUnavailableException.class, Cuda::devices);
         // asking twice gives the same typed answer: loading is attempted once, not per call
         assertThrows(CudaUnavailableException.class, Cuda::deviceCount);

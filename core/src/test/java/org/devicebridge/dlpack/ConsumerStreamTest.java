@@ -8,6 +8,8 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.junit.jupiter.api.Test;
@@ -33,7 +35,7 @@ class ConsumerStreamTest {
         "CPU, None, NO_SYNC, 0",
         "CPU, -1, NO_SYNC, 0",
         "VULKAN, None, NO_SYNC, 0"})
-    void validStreamValuesMeanWhatThePythonSpecSays(DeviceType type, Long stream, ConsumerStream.Kind kind, long handle) {
+    void validStreamValuesMeanWhatThePythonSpecSays(DeviceKind type, Long stream, ConsumerStream.Kind kind, long handle) {
         ConsumerStream s = ConsumerStream.of(new Device(type, 0), stream);
         assertEquals(kind, s.kind());
         assertEquals(handle, s.handle().address());
@@ -43,7 +45,7 @@ class ConsumerStreamTest {
     @ParameterizedTest(name = "{0} stream {1} is refused")
     @CsvSource({"CUDA, 0", "CUDA, -2", "CUDA_HOST, 0", "ROCM, 1", "ROCM, 2", "ROCM, -7", "CPU, 0", "CPU, 1",
         "CPU, 12345", "METAL, 5"})
-    void invalidStreamValuesAreRefusedTyped(DeviceType type, long stream) {
+    void invalidStreamValuesAreRefusedTyped(DeviceKind type, long stream) {
         ValidationException e = assertThrows(ValidationException.class, () -> ConsumerStream.of(new Device(type, 0), stream));
         assertEquals(Category.STREAM, e.category());
         assertEquals("stream", e.path());

@@ -19,6 +19,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
+import org.devicebridge.Device;
 import org.devicebridge.HandleBusyException;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;

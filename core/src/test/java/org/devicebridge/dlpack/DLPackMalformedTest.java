@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;

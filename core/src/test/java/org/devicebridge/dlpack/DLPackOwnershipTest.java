@@ -10,6 +10,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.devicebridge.Device;
 import org.devicebridge.HandleClosedException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.UnsupportedFeatureException;

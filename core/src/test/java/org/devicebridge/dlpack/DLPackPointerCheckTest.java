@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.devicebridge.Device;
 import org.devicebridge.ValidationException;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaUnavailableException;

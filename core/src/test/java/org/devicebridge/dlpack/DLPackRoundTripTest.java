@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
+import org.devicebridge.Device;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.generated.dlpack.DLManagedTensorVersioned;
@@ -134,7 +135,7 @@ class DLPackRoundTripTest {
             assertEquals(expectedExtent, t.byteExtent());
             long expectedStart = layout == Layout.NEGATIVE_STRIDE ? 0 : offset;
             assertEquals(data.address() + offset, t.devicePointer().address(), "data + byte_offset");
-            if (device.type().isHostAccessible()) {
+            if (device.kind().isHostAccessible()) {
                 MemorySegment seg = t.segment();
                 assertEquals(expectedExtent, seg.byteSize());
                 if (expectedExtent > 0) {

@@ -153,7 +153,7 @@ final class FuzzOracle {
                 t.dtype();
                 t.byteOffset();
                 t.elementCount();
-                if (t.device().type().isHostAccessible()) {
+                if (t.device().kind().isHostAccessible()) {
                     MemorySegment s = t.segment();
                     if (s.byteSize() > 0) {
                         long base = in.dataBuffer == null ? -1 : in.dataBuffer.address();

@@ -66,6 +66,24 @@ class PackageLayoutTest {
     }
 
     @Test
+    void onlyTheBridgeArrowOnCudaAndFlightNeedArrowJava() throws IOException {
+        // DLPack's Arrow Java converter lives in the bridge (arrow.java), not in dlpack
+        for (String pkg : List.of("", "arrow", "cuda", "dlpack", "python", "internal")) {
+            List<String> wrong = imports(pkg).stream().filter(i -> i.contains(" org.apache.arrow.")).toList();
+            assertEquals(List.of(), wrong, pkg);
+        }
+    }
+
+    @Test
+    void theBasePackageWithTheDeviceIdentityImportsNoOtherPackage() throws IOException {
+        // org.devicebridge (Device, DeviceKind, the handle, the exceptions) is the lowest package every other one imports
+        List<String> wrong = imports("").stream()
+                .filter(i -> i.contains(" org.devicebridge.") && !i.matches(".* org\\.devicebridge\\.(internal\\.|[A-Z])[\\w.]*"))
+                .toList();
+        assertEquals(List.of(), wrong);
+    }
+
+    @Test
     void arrowFlightIsUsedOnlyByItsOwnPackage() throws IOException {
         for (String pkg : List.of("", "arrow", "arrow/java", "arrow/cuda", "cuda", "dlpack", "python", "foreign",
                 "internal", "selfcheck")) {

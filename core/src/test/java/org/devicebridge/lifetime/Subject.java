@@ -3,7 +3,6 @@ package org.devicebridge.lifetime;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
@@ -23,10 +22,7 @@ import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.devicebridge.internal.CudaCounters;
-import org.devicebridge.python.CapsuleKind;
-import org.devicebridge.python.Capsules;
 import org.devicebridge.python.PyObjectRef;
-import org.devicebridge.python.PythonImport;
 import org.devicebridge.python.PythonRuntime;
 import org.devicebridge.python.PythonTesting;
 
@@ -213,7 +209,7 @@ abstract class Subject {
         }
     };
 
-    /** The C array, exported as an {@code arrow_array} capsule, taken with {@link Capsules#take} into {@code importArray}. */
+    /** The C array, exported as an {@code arrow_array} capsule, taken with {@code Capsules.take} into {@code importArray}. */
     static final Subject CAPSULE_ARROW_ARRAY = new CProduced("ImportedArray (arrow_array capsule)", 67) {
         @Override
         NativeHandle importData(Arena arena) {
@@ -221,7 +217,7 @@ abstract class Subject {
             try (Arena structs = Arena.ofConfined()) {
                 MemorySegment array = structs.allocate(ArrowArray.layout());
                 HoldSegment.makeArray(array, N, seed);
-                return throughCapsule(array, CapsuleKind.ARROW_ARRAY, p -> importArray(p, arena));
+                return throughCapsule(array, "ARROW_ARRAY", p -> importArray(p, arena));
             }
         }
     };
@@ -234,7 +230,7 @@ abstract class Subject {
             try (Arena structs = Arena.ofConfined()) {
                 MemorySegment array = structs.allocate(ArrowDeviceArray.layout());
                 HoldSegment.makeCpuDeviceArray(array, N, seed);
-                return throughCapsule(array, CapsuleKind.ARROW_DEVICE_ARRAY, p -> importDeviceArray(p, arena));
+                return throughCapsule(array, "ARROW_DEVICE_ARRAY", p -> importDeviceArray(p, arena));
             }
         }
     };
@@ -244,7 +240,7 @@ abstract class Subject {
         @Override
         NativeHandle importData(Arena arena) {
             PythonTesting.runtime();
-            return throughCapsule(HoldSegment.makeVersioned(N, seed), CapsuleKind.DLTENSOR_VERSIONED,
+            return throughCapsule(HoldSegment.makeVersioned(N, seed), "DLTENSOR_VERSIONED",
                     p -> importVersioned(p, arena));
         }
     };
@@ -254,7 +250,7 @@ abstract class Subject {
         @Override
         NativeHandle importData(Arena arena) {
             PythonTesting.runtime();
-            return throughCapsule(HoldSegment.makeLegacy(N, seed), CapsuleKind.DLTENSOR, p -> importLegacy(p, arena));
+            return throughCapsule(HoldSegment.makeLegacy(N, seed), "DLTENSOR", p -> importLegacy(p, arena));
         }
     };
 
@@ -276,11 +272,9 @@ abstract class Subject {
                         + "a = (np.arange(" + N + ", dtype=np.int64) * 7 + " + seed + ").astype(np.uint8)\n"
                         + "finalizer = weakref.finalize(a, released.append, 1)\n", ns);
                 ImportedTensor t;
-                try (PyObjectRef a = py.eval("a", ns); PyObjectRef capsule = PythonImport.dlpack(a, OptionalLong.empty())) {
+                try (PyObjectRef a = py.eval("a", ns)) {
                     py.exec("del a", ns);
-                    CapsuleKind kind = Capsules.kindOf(capsule);
-                    t = Capsules.take(capsule, kind, p -> kind == CapsuleKind.DLTENSOR_VERSIONED
-                            ? importVersioned(p, arena) : importLegacy(p, arena));
+                    t = PythonTesting.takeDLPack(a, p -> importVersioned(p, arena), p -> importLegacy(p, arena));
                 }
                 LongSupplier releases = () -> {
                     try (PyObjectRef n = py.eval("len(released)", ns)) {
@@ -394,9 +388,7 @@ abstract class Subject {
     }
 
     /** Exports {@code struct} as a capsule of {@code kind} and takes it straight back into {@code importer}. */
-    static <T> T throughCapsule(MemorySegment struct, CapsuleKind kind, Function<MemorySegment, T> importer) {
-        try (PyObjectRef capsule = Capsules.export(struct, kind)) {
-            return Capsules.take(capsule, kind, importer);
-        }
+    static <T> T throughCapsule(MemorySegment struct, String kind, Function<MemorySegment, T> importer) {
+        return PythonTesting.throughCapsule(struct, kind, importer);
     }
 }

@@ -11,14 +11,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.dlpack.ConsumerStream;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.dlpack.Device;
-import org.devicebridge.dlpack.DeviceType;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
 import org.devicebridge.dlpack.TensorFlag;
@@ -268,7 +268,7 @@ class ArrayInterfacesTest {
             assertEquals(Category.DEVICE, e.category());
             try (InterfaceArray pinned = ArrayInterfaces.importArrayInterface(a,
                     ImportOptions.expecting(Device.cudaHost(0)))) {
-                assertEquals(DeviceType.CUDA_HOST, pinned.tensor().device().type());
+                assertEquals(DeviceKind.CUDA_HOST, pinned.tensor().device().kind());
             }
         }
     }

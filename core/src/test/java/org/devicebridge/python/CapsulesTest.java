@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
+import org.devicebridge.Device;
 import org.devicebridge.ValidationException;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.internal.Native;
@@ -166,7 +167,7 @@ class CapsulesTest {
     void exporterObjectIsCollectedAndForgetsItsExporters() {
         int before = PythonExport.liveObjects();
         try (PyObjectRef obj = PythonExport.builder()
-                .dlpack(PythonExport.DLDeviceId.CPU, r -> TestTensors.cpuTensor(r.versioned(), new float[] {5}, new long[] {1}, false))
+                .dlpack(Device.CPU, r -> TestTensors.cpuTensor(r.versioned(), new float[] {5}, new long[] {1}, false))
                 .build()) {
             assertTrue(obj.hasAttr("__dlpack__"));
             assertFalse(obj.hasAttr("__arrow_c_array__"), "only the protocols given are offered");
@@ -175,7 +176,7 @@ class CapsulesTest {
                 assertEquals("dltensor", Capsules.nameOf(capsule), "no max_version: a legacy capsule");
             }
             assertEquals(deletesBefore + 1, TestTensors.DELETES.get(), "dropping an unconsumed capsule deletes");
-            assertEquals(PythonExport.DLDeviceId.CPU, PythonImport.dlpackDevice(obj));
+            assertEquals(Device.CPU, PythonImport.device(obj));
         }
         assertEquals(before, PythonExport.liveObjects());
     }
@@ -183,7 +184,7 @@ class CapsulesTest {
     @Test
     void exporterFailureReachesPythonAsBufferError() {
         try (PyObjectRef obj = PythonExport.builder()
-                .dlpack(PythonExport.DLDeviceId.CPU, r -> {
+                .dlpack(Device.CPU, r -> {
                     throw new org.devicebridge.UnsupportedFeatureException("dtype", "no such dtype here");
                 })
                 .build()) {

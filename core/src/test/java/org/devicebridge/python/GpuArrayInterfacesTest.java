@@ -7,13 +7,13 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import org.devicebridge.Device;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.dlpack.ConsumerStream;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.dlpack.Device;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
 import org.devicebridge.dlpack.TensorSpec;

@@ -13,6 +13,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicReference;
+import org.devicebridge.Device;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.generated.dlpack.DLDevice;
 import org.devicebridge.generated.dlpack.DLTensor;
@@ -115,7 +116,7 @@ class GpuTensorInteropTest {
             ok("cuMemcpyHtoD", cuda_driver_h.cuMemcpyHtoD_v2(dptr, arena.allocateFrom(JAVA_FLOAT, init), 4L * N));
             AtomicReference<PythonExport.DLPackRequest> seen = new AtomicReference<>();
             try (PyObjectRef obj = PythonExport.builder()
-                    .dlpack(PythonExport.DLDeviceId.cuda(0), r -> {
+                    .dlpack(Device.cuda(0), r -> {
                         seen.set(r);
                         // the data was written synchronously above: ready on any stream the consumer names
                         return TestTensors.tensor(r.versioned(), MemorySegment.ofAddress(dptr), false,

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.MemorySegment;
 import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicReference;
+import org.devicebridge.Device;
 import org.devicebridge.generated.dlpack.DLDataType;
 import org.devicebridge.generated.dlpack.DLDevice;
 import org.devicebridge.generated.dlpack.DLManagedTensorVersioned;
@@ -63,7 +64,7 @@ class NumpyDLPackTest {
 
     private PyObjectRef javaTensor(float[] values, long[] shape, boolean readOnly, AtomicReference<PythonExport.DLPackRequest> seen) {
         return PythonExport.builder()
-                .dlpack(PythonExport.DLDeviceId.CPU, r -> {
+                .dlpack(Device.CPU, r -> {
                     seen.set(r);
                     return TestTensors.cpuTensor(r.versioned(), values, shape, readOnly);
                 })
@@ -95,7 +96,7 @@ class NumpyDLPackTest {
     void numpyAndJavaShareTheExportedMemory() {
         AtomicReference<MemorySegment> data = new AtomicReference<>();
         try (PyObjectRef obj = PythonExport.builder()
-                .dlpack(PythonExport.DLDeviceId.CPU, r -> {
+                .dlpack(Device.CPU, r -> {
                     MemorySegment t = TestTensors.cpuTensor(r.versioned(), new float[] {0, 0, 0, 0}, new long[] {4}, false);
                     data.set(DLTensor.data(TestTensors.dlTensor(t, r.versioned())).reinterpret(16));
                     return t;
@@ -214,7 +215,7 @@ class NumpyDLPackTest {
         // Java -> NumPy -> Java: the tensor Java gets back points at the memory Java exported.
         AtomicReference<MemorySegment> exported = new AtomicReference<>();
         try (PyObjectRef obj = PythonExport.builder()
-                .dlpack(PythonExport.DLDeviceId.CPU, r -> {
+                .dlpack(Device.CPU, r -> {
                     MemorySegment t = TestTensors.cpuTensor(r.versioned(), new float[] {3, 1, 4}, new long[] {3}, false);
                     exported.set(DLTensor.data(TestTensors.dlTensor(t, r.versioned())));
                     return t;

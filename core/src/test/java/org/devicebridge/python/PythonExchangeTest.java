@@ -10,12 +10,12 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalLong;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DLPackExchange;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.dlpack.Device;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
 import org.devicebridge.internal.HandleTracker;
@@ -57,7 +57,7 @@ class PythonExchangeTest {
     }
 
     private PyObjectRef exporter(float[] values) {
-        return PythonExport.builder().dlpack(PythonExport.DLDeviceId.CPU, r -> {
+        return PythonExport.builder().dlpack(Device.CPU, r -> {
             requests.add(r);
             return TestTensors.cpuTensor(r.versioned(), values, new long[] {values.length}, false);
         }).dlpackExchangeApi().build();
@@ -118,7 +118,7 @@ class PythonExchangeTest {
 
     @Test
     void aTypeWithoutATableIsRefusedTyped() {
-        try (PyObjectRef plain = PythonExport.builder().dlpack(PythonExport.DLDeviceId.CPU,
+        try (PyObjectRef plain = PythonExport.builder().dlpack(Device.CPU,
                 r -> TestTensors.cpuTensor(r.versioned(), new float[] {1}, new long[] {1}, false)).build()) {
             assertThrows(UnsupportedFeatureException.class, () -> PythonExchange.of(plain));
         }

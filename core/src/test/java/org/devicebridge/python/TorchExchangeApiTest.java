@@ -11,11 +11,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.OptionalLong;
+import org.devicebridge.Device;
 import org.devicebridge.cuda.PointerAttributes;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DLPackExchange;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.dlpack.Device;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
 import org.devicebridge.internal.HandleTracker;
@@ -164,7 +164,7 @@ class TorchExchangeApiTest {
     void torchFromDlpackOnAnObjectPublishingTheLibrarysTable() {
         List<PythonExport.DLPackRequest> requests = new ArrayList<>();
         float[] values = {4f, 5f, 6f};
-        try (PyObjectRef obj = PythonExport.builder().dlpack(PythonExport.DLDeviceId.CPU, r -> {
+        try (PyObjectRef obj = PythonExport.builder().dlpack(Device.CPU, r -> {
             requests.add(r);
             return TestTensors.cpuTensor(r.versioned(), values, new long[] {3}, false);
         }).dlpackExchangeApi().build()) {
@@ -201,7 +201,7 @@ class TorchExchangeApiTest {
         DLPackExchange torch = torchTable();
         float[] values = new float[64];
         try (PyObjectRef t = python.eval("t", ns);
-             PyObjectRef obj = PythonExport.builder().dlpack(PythonExport.DLDeviceId.CPU,
+             PyObjectRef obj = PythonExport.builder().dlpack(Device.CPU,
                      r -> TestTensors.cpuTensor(r.versioned(), values, new long[] {64}, false)).dlpackExchangeApi().build();
              Gil ignored = python.gil()) {
             DLPackExchange ours = PythonExchange.of(obj);

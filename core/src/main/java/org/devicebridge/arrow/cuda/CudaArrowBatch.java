@@ -2,9 +2,9 @@ package org.devicebridge.arrow.cuda;
 
 import java.util.List;
 import java.util.Locale;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowDeviceType;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
@@ -31,7 +31,7 @@ public final class CudaArrowBatch extends NativeHandle {
     private final SchemaNode schema;
     private final ArrayNode root;
     private final int device;
-    private final ArrowDeviceType deviceType;
+    private final DeviceKind deviceType;
     private final List<DeviceBuffer> memory;
     private final ImportedArray imported;
 
@@ -39,7 +39,7 @@ public final class CudaArrowBatch extends NativeHandle {
      * @param imported the imported struct behind an imported batch (kept alive by {@code memory}), for
      *     reading it again; {@code null} for a batch this library built
      */
-    CudaArrowBatch(String description, SchemaNode schema, ArrayNode root, int device, ArrowDeviceType deviceType,
+    CudaArrowBatch(String description, SchemaNode schema, ArrayNode root, int device, DeviceKind deviceType,
                    List<DeviceBuffer> memory, ReleaseAction release, ImportedArray imported) {
         super(description, release);
         this.schema = schema;
@@ -86,8 +86,8 @@ public final class CudaArrowBatch extends NativeHandle {
         return device;
     }
 
-    /** {@return {@link ArrowDeviceType#CUDA}, {@link ArrowDeviceType#CUDA_HOST} or {@link ArrowDeviceType#CUDA_MANAGED}} */
-    public ArrowDeviceType deviceType() {
+    /** {@return {@link DeviceKind#CUDA}, {@link DeviceKind#CUDA_HOST} or {@link DeviceKind#CUDA_MANAGED}} */
+    public DeviceKind deviceType() {
         return deviceType;
     }
 

@@ -13,9 +13,9 @@ import java.util.Objects;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowDeviceType;
 import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaEvent;
@@ -45,7 +45,7 @@ public final class CudaArrowExport {
 
     /**
      * Exports {@code batch} as an {@code ArrowDeviceArray} into {@code outDeviceArray}, without copying:
-     * {@code device_type} is the batch's ({@link ArrowDeviceType#CUDA} for uploads), {@code device_id} its
+     * {@code device_type} is the batch's ({@link DeviceKind#CUDA} for uploads), {@code device_id} its
      * device, the buffers are the device addresses, and {@code sync_event} points to a {@code CUevent}
      * (taken from the event pool) recorded on {@code stream} now: the consumer waits on it before reading.
      * The export holds its own reference to the device memory; the consumer's {@code release} (callable
@@ -148,7 +148,7 @@ public final class CudaArrowExport {
             // A C Data struct may be moved by copying its bytes (its release does not depend on its address).
             MemorySegment.copy(staged, 0, out, 0, ArrowDeviceArray.sizeof());
             ArrowDeviceArray.device_id(out, device);
-            ArrowDeviceArray.device_type(out, ArrowDeviceType.CUDA_HOST.code());
+            ArrowDeviceArray.device_type(out, DeviceKind.CUDA_HOST.code());
         } finally {
             Native.free(staged);
         }
@@ -170,7 +170,7 @@ public final class CudaArrowExport {
 
     /**
      * Exports device batches as a CUDA {@code ArrowDeviceArrayStream} ({@code device_type}
-     * {@link ArrowDeviceType#CUDA}) into {@code outStream}: {@code get_schema} exports {@code schema};
+     * {@link DeviceKind#CUDA}) into {@code outStream}: {@code get_schema} exports {@code schema};
      * {@code get_next} takes the next batch from {@code batches}, exports it as
      * {@link #exportDeviceArray} does (a sync event recorded on {@code stream}) and closes it (the export
      * keeps its memory); an exception becomes an errno with its message from {@code get_last_error}, and
@@ -197,13 +197,13 @@ public final class CudaArrowExport {
         Objects.requireNonNull(batches, "batches");
         Objects.requireNonNull(stream, "stream");
         MemorySegment out = OutStructs.sized(outStream, ArrowDeviceArrayStream.sizeof(), "outStream");
-        StreamExport.exportDevice(new BatchSource(schema, batches, stream, ArrowDeviceType.CUDA), ArrowDeviceType.CUDA,
+        StreamExport.exportDevice(new BatchSource(schema, batches, stream, DeviceKind.CUDA), DeviceKind.CUDA,
                 out);
     }
 
     /** Device batches as the source of an exported stream; each batch is closed once exported. */
     private record BatchSource(Schema schema, Iterator<? extends CudaArrowBatch> batches, CudaStream stream,
-                               ArrowDeviceType deviceType) implements StreamExport.Source {
+                               DeviceKind deviceType) implements StreamExport.Source {
         @Override
         public void exportSchema(MemorySegment out) {
             ArrowExport.exportSchema(schema, out);
@@ -216,8 +216,8 @@ public final class CudaArrowExport {
             }
             try (CudaArrowBatch batch = batches.next()) {
                 if (batch.deviceType() != deviceType) {
-                    throw new IllegalArgumentException("expected batches of device type " + deviceType.cName()
-                            + " but found " + batch.deviceType().cName());
+                    throw new IllegalArgumentException("expected batches of device type " + deviceType.arrowName()
+                            + " but found " + batch.deviceType().arrowName());
                 }
                 exportDeviceArray(batch, stream, out);
             }

@@ -10,10 +10,10 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
-import org.devicebridge.ValidationException.Category;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowDeviceType;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ArrowStreamException;
 import org.devicebridge.arrow.DeviceCopier;
@@ -51,7 +51,7 @@ public final class CudaArrowImport {
 
     /**
      * Imports the CUDA {@code ArrowDeviceArray} at {@code arrowDeviceArrayPtr} (device type
-     * {@link ArrowDeviceType#CUDA}, {@link ArrowDeviceType#CUDA_HOST} or {@link ArrowDeviceType#CUDA_MANAGED})
+     * {@link DeviceKind#CUDA}, {@link DeviceKind#CUDA_HOST} or {@link DeviceKind#CUDA_MANAGED})
      * of type {@code schema} (borrowed), without copying its buffers. The struct is moved and its structure
      * checked (at MINIMAL; not at NONE; no device memory is read); {@code stream} is made to wait on the
      * producer's {@code sync_event} ({@code cuStreamWaitEvent}, the host does not block); every non-NULL
@@ -205,7 +205,7 @@ public final class CudaArrowImport {
         private final CudaStream stream;
         private final HostDeviceTransfer transfer;
         private final List<DeviceBuffer> wraps = new ArrayList<>();
-        private ArrowDeviceType type;
+        private DeviceKind type;
         private int device;
         private Shared shared;
         private HostCopier copier;
@@ -218,12 +218,12 @@ public final class CudaArrowImport {
         }
 
         @Override
-        public void prepare(ArrowDeviceType deviceType, long deviceId, MemorySegment syncEvent, ArrayNode structure) {
-            if (deviceType != ArrowDeviceType.CUDA && deviceType != ArrowDeviceType.CUDA_HOST
-                    && deviceType != ArrowDeviceType.CUDA_MANAGED) {
+        public void prepare(DeviceKind deviceType, long deviceId, MemorySegment syncEvent, ArrayNode structure) {
+            if (deviceType != DeviceKind.CUDA && deviceType != DeviceKind.CUDA_HOST
+                    && deviceType != DeviceKind.CUDA_MANAGED) {
                 throw new ValidationException(Category.DEVICE, "device_type", "expected "
-                        + ArrowDeviceType.CUDA.cName() + ", " + ArrowDeviceType.CUDA_HOST.cName() + " or "
-                        + ArrowDeviceType.CUDA_MANAGED.cName() + " but found " + deviceType.code());
+                        + DeviceKind.CUDA.arrowName() + ", " + DeviceKind.CUDA_HOST.arrowName() + " or "
+                        + DeviceKind.CUDA_MANAGED.arrowName() + " but found " + deviceType.code());
             }
             if (deviceId < 0 || deviceId >= Cuda.deviceCount()) {
                 throw new ValidationException(Category.DEVICE, "device_id", "expected a CUDA device ordinal in [0, "
@@ -404,7 +404,7 @@ public final class CudaArrowImport {
         }
     }
 
-    private static void checkPointers(ArrayNode n, ArrowDeviceType type, int device, TreeMap<Long, Long> ranges) {
+    private static void checkPointers(ArrayNode n, DeviceKind type, int device, TreeMap<Long, Long> ranges) {
         for (int i = 0; i < n.bufferCount(); i++) {
             long addr = Nodes.address(n, i);
             long len = n.bufferLength(i);
@@ -419,11 +419,11 @@ public final class CudaArrowImport {
                 throw new ValidationException(Category.DEVICE, path,
                         "expected a CUDA pointer but the driver rejected it: " + e.getMessage());
             }
-            boolean ok = type == ArrowDeviceType.CUDA_HOST ? a.memoryType() == PointerAttributes.MemoryType.HOST
+            boolean ok = type == DeviceKind.CUDA_HOST ? a.memoryType() == PointerAttributes.MemoryType.HOST
                     : (a.memoryType() == PointerAttributes.MemoryType.DEVICE
                     || a.memoryType() == PointerAttributes.MemoryType.UNIFIED) && a.deviceOrdinal() == device;
             if (!ok) {
-                String expected = type == ArrowDeviceType.CUDA_HOST ? "pinned host memory (ARROW_DEVICE_CUDA_HOST)"
+                String expected = type == DeviceKind.CUDA_HOST ? "pinned host memory (ARROW_DEVICE_CUDA_HOST)"
                         : "device memory of device " + device;
                 String found = a.memoryType() == PointerAttributes.MemoryType.UNREGISTERED_HOST ? "unregistered host memory"
                         : a.memoryType().name().toLowerCase(Locale.ROOT) + " memory of device " + a.deviceOrdinal();

@@ -9,10 +9,10 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowDeviceType;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaEvent;
@@ -51,7 +51,7 @@ public final class CudaArrowPeerCopy {
      * once (its memory is freed after the copies, not under them), but must not queue work that changes the
      * source's bytes unless it is ordered after {@code stream}.
      *
-     * @param batch a batch of {@link ArrowDeviceType#CUDA} or {@link ArrowDeviceType#CUDA_MANAGED} memory whose
+     * @param batch a batch of {@link DeviceKind#CUDA} or {@link DeviceKind#CUDA_MANAGED} memory whose
      *     buffer lengths are known (an upload, or an import at {@link org.devicebridge.arrow.ValidationLevel#DEFAULT}
      *     or above); borrowed
      * @param sourceStream a stream of the batch's device on which the batch is ready; borrowed
@@ -60,7 +60,7 @@ public final class CudaArrowPeerCopy {
      * @return a batch on {@code stream}'s device that the caller owns. After a throw the caller owns nothing
      *     new (an allocation made before the failure is freed on {@code stream})
      * @throws InvalidArgumentException if {@code sourceStream} is not of the batch's device
-     * @throws UnsupportedFeatureException for pinned host batches ({@link ArrowDeviceType#CUDA_HOST}), or a
+     * @throws UnsupportedFeatureException for pinned host batches ({@link DeviceKind#CUDA_HOST}), or a
      *     buffer whose byte length an import at {@code MINIMAL} did not establish
      * @throws org.devicebridge.HandleClosedException if the batch or a stream is closed
      * @throws CudaException if a driver call fails
@@ -72,7 +72,7 @@ public final class CudaArrowPeerCopy {
         Objects.requireNonNull(batch, "batch");
         Objects.requireNonNull(sourceStream, "sourceStream");
         Objects.requireNonNull(stream, "stream");
-        if (batch.deviceType() == ArrowDeviceType.CUDA_HOST) {
+        if (batch.deviceType() == DeviceKind.CUDA_HOST) {
             throw new UnsupportedFeatureException("device_type", "a batch of pinned host memory"
                     + " (ARROW_DEVICE_CUDA_HOST) is reachable from every device: upload it instead of copying it");
         }
@@ -136,7 +136,7 @@ public final class CudaArrowPeerCopy {
             stream.closeAfterQueuedWork(read);
             ArrayNode moved = Nodes.relocate(root, placed);
             return new CudaArrowBatch(CudaArrowBatch.describe("Arrow batch copied from device " + batch.device(),
-                    moved, stream.device()), batch.schema(), moved, stream.device(), ArrowDeviceType.CUDA,
+                    moved, stream.device()), batch.schema(), moved, stream.device(), DeviceKind.CUDA,
                     List.of(dst), dst::close, null);
         } catch (RuntimeException | Error e) {
             dst.close();

@@ -12,9 +12,9 @@ import java.util.Objects;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowDeviceType;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ExportedSchema;
@@ -182,7 +182,7 @@ public final class CudaArrowUpload {
                     stream.closeAfterQueuedWork(inputs);
                 }
                 out = new CudaArrowBatch(CudaArrowBatch.describe("uploaded Arrow batch", device, transfer.device()),
-                        schema, device, transfer.device(), ArrowDeviceType.CUDA, List.of(memory), memory::close, null);
+                        schema, device, transfer.device(), DeviceKind.CUDA, List.of(memory), memory::close, null);
             } catch (RuntimeException | Error e) {
                 up.close();
                 if (async && !handedOver) {

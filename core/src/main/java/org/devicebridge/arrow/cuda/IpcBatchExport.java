@@ -8,12 +8,12 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.UUID;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.HandleBusyException;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowDeviceType;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaException;
@@ -75,7 +75,7 @@ public final class IpcBatchExport implements AutoCloseable {
 
     /**
      * Exports {@code batch} (a record batch: a struct array of columns, of device type
-     * {@link ArrowDeviceType#CUDA} or {@link ArrowDeviceType#CUDA_MANAGED}) for another process. Buffers are
+     * {@link DeviceKind#CUDA} or {@link DeviceKind#CUDA_MANAGED}) for another process. Buffers are
      * shared in place where CUDA IPC can share their allocation; the others are refused or copied as
      * {@code memory} says. An interprocess event is recorded on {@code stream} after the copies and the work
      * submitted so far, and its handle goes into the descriptor: the importer waits on it. {@code stream} is
@@ -114,7 +114,7 @@ public final class IpcBatchExport implements AutoCloseable {
         Objects.requireNonNull(batch, "batch");
         Objects.requireNonNull(stream, "stream");
         Objects.requireNonNull(memory, "memory");
-        if (batch.deviceType() == ArrowDeviceType.CUDA_HOST) {
+        if (batch.deviceType() == DeviceKind.CUDA_HOST) {
             throw new UnsupportedFeatureException("device_type", "expected device memory but found pinned host memory"
                     + " (ARROW_DEVICE_CUDA_HOST), which CUDA IPC does not share");
         }

@@ -12,10 +12,10 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.HandleBusyException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.arrow.ArrowDeviceType;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.IpcBatchDescriptor.BufferRef;
@@ -274,7 +274,7 @@ public final class IpcBatchImport implements AutoCloseable {
             }
         }, out.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof()), onFree);
         ArrowDeviceArray.device_id(out, device);
-        ArrowDeviceArray.device_type(out, ArrowDeviceType.CUDA.code());
+        ArrowDeviceArray.device_type(out, DeviceKind.CUDA.code());
         ArrowDeviceArray.sync_event(out, MemorySegment.NULL);
         for (int i = 0; i < 3; i++) {
             out.set(ValueLayout.JAVA_LONG, ArrowDeviceArray.reserved$offset() + 8L * i, 0L);

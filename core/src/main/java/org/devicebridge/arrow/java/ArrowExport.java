@@ -15,8 +15,8 @@ import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
-import org.devicebridge.arrow.ArrowDeviceType;
 import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ExportedDeviceArray;
 import org.devicebridge.arrow.ExportedDeviceStream;
@@ -370,7 +370,7 @@ public final class ArrowExport {
     static void exportDeviceArrayInto(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment out) {
         ExportArrayWriter.exportRoot(root, provider, out); // the ArrowArray is the first member
         ArrowDeviceArray.device_id(out, -1L);
-        ArrowDeviceArray.device_type(out, ArrowDeviceType.CPU.code());
+        ArrowDeviceArray.device_type(out, DeviceKind.CPU.code());
         ArrowDeviceArray.sync_event(out, MemorySegment.NULL);
         long reserved = ArrowDeviceArray.reserved$offset();
         for (int i = 0; i < 3; i++) {
@@ -452,7 +452,7 @@ public final class ArrowExport {
         requireNativeAccess();
         requireArrowJava("ArrowExport.exportDeviceStream");
         Objects.requireNonNull(reader, "reader");
-        StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), ArrowDeviceType.CPU,
+        StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), DeviceKind.CPU,
                 OutStructs.sized(outStream, Bindings.DEVICE_STREAM_SIZE, "outStream"));
     }
 
@@ -469,7 +469,7 @@ public final class ArrowExport {
         requireArrowJava("ArrowExport.exportDeviceStream");
         Objects.requireNonNull(reader, "reader");
         return allocated(Bindings.DEVICE_STREAM_SIZE,
-                s -> StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), ArrowDeviceType.CPU, s),
+                s -> StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), DeviceKind.CPU, s),
                 Bindings.ARROW::exportedDeviceStream);
     }
 
@@ -489,7 +489,7 @@ public final class ArrowExport {
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(batches, "batches");
         StreamExport.exportDevice(Sources.of(schema, batches, provider, ArrowExport::exportDeviceArrayInto),
-                ArrowDeviceType.CPU,
+                DeviceKind.CPU,
                 OutStructs.sized(outStream, Bindings.DEVICE_STREAM_SIZE, "outStream"));
     }
 

@@ -213,7 +213,7 @@ public final class ArrowJavaImport {
                                        DictionaryProvider.MapDictionaryProvider dictionaries) {
         if (!root.isHostAccessible()) {
             throw new UnsupportedFeatureException("", "expected host memory for Arrow Java but found device type "
-                    + array.deviceType().cName() + ": copy it to the host first");
+                    + array.deviceType().arrowName() + ": copy it to the host first");
         }
         if (array.validationLevel() != ValidationLevel.DEFAULT && array.validationLevel() != ValidationLevel.FULL) {
             throw new UnsupportedFeatureException("", "expected an array validated at DEFAULT or FULL for Arrow Java"

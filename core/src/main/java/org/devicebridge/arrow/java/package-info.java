@@ -2,7 +2,8 @@
  * The Arrow Java bridge (Arrow Java is an optional dependency): zero-copy export of
  * {@code VectorSchemaRoot}s, vectors, schemas and readers as Arrow C structs and streams
  * ({@link org.devicebridge.arrow.java.ArrowExport}), and zero-copy import of validated arrays into Arrow Java
- * ({@link org.devicebridge.arrow.java.ArrowJavaImport}).
+ * ({@link org.devicebridge.arrow.java.ArrowJavaImport}), and zero-copy conversions between Arrow Java vectors
+ * and DLPack tensors ({@link org.devicebridge.arrow.java.DLPackArrow}).
  *
  * <p>Arrow Java memory without Netty: {@link org.devicebridge.arrow.java.ArrowMemory} is an allocation
  * manager on the FFM API and the one call that makes it Arrow Java's default.

@@ -24,13 +24,13 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.extension.UuidType;
 import org.apache.arrow.vector.types.pojo.ExtensionTypeRegistry;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.HandleClosedException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowDeviceType;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.DeviceCopier;
 import org.devicebridge.arrow.ExportedArray;
@@ -257,7 +257,7 @@ class CudaArrowDownloadHostTest {
                 assertTrue(sizing.batches - importBatches <= (level == ValidationLevel.MINIMAL ? 1 : 0),
                         "at most one batch of offsets to size a batch imported at MINIMAL, none otherwise");
                 assertEquals(1, batch.batches, "one batch of copies of every buffer");
-                assertEquals(ArrowDeviceType.CPU, views.get(0).deviceType());
+                assertEquals(DeviceKind.CPU, views.get(0).deviceType());
                 if (rows > 0 && WITH_VALUES_ONLY_WRAPPED.contains(family)) {
                     assertTrue(batch.lateBytes > 0, "values copied after the buffers the checks read");
                 }
@@ -502,7 +502,7 @@ class CudaArrowDownloadHostTest {
             assertTrue(column.isHostAccessible());
             assertFalse(onDevice.isHostAccessible(), "the device view is left as it was");
             assertEquals(ValidationLevel.DEFAULT, host.validationLevel());
-            assertEquals(ArrowDeviceType.CPU, host.deviceType());
+            assertEquals(DeviceKind.CPU, host.deviceType());
             for (int i = 0; i < 3; i++) {
                 if (onDevice.isBufferNull(i)) {
                     assertTrue(column.isBufferNull(i), "a NULL buffer stays NULL");

@@ -16,9 +16,9 @@ import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.compare.VectorEqualsVisitor;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowDeviceType;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ImportedArrayStream;
@@ -120,7 +120,7 @@ class CudaArrowImportValidationTest {
         MemorySegment d = arena.allocate(ArrowDeviceArray.layout());
         CudaStructs.write(a.root(), (node, i) -> Nodes.address(source.get(node), i),
                 d.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof()), () -> { });
-        ArrowDeviceArray.device_type(d, ArrowDeviceType.CUDA.code());
+        ArrowDeviceArray.device_type(d, DeviceKind.CUDA.code());
         ArrowDeviceArray.device_id(d, (long) DEVICE);
         return d;
     }
@@ -256,7 +256,7 @@ class CudaArrowImportValidationTest {
                         assertEquals(Nodes.address(want.get(k), i), Nodes.address(got.get(k), i), "zero-copy");
                     }
                 }
-                assertEquals(ArrowDeviceType.CUDA, imported.deviceType());
+                assertEquals(DeviceKind.CUDA, imported.deviceType());
             }
         }
     }

@@ -8,10 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
-import java.nio.charset.StandardCharsets;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -31,9 +31,9 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.ExtensionTypeRegistry;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowDeviceType;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ExportedSchema;
@@ -47,8 +47,8 @@ import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.foreign.StreamExport;
 import org.devicebridge.cuda.StreamKind;
+import org.devicebridge.foreign.StreamExport;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.internal.Callbacks;
@@ -171,7 +171,7 @@ class CudaArrowRoundTripTest {
             int trees = CudaStructs.TREES.size();
             CudaArrowExport.exportDeviceArray(batch, stream, out);
             assertEquals(trees + 1, CudaStructs.TREES.size());
-            assertEquals(ArrowDeviceType.CUDA.code(), ArrowDeviceArray.device_type(out));
+            assertEquals(DeviceKind.CUDA.code(), ArrowDeviceArray.device_type(out));
             assertEquals(DEVICE, ArrowDeviceArray.device_id(out));
             MemorySegment sync = ArrowDeviceArray.sync_event(out);
             assertNotEquals(MemorySegment.NULL, sync);
@@ -333,7 +333,7 @@ class CudaArrowRoundTripTest {
             long releasesBefore = ExportTestSupport.arrayReleases();
             ArrowExport.exportDeviceArray(root, in); // CPU buffers ...
             int nodes = ExportTestSupport.exportedArrays() - nodesBefore;
-            ArrowDeviceArray.device_type(in, ArrowDeviceType.CUDA.code()); // ... labelled CUDA
+            ArrowDeviceArray.device_type(in, DeviceKind.CUDA.code()); // ... labelled CUDA
             ArrowDeviceArray.device_id(in, (long) DEVICE);
             ValidationException e = assertThrows(ValidationException.class,
                     () -> CudaArrowImport.importDeviceArray(schema, in, stream));
@@ -440,12 +440,12 @@ class CudaArrowRoundTripTest {
             int streamsBefore = StreamExport.liveStreams();
             MemorySegment out = arena.allocate(org.devicebridge.generated.arrow.ArrowDeviceArrayStream.layout());
             CudaArrowExport.exportDeviceStream(root.getSchema(), batches.iterator(), stream, out);
-            assertEquals(ArrowDeviceType.CUDA.code(), org.devicebridge.generated.arrow.ArrowDeviceArrayStream.device_type(out));
+            assertEquals(DeviceKind.CUDA.code(), org.devicebridge.generated.arrow.ArrowDeviceArrayStream.device_type(out));
             int count = 0;
             try (CudaStream consumer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
                  HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
                  ImportedArrayStream in = ArrowImport.importDeviceStream(out)) {
-                assertEquals(ArrowDeviceType.CUDA, in.deviceType());
+                assertEquals(DeviceKind.CUDA, in.deviceType());
                 CudaArrowBatch b;
                 while ((b = CudaArrowImport.importNext(in, ValidationLevel.DEFAULT, consumer, consumerTransfer)) != null) {
                     try (CudaArrowBatch batch = b;

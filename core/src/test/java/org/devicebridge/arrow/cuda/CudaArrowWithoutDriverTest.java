@@ -13,7 +13,7 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
-import org.devicebridge.arrow.ArrowDeviceType;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ImportedSchema;
@@ -100,7 +100,7 @@ class CudaArrowWithoutDriverTest {
             long releasesBefore = ExportTestSupport.arrayReleases();
             ArrowExport.exportDeviceArray(root, in);
             int nodes = ExportTestSupport.exportedArrays() - nodesBefore;
-            ArrowDeviceArray.device_type(in, ArrowDeviceType.CUDA.code());
+            ArrowDeviceArray.device_type(in, DeviceKind.CUDA.code());
             ArrowDeviceArray.device_id(in, 0L);
             assertThrows(CudaUnavailableException.class,
                     () -> CudaArrowImport.importDeviceArray(schema, in, level, null, null));

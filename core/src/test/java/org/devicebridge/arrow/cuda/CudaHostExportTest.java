@@ -21,8 +21,8 @@ import org.apache.arrow.vector.ipc.message.ArrowFieldNode;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
-import org.devicebridge.arrow.ArrowDeviceType;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaUnavailableException;
@@ -98,7 +98,7 @@ class CudaHostExportTest {
                 MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
                 int before = ExportTestSupport.exportedArrays();
                 CudaArrowExport.exportPinnedHost(root, out);
-                assertEquals(ArrowDeviceType.CUDA_HOST.code(), ArrowDeviceArray.device_type(out));
+                assertEquals(DeviceKind.CUDA_HOST.code(), ArrowDeviceArray.device_type(out));
                 assertTrue(ArrowDeviceArray.device_id(out) >= 0);
                 assertEquals(0L, ArrowDeviceArray.sync_event(out).address(), "host data is ready: no event");
                 MemorySegment array = out.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());

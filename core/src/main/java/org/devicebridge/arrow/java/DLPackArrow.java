@@ -1,4 +1,4 @@
-package org.devicebridge.dlpack;
+package org.devicebridge.arrow.java;
 
 import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
@@ -18,6 +18,11 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.dlpack.DLPack;
+import org.devicebridge.dlpack.DType;
+import org.devicebridge.dlpack.ExportedTensor;
+import org.devicebridge.dlpack.ImportedTensor;
+import org.devicebridge.dlpack.TensorSpec;
 
 /**
  * Zero-copy conversions between DLPack 1-D tensors and Arrow Java fixed-width vectors (int8..int64,
@@ -178,9 +183,9 @@ public final class DLPackArrow {
             if (tensor.isReadOnly()) {
                 throw new UnsupportedFeatureException(path + ".flags", "a read-only tensor cannot back a (writable) Arrow vector");
             }
-            if (!tensor.device().type().isHostAccessible()) {
+            if (!tensor.device().kind().isHostAccessible()) {
                 throw new UnsupportedFeatureException(path + ".device", "Arrow Java needs host memory but found "
-                        + tensor.device().type());
+                        + tensor.device().kind());
             }
             if (tensor.elementCount() > Integer.MAX_VALUE) {
                 throw new UnsupportedFeatureException(path + ".shape", "Arrow vectors hold at most 2^31-1 values but found "

@@ -6,14 +6,17 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
+import org.devicebridge.Device;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 
 /**
- * A CUDA device: its ordinal, name, compute capability, memory and a few attributes, read once.
+ * What a CUDA device is: its name, compute capability, memory and a few attributes, read once (the
+ * driver's counterpart of the runtime's {@code cudaDeviceProp}). Not an identity: {@link #device()} is the
+ * {@link Device} these describe, the type every signature takes.
  *
  * <p>Immutable and thread-safe; it owns nothing native.
  *
- * @param ordinal the device ordinal ({@code device_id} in Arrow and DLPack)
+ * @param device the device ({@link org.devicebridge.DeviceKind#CUDA} and its ordinal)
  * @param name the marketing name, e.g. "NVIDIA H100 80GB HBM3"
  * @param computeCapabilityMajor e.g. 9 for Hopper
  * @param computeCapabilityMinor e.g. 0
@@ -22,11 +25,11 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * @param pciBusId "domain:bus:device" as {@code nvidia-smi} prints it
  * @param memoryPoolsSupported whether stream-ordered allocation ({@code cuMemAllocAsync}) works
  */
-public record CudaDevice(int ordinal, String name, int computeCapabilityMajor, int computeCapabilityMinor,
+public record CudaDeviceProperties(Device device, String name, int computeCapabilityMajor, int computeCapabilityMinor,
                          long totalMemoryBytes, int multiprocessors, String pciBusId,
                          boolean memoryPoolsSupported) {
 
-    static CudaDevice get(int ordinal) {
+    static CudaDeviceProperties get(int ordinal) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment dev = arena.allocate(JAVA_INT);
             CudaDriver.check("cuDeviceGet", cuda_driver_h.cuDeviceGet(dev, ordinal));
@@ -35,7 +38,7 @@ public record CudaDevice(int ordinal, String name, int computeCapabilityMajor, i
             CudaDriver.check("cuDeviceGetName", cuda_driver_h.cuDeviceGetName(name, 256, d));
             MemorySegment total = arena.allocate(JAVA_LONG);
             CudaDriver.check("cuDeviceTotalMem_v2", cuda_driver_h.cuDeviceTotalMem_v2(total, d));
-            return new CudaDevice(ordinal, name.getString(0),
+            return new CudaDeviceProperties(Device.cuda(ordinal), name.getString(0),
                     attribute(arena, d, cuda_driver_h.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR()),
                     attribute(arena, d, cuda_driver_h.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR()),
                     total.get(JAVA_LONG, 0),
@@ -54,9 +57,18 @@ public record CudaDevice(int ordinal, String name, int computeCapabilityMajor, i
         return v.get(JAVA_INT, 0);
     }
 
+    /**
+     * Checks the components.
+     *
+     * @throws org.devicebridge.InvalidArgumentException for a device that is not {@link org.devicebridge.DeviceKind#CUDA}
+     */
+    public CudaDeviceProperties {
+        Cuda.requireCudaDevice(device);
+    }
+
     @Override
     public String toString() {
-        return String.format(Locale.ROOT, "CUDA device %d: %s (sm_%d%d, %.1f GiB, %d SMs, PCI %s)", ordinal, name,
+        return String.format(Locale.ROOT, "CUDA device %d: %s (sm_%d%d, %.1f GiB, %d SMs, PCI %s)", device.ordinal(), name,
                 computeCapabilityMajor, computeCapabilityMinor, totalMemoryBytes / (1024.0 * 1024 * 1024),
                 multiprocessors, pciBusId);
     }
