@@ -90,8 +90,8 @@ final class ExportRuntime {
         final ExportRegistry<Tree> registry = new ExportRegistry<>();
         /** Nodes released (each once); tests compare it with what they exported. */
         final LongAdder releases = new LongAdder();
-        /** Nodes exported and not released yet; tests assert it returns to its baseline. */
-        final LongAdder liveNodes = new LongAdder();
+        /** Nodes exported; with {@link #releases}, one counter per export and one per release. */
+        private final LongAdder exported = new LongAdder();
 
         private Kind(String name, long size, long releaseOff, long privateOff, long stub) {
             this.name = name;
@@ -99,6 +99,11 @@ final class ExportRuntime {
             this.releaseOff = releaseOff;
             this.privateOff = privateOff;
             this.stub = stub;
+        }
+
+        /** Nodes exported and not released yet; tests assert it returns to its baseline. */
+        long liveNodes() {
+            return exported.sum() - releases.sum();
         }
     }
 
@@ -155,7 +160,7 @@ final class ExportRuntime {
                 throw new DeviceBridgeException("internal error: the export key space is exhausted");
             }
             key = first;
-            kind.liveNodes.add(nodes);
+            kind.exported.add(nodes);
             return first << NODE_BITS;
         }
 
@@ -236,7 +241,6 @@ final class ExportRuntime {
         /** {@code n} nodes were released (their structs marked): the last one frees the block. */
         void drop(int n) {
             kind.releases.add(n);
-            kind.liveNodes.add(-n);
             if ((int) LIVE.getAndAdd(this, -n) == n) {
                 kind.registry.remove(key, keyCount());
                 Native.free(MemorySegment.ofAddress(base));
@@ -294,6 +298,6 @@ final class ExportRuntime {
 
     /** Exported nodes (schema and array) not released yet; tests assert this returns to its baseline. */
     static int liveNodes() {
-        return Math.toIntExact(SCHEMA.liveNodes.sum() + ARRAY.liveNodes.sum());
+        return Math.toIntExact(SCHEMA.liveNodes() + ARRAY.liveNodes());
     }
 }
