@@ -19,18 +19,15 @@ import org.devicebridge.internal.Bitmaps;
 final class ArrayReader {
     // Fields read by address (one home for the offsets and the by-address segment: ArrowArrayFields).
     private static final MemorySegment STRUCTS = ArrowArrayFields.BY_ADDRESS;
-    // The fields as indices of the struct read as longs (every ArrowArray field is 8 bytes wide).
-    private static final int LENGTH = (int) (ArrowArrayFields.LENGTH / 8);
-    private static final int NULL_COUNT = (int) (ArrowArrayFields.NULL_COUNT / 8);
-    private static final int OFFSET = (int) (ArrowArrayFields.OFFSET / 8);
-    private static final int N_BUFFERS = (int) (ArrowArrayFields.N_BUFFERS / 8);
-    private static final int N_CHILDREN = (int) (ArrowArrayFields.N_CHILDREN / 8);
-    private static final int BUFFERS = (int) (ArrowArrayFields.BUFFERS / 8);
-    private static final int CHILDREN = (int) (ArrowArrayFields.CHILDREN / 8);
-    private static final int DICTIONARY = (int) (ArrowArrayFields.DICTIONARY / 8);
-    private static final int RELEASE = (int) (ArrowArrayFields.RELEASE / 8);
-    /** The fields up to and including {@code release} (private_data is the producer's and never read). */
-    private static final int STRUCT_LONGS = RELEASE + 1;
+    private static final long LENGTH = ArrowArrayFields.LENGTH;
+    private static final long NULL_COUNT = ArrowArrayFields.NULL_COUNT;
+    private static final long OFFSET = ArrowArrayFields.OFFSET;
+    private static final long N_BUFFERS = ArrowArrayFields.N_BUFFERS;
+    private static final long N_CHILDREN = ArrowArrayFields.N_CHILDREN;
+    private static final long BUFFERS = ArrowArrayFields.BUFFERS;
+    private static final long CHILDREN = ArrowArrayFields.CHILDREN;
+    private static final long DICTIONARY = ArrowArrayFields.DICTIONARY;
+    private static final long RELEASE = ArrowArrayFields.RELEASE;
 
     private final ValidationLevel level;
     private final SchemaLayout layout;
@@ -42,7 +39,6 @@ final class ArrayReader {
     private final long[][] addressScratch;
     private final long[][] lengthScratch;
     private final Scratch scratch;
-    private final long[] structFields;
     private final ContentChecks contents;
 
     private ArrayReader(ValidationLevel level, ArrayTable table, HostCopies copies) {
@@ -55,7 +51,6 @@ final class ArrayReader {
         this.ancestors = mine.ancestors;
         this.addressScratch = mine.addresses;
         this.lengthScratch = mine.lengths;
-        this.structFields = mine.fields;
     }
 
     /**
@@ -68,8 +63,6 @@ final class ArrayReader {
         final long[] ancestors;
         final long[][] addresses;
         final long[][] lengths;
-        /** One struct's fields, copied in and read into locals before any child is checked. */
-        final long[] fields = new long[STRUCT_LONGS];
         boolean inUse;
 
         private Scratch(int levels) {
@@ -98,13 +91,13 @@ final class ArrayReader {
         scratch.inUse = false;
     }
 
-    /** This depth's scratch array of at least {@code n} entries, its first {@code n} cleared if {@code clear}. */
-    private static long[] scratch(long[][] levels, int level, int n, boolean clear) {
+    /** This depth's scratch array of at least {@code n} entries, its first {@code n} cleared. */
+    private static long[] scratch(long[][] levels, int level, int n) {
         long[] a = levels[level];
         if (a == null || a.length < n) {
             a = new long[Math.max(n, 4)];
             levels[level] = a;
-        } else if (clear) {
+        } else {
             java.util.Arrays.fill(a, 0, n, 0L);
         }
         return a;
@@ -227,27 +220,23 @@ final class ArrayReader {
         }
     }
 
+    private static long field(long struct, long offset) {
+        return STRUCTS.get(ValueLayout.JAVA_LONG, struct + offset);
+    }
+
     private static long pointerAt(long array, long index) {
         return STRUCTS.get(ValueLayout.JAVA_LONG_UNALIGNED, array + index * ValueLayout.ADDRESS.byteSize());
     }
 
     private void check(long a, int n) {
         SchemaNode schema = layout.schema(n);
-        // The whole struct in one bounds-checked copy rather than a checked read per field.
-        long[] f = structFields;
-        MemorySegment.copy(STRUCTS, ValueLayout.JAVA_LONG_UNALIGNED, a, f, 0, STRUCT_LONGS);
-        if (f[RELEASE] == 0) {
+        if (field(a, RELEASE) == 0) {
             throw new ValidationException(Category.RELEASED, layout.path(n), "expected a live ArrowArray but found a released one");
         }
         ArrowDataType type = schema.type();
-        long length = f[LENGTH];
-        long offset = f[OFFSET];
-        long nullCount = f[NULL_COUNT];
-        long nBuffers = f[N_BUFFERS];
-        long nChildren = f[N_CHILDREN];
-        long bufferPointers = f[BUFFERS];
-        long childPointers = f[CHILDREN];
-        long d = f[DICTIONARY];
+        long length = field(a, LENGTH);
+        long offset = field(a, OFFSET);
+        long nullCount = field(a, NULL_COUNT);
         if (length < 0) {
             throw new ValidationException(Category.SIZE, at(n, "length"), "expected a non-negative length but found " + length);
         }
@@ -261,6 +250,7 @@ final class ArrayReader {
         }
         // Buffers and children: counts first, so every later index is in range.
         Layout layoutKind = type.layout();
+        long nBuffers = field(a, N_BUFFERS);
         int expectedBuffers = expectedBuffers(layoutKind);
         if (layoutKind == Layout.VIEW ? nBuffers < 3 || nBuffers > Integer.MAX_VALUE / 8 : nBuffers != expectedBuffers) {
             throw new ValidationException(Category.STRUCTURE, at(n, "n_buffers"), "expected "
@@ -268,23 +258,26 @@ final class ArrayReader {
                     + type.format() + "' but found " + nBuffers);
         }
         int childCount = layout.childCount(n);
+        long nChildren = field(a, N_CHILDREN);
         if (nChildren != childCount) {
             throw new ValidationException(Category.STRUCTURE, at(n, "n_children"), "expected "
                     + childCount + " children as in the schema but found " + nChildren);
         }
-        long[] addr = scratch(addressScratch, depth - 1, (int) nBuffers, false); // every entry read below
-        long[] len = scratch(lengthScratch, depth - 1, (int) nBuffers, true);
+        long[] addr = scratch(addressScratch, depth - 1, (int) nBuffers);
+        long[] len = scratch(lengthScratch, depth - 1, (int) nBuffers);
         if (nBuffers > 0) {
-            long ptrs = bufferPointers;
+            long ptrs = field(a, BUFFERS);
             if (ptrs == 0) {
                 throw new ValidationException(Category.NULL_POINTER, at(n, "buffers"),
                         "expected " + nBuffers + " buffer pointers but found NULL");
             }
-            MemorySegment.copy(STRUCTS, ValueLayout.JAVA_LONG_UNALIGNED, ptrs, addr, 0, (int) nBuffers);
+            for (int i = 0; i < nBuffers; i++) {
+                addr[i] = pointerAt(ptrs, i);
+            }
         }
         // Children are checked first: several rules compare against child lengths.
         if (nChildren > 0) {
-            long ptrs = childPointers;
+            long ptrs = field(a, CHILDREN);
             if (ptrs == 0) {
                 throw new ValidationException(Category.NULL_POINTER, at(n, "children"),
                         "expected " + nChildren + " child pointers but found NULL");
@@ -298,6 +291,7 @@ final class ArrayReader {
                 node(c, child);
             }
         }
+        long d = field(a, DICTIONARY);
         int dictionary = layout.dictionary(n);
         if (dictionary < 0) {
             if (d != 0) {
