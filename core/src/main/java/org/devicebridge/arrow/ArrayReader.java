@@ -29,6 +29,17 @@ final class ArrayReader {
     private static final long DICTIONARY = ArrowArrayFields.DICTIONARY;
     private static final long RELEASE = ArrowArrayFields.RELEASE;
 
+    // The two switches below as tables, read once per node.
+    private static final int[] EXPECTED_BUFFERS = new int[Layout.values().length];
+    private static final boolean[] HAS_VALIDITY = new boolean[Layout.values().length];
+
+    static {
+        for (Layout l : Layout.values()) {
+            EXPECTED_BUFFERS[l.ordinal()] = expectedBuffers(l);
+            HAS_VALIDITY[l.ordinal()] = hasValidity(l);
+        }
+    }
+
     private final ValidationLevel level;
     private final SchemaLayout layout;
     private final ArrayTable table;
@@ -91,14 +102,16 @@ final class ArrayReader {
         scratch.inUse = false;
     }
 
-    /** This depth's scratch array of at least {@code n} entries, its first {@code n} cleared. */
-    private static long[] scratch(long[][] levels, int level, int n) {
+    /** This depth's scratch array of at least {@code n} entries, its first {@code n} cleared if {@code clear}. */
+    private static long[] scratch(long[][] levels, int level, int n, boolean clear) {
         long[] a = levels[level];
         if (a == null || a.length < n) {
             a = new long[Math.max(n, 4)];
             levels[level] = a;
-        } else {
-            java.util.Arrays.fill(a, 0, n, 0L);
+        } else if (clear) {
+            for (int i = 0; i < n; i++) { // two or three entries: a plain loop beats Arrays.fill's checks
+                a[i] = 0L;
+            }
         }
         return a;
     }
@@ -251,7 +264,7 @@ final class ArrayReader {
         // Buffers and children: counts first, so every later index is in range.
         Layout layoutKind = type.layout();
         long nBuffers = field(a, N_BUFFERS);
-        int expectedBuffers = expectedBuffers(layoutKind);
+        int expectedBuffers = EXPECTED_BUFFERS[layoutKind.ordinal()];
         if (layoutKind == Layout.VIEW ? nBuffers < 3 || nBuffers > Integer.MAX_VALUE / 8 : nBuffers != expectedBuffers) {
             throw new ValidationException(Category.STRUCTURE, at(n, "n_buffers"), "expected "
                     + (layoutKind == Layout.VIEW ? "at least 3" : String.valueOf(expectedBuffers)) + " buffers for format '"
@@ -263,8 +276,8 @@ final class ArrayReader {
             throw new ValidationException(Category.STRUCTURE, at(n, "n_children"), "expected "
                     + childCount + " children as in the schema but found " + nChildren);
         }
-        long[] addr = scratch(addressScratch, depth - 1, (int) nBuffers);
-        long[] len = scratch(lengthScratch, depth - 1, (int) nBuffers);
+        long[] addr = scratch(addressScratch, depth - 1, (int) nBuffers, false); // every entry is written below
+        long[] len = scratch(lengthScratch, depth - 1, (int) nBuffers, true);
         if (nBuffers > 0) {
             long ptrs = field(a, BUFFERS);
             if (ptrs == 0) {
@@ -320,10 +333,7 @@ final class ArrayReader {
         ArrowDataType type = layout.schema(n).type();
         Layout layoutKind = type.layout();
         int dictionary = layout.dictionary(n);
-        boolean hasValidity = switch (layoutKind) {
-            case NULL, SPARSE_UNION, DENSE_UNION, RUN_END_ENCODED -> false;
-            default -> true;
-        };
+        boolean hasValidity = HAS_VALIDITY[layoutKind.ordinal()];
         if (hasValidity) {
             if (addr[0] == 0) {
                 if (minimal() && nullCount > 0) {
@@ -458,6 +468,14 @@ final class ArrayReader {
                         "expected at least " + end + " (parent offset + length) but found " + childLength);
             }
         }
+    }
+
+    /** Whether a layout has a validity bitmap as buffer 0. */
+    static boolean hasValidity(Layout layout) {
+        return switch (layout) {
+            case NULL, SPARSE_UNION, DENSE_UNION, RUN_END_ENCODED -> false;
+            default -> true;
+        };
     }
 
     static int expectedBuffers(Layout layout) {
