@@ -15,7 +15,8 @@ import java.util.concurrent.atomic.LongAdder;
  * key is handed out once, and a thread's keys are consecutive, so a slot is busy only while an export made
  * {@code SLOTS} keys earlier is still live), else in a map: registering and releasing a batch then boxes no
  * key and allocates no map node. A slot's key is published after its state and cleared before it, so a
- * lookup that reads the same key before and after reading the state has read that key's state.
+ * lookup that reads the same key before and after reading the state has read that key's state (the key's
+ * clearing is a compare-and-set, so one remover wins it; the rest is release/acquire ordering).
  *
  * @param <T> what one export holds (buffers, device memory references, the event)
  */
@@ -44,7 +45,7 @@ public final class ExportRegistry<T> {
         long key = nextKeys(1);
         int slot = slot(key);
         if (slotStates.compareAndSet(slot, null, state)) {
-            slotKeys.set(slot, key); // published after the state: a lookup that sees the key sees the state
+            slotKeys.setRelease(slot, key); // after the state: a lookup that sees the key sees the state
         } else {
             entries.put(key, state);
         }
@@ -59,12 +60,12 @@ public final class ExportRegistry<T> {
     /** The state of {@code key} in its slot, or {@code null} when the slot holds another key (or none). */
     private T inSlot(long key) {
         int slot = slot(key);
-        if (slotKeys.get(slot) != key) {
+        if (slotKeys.getAcquire(slot) != key) {
             return null;
         }
-        T state = slotStates.get(slot);
+        T state = slotStates.getAcquire(slot);
         // the key is set after the state and cleared before it: still this key, so that was its state
-        return slotKeys.get(slot) == key ? state : null;
+        return slotKeys.getAcquire(slot) == key ? state : null;
     }
 
     /**
@@ -93,7 +94,8 @@ public final class ExportRegistry<T> {
     public T remove(long key) {
         int slot = slot(key);
         if (key != 0 && slotKeys.compareAndSet(slot, key, 0L)) { // one remover wins the key
-            T state = slotStates.getAndSet(slot, null);
+            T state = slotStates.get(slot); // the winner's alone until it is emptied
+            slotStates.setRelease(slot, null);
             OUTSTANDING.decrement();
             return state;
         }
