@@ -29,6 +29,17 @@ final class ArrayReader {
     private static final long DICTIONARY = ArrowArrayFields.DICTIONARY;
     private static final long RELEASE = ArrowArrayFields.RELEASE;
 
+    // The two switches below as tables, read once per node.
+    private static final int[] EXPECTED_BUFFERS = new int[Layout.values().length];
+    private static final boolean[] HAS_VALIDITY = new boolean[Layout.values().length];
+
+    static {
+        for (Layout l : Layout.values()) {
+            EXPECTED_BUFFERS[l.ordinal()] = expectedBuffers(l);
+            HAS_VALIDITY[l.ordinal()] = hasValidity(l);
+        }
+    }
+
     private final ValidationLevel level;
     private final SchemaLayout layout;
     private final ArrayTable table;
@@ -91,14 +102,16 @@ final class ArrayReader {
         scratch.inUse = false;
     }
 
-    /** This depth's scratch array of at least {@code n} entries, its first {@code n} cleared. */
-    private static long[] scratch(long[][] levels, int level, int n) {
+    /** This depth's scratch array of at least {@code n} entries, its first {@code n} cleared if {@code clear}. */
+    private static long[] scratch(long[][] levels, int level, int n, boolean clear) {
         long[] a = levels[level];
         if (a == null || a.length < n) {
             a = new long[Math.max(n, 4)];
             levels[level] = a;
-        } else {
-            java.util.Arrays.fill(a, 0, n, 0L);
+        } else if (clear) {
+            for (int i = 0; i < n; i++) { // two or three entries: a plain loop beats Arrays.fill's checks
+                a[i] = 0L;
+            }
         }
         return a;
     }
@@ -186,55 +199,6 @@ final class ArrayReader {
         }
     }
 
-    /**
-     * Runs over {@code hostTable} (host memory validated at DEFAULT) the FULL content checks that Arrow Java
-     * relies on without checking them itself: every offset of strings, binaries, lists and maps, views and
-     * list views within bounds, union type ids and dense offsets, run ends strictly increasing, dictionary
-     * indices in range. O(1) for a node without such contents (fixed-width values). Not UTF-8, decimal
-     * precision, temporal ranges, view prefixes or padding, nor null counts against bitmaps: Arrow Java reads
-     * those values as they are, and takes a declared null count as the C Data Interface defines it, so
-     * none of them can make it read a wrong value or outside a buffer.
-     *
-     * @throws ValidationException with the category and field path of the first problem found
-     */
-    static void checkTrusted(ArrayTable hostTable) {
-        if (!hostTable.host) {
-            throw new IllegalArgumentException("expected a view of host memory");
-        }
-        ContentChecks c = new ContentChecks(ValidationLevel.FULL, hostTable, null);
-        SchemaLayout layout = hostTable.layout;
-        for (int n = 0; n < hostTable.size(); n++) {
-            int count = hostTable.bufferCount(n);
-            long[] addr = new long[count];
-            long[] len = new long[count];
-            for (int i = 0; i < count; i++) {
-                addr[i] = hostTable.bufferAddress(n, i);
-                len[i] = hostTable.bufferLength(n, i);
-            }
-            ArrowDataType type = layout.schema(n).type();
-            Layout kind = type.layout();
-            long length = hostTable.length(n);
-            long offset = hostTable.offset(n);
-            switch (kind) {
-                case VARIABLE, LARGE_VARIABLE, LIST, LARGE_LIST -> {
-                    if (len[1] != 0) {
-                        c.checkOffsets(addr[1], offset, length, kind.offsetWidth(), n);
-                    }
-                }
-                case VIEW -> c.checkViews(addr, len, offset, length, count - 3, n, false, false);
-                case LIST_VIEW, LARGE_LIST_VIEW -> c.checkListViews(addr, offset, length, kind.offsetWidth(),
-                        hostTable.length(layout.child(n, 0)), n);
-                case SPARSE_UNION, DENSE_UNION -> c.checkUnion(addr, kind == Layout.DENSE_UNION, type, offset, length, n);
-                case RUN_END_ENCODED -> c.checkRunEnds(n, offset + length, length);
-                default -> { }
-            }
-            int dictionary = layout.dictionary(n);
-            if (dictionary >= 0) {
-                c.checkDictionaryIndices(addr, type, offset, length, hostTable.length(dictionary), n);
-            }
-        }
-    }
-
     private boolean minimal() {
         return level != ValidationLevel.NONE;
     }
@@ -300,7 +264,7 @@ final class ArrayReader {
         // Buffers and children: counts first, so every later index is in range.
         Layout layoutKind = type.layout();
         long nBuffers = field(a, N_BUFFERS);
-        int expectedBuffers = expectedBuffers(layoutKind);
+        int expectedBuffers = EXPECTED_BUFFERS[layoutKind.ordinal()];
         if (layoutKind == Layout.VIEW ? nBuffers < 3 || nBuffers > Integer.MAX_VALUE / 8 : nBuffers != expectedBuffers) {
             throw new ValidationException(Category.STRUCTURE, at(n, "n_buffers"), "expected "
                     + (layoutKind == Layout.VIEW ? "at least 3" : String.valueOf(expectedBuffers)) + " buffers for format '"
@@ -312,8 +276,8 @@ final class ArrayReader {
             throw new ValidationException(Category.STRUCTURE, at(n, "n_children"), "expected "
                     + childCount + " children as in the schema but found " + nChildren);
         }
-        long[] addr = scratch(addressScratch, depth - 1, (int) nBuffers);
-        long[] len = scratch(lengthScratch, depth - 1, (int) nBuffers);
+        long[] addr = scratch(addressScratch, depth - 1, (int) nBuffers, false); // every entry is written below
+        long[] len = scratch(lengthScratch, depth - 1, (int) nBuffers, true);
         if (nBuffers > 0) {
             long ptrs = field(a, BUFFERS);
             if (ptrs == 0) {
@@ -369,10 +333,7 @@ final class ArrayReader {
         ArrowDataType type = layout.schema(n).type();
         Layout layoutKind = type.layout();
         int dictionary = layout.dictionary(n);
-        boolean hasValidity = switch (layoutKind) {
-            case NULL, SPARSE_UNION, DENSE_UNION, RUN_END_ENCODED -> false;
-            default -> true;
-        };
+        boolean hasValidity = HAS_VALIDITY[layoutKind.ordinal()];
         if (hasValidity) {
             if (addr[0] == 0) {
                 if (minimal() && nullCount > 0) {
@@ -507,6 +468,14 @@ final class ArrayReader {
                         "expected at least " + end + " (parent offset + length) but found " + childLength);
             }
         }
+    }
+
+    /** Whether a layout has a validity bitmap as buffer 0. */
+    static boolean hasValidity(Layout layout) {
+        return switch (layout) {
+            case NULL, SPARSE_UNION, DENSE_UNION, RUN_END_ENCODED -> false;
+            default -> true;
+        };
     }
 
     static int expectedBuffers(Layout layout) {

@@ -112,7 +112,7 @@ public final class ImportedArray extends NativeHandle {
 
     /**
      * Runs, once, the FULL content checks Arrow Java relies on that this array's level did not run (see
-     * {@link ArrayReader#checkTrusted}): nothing for an array validated at FULL. For the Arrow Java bridge,
+     * {@link TrustedContents#check}): nothing for an array validated at FULL. For the Arrow Java bridge,
      * before it reads the view. The array stays owned by this handle either way; the caller releases it on
      * a throw.
      *
@@ -129,7 +129,7 @@ public final class ImportedArray extends NativeHandle {
             throw new UnsupportedFeatureException("", "expected host memory validated at DEFAULT or FULL for Arrow"
                     + " Java but found " + (table.host ? level : "device memory"));
         }
-        ArrayReader.checkTrusted(table);
+        TrustedContents.check(table);
     }
 
     /**

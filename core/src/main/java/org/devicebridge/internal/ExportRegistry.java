@@ -2,12 +2,21 @@ package org.devicebridge.internal;
 
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Per-export state of structs this library hands to native code, keyed by the value stored in the
  * struct's {@code private_data} / {@code manager_ctx}. A key is never 0 (NULL) and never reused, so a
  * stale or forged {@code private_data} finds nothing instead of someone else's state.
+ *
+ * <p>A single-key entry lives in slot {@code key % SLOTS} of a direct-mapped table when that slot is free (a
+ * key is handed out once, and a thread's keys are consecutive, so a slot is busy only while an export made
+ * {@code SLOTS} keys earlier is still live), else in a map: registering and releasing a batch then boxes no
+ * key and allocates no map node. A slot's key is published after its state and cleared before it, so a
+ * lookup that reads the same key before and after reading the state has read that key's state (the key's
+ * clearing is a compare-and-set, so one remover wins it; the rest is release/acquire ordering).
  *
  * @param <T> what one export holds (buffers, device memory references, the event)
  */
@@ -23,14 +32,40 @@ public final class ExportRegistry<T> {
         long end;
     }
     private static final LongAdder OUTSTANDING = new LongAdder();
+    /** Slots of the direct-mapped table (a power of two); keys of the map's entries are never in a slot. */
+    private static final int SLOTS = 4096;
+    private final AtomicReferenceArray<T> slotStates = new AtomicReferenceArray<>(SLOTS);
+    /** The key of each slot's state, 0 while the slot is free or being filled or emptied. */
+    private final AtomicLongArray slotKeys = new AtomicLongArray(SLOTS);
+    /** Entries whose slot was busy, and multi-key entries. */
     private final ConcurrentHashMap<Long, T> entries = new ConcurrentHashMap<>();
 
     /** Stores {@code state}; returns the key to write into {@code private_data}. */
     public long register(T state) {
         long key = nextKeys(1);
-        entries.put(key, state);
+        int slot = slot(key);
+        if (slotStates.compareAndSet(slot, null, state)) {
+            slotKeys.setRelease(slot, key); // after the state: a lookup that sees the key sees the state
+        } else {
+            entries.put(key, state);
+        }
         OUTSTANDING.increment();
         return key;
+    }
+
+    private static int slot(long key) {
+        return (int) key & (SLOTS - 1);
+    }
+
+    /** The state of {@code key} in its slot, or {@code null} when the slot holds another key (or none). */
+    private T inSlot(long key) {
+        int slot = slot(key);
+        if (slotKeys.getAcquire(slot) != key) {
+            return null;
+        }
+        T state = slotStates.getAcquire(slot);
+        // the key is set after the state and cleared before it: still this key, so that was its state
+        return slotKeys.getAcquire(slot) == key ? state : null;
     }
 
     /**
@@ -44,6 +79,9 @@ public final class ExportRegistry<T> {
         if (count < 1) {
             throw new IllegalArgumentException("expected at least one key but found " + count);
         }
+        if (count == 1) {
+            return register(state);
+        }
         long first = nextKeys(count);
         for (int i = 0; i < count; i++) {
             entries.put(first + i, state);
@@ -54,6 +92,13 @@ public final class ExportRegistry<T> {
 
     /** Removes and returns the state under {@code key}, or {@code null} if there is none (released twice, forged). */
     public T remove(long key) {
+        int slot = slot(key);
+        if (key != 0 && slotKeys.compareAndSet(slot, key, 0L)) { // one remover wins the key
+            T state = slotStates.get(slot); // the winner's alone until it is emptied
+            slotStates.setRelease(slot, null);
+            OUTSTANDING.decrement();
+            return state;
+        }
         T state = entries.remove(key);
         if (state != null) {
             OUTSTANDING.decrement();
@@ -66,6 +111,9 @@ public final class ExportRegistry<T> {
      * returns it, or {@code null} if there was none under {@code first} (released twice, forged).
      */
     public T remove(long first, int count) {
+        if (count == 1) {
+            return remove(first);
+        }
         T state = entries.remove(first);
         if (state == null) {
             return null;
@@ -97,7 +145,8 @@ public final class ExportRegistry<T> {
 
     /** The state under {@code key}, left in place, or {@code null}. */
     public T get(long key) {
-        return entries.get(key);
+        T state = inSlot(key);
+        return state != null || key == 0 ? state : entries.get(key);
     }
 
     /** Exports of every registry in this JVM not released yet (the leak-check extension watches it). */
@@ -107,6 +156,10 @@ public final class ExportRegistry<T> {
 
     /** Exports not released yet (tests assert this returns to its baseline). */
     public int size() {
-        return entries.size();
+        int n = entries.size();
+        for (int i = 0; i < SLOTS; i++) {
+            n += slotKeys.get(i) != 0 ? 1 : 0;
+        }
+        return n;
     }
 }

@@ -10,7 +10,6 @@ import static org.devicebridge.arrow.java.ExportBufferChecks.required;
 import static org.devicebridge.arrow.java.ExportBufferChecks.validity;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.List;
 import org.apache.arrow.memory.ArrowBuf;
@@ -29,9 +28,7 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrowDataType.Layout;
-import org.devicebridge.internal.ArrowArrayFields;
 import org.devicebridge.internal.FieldPath;
-import org.devicebridge.internal.Native;
 
 /**
  * Fills an ArrowArray tree from Arrow Java vectors without copying data (but for the buffers
@@ -40,24 +37,12 @@ import org.devicebridge.internal.Native;
  * ArrowBufs' addresses, and each exported node retains its buffers. Everything is planned and checked
  * first (O(1) per node: buffer sizes against lengths, first/last offsets; views and narrowed decimals are
  * read per value) into the thread's reused
- * {@link Plan}, then the buffers are retained, one malloc block receives the child structs, pointer
- * arrays, variadic sizes and the node table, the tree is registered, and the structs are written. A
+ * {@link Plan}, then {@link ExportBlock} retains the buffers, makes one malloc block for the child structs,
+ * pointer arrays, variadic sizes and the node table, registers the tree and writes the structs. A
  * failure leaves the output untouched and holds nothing.
  */
 final class ExportArrayWriter {
-    private static final long LENGTH = ArrowArrayFields.LENGTH;
-    private static final long NULL_COUNT = ArrowArrayFields.NULL_COUNT;
-    private static final long OFFSET = ArrowArrayFields.OFFSET;
-    private static final long N_BUFFERS = ArrowArrayFields.N_BUFFERS;
-    private static final long N_CHILDREN = ArrowArrayFields.N_CHILDREN;
-    private static final long BUFFERS = ArrowArrayFields.BUFFERS;
-    private static final long CHILDREN = ArrowArrayFields.CHILDREN;
-    private static final long DICTIONARY = ArrowArrayFields.DICTIONARY;
-    private static final long RELEASE = ArrowArrayFields.RELEASE;
-    private static final long PRIVATE = ArrowArrayFields.PRIVATE_DATA;
-    private static final MemorySegment ALL = ExportRuntime.ALL;
-    /** In a plan's buffer list: the variadic-sizes buffer, which lives in the block. */
-    private static final long VARIADIC_SIZES = -1L;
+    private static final long VARIADIC_SIZES = ExportBlock.VARIADIC_SIZES;
 
     private static final ThreadLocal<Plan> PLANS = ThreadLocal.withInitial(Plan::new);
 
@@ -84,6 +69,20 @@ final class ExportArrayWriter {
         int madeTotal;
         /** Null counts left -1 (unknown) where a bitmap holds them, for a caller that counts them later. */
         boolean nullCountsUnknown;
+        private static final int MAX_KEPT_IMAGE = 1 << 16;
+        /** The block as {@link ExportBlock} composes it before copying it out. */
+        private long[] image = new long[256];
+
+        /** The image array, at least {@code longs} long (its contents are overwritten entirely). */
+        long[] image(int longs) {
+            if (longs > MAX_KEPT_IMAGE) {
+                return new long[longs]; // a rare huge tree: not kept by the thread
+            }
+            if (image.length < longs) {
+                image = new long[Math.max(longs, image.length * 2)];
+            }
+            return image;
+        }
 
         @Override
         void growNodes(int capacity) {
@@ -187,7 +186,7 @@ final class ExportArrayWriter {
         try {
             p.reserveRoot();
             planVector(p, 0, vector, VectorFields.of(vector), provider, 0);
-            write(p, out);
+            ExportBlock.write(p, out);
         } finally {
             done(p);
         }
@@ -226,109 +225,9 @@ final class ExportArrayWriter {
                 }
                 planVector(p, first + i, v, fields.get(i), provider, 1);
             }
-            write(p, out);
+            ExportBlock.write(p, out);
         } finally {
             done(p);
-        }
-    }
-
-    private static void write(Plan p, MemorySegment out) {
-        int nodes = p.nodes;
-        long size = Math.multiplyExact(nodes - 1L, ExportRuntime.ARRAY_SIZE);
-        for (int i = 0; i < nodes; i++) {
-            size = Math.addExact(size, 8L * Math.max(1, p.bufferCount[i]));
-            size = Math.addExact(size, 8L * p.childCount[i]);
-            size = Math.addExact(size, 8L * p.variadicCount[i]);
-        }
-        long table = size;
-        size = Math.addExact(size, p.tableBytes());
-        retainAll(p);
-        ExportRuntime.Tree tree;
-        long privateData;
-        try {
-            long base = Native.malloc(size).address();
-            ArrowBuf[] held = p.retainedTotal == 0 ? null : Arrays.copyOf(p.retained, p.retainedTotal);
-            tree = new ExportRuntime.Tree(ExportRuntime.ARRAY, base, table, nodes, held);
-            try {
-                privateData = tree.register();
-            } catch (RuntimeException | Error e) {
-                Native.free(MemorySegment.ofAddress(base));
-                throw e;
-            }
-        } catch (RuntimeException | Error e) {
-            releaseAll(p, p.retainedTotal);
-            throw e;
-        }
-        // Registered: from here on nothing can fail, only memory is written.
-        long base = tree.base;
-        long cursor = base + (nodes - 1L) * ExportRuntime.ARRAY_SIZE;
-        long stub = ExportRuntime.ARRAY.stub;
-        for (int i = 0; i < nodes; i++) {
-            int nb = p.bufferCount[i];
-            int nc = p.childCount[i];
-            int nv = p.variadicCount[i];
-            long buffers = cursor;
-            long children = buffers + 8L * Math.max(1, nb);
-            long variadic = children + 8L * nc;
-            cursor = variadic + 8L * nv;
-            for (int b = 0; b < nb; b++) {
-                long a = p.buffers[p.firstBuffer[i] + b];
-                ALL.set(ValueLayout.JAVA_LONG, buffers + 8L * b, a == VARIADIC_SIZES ? variadic : a);
-            }
-            if (nb == 0) {
-                ALL.set(ValueLayout.JAVA_LONG, buffers, 0L);
-            }
-            int firstChild = p.firstDependent[i];
-            for (int c = 0; c < nc; c++) {
-                ALL.set(ValueLayout.JAVA_LONG, children + 8L * c, tree.struct(firstChild + c));
-            }
-            for (int k = 0; k < nv; k++) {
-                ALL.set(ValueLayout.JAVA_LONG, variadic + 8L * k, p.variadic[p.firstVariadic[i] + k]);
-            }
-            p.writeTableEntry(base + table, i, p.firstRetained[i], p.retainedEnd[i]);
-            int dictionary = p.dictionaryOf(i);
-            if (i == 0) {
-                writeStruct(out, 0, p, i, buffers, nc == 0 ? 0L : children,
-                        dictionary < 0 ? 0L : tree.struct(dictionary), privateData, stub);
-            } else {
-                writeStruct(ALL, tree.struct(i), p, i, buffers, nc == 0 ? 0L : children,
-                        dictionary < 0 ? 0L : tree.struct(dictionary), privateData + i, stub);
-            }
-        }
-    }
-
-    private static void writeStruct(MemorySegment s, long at, Plan p, int i, long buffers, long children,
-                                    long dictionary, long privateData, long release) {
-        s.set(ValueLayout.JAVA_LONG, at + LENGTH, p.length[i]);
-        s.set(ValueLayout.JAVA_LONG, at + NULL_COUNT, p.nullCount[i]);
-        s.set(ValueLayout.JAVA_LONG, at + OFFSET, 0L);
-        s.set(ValueLayout.JAVA_LONG, at + N_BUFFERS, p.bufferCount[i]);
-        s.set(ValueLayout.JAVA_LONG, at + N_CHILDREN, p.childCount[i]);
-        s.set(ValueLayout.JAVA_LONG, at + BUFFERS, buffers);
-        s.set(ValueLayout.JAVA_LONG, at + CHILDREN, children);
-        s.set(ValueLayout.JAVA_LONG, at + DICTIONARY, dictionary);
-        s.set(ValueLayout.JAVA_LONG, at + PRIVATE, privateData);
-        s.set(ValueLayout.JAVA_LONG, at + RELEASE, release);
-    }
-
-    /** Takes a reference to every planned buffer; if one cannot be retained, drops those taken and throws. */
-    private static void retainAll(Plan p) {
-        int taken = 0;
-        try {
-            for (; taken < p.retainedTotal; taken++) {
-                p.retained[taken].getReferenceManager().retain();
-            }
-        } catch (RuntimeException e) {
-            // a buffer that can no longer be retained (its vector was closed concurrently)
-            releaseAll(p, taken);
-            throw new ValidationException(ValidationException.Category.RELEASED, "",
-                    "an Arrow buffer was released while it was being exported: " + e.getMessage(), e);
-        }
-    }
-
-    private static void releaseAll(Plan p, int count) {
-        for (int k = 0; k < count; k++) {
-            p.retained[k].getReferenceManager().release();
         }
     }
 

@@ -90,8 +90,8 @@ final class ExportRuntime {
         final ExportRegistry<Tree> registry = new ExportRegistry<>();
         /** Nodes released (each once); tests compare it with what they exported. */
         final LongAdder releases = new LongAdder();
-        /** Nodes exported and not released yet; tests assert it returns to its baseline. */
-        final LongAdder liveNodes = new LongAdder();
+        /** Nodes exported; with {@link #releases}, one counter per export and one per release. */
+        private final LongAdder exported = new LongAdder();
 
         private Kind(String name, long size, long releaseOff, long privateOff, long stub) {
             this.name = name;
@@ -99,6 +99,11 @@ final class ExportRuntime {
             this.releaseOff = releaseOff;
             this.privateOff = privateOff;
             this.stub = stub;
+        }
+
+        /** Nodes exported and not released yet; tests assert it returns to its baseline. */
+        long liveNodes() {
+            return exported.sum() - releases.sum();
         }
     }
 
@@ -155,7 +160,7 @@ final class ExportRuntime {
                 throw new DeviceBridgeException("internal error: the export key space is exhausted");
             }
             key = first;
-            kind.liveNodes.add(nodes);
+            kind.exported.add(nodes);
             return first << NODE_BITS;
         }
 
@@ -199,18 +204,21 @@ final class ExportRuntime {
             long entry = base + table + TABLE_ENTRY * i;
             int firstDependent = ALL.get(ValueLayout.JAVA_INT, entry + 8);
             int dependents = ALL.get(ValueLayout.JAVA_INT, entry + 12);
+            // A tree of at most 64 nodes claims every dependent still in place with one atomic operation.
+            long won = releasedBits == null ? claimInPlace(firstDependent, dependents, depth) : 0L;
             for (int d = firstDependent; d < firstDependent + dependents; d++) {
                 long s = struct(d);
                 try {
+                    if (releasedBits == null ? (won & (1L << d)) != 0 : inPlace(d, depth) && claim(d)) {
+                        count += releaseClaimed(d, depth + 1);
+                        ALL.set(ValueLayout.JAVA_LONG, s + kind.releaseOff, 0L);
+                        continue;
+                    }
                     long fn = ALL.get(ValueLayout.JAVA_LONG, s + kind.releaseOff);
                     if (fn == 0) {
                         continue; // moved out by the consumer, or released already
                     }
-                    if (fn == kind.stub && depth < 1024
-                            && ALL.get(ValueLayout.JAVA_LONG, s + kind.privateOff) == privateData(d) && claim(d)) {
-                        count += releaseClaimed(d, depth + 1);
-                        ALL.set(ValueLayout.JAVA_LONG, s + kind.releaseOff, 0L);
-                    } else if (fn == kind.stub) {
+                    if (fn == kind.stub) {
                         release(kind, s); // not this node: its own lookup
                     } else {
                         Callbacks.invokeVoidPointer(MemorySegment.ofAddress(fn), MemorySegment.ofAddress(s).reinterpret(kind.size));
@@ -233,10 +241,34 @@ final class ExportRuntime {
             return count;
         }
 
+        /** Whether dependent {@code d} is still in its place in the block, this tree's node, not released. */
+        private boolean inPlace(int d, int depth) {
+            long s = struct(d);
+            return depth < 1024 && ALL.get(ValueLayout.JAVA_LONG, s + kind.releaseOff) == kind.stub
+                    && ALL.get(ValueLayout.JAVA_LONG, s + kind.privateOff) == privateData(d);
+        }
+
+        /**
+         * Claims, in a tree of at most 64 nodes, dependents [first, first + count) that are {@link #inPlace};
+         * returns the bits of those this call claimed (not claimed before by another release).
+         */
+        private long claimInPlace(int first, int count, int depth) {
+            long mask = 0;
+            for (int d = first; d < first + count; d++) {
+                if (inPlace(d, depth)) {
+                    mask |= 1L << d;
+                }
+            }
+            if (mask == 0) {
+                return 0;
+            }
+            long old = (long) RELEASED.getAndBitwiseOr(this, mask);
+            return mask & ~old;
+        }
+
         /** {@code n} nodes were released (their structs marked): the last one frees the block. */
         void drop(int n) {
             kind.releases.add(n);
-            kind.liveNodes.add(-n);
             if ((int) LIVE.getAndAdd(this, -n) == n) {
                 kind.registry.remove(key, keyCount());
                 Native.free(MemorySegment.ofAddress(base));
@@ -294,6 +326,6 @@ final class ExportRuntime {
 
     /** Exported nodes (schema and array) not released yet; tests assert this returns to its baseline. */
     static int liveNodes() {
-        return Math.toIntExact(SCHEMA.liveNodes.sum() + ARRAY.liveNodes.sum());
+        return Math.toIntExact(SCHEMA.liveNodes() + ARRAY.liveNodes());
     }
 }

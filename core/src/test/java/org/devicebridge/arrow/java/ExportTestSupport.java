@@ -76,12 +76,12 @@ public final class ExportTestSupport {
 
     /** Exported {@code ArrowArray} nodes (of Arrow Java data) not released yet. */
     public static int exportedArrays() {
-        return Math.toIntExact(ExportRuntime.ARRAY.liveNodes.sum());
+        return Math.toIntExact(ExportRuntime.ARRAY.liveNodes());
     }
 
     /** Exported {@code ArrowSchema} nodes not released yet. */
     static int exportedSchemas() {
-        return Math.toIntExact(ExportRuntime.SCHEMA.liveNodes.sum());
+        return Math.toIntExact(ExportRuntime.SCHEMA.liveNodes());
     }
 
     /** Exported {@code ArrowArray} nodes released (each once) since the JVM started. */
