@@ -295,7 +295,7 @@ public record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte
      * @param json one JSON object of at most {@link #MAX_JSON_CHARS} characters
      * @return the descriptor
      * @throws ValidationException with the key path (e.g. {@code array.children[1].buffers[2]}):
-     *         {@code FORMAT} for text that is not strict JSON (see {@link StrictJson}), a wrong value type, bad
+     *         {@code FORMAT} for text that is not strict JSON (see {@code docs/ipc-format.md}), a wrong value type, bad
      *         hex or base64, or another {@code kind}; {@code VERSION} for a format version other than 1;
      *         {@code STRUCTURE} for a missing key; {@code DEVICE} for a device outside {@code [0, 2^31)};
      *         {@code SIZE} for a number outside its range; and the constructors' categories

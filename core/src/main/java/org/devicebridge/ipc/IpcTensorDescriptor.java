@@ -197,7 +197,7 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
      * @param json one JSON object of at most {@link #MAX_JSON_CHARS} characters
      * @return the descriptor, every field checked as the constructor checks it
      * @throws ValidationException with the key path: {@code FORMAT} for text that is not strict JSON (see
-     *         {@link StrictJson}), a wrong value type, bad hex, another {@code kind}, a {@code typestr} that
+     *         docs/ipc-format.md), a wrong value type, bad hex, another {@code kind}, a {@code typestr} that
      *         disagrees with {@code dtype} or a {@code dtype} field outside its C type; {@code VERSION} for a
      *         format version other than 1; {@code STRUCTURE} for a missing key; {@code DEVICE} for a device
      *         outside {@code [0, 2^31)}; and the constructor's categories
