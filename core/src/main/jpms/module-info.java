@@ -33,4 +33,5 @@ module org.devicebridge.core {
     exports org.devicebridge.dlpack;
     exports org.devicebridge.cuda;
     exports org.devicebridge.python;
+    exports org.devicebridge.ipc;
 }

@@ -36,6 +36,9 @@ import org.devicebridge.ValidationException.Category;
  * consumer's stream must belong to the spec's device.
  */
 public final class TensorSpec {
+    /** The most dimensions a tensor may have. */
+    public static final int MAX_NDIM = Geometry.MAX_NDIM;
+
     private final MemorySegment data;
     private final DType dtype;
     private final Geometry geometry; // shape, strides (given or compact) and the byte range, checked
@@ -184,6 +187,34 @@ public final class TensorSpec {
     /** {@return a copy of the strides in elements: as given, or compact row-major} */
     public long[] strides() {
         return geometry.strides.clone();
+    }
+
+    /**
+     * {@return the bytes the elements span, from the lowest to past the highest (0 without elements); a
+     * sub-byte element takes one byte, as this spec exports it padded}
+     */
+    public long byteExtent() {
+        return geometry.extent;
+    }
+
+    /**
+     * {@return the bytes the elements span with sub-byte elements packed, as DLPack lays them out without
+     * {@code DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED} (and as a CUDA IPC tensor descriptor names them);
+     * {@link #byteExtent()} for any other type}
+     *
+     * @throws ValidationException {@code SCHEMA} for a sub-byte type that is not compact row-major (packing needs it)
+     */
+    public long packedByteExtent() {
+        return dtype.isSubByte() ? Geometry.of(dtype, true, geometry.shape, geometry.strides, byteOffset, "").extent
+                : geometry.extent;
+    }
+
+    /**
+     * {@return the bytes from {@code data + byteOffset} to the lowest element: 0, or negative where a negative
+     * stride reaches below element {@code [0, ..., 0]}}
+     */
+    public long byteStart() {
+        return geometry.start;
     }
 
     /** {@return bytes from {@code data} to element {@code [0, ..., 0]}} */

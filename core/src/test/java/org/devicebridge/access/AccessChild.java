@@ -16,7 +16,7 @@ import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrowDownload;
 import org.devicebridge.arrow.cuda.CudaArrowImport;
-import org.devicebridge.arrow.cuda.CudaArrowIpc;
+import org.devicebridge.arrow.cuda.CudaArrowStreamFormat;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.flight.DeviceFlight;
 import org.devicebridge.arrow.flight.DeviceFlightClient;
@@ -96,7 +96,7 @@ public final class AccessChild {
             }
             case "arrowJavaImport" -> ArrowJavaImport.toField(null).toString();
             case "dlpackArrow" -> DLPackArrow.importVector(null, null, null).toString();
-            case "cudaArrowIpc" -> CudaArrowIpc.readIpcStream(new ByteArrayInputStream(new byte[0]), null, null, null).toString();
+            case "cudaArrowIpc" -> CudaArrowStreamFormat.readStream(new ByteArrayInputStream(new byte[0]), null, null, null).toString();
             case "cudaArrowDownload" -> CudaArrowDownload.download(null, null, null, null).toString();
             case "cudaArrowImport" -> cudaArrowImport();
             case "arrowMemory" -> {

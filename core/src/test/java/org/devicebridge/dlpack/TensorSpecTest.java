@@ -153,4 +153,22 @@ class TensorSpecTest {
         assertEquals("stream", e.path());
         assertEquals(1, seen.size(), "no synchronisation for a refused export");
     }
+
+    @Test
+    void theByteRangeIsWhatTheElementsSpanNegativeStridesStartBelowAndSubByteElementsPackWhenAsked() {
+        MemorySegment data = arena.allocate(64);
+        TensorSpec compact = TensorSpec.of(data, DType.FLOAT32, 2, 3);
+        assertEquals(24, compact.byteExtent());
+        assertEquals(0, compact.byteStart());
+        assertEquals(24, compact.packedByteExtent(), "packing changes nothing above a byte");
+        TensorSpec reversed = TensorSpec.of(data, DType.INT16, 4).withStrides(-1).withByteOffset(6);
+        assertEquals(8, reversed.byteExtent());
+        assertEquals(-6, reversed.byteStart(), "element [0] is the last of the range");
+        TensorSpec fp4 = TensorSpec.of(data, DType.FLOAT4_E2M1FN, 3, 5);
+        assertEquals(15, fp4.byteExtent(), "exported padded: a byte per element");
+        assertEquals(8, fp4.packedByteExtent(), "packed: 60 bits in 8 bytes");
+        assertEquals(Category.SCHEMA, assertThrows(ValidationException.class,
+                () -> fp4.withStrides(1, 3).packedByteExtent()).category(), "packing needs compact row-major");
+        assertEquals(TensorSpec.MAX_NDIM, 64);
+    }
 }

@@ -20,11 +20,11 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
-import org.devicebridge.arrow.cuda.IpcBatchDescriptor;
-import org.devicebridge.arrow.cuda.IpcBatchDescriptor.BufferRef;
-import org.devicebridge.arrow.cuda.IpcBatchDescriptor.Node;
+import org.devicebridge.ipc.IpcBatchDescriptor;
+import org.devicebridge.ipc.IpcBatchDescriptor.BufferRef;
+import org.devicebridge.ipc.IpcBatchDescriptor.Node;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.dlpack.IpcTensorDescriptor;
+import org.devicebridge.ipc.IpcTensorDescriptor;
 
 /**
  * Structure-aware inputs of the IPC fuzzer ({@link IpcFuzzTest}): valid batch descriptors, tensor descriptors

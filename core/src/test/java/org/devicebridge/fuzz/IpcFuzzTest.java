@@ -13,9 +13,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.SchemaNode;
-import org.devicebridge.arrow.cuda.IpcBatchDescriptor;
-import org.devicebridge.arrow.cuda.IpcParsing;
-import org.devicebridge.dlpack.IpcTensorDescriptor;
+import org.devicebridge.ipc.IpcBatchDescriptor;
+import org.devicebridge.ipc.IpcParsing;
+import org.devicebridge.ipc.IpcTensorDescriptor;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestReporter;
 

@@ -14,7 +14,7 @@ import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.arrow.cuda.IpcParsing;
+import org.devicebridge.ipc.IpcParsing;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -85,7 +85,7 @@ class PackageLayoutTest {
 
     @Test
     void arrowFlightIsUsedOnlyByItsOwnPackage() throws IOException {
-        for (String pkg : List.of("", "arrow", "arrow/java", "arrow/cuda", "cuda", "dlpack", "python", "foreign",
+        for (String pkg : List.of("", "arrow", "arrow/java", "arrow/cuda", "cuda", "dlpack", "python", "ipc", "foreign",
                 "internal", "selfcheck")) {
             List<String> wrong = imports(pkg).stream()
                     .filter(i -> i.contains(" org.apache.arrow.flight.") || i.contains(" org.devicebridge.arrow.flight."))
@@ -107,6 +107,43 @@ class PackageLayoutTest {
     }
 
     @Test
+    void cudaIpcNeedsOnlyThePackagesBelowIt() throws IOException {
+        // CUDA IPC of batches (Arrow, Arrow on CUDA, the bridge for the schema message) and tensors (DLPack), over
+        // the driver and the plumbing; never Flight or Python
+        List<String> wrong = imports("ipc").stream()
+                .filter(i -> i.contains(" org.devicebridge.") && !i.matches(".* org\\.devicebridge\\.(ipc|arrow\\.cuda|arrow\\.java"
+                        + "|arrow\\.[A-Z][\\w.]*$|cuda|dlpack|foreign|internal|generated|[A-Z][\\w.]*$)[\\w.]*"))
+                .toList();
+        assertEquals(List.of(), wrong);
+    }
+
+    @Test
+    void nothingBelowCudaIpcImportsIt() throws IOException {
+        for (String pkg : List.of("", "arrow", "arrow/java", "arrow/cuda", "arrow/flight", "cuda", "dlpack", "python",
+                "foreign", "internal")) {
+            List<String> wrong = imports(pkg).stream().filter(i -> i.contains(" org.devicebridge.ipc.")).toList();
+            assertEquals(List.of(), wrong, pkg);
+        }
+    }
+
+    @Test
+    void onlyTheBatchSideOfCudaIpcNeedsArrowJava() throws IOException {
+        // Arrow Java (optional) is linked only where the schema message is written and read; the tensor side, the
+        // codec and the acknowledgement need neither Arrow Java nor Arrow on CUDA
+        List<String> arrowJava = imports("ipc").stream()
+                .filter(i -> i.contains(" org.apache.arrow.") || i.contains(" org.devicebridge.arrow.java."))
+                .filter(i -> !i.startsWith("IpcSchemas.java: "))
+                .toList();
+        assertEquals(List.of(), arrowJava);
+        List<String> tensorSide = imports("ipc").stream()
+                .filter(i -> !i.startsWith("IpcBatch") && !i.startsWith("IpcExportPlanner.java: ")
+                        && !i.startsWith("IpcSchemas.java: ") && !i.startsWith("SchemaMessageVerifier.java: "))
+                .filter(i -> i.contains(" org.apache.arrow.") || i.contains(" org.devicebridge.arrow."))
+                .toList();
+        assertEquals(List.of(), tensorSide);
+    }
+
+    @Test
     void theModuleExportsThePublicPackagesOnly() throws IOException {
         String descriptor = Files.readString(Path.of("src/main/jpms/module-info.java"));
         Set<String> exported = new TreeSet<>();
@@ -116,7 +153,7 @@ class PackageLayoutTest {
         }
         assertEquals(new TreeSet<>(List.of("org.devicebridge", "org.devicebridge.arrow", "org.devicebridge.arrow.cuda",
                 "org.devicebridge.arrow.flight", "org.devicebridge.arrow.java", "org.devicebridge.cuda", "org.devicebridge.dlpack",
-                "org.devicebridge.python")), exported);
+                "org.devicebridge.python", "org.devicebridge.ipc")), exported);
     }
 
     @Test

@@ -105,8 +105,14 @@ public final class CudaArrowBatch extends NativeHandle {
         return imported;
     }
 
-    /** The device allocations referenced (each buffer lies inside one of them); checked live. */
-    List<DeviceBuffer> memory() {
+    /**
+     * {@return the device allocations this batch holds, each buffer lying inside one of them: borrowed, live
+     * while this batch is (take a reference with {@link DeviceBuffer#retain()} to keep one longer); what CUDA
+     * IPC shares, since it shares whole allocations}
+     *
+     * @throws org.devicebridge.HandleClosedException if the batch is closed
+     */
+    public List<DeviceBuffer> memory() {
         ensureLive();
         return memory;
     }

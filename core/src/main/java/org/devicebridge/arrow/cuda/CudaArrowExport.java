@@ -22,6 +22,7 @@ import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.foreign.CudaStructs;
 import org.devicebridge.foreign.OutStructs;
 import org.devicebridge.foreign.StreamExport;
 import org.devicebridge.generated.arrow.ArrowArray;

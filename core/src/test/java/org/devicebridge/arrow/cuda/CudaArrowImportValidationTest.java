@@ -32,6 +32,7 @@ import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.StreamKind;
+import org.devicebridge.foreign.CudaStructs;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.internal.CudaCounters;

@@ -48,6 +48,7 @@ import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.StreamKind;
+import org.devicebridge.foreign.CudaStructs;
 import org.devicebridge.foreign.StreamExport;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
@@ -70,7 +71,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * Arrow memory all back to their baselines after each test.
  */
 @RequiresCuda
-class CudaArrowRoundTripTest {
+public class CudaArrowRoundTripTest {
     private static final int DEVICE = 0;
 
     private BufferAllocator allocator;
@@ -242,7 +243,7 @@ class CudaArrowRoundTripTest {
      * storage type with the extension metadata: {@link ArrowJavaImport} (not this code) does not rebuild
      * registered extension types.
      */
-    static void assertSameFieldOrStorage(org.apache.arrow.vector.types.pojo.Field want,
+    public static void assertSameFieldOrStorage(org.apache.arrow.vector.types.pojo.Field want,
                                          org.apache.arrow.vector.types.pojo.Field got) {
         if (want.getType() instanceof org.apache.arrow.vector.types.pojo.ArrowType.ExtensionType ext
                 && !(got.getType() instanceof org.apache.arrow.vector.types.pojo.ArrowType.ExtensionType)) {
@@ -255,7 +256,7 @@ class CudaArrowRoundTripTest {
     }
 
     /** A row's value; an extension vector's as its storage value (see {@link #assertSameFieldOrStorage}). */
-    static Object valueOf(FieldVector v, int row) {
+    public static Object valueOf(FieldVector v, int row) {
         return v instanceof org.apache.arrow.vector.ExtensionTypeVector<?> ext
                 ? ext.getUnderlyingVector().getObject(row) : v.getObject(row);
     }
@@ -391,8 +392,8 @@ class CudaArrowRoundTripTest {
                 batches.add(CudaArrowUpload.upload(root, transfer, stream));
                 batches.add(CudaArrowUpload.upload(root, transfer, stream));
                 ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-                CudaArrowIpc.writeIpcStream(root.getSchema(), batches, bytes, allocator, transfer, stream);
-                List<CudaArrowBatch> read = CudaArrowIpc.readIpcStream(new ByteArrayInputStream(bytes.toByteArray()),
+                CudaArrowStreamFormat.writeStream(root.getSchema(), batches, bytes, allocator, transfer, stream);
+                List<CudaArrowBatch> read = CudaArrowStreamFormat.readStream(new ByteArrayInputStream(bytes.toByteArray()),
                         allocator, transfer, stream);
                 try {
                     assertEquals(2, read.size());
@@ -408,10 +409,10 @@ class CudaArrowRoundTripTest {
                 try {
                     try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
                             java.nio.file.StandardOpenOption.WRITE)) {
-                        CudaArrowIpc.writeIpcFile(root.getSchema(), batches, ch, allocator, transfer, stream);
+                        CudaArrowStreamFormat.writeFile(root.getSchema(), batches, ch, allocator, transfer, stream);
                     }
                     try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file)) {
-                        List<CudaArrowBatch> fromFile = CudaArrowIpc.readIpcFile(ch, allocator, transfer, stream);
+                        List<CudaArrowBatch> fromFile = CudaArrowStreamFormat.readFile(ch, allocator, transfer, stream);
                         try {
                             assertEquals(2, fromFile.size());
                             try (VectorSchemaRoot down = CudaArrowDownload.download(fromFile.get(1), allocator, transfer, stream)) {

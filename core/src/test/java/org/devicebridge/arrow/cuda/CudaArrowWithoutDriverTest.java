@@ -32,7 +32,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * Without a CUDA driver every entry point of {@link CudaArrowUpload}, {@link CudaArrowExport}, {@link CudaArrowImport}, {@link CudaArrowDownload} and {@link CudaArrowIpc} throws {@link CudaUnavailableException},
+ * Without a CUDA driver every entry point of {@link CudaArrowUpload}, {@link CudaArrowExport}, {@link CudaArrowImport}, {@link CudaArrowDownload} and {@link CudaArrowStreamFormat} throws {@link CudaUnavailableException},
  * holds nothing, and an import still releases its input struct exactly once.
  */
 class CudaArrowWithoutDriverTest {
@@ -72,10 +72,10 @@ class CudaArrowWithoutDriverTest {
             assertThrows(CudaUnavailableException.class, () -> CudaArrowDownload.download(null, allocator, null, null));
             assertThrows(CudaUnavailableException.class, () -> CudaArrowDownload.download(null, allocator, null, null, null));
             assertThrows(CudaUnavailableException.class,
-                    () -> CudaArrowIpc.writeIpcStream(root.getSchema(), List.of(), new ByteArrayOutputStream(), allocator,
+                    () -> CudaArrowStreamFormat.writeStream(root.getSchema(), List.of(), new ByteArrayOutputStream(), allocator,
                             null, null));
             assertThrows(CudaUnavailableException.class,
-                    () -> CudaArrowIpc.readIpcStream(new ByteArrayInputStream(new byte[0]), allocator, null, null));
+                    () -> CudaArrowStreamFormat.readStream(new ByteArrayInputStream(new byte[0]), allocator, null, null));
             MemorySegment outStream = arena.allocate(org.devicebridge.generated.arrow.ArrowDeviceArrayStream.layout());
             assertThrows(CudaUnavailableException.class,
                     () -> CudaArrowExport.exportDeviceStream(root.getSchema(), List.<CudaArrowBatch>of().iterator(), null, outStream));

@@ -25,6 +25,7 @@ import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.arrow.java.ExportTestSupport;
+import org.devicebridge.foreign.CudaStructs;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.internal.Callbacks;
 import org.junit.jupiter.api.AfterEach;

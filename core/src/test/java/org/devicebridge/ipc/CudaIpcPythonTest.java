@@ -1,4 +1,4 @@
-package org.devicebridge.dlpack;
+package org.devicebridge.ipc;
 
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -25,6 +25,10 @@ import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.StreamKind;
+import org.devicebridge.dlpack.DType;
+import org.devicebridge.dlpack.ImportOptions;
+import org.devicebridge.dlpack.ImportedTensor;
+import org.devicebridge.dlpack.TensorSpec;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.testing.RequiresCuda;
 import org.junit.jupiter.api.Test;

@@ -1,4 +1,4 @@
-package org.devicebridge.dlpack;
+package org.devicebridge.ipc;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import java.util.Arrays;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
+import org.devicebridge.dlpack.DType;
 import org.junit.jupiter.api.Test;
 
 /** The language-neutral CUDA IPC descriptor: its JSON form, read back, and its refusals. No GPU needed. */

@@ -1,4 +1,4 @@
-package org.devicebridge.dlpack;
+package org.devicebridge.ipc;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
+import org.devicebridge.dlpack.DType;
 import org.junit.jupiter.api.Test;
 
 /**

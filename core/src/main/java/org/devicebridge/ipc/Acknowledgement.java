@@ -1,17 +1,21 @@
-package org.devicebridge.foreign;
+package org.devicebridge.ipc;
 
 import java.time.Duration;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.devicebridge.HandleBusyException;
 import org.devicebridge.InvalidArgumentException;
+import org.devicebridge.ValidationException;
 
 /**
- * The importer's acknowledgement that gates the release of an export shared through CUDA IPC (a batch in
- * {@code org.devicebridge.arrow.cuda}, a tensor in {@code org.devicebridge.dlpack}): the one home of their
- * lifecycle. {@link #acknowledge} checks the id a close message names; {@link #close()} refuses with
+ * The acknowledgement lifecycle of an export shared through CUDA IPC, batch or tensor alike (the one home of
+ * it): what both descriptors share on the wire (format in {@code docs/ipc-format.md}): the export id's rule
+ * and the close message {@code {"devicebridge_ipc_closed": "<id>"}} an importer sends back once it has
+ * unmapped everything; and the gate that holds an export's release until that message came.
+ * {@link #acknowledge} reads a close message and checks the id it names; {@link #close()} refuses with
  * {@link HandleBusyException} until then; {@link #forceClose()} releases anyway; {@link #awaitClosed} waits for
  * the acknowledgement. The release step runs at most once, on the thread that closes first; what it throws
  * goes to that caller, and the export counts as released all the same (a later close does nothing).
@@ -20,7 +24,15 @@ import org.devicebridge.InvalidArgumentException;
  * acknowledgement is a latch and the released state one atomic flag. The gate owns nothing itself; the
  * release step frees what the export holds.
  */
-public final class AcknowledgementGate {
+final class Acknowledgement {
+    /** The format version both descriptors write in {@code devicebridge_ipc}. */
+    static final int FORMAT_VERSION = 1;
+    /** The longest export id, in UTF-16 code units. */
+    static final int MAX_ID_LENGTH = 256;
+    /** The longest close message read, in characters (an id of the longest length, every character escaped). */
+    static final int MAX_CLOSE_MESSAGE_CHARS = 4096;
+    private static final String CLOSED = "devicebridge_ipc_closed";
+
     private final String id;
     private final String export;
     private final String mappings;
@@ -36,7 +48,7 @@ public final class AcknowledgementGate {
      * @param mappings what the busy message calls what the importer closes, e.g. {@code "mappings"}
      * @param release frees what the export holds; run at most once
      */
-    public AcknowledgementGate(String id, String export, String mappings, Runnable release) {
+    Acknowledgement(String id, String export, String mappings, Runnable release) {
         this.id = Objects.requireNonNull(id, "id");
         this.export = Objects.requireNonNull(export, "export");
         this.mappings = Objects.requireNonNull(mappings, "mappings");
@@ -44,12 +56,41 @@ public final class AcknowledgementGate {
     }
 
     /**
-     * Records the acknowledgement of the close message that named {@code closedId}.
+     * {@return {@code id}, checked}: 1 to {@link #MAX_ID_LENGTH} code units, no unpaired surrogate
      *
-     * @param closedId the export id the importer's close message names (already read from it)
+     * @param id an export id
+     * @throws ValidationException {@code SIZE} or {@code FORMAT} (path {@code id}) otherwise
+     */
+    static String checkId(String id) {
+        return JsonFields.text(id, "id", MAX_ID_LENGTH);
+    }
+
+    /** {@return the close message naming {@code id}} */
+    static String closeMessage(String id) {
+        return StrictJson.quote(new StringBuilder("{\"" + CLOSED + "\": "), id).append('}').toString();
+    }
+
+    /**
+     * {@return the id a close message names}
+     *
+     * @param message {@code {"devicebridge_ipc_closed": "<id>"}} (other keys are ignored)
+     * @throws ValidationException if it is not a close message, or names an id that breaks {@link #checkId}
+     */
+    static String closedId(String message) {
+        Map<String, Object> m = StrictJson.object(message, MAX_CLOSE_MESSAGE_CHARS);
+        String id = JsonFields.string(m, CLOSED, "");
+        return JsonFields.text(id, CLOSED, MAX_ID_LENGTH);
+    }
+
+    /**
+     * Records the importer's acknowledgement: its close message, which must name this export.
+     *
+     * @param closeMessage what the importer sent back
+     * @throws ValidationException if it is not a close message
      * @throws InvalidArgumentException (parameter {@code closeMessage}) if it names another export
      */
-    public void acknowledge(String closedId) {
+    void acknowledge(String closeMessage) {
+        String closedId = closedId(closeMessage);
         if (!closedId.equals(id)) {
             throw new InvalidArgumentException("closeMessage", "expected the close message of export " + id
                     + " but found one for " + closedId);
@@ -58,7 +99,7 @@ public final class AcknowledgementGate {
     }
 
     /** {@return {@code true} once acknowledged} */
-    public boolean isAcknowledged() {
+    boolean isAcknowledged() {
         return acknowledged.getCount() == 0;
     }
 
@@ -69,7 +110,7 @@ public final class AcknowledgementGate {
      * @return {@code true} if acknowledged and released; {@code false} on timeout (nothing released)
      * @throws InterruptedException if interrupted while waiting (nothing released)
      */
-    public boolean awaitClosed(Duration timeout) throws InterruptedException {
+    boolean awaitClosed(Duration timeout) throws InterruptedException {
         Objects.requireNonNull(timeout, "timeout");
         if (!acknowledged.await(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
             return false;
@@ -83,7 +124,7 @@ public final class AcknowledgementGate {
      *
      * @throws HandleBusyException if not acknowledged nor released yet (nothing released)
      */
-    public void close() {
+    void close() {
         if (!isAcknowledged() && !released.get()) {
             throw new HandleBusyException("the importer of " + export + " " + id + " has not acknowledged closing its "
                     + mappings + "; pass its close message to acknowledge(), or forceClose() if it is gone", null);
@@ -92,14 +133,14 @@ public final class AcknowledgementGate {
     }
 
     /** Runs the release step without the acknowledgement, unless it ran already. */
-    public void forceClose() {
+    void forceClose() {
         if (released.compareAndSet(false, true)) {
             release.run();
         }
     }
 
     /** {@return {@code "released"}, {@code "acknowledged"} or {@code "shared"}, for {@code toString}} */
-    public String state() {
+    String state() {
         return released.get() ? "released" : isAcknowledged() ? "acknowledged" : "shared";
     }
 }

@@ -1,4 +1,4 @@
-package org.devicebridge.foreign;
+package org.devicebridge.ipc;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -18,20 +18,20 @@ import org.junit.jupiter.api.Test;
  * {@code IpcTensorExport} delegate to), on the CPU with a counting release step: refused before the
  * acknowledgement with nothing released, released exactly once after it or when forced, the id checked.
  */
-class AcknowledgementGateTest {
+class AcknowledgementTest {
     private final AtomicInteger releases = new AtomicInteger();
 
-    private AcknowledgementGate gate(String export, String mappings) {
-        return new AcknowledgementGate("id-1", export, mappings, releases::incrementAndGet);
+    private Acknowledgement gate(String export, String mappings) {
+        return new Acknowledgement("id-1", export, mappings, releases::incrementAndGet);
     }
 
     @Test
     void closeBeforeTheAcknowledgementReleasesNothingAndSaysWhatToDoInTheCallersWords() {
-        AcknowledgementGate batch = gate("IPC batch export", "mappings");
+        Acknowledgement batch = gate("IPC batch export", "mappings");
         HandleBusyException e = assertThrows(HandleBusyException.class, batch::close);
         assertEquals("the importer of IPC batch export id-1 has not acknowledged closing its mappings; pass its close"
                 + " message to acknowledge(), or forceClose() if it is gone", e.getMessage());
-        AcknowledgementGate tensor = gate("IPC export", "mapping");
+        Acknowledgement tensor = gate("IPC export", "mapping");
         e = assertThrows(HandleBusyException.class, tensor::close);
         assertEquals("the importer of IPC export id-1 has not acknowledged closing its mapping; pass its close message"
                 + " to acknowledge(), or forceClose() if it is gone", e.getMessage());
@@ -44,8 +44,8 @@ class AcknowledgementGateTest {
 
     @Test
     void anAcknowledgementOfAnotherExportIsRefusedAndChangesNothing() {
-        AcknowledgementGate g = gate("IPC export", "mapping");
-        InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> g.acknowledge("id-2"));
+        Acknowledgement g = gate("IPC export", "mapping");
+        InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> g.acknowledge(Acknowledgement.closeMessage("id-2")));
         assertEquals("closeMessage", e.parameter());
         assertEquals("closeMessage: expected the close message of export id-1 but found one for id-2", e.getMessage());
         assertFalse(g.isAcknowledged());
@@ -55,8 +55,8 @@ class AcknowledgementGateTest {
 
     @Test
     void closeAfterTheAcknowledgementReleasesOnceAndIsIdempotent() {
-        AcknowledgementGate g = gate("IPC export", "mapping");
-        g.acknowledge("id-1");
+        Acknowledgement g = gate("IPC export", "mapping");
+        g.acknowledge(Acknowledgement.closeMessage("id-1"));
         assertTrue(g.isAcknowledged());
         assertEquals("acknowledged", g.state());
         g.close();
@@ -68,7 +68,7 @@ class AcknowledgementGateTest {
 
     @Test
     void forceCloseReleasesOnceWithoutTheAcknowledgementAndLaterClosesSucceed() {
-        AcknowledgementGate g = gate("IPC export", "mapping");
+        Acknowledgement g = gate("IPC export", "mapping");
         g.forceClose();
         g.forceClose();
         g.close();
@@ -80,11 +80,11 @@ class AcknowledgementGateTest {
     @Test
     void aFailingReleaseReachesTheFirstCloserAndIsNotRetried() {
         IllegalStateException boom = new IllegalStateException("boom");
-        AcknowledgementGate g = new AcknowledgementGate("id-1", "IPC export", "mapping", () -> {
+        Acknowledgement g = new Acknowledgement("id-1", "IPC export", "mapping", () -> {
             releases.incrementAndGet();
             throw boom;
         });
-        g.acknowledge("id-1");
+        g.acknowledge(Acknowledgement.closeMessage("id-1"));
         assertSame(boom, assertThrows(IllegalStateException.class, g::close));
         g.close();
         assertEquals(1, releases.get());
@@ -92,14 +92,14 @@ class AcknowledgementGateTest {
 
     @Test
     void awaitClosedTimesOutWithNothingReleasedThenReleasesOnceAcknowledgedFromAnotherThread() throws Exception {
-        AcknowledgementGate g = gate("IPC batch export", "mappings");
+        Acknowledgement g = gate("IPC batch export", "mappings");
         assertThrows(NullPointerException.class, () -> g.awaitClosed(null));
         assertFalse(g.awaitClosed(Duration.ofMillis(20)));
         assertEquals(0, releases.get());
         CountDownLatch started = new CountDownLatch(1);
         Thread reader = new Thread(() -> {
             started.countDown();
-            g.acknowledge("id-1");
+            g.acknowledge(Acknowledgement.closeMessage("id-1"));
         });
         reader.start();
         started.await();

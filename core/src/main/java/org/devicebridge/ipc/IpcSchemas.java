@@ -1,4 +1,4 @@
-package org.devicebridge.arrow.cuda;
+package org.devicebridge.ipc;
 
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;

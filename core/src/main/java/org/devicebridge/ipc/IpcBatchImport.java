@@ -1,4 +1,4 @@
-package org.devicebridge.arrow.cuda;
+package org.devicebridge.ipc;
 
 import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
@@ -18,8 +18,10 @@ import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.cuda.IpcBatchDescriptor.BufferRef;
-import org.devicebridge.arrow.cuda.IpcBatchDescriptor.Node;
+import org.devicebridge.arrow.cuda.CudaArrowBatch;
+import org.devicebridge.arrow.cuda.CudaArrowImport;
+import org.devicebridge.ipc.IpcBatchDescriptor.BufferRef;
+import org.devicebridge.ipc.IpcBatchDescriptor.Node;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaException;
@@ -30,6 +32,7 @@ import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
+import org.devicebridge.foreign.CudaStructs;
 import org.devicebridge.internal.FieldPath;
 
 /**
@@ -132,7 +135,7 @@ public final class IpcBatchImport implements AutoCloseable {
             MemorySegment struct = arena.allocate(ArrowDeviceArray.layout());
             writeDeviceArray(descriptor.array(), bases, device, struct, () -> {
                 try {
-                    CudaArrowSupport.closeAll(mapped);
+                    closeAll(mapped);
                 } finally {
                     unmapped.countDown();
                 }
@@ -143,7 +146,7 @@ public final class IpcBatchImport implements AutoCloseable {
         } catch (RuntimeException | Error e) {
             if (!handedOver) {
                 try {
-                    CudaArrowSupport.closeAll(mapped);
+                    closeAll(mapped);
                 } catch (RuntimeException | Error s) {
                     e.addSuppressed(s);
                 }
@@ -195,7 +198,7 @@ public final class IpcBatchImport implements AutoCloseable {
             return mapped;
         } catch (RuntimeException | Error e) {
             try {
-                CudaArrowSupport.closeAll(mapped);
+                closeAll(mapped);
             } catch (RuntimeException | Error s) {
                 e.addSuppressed(s);
             }
@@ -278,6 +281,25 @@ public final class IpcBatchImport implements AutoCloseable {
         ArrowDeviceArray.sync_event(out, MemorySegment.NULL);
         for (int i = 0; i < 3; i++) {
             out.set(ValueLayout.JAVA_LONG, ArrowDeviceArray.reserved$offset() + 8L * i, 0L);
+        }
+    }
+
+    /** Closes every mapping; the first failure is thrown, the others suppressed into it. */
+    private static void closeAll(List<DeviceBuffer> mapped) {
+        RuntimeException failure = null;
+        for (DeviceBuffer b : mapped) {
+            try {
+                b.close();
+            } catch (RuntimeException e) {
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
+            }
+        }
+        if (failure != null) {
+            throw failure;
         }
     }
 

@@ -1,4 +1,4 @@
-package org.devicebridge.arrow.cuda;
+package org.devicebridge.ipc;
 
 import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
@@ -14,6 +14,7 @@ import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
+import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaException;
@@ -21,7 +22,6 @@ import org.devicebridge.cuda.CudaIpc;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
-import org.devicebridge.foreign.AcknowledgementGate;
 
 /**
  * A device batch shared with another process (a JVM, or CPython with CuPy and pyarrow) through CUDA IPC: the
@@ -30,8 +30,8 @@ import org.devicebridge.foreign.AcknowledgementGate;
  * language-neutral {@link IpcBatchDescriptor}.
  *
  * <p><b>Which memory can be shared.</b> CUDA IPC shares whole {@code cuMemAlloc} allocations (see
- * {@link CudaIpc#getMemHandle}). Stream-ordered pool memory (what {@link CudaArrowUpload} and
- * {@link CudaArrowPeerCopy} allocate) and memory this process mapped from another cannot be shared:
+ * {@link CudaIpc#getMemHandle}). Stream-ordered pool memory (what {@link org.devicebridge.arrow.cuda.CudaArrowUpload} and
+ * {@link org.devicebridge.arrow.cuda.CudaArrowPeerCopy} allocate) and memory this process mapped from another cannot be shared:
  * {@link Memory#SHARE_ONLY} refuses such a batch, {@link Memory#COPY_UNSHAREABLE} copies those buffers (on
  * the caller's stream, device to device) into one new {@code cuMemAlloc} allocation the export owns
  * ({@link #copiedBytes()} says how much it copied), and shares the rest in place.
@@ -64,13 +64,13 @@ public final class IpcBatchExport implements AutoCloseable {
 
     private final IpcBatchDescriptor descriptor;
     private final long copiedBytes;
-    private final AcknowledgementGate gate;
+    private final Acknowledgement gate;
 
     /** {@code held} are our references: the shared allocations, the sources of copies, the copy. */
     private IpcBatchExport(IpcBatchDescriptor descriptor, List<DeviceBuffer> held, CudaEvent event, long copiedBytes) {
         this.descriptor = descriptor;
         this.copiedBytes = copiedBytes;
-        this.gate = new AcknowledgementGate(descriptor.id(), "IPC batch export", "mappings", () -> release(event, held));
+        this.gate = new Acknowledgement(descriptor.id(), "IPC batch export", "mappings", () -> release(event, held));
     }
 
     /**
@@ -128,9 +128,7 @@ public final class IpcBatchExport implements AutoCloseable {
         CudaEvent event = null;
         try {
             ArrayNode root = batch.root();
-            for (ArrayNode n : Nodes.collect(root)) {
-                p.plan(n);
-            }
+            p.planTree(root);
             p.copy(batch.device(), stream);
             event = CudaEvent.createInterprocess(batch.device());
             event.record(stream);
@@ -170,7 +168,7 @@ public final class IpcBatchExport implements AutoCloseable {
      * @throws ValidationException if it is not a close message
      */
     public void acknowledge(String closeMessage) {
-        gate.acknowledge(IpcBatchDescriptor.closedId(closeMessage));
+        gate.acknowledge(closeMessage);
     }
 
     /** {@return {@code true} once the importer acknowledged closing its mappings} */

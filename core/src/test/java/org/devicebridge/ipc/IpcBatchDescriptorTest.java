@@ -1,4 +1,4 @@
-package org.devicebridge.arrow.cuda;
+package org.devicebridge.ipc;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -38,8 +38,10 @@ import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.cuda.IpcBatchDescriptor.BufferRef;
-import org.devicebridge.arrow.cuda.IpcBatchDescriptor.Node;
+import org.devicebridge.arrow.cuda.CudaArrowRoundTripTest;
+import org.devicebridge.foreign.CudaStructs;
+import org.devicebridge.ipc.IpcBatchDescriptor.BufferRef;
+import org.devicebridge.ipc.IpcBatchDescriptor.Node;
 import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.arrow.java.ExportTestSupport;
@@ -296,7 +298,7 @@ class IpcBatchDescriptorTest {
     private static Node describe(ArrayNode n, List<Long> bases) {
         List<BufferRef> buffers = new ArrayList<>();
         for (int i = 0; i < n.bufferCount(); i++) {
-            long address = Nodes.address(n, i);
+            long address = n.bufferPointer(i).address();
             if (address == 0) {
                 buffers.add(null);
             } else {

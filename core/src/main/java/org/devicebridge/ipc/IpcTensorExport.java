@@ -1,4 +1,4 @@
-package org.devicebridge.dlpack;
+package org.devicebridge.ipc;
 
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
@@ -15,7 +15,7 @@ import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaIpc;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
-import org.devicebridge.foreign.AcknowledgementGate;
+import org.devicebridge.dlpack.TensorSpec;
 
 /**
  * A tensor in device memory shared with another process (a JVM, or CPython with CuPy or PyTorch) through
@@ -37,12 +37,12 @@ import org.devicebridge.foreign.AcknowledgementGate;
  */
 public final class IpcTensorExport implements AutoCloseable {
     private final IpcTensorDescriptor descriptor;
-    private final AcknowledgementGate gate;
+    private final Acknowledgement gate;
 
     /** {@code buffer} is our reference to the allocation; {@code event} is null without a producer stream. */
     private IpcTensorExport(IpcTensorDescriptor descriptor, DeviceBuffer buffer, CudaEvent event) {
         this.descriptor = descriptor;
-        this.gate = new AcknowledgementGate(descriptor.id(), "IPC export", "mapping", () -> release(event, buffer));
+        this.gate = new Acknowledgement(descriptor.id(), "IPC export", "mapping", () -> release(event, buffer));
     }
 
     /**
@@ -71,17 +71,16 @@ public final class IpcTensorExport implements AutoCloseable {
         Objects.requireNonNull(spec, "spec");
         if (!spec.device().equals(Device.cuda(buffer.device()))) {
             throw new UnsupportedFeatureException("spec.device", "expected kDLCUDA:" + buffer.device()
-                    + " (the buffer's device) but found " + DLPack.describe(spec.device()));
+                    + " (the buffer's device) but found " + spec.device());
         }
-        Geometry g = spec.checkedGeometry();
-        if (g.start != 0) {
+        if (spec.byteStart() != 0) {
             throw new UnsupportedFeatureException("spec.strides", "negative strides cannot be shared through the IPC"
                     + " descriptor (its offset names element [0, ..., 0] and the bytes from there)");
         }
         long offset = spec.data().address() + spec.byteOffset() - buffer.address();
-        if (offset < 0 || offset + g.extent > buffer.byteSize()) {
+        if (offset < 0 || offset + spec.byteExtent() > buffer.byteSize()) {
             throw new ValidationException(Category.LENGTH, "spec.data", "expected the tensor inside the buffer's "
-                    + buffer.byteSize() + " bytes but it spans [" + offset + ", " + (offset + g.extent) + ")");
+                    + buffer.byteSize() + " bytes but it spans [" + offset + ", " + (offset + spec.byteExtent()) + ")");
         }
         byte[] memHandle = CudaIpc.getMemHandle(buffer);
         DeviceBuffer ref = buffer.retain();
@@ -94,7 +93,7 @@ public final class IpcTensorExport implements AutoCloseable {
                 eventHandle = CudaIpc.getEventHandle(event);
             }
             IpcTensorDescriptor d = new IpcTensorDescriptor(UUID.randomUUID().toString(), buffer.device(), memHandle,
-                    offset, g.extent, spec.dtype(), g.shape.clone(), g.strides.clone(), eventHandle);
+                    offset, spec.byteExtent(), spec.dtype(), spec.shape(), spec.strides(), eventHandle);
             return new IpcTensorExport(d, ref, event);
         } catch (RuntimeException | Error e) {
             if (event != null) {
@@ -118,7 +117,7 @@ public final class IpcTensorExport implements AutoCloseable {
      * @throws ValidationException if it is not a close message
      */
     public void acknowledge(String closeMessage) {
-        gate.acknowledge(IpcTensorDescriptor.closedId(closeMessage));
+        gate.acknowledge(closeMessage);
     }
 
     /** {@return {@code true} once the importer acknowledged closing its mapping} */

@@ -1,14 +1,14 @@
-package org.devicebridge.dlpack;
+package org.devicebridge.ipc;
 
+import java.lang.foreign.MemorySegment;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.foreign.IpcMessages;
-import org.devicebridge.foreign.JsonFields;
-import org.devicebridge.foreign.StrictJson;
+import org.devicebridge.dlpack.DType;
+import org.devicebridge.dlpack.TensorSpec;
 
 /**
  * The language-neutral description of a tensor shared through CUDA IPC: one line of JSON that any process
@@ -54,7 +54,7 @@ import org.devicebridge.foreign.StrictJson;
 public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long offset, long nbytes, DType dtype,
                                   long[] shape, long[] strides, byte[] eventHandle) {
     /** The format version written in {@code devicebridge_ipc}. */
-    public static final int FORMAT_VERSION = IpcMessages.FORMAT_VERSION;
+    public static final int FORMAT_VERSION = Acknowledgement.FORMAT_VERSION;
     /** The {@code kind} of this descriptor. */
     public static final String KIND = "tensor";
     /** The longest descriptor {@link #parse} reads, in characters. */
@@ -77,7 +77,7 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
         Objects.requireNonNull(dtype, "dtype");
         Objects.requireNonNull(shape, "shape");
         Objects.requireNonNull(strides, "strides");
-        IpcMessages.checkId(id);
+        Acknowledgement.checkId(id);
         memHandle = memHandle.clone();
         shape = shape.clone();
         strides = strides.clone();
@@ -98,18 +98,19 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
             throw new ValidationException(Category.SIZE, "nbytes", "expected offset + nbytes within int64 but found "
                     + offset + " + " + nbytes);
         }
-        if (shape.length > Geometry.MAX_NDIM) {
-            throw new ValidationException(Category.SIZE, "shape", "expected at most " + Geometry.MAX_NDIM
+        if (shape.length > TensorSpec.MAX_NDIM) {
+            throw new ValidationException(Category.SIZE, "shape", "expected at most " + TensorSpec.MAX_NDIM
                     + " dimensions but found " + shape.length);
         }
-        DType.of(dtype.code(), dtype.bits(), dtype.lanes(), "dtype");
-        Geometry g = Geometry.of(dtype, true, shape, strides, offset, "");
-        if (g.start != 0) {
+        // the dtype, shape and strides checked as DLPack checks a tensor's; sub-byte elements packed
+        TensorSpec g = TensorSpec.of(MemorySegment.NULL, dtype, shape).withStrides(strides);
+        long extent = g.packedByteExtent();
+        if (g.byteStart() != 0) {
             throw new ValidationException(Category.SIZE, "strides", "expected strides that reach no byte before element"
-                    + " [0, ..., 0] but they reach " + -g.start + " bytes before it");
+                    + " [0, ..., 0] but they reach " + -g.byteStart() + " bytes before it");
         }
-        if (g.extent > nbytes) {
-            throw new ValidationException(Category.LENGTH, "nbytes", "expected at least the " + g.extent
+        if (extent > nbytes) {
+            throw new ValidationException(Category.LENGTH, "nbytes", "expected at least the " + extent
                     + " bytes the shape and strides span but found " + nbytes);
         }
     }
@@ -161,7 +162,7 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
 
     /** {@return the message the importer sends back once it closed its mapping} */
     public String closeMessage() {
-        return IpcMessages.closeMessage(id);
+        return Acknowledgement.closeMessage(id);
     }
 
     /** NumPy's typestr of {@code dtype}, or {@code null} where NumPy has none. */
@@ -196,7 +197,7 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
      * @param json one JSON object of at most {@link #MAX_JSON_CHARS} characters
      * @return the descriptor, every field checked as the constructor checks it
      * @throws ValidationException with the key path: {@code FORMAT} for text that is not strict JSON (see
-     *         {@link StrictJson}), a wrong value type, bad hex, another {@code kind}, a {@code typestr} that
+     *         docs/ipc-format.md), a wrong value type, bad hex, another {@code kind}, a {@code typestr} that
      *         disagrees with {@code dtype} or a {@code dtype} field outside its C type; {@code VERSION} for a
      *         format version other than 1; {@code STRUCTURE} for a missing key; {@code DEVICE} for a device
      *         outside {@code [0, 2^31)}; and the constructor's categories
@@ -224,9 +225,10 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
             throw new ValidationException(Category.FORMAT, "dtype", "expected [code, bits, lanes] but found "
                     + dt.size() + " elements");
         }
-        DType dtype = DType.of((int) JsonFields.integer(dt.get(0), "dtype[0]", 0, 0xFF, Category.FORMAT),
+        DType dtype = new DType((int) JsonFields.integer(dt.get(0), "dtype[0]", 0, 0xFF, Category.FORMAT),
                 (int) JsonFields.integer(dt.get(1), "dtype[1]", 0, 0xFF, Category.FORMAT),
-                (int) JsonFields.integer(dt.get(2), "dtype[2]", 0, 0xFFFF, Category.FORMAT), "dtype");
+                (int) JsonFields.integer(dt.get(2), "dtype[2]", 0, 0xFFFF, Category.FORMAT));
+        dtype.check("dtype");
         Object typestr = JsonFields.get(m, "typestr", "");
         String expected = typestr(dtype);
         if (typestr == null ? expected != null : !JsonFields.string(typestr, "typestr").equals(expected)) {
@@ -242,7 +244,7 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
     }
 
     private static long[] longs(Object v, String path, long min) {
-        List<?> l = JsonFields.list(v, path, Geometry.MAX_NDIM);
+        List<?> l = JsonFields.list(v, path, TensorSpec.MAX_NDIM);
         long[] out = new long[l.size()];
         for (int k = 0; k < out.length; k++) {
             out[k] = JsonFields.integer(l.get(k), path + "[" + k + "]", min, Long.MAX_VALUE, Category.SIZE);
@@ -257,7 +259,7 @@ public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long 
      * @throws ValidationException if it is not a close message
      */
     public static String closedId(String closeMessage) {
-        return IpcMessages.closedId(Objects.requireNonNull(closeMessage, "closeMessage"));
+        return Acknowledgement.closedId(Objects.requireNonNull(closeMessage, "closeMessage"));
     }
 
     @Override

@@ -1,4 +1,4 @@
-package org.devicebridge.foreign;
+package org.devicebridge.ipc;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -151,12 +151,12 @@ class StrictJsonTest {
 
     @Test
     void closeMessagesRoundTripAnyLegalIdAndRefuseOthers() {
-        for (String id : new String[] {"x", "a\"b", "\\", "\u0000\n", "\u00e9\ud83d\ude00", "q".repeat(IpcMessages.MAX_ID_LENGTH)}) {
-            assertEquals(id, IpcMessages.closedId(IpcMessages.closeMessage(id)));
+        for (String id : new String[] {"x", "a\"b", "\\", "\u0000\n", "\u00e9\ud83d\ude00", "q".repeat(Acknowledgement.MAX_ID_LENGTH)}) {
+            assertEquals(id, Acknowledgement.closedId(Acknowledgement.closeMessage(id)));
         }
-        assertEquals(Category.STRUCTURE, assertThrows(ValidationException.class, () -> IpcMessages.closedId("{\"a\": 1}")).category());
+        assertEquals(Category.STRUCTURE, assertThrows(ValidationException.class, () -> Acknowledgement.closedId("{\"a\": 1}")).category());
         assertEquals(Category.SIZE, assertThrows(ValidationException.class,
-                () -> IpcMessages.closedId(IpcMessages.closeMessage("q".repeat(IpcMessages.MAX_ID_LENGTH + 1)))).category());
-        assertEquals(Category.SIZE, assertThrows(ValidationException.class, () -> IpcMessages.checkId("")).category());
+                () -> Acknowledgement.closedId(Acknowledgement.closeMessage("q".repeat(Acknowledgement.MAX_ID_LENGTH + 1)))).category());
+        assertEquals(Category.SIZE, assertThrows(ValidationException.class, () -> Acknowledgement.checkId("")).category());
     }
 }

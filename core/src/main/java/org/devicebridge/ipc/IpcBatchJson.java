@@ -1,4 +1,4 @@
-package org.devicebridge.arrow.cuda;
+package org.devicebridge.ipc;
 
 import java.util.ArrayList;
 import java.util.Base64;
@@ -6,10 +6,8 @@ import java.util.List;
 import java.util.Map;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.arrow.cuda.IpcBatchDescriptor.BufferRef;
-import org.devicebridge.arrow.cuda.IpcBatchDescriptor.Node;
-import org.devicebridge.foreign.JsonFields;
-import org.devicebridge.foreign.StrictJson;
+import org.devicebridge.ipc.IpcBatchDescriptor.BufferRef;
+import org.devicebridge.ipc.IpcBatchDescriptor.Node;
 import org.devicebridge.internal.FieldPath;
 
 /**

@@ -1,4 +1,4 @@
-package org.devicebridge.foreign;
+package org.devicebridge.ipc;
 
 import java.util.HexFormat;
 import java.util.List;
@@ -12,7 +12,7 @@ import org.devicebridge.internal.FieldPath;
  * {@link ValidationException} naming the key path: a missing key is {@code STRUCTURE}, a value of the wrong
  * JSON type {@code FORMAT}, a number outside its range the caller's category. Stateless.
  */
-public final class JsonFields {
+final class JsonFields {
     private static final HexFormat HEX = HexFormat.of();
 
     private JsonFields() {}
@@ -25,7 +25,7 @@ public final class JsonFields {
      * @param path the object's path (empty for the top level)
      * @throws ValidationException {@code STRUCTURE} if the key is missing
      */
-    public static Object get(Map<String, Object> m, String key, String path) {
+    static Object get(Map<String, Object> m, String key, String path) {
         if (!m.containsKey(key)) {
             throw new ValidationException(Category.STRUCTURE, FieldPath.join(path, key), "expected the key \"" + key
                     + "\" but found none");
@@ -44,7 +44,7 @@ public final class JsonFields {
      * @throws ValidationException {@code FORMAT} for a value that is no integer, {@code category} for one
      *         outside the range
      */
-    public static long integer(Object v, String path, long min, long max, Category category) {
+    static long integer(Object v, String path, long min, long max, Category category) {
         if (!(v instanceof Long n)) {
             throw new ValidationException(Category.FORMAT, path, "expected an integer but found " + describe(v));
         }
@@ -66,7 +66,7 @@ public final class JsonFields {
      * @param max the greatest value accepted
      * @param category the category of an out-of-range refusal
      */
-    public static long integer(Map<String, Object> m, String key, String path, long min, long max, Category category) {
+    static long integer(Map<String, Object> m, String key, String path, long min, long max, Category category) {
         return integer(get(m, key, path), FieldPath.join(path, key), min, max, category);
     }
 
@@ -77,7 +77,7 @@ public final class JsonFields {
      * @param path its path
      * @throws ValidationException {@code FORMAT} if it is not a string
      */
-    public static String string(Object v, String path) {
+    static String string(Object v, String path) {
         if (v instanceof String t) {
             return t;
         }
@@ -91,7 +91,7 @@ public final class JsonFields {
      * @param key the key
      * @param path the object's path
      */
-    public static String string(Map<String, Object> m, String key, String path) {
+    static String string(Map<String, Object> m, String key, String path) {
         return string(get(m, key, path), FieldPath.join(path, key));
     }
 
@@ -103,7 +103,7 @@ public final class JsonFields {
      * @param maxSize the most elements accepted
      * @throws ValidationException {@code FORMAT} if it is not a list, {@code SIZE} if it is longer
      */
-    public static List<?> list(Object v, String path, int maxSize) {
+    static List<?> list(Object v, String path, int maxSize) {
         if (!(v instanceof List<?> l)) {
             throw new ValidationException(Category.FORMAT, path, "expected a list but found " + describe(v));
         }
@@ -122,7 +122,7 @@ public final class JsonFields {
      * @throws ValidationException {@code FORMAT} if it is not an object
      */
     @SuppressWarnings("unchecked")
-    public static Map<String, Object> object(Object v, String path) {
+    static Map<String, Object> object(Object v, String path) {
         if (v instanceof Map<?, ?> m) {
             return (Map<String, Object>) m;
         }
@@ -138,7 +138,7 @@ public final class JsonFields {
      * @throws ValidationException {@code FORMAT} for a value that is no string of hex digits,
      *         {@code STRUCTURE} for a wrong count
      */
-    public static byte[] hex(Object v, String path, int bytes) {
+    static byte[] hex(Object v, String path, int bytes) {
         String s = string(v, path);
         if (s.length() != 2 * bytes) {
             throw new ValidationException(Category.STRUCTURE, path, "expected " + bytes + " bytes (" + 2 * bytes
@@ -163,7 +163,7 @@ public final class JsonFields {
      * @return {@code v}
      * @throws ValidationException {@code SIZE} for an empty or longer text, {@code FORMAT} for an unpaired surrogate
      */
-    public static String text(String v, String path, int maxLength) {
+    static String text(String v, String path, int maxLength) {
         if (v.isEmpty() || v.length() > maxLength) {
             throw new ValidationException(Category.SIZE, path, "expected 1 to " + maxLength + " characters but found "
                     + v.length());
@@ -180,7 +180,7 @@ public final class JsonFields {
     }
 
     /** A value for a message: strings quoted and cut after 32 characters, non-ASCII escaped. */
-    public static String describe(Object v) {
+    static String describe(Object v) {
         if (v instanceof String t) {
             return StrictJson.quote(new StringBuilder(), t.length() > 32 ? t.substring(0, 32) + "..." : t).toString();
         }

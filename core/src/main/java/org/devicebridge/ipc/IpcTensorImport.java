@@ -1,4 +1,4 @@
-package org.devicebridge.dlpack;
+package org.devicebridge.ipc;
 
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
@@ -11,6 +11,11 @@ import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaIpc;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.dlpack.DLPack;
+import org.devicebridge.dlpack.ExportedTensor;
+import org.devicebridge.dlpack.ImportOptions;
+import org.devicebridge.dlpack.ImportedTensor;
+import org.devicebridge.dlpack.TensorSpec;
 
 /**
  * Opens a tensor another process shared through CUDA IPC (an {@link IpcTensorDescriptor}, written by this

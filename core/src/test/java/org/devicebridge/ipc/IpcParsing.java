@@ -1,4 +1,4 @@
-package org.devicebridge.arrow.cuda;
+package org.devicebridge.ipc;
 
 import org.apache.arrow.vector.types.pojo.Field;
 import org.devicebridge.arrow.SchemaNode;

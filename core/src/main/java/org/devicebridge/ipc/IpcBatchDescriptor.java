@@ -1,4 +1,4 @@
-package org.devicebridge.arrow.cuda;
+package org.devicebridge.ipc;
 
 import java.util.ArrayList;
 import java.util.Base64;
@@ -8,8 +8,6 @@ import java.util.List;
 import java.util.Objects;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.foreign.IpcMessages;
-import org.devicebridge.foreign.StrictJson;
 import org.devicebridge.internal.FieldPath;
 
 /**
@@ -58,7 +56,7 @@ import org.devicebridge.internal.FieldPath;
 public record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> handles, Node array,
                                  byte[] eventHandle) {
     /** The format version written in {@code devicebridge_ipc}. */
-    public static final int FORMAT_VERSION = IpcMessages.FORMAT_VERSION;
+    public static final int FORMAT_VERSION = Acknowledgement.FORMAT_VERSION;
     /** The longest descriptor {@link #parse} reads, in characters. */
     public static final int MAX_JSON_CHARS = 1 << 22;
     /** The most allocation handles one descriptor names. */
@@ -158,7 +156,7 @@ public record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(handles, "handles");
         Objects.requireNonNull(array, "array");
-        IpcMessages.checkId(id);
+        Acknowledgement.checkId(id);
         if (handles.size() > MAX_HANDLES) {
             throw new ValidationException(Category.SIZE, "handles", "expected at most " + MAX_HANDLES
                     + " handles but found " + handles.size());
@@ -285,7 +283,7 @@ public record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte
 
     /** {@return the message the importer sends back once it closed every mapping} */
     public String closeMessage() {
-        return IpcMessages.closeMessage(id);
+        return Acknowledgement.closeMessage(id);
     }
 
     /**
@@ -297,7 +295,7 @@ public record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte
      * @param json one JSON object of at most {@link #MAX_JSON_CHARS} characters
      * @return the descriptor
      * @throws ValidationException with the key path (e.g. {@code array.children[1].buffers[2]}):
-     *         {@code FORMAT} for text that is not strict JSON (see {@link StrictJson}), a wrong value type, bad
+     *         {@code FORMAT} for text that is not strict JSON (see {@code docs/ipc-format.md}), a wrong value type, bad
      *         hex or base64, or another {@code kind}; {@code VERSION} for a format version other than 1;
      *         {@code STRUCTURE} for a missing key; {@code DEVICE} for a device outside {@code [0, 2^31)};
      *         {@code SIZE} for a number outside its range; and the constructors' categories
@@ -313,7 +311,7 @@ public record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte
      * @throws ValidationException if it is not a close message
      */
     public static String closedId(String closeMessage) {
-        return IpcMessages.closedId(Objects.requireNonNull(closeMessage, "closeMessage"));
+        return Acknowledgement.closedId(Objects.requireNonNull(closeMessage, "closeMessage"));
     }
 
     @Override

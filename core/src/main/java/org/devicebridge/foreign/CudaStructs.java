@@ -1,4 +1,4 @@
-package org.devicebridge.arrow.cuda;
+package org.devicebridge.foreign;
 
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
@@ -18,13 +18,15 @@ import org.devicebridge.internal.RefCount;
  * stub, made once); a node's release first releases its children still in place, and the block (and
  * whatever the tree holds, through {@code onFree}) is freed when the last node of the tree is released,
  * so a consumer may move children out and release them in any order, as the C Data Interface allows.
+ *
+ * <p>Plumbing shared by {@code arrow.cuda} (device export) and {@code ipc} (a mapped batch); not exported.
  */
-final class CudaStructs {
+public final class CudaStructs {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.arrow");
     private static final long SIZE = ArrowArray.sizeof();
 
     /** Trees not fully released yet (tests assert this returns to its baseline). */
-    static final ExportRegistry<Tree> TREES = new ExportRegistry<>();
+    public static final ExportRegistry<Tree> TREES = new ExportRegistry<>();
 
     static final MemorySegment RELEASE = Native.upcallStub(MethodHandles.lookup(), CudaStructs.class, "release",
             FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
@@ -33,7 +35,7 @@ final class CudaStructs {
      * What one written tree holds, counted by its live nodes: the last release runs {@code onFree}, then
      * frees the block. Never refers to a handle.
      */
-    static final class Tree {
+    public static final class Tree {
         final RefCount liveNodes;
 
         Tree(int nodes, MemorySegment block, Runnable onFree) {
@@ -50,7 +52,7 @@ final class CudaStructs {
     }
 
     /** Gives the address of buffer {@code i} of a node in the written tree. */
-    interface Addresses {
+    public interface Addresses {
         long address(ArrayNode node, int i);
     }
 
@@ -58,7 +60,7 @@ final class CudaStructs {
      * What the writer reads of a node of type {@code N}: the {@code ArrowArray} fields, with buffer addresses.
      * Lets one writer (and one release upcall) serve the import views and the IPC batch descriptor.
      */
-    interface Shape<N> {
+    public interface Shape<N> {
         long length(N n);
 
         long nullCount(N n);
@@ -82,7 +84,7 @@ final class CudaStructs {
      * addresses from {@code addresses}. After a return the tree owns {@code onFree} (run once when the last
      * node is released); after a throw {@code out} is untouched and {@code onFree} was not run.
      */
-    static void write(ArrayNode root, Addresses addresses, MemorySegment out, Runnable onFree) {
+    public static void write(ArrayNode root, Addresses addresses, MemorySegment out, Runnable onFree) {
         write(root, new Shape<ArrayNode>() {
             @Override
             public long length(ArrayNode n) {
@@ -126,7 +128,7 @@ final class CudaStructs {
      * zero or garbage). After a return the tree owns {@code onFree} (run once when the last node is
      * released); after a throw {@code out} is untouched and {@code onFree} was not run.
      */
-    static <N> void write(N root, Shape<N> shape, MemorySegment out, Runnable onFree) {
+    public static <N> void write(N root, Shape<N> shape, MemorySegment out, Runnable onFree) {
         int[] counts = new int[2]; // nodes below the root, pointer slots
         count(root, shape, counts, true);
         long bytes = Math.addExact(Math.multiplyExact((long) counts[0], SIZE), Math.multiplyExact((long) counts[1], 8L));

@@ -1,4 +1,4 @@
-package org.devicebridge.arrow.cuda;
+package org.devicebridge.ipc;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;

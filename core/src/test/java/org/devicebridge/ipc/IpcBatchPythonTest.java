@@ -1,4 +1,4 @@
-package org.devicebridge.arrow.cuda;
+package org.devicebridge.ipc;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -47,8 +47,13 @@ import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.cuda.IpcBatchDescriptor.BufferRef;
-import org.devicebridge.arrow.cuda.IpcBatchDescriptor.Node;
+import org.devicebridge.arrow.cuda.CudaArrowBatch;
+import org.devicebridge.arrow.cuda.CudaArrowDownload;
+import org.devicebridge.arrow.cuda.CudaArrowImport;
+import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.foreign.CudaStructs;
+import org.devicebridge.ipc.IpcBatchDescriptor.BufferRef;
+import org.devicebridge.ipc.IpcBatchDescriptor.Node;
 import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.Cuda;
@@ -265,7 +270,7 @@ class IpcBatchPythonTest {
         try {
             send(toChild, export.descriptor().toJson());
             String line = fromChild.readLine();
-            Map<String, Object> report = org.devicebridge.foreign.StrictJson.object(line, 1 << 20);
+            Map<String, Object> report = StrictJson.object(line, 1 << 20);
             assertEquals(Boolean.TRUE, report.get("equal"), "the child's batch equals the expected one: " + line);
             assertEquals((long) ROWS, report.get("rows"));
             assertEquals(130L, report.get("sum_i"), "sum of the valid int64 values, on the child's GPU");

@@ -1,4 +1,4 @@
-package org.devicebridge.arrow.cuda;
+package org.devicebridge.ipc;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -10,8 +10,8 @@ import java.util.Map;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.cuda.IpcBatchDescriptor.BufferRef;
-import org.devicebridge.arrow.cuda.IpcBatchDescriptor.Node;
+import org.devicebridge.ipc.IpcBatchDescriptor.BufferRef;
+import org.devicebridge.ipc.IpcBatchDescriptor.Node;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaException;
 import org.devicebridge.cuda.CudaIpc;
@@ -45,11 +45,22 @@ final class IpcExportPlanner {
         this.policy = policy;
     }
 
-    void plan(ArrayNode n) {
+    /** Plans every node of the tree, depth first: a node, its children, then its dictionary. */
+    void planTree(ArrayNode n) {
+        plan(n);
+        for (ArrayNode c : n.children()) {
+            planTree(c);
+        }
+        if (n.dictionary() != null) {
+            planTree(n.dictionary());
+        }
+    }
+
+    private void plan(ArrayNode n) {
         BufferRef[] out = new BufferRef[n.bufferCount()];
         refs.put(n, out);
         for (int i = 0; i < out.length; i++) {
-            long address = Nodes.address(n, i);
+            long address = n.bufferPointer(i).address();
             if (address == 0) {
                 continue;
             }
@@ -130,7 +141,7 @@ final class IpcExportPlanner {
         // stream holds references of its own until an event after the copies completed
         List<DeviceBuffer> read = new ArrayList<>(unshareable.values());
         read.add(copy);
-        CudaArrowPeerCopy.References reads = CudaArrowPeerCopy.References.retain(read);
+        AutoCloseable reads = retain(read);
         queuedOn = stream;
         try {
             for (Pending c : pending) {
@@ -174,6 +185,47 @@ final class IpcExportPlanner {
             }
         }
         held.clear();
+    }
+
+    /** Our own reference to each of {@code buffers}, closed together; after a throw none is held. */
+    private static AutoCloseable retain(List<DeviceBuffer> buffers) {
+        List<DeviceBuffer> refs = new ArrayList<>(buffers.size());
+        try {
+            for (DeviceBuffer b : buffers) {
+                refs.add(b.retain());
+            }
+        } catch (RuntimeException | Error e) {
+            closeAll(refs, e);
+            throw e;
+        }
+        return () -> {
+            RuntimeException failure = null;
+            for (DeviceBuffer b : refs) {
+                try {
+                    b.close();
+                } catch (RuntimeException e) {
+                    if (failure == null) {
+                        failure = e;
+                    } else {
+                        failure.addSuppressed(e);
+                    }
+                }
+            }
+            if (failure != null) {
+                throw failure;
+            }
+        };
+    }
+
+    /** Closes every buffer, adding what a close throws to {@code failure}. */
+    private static void closeAll(List<DeviceBuffer> buffers, Throwable failure) {
+        for (DeviceBuffer b : buffers) {
+            try {
+                b.close();
+            } catch (RuntimeException | Error e) {
+                failure.addSuppressed(e);
+            }
+        }
     }
 
     private static long align(long v) {

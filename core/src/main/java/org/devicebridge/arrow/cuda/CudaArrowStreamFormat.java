@@ -33,15 +33,16 @@ import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
 
 /**
- * Arrow IPC streams and files from and to device batches. <b>These paths copy:</b> Arrow Java reads and
+ * Arrow's IPC stream and file formats from and to device batches (not CUDA IPC: that is
+ * {@code org.devicebridge.ipc}). <b>These paths copy:</b> Arrow Java reads and
  * writes IPC on the host, so each batch is {@link CudaArrowDownload downloaded} before it is written and
  * {@link CudaArrowUpload uploaded} after it is read. Dictionary-encoded schemas are not supported here.
  *
  * <p>Stateless: its methods may be called from any thread; what calls share is the {@link
  * org.devicebridge.cuda.HostDeviceTransfer} passed in (one batch at a time) and the stream.
  */
-public final class CudaArrowIpc {
-    private CudaArrowIpc() {}
+public final class CudaArrowStreamFormat {
+    private CudaArrowStreamFormat() {}
 
     /**
      * Writes device batches as an Arrow IPC stream. <b>This path copies:</b> each batch is downloaded to the
@@ -58,17 +59,17 @@ public final class CudaArrowIpc {
      * @throws UnsupportedFeatureException for dictionary-encoded fields
      * @throws DeviceBridgeException if writing fails
      */
-    public static void writeIpcStream(Schema schema, Iterable<CudaArrowBatch> batches, OutputStream out,
+    public static void writeStream(Schema schema, Iterable<CudaArrowBatch> batches, OutputStream out,
                                       BufferAllocator allocator, HostDeviceTransfer transfer, CudaStream stream) {
         requireNativeAccess();
-        requireArrowJava("CudaArrowIpc.writeIpcStream");
+        requireArrowJava("CudaArrowStreamFormat.writeStream");
         Objects.requireNonNull(out, "out");
         Io.writeIpc(schema, batches, Channels.newChannel(out), false, allocator, transfer, stream);
     }
 
     /**
      * Writes device batches as an Arrow IPC file (with footer) through Arrow Java's {@link ArrowFileWriter}.
-     * <b>This path copies</b>, as {@link #writeIpcStream} does; ownership and exceptions as there.
+     * <b>This path copies</b>, as {@link #writeStream} does; ownership and exceptions as there.
      *
      * @param schema the Arrow Java schema; only read
      * @param batches the batches; the caller keeps owning them
@@ -77,10 +78,10 @@ public final class CudaArrowIpc {
      * @param transfer the staging transfer the copies go through; the caller keeps owning it
      * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
      */
-    public static void writeIpcFile(Schema schema, Iterable<CudaArrowBatch> batches, WritableByteChannel out,
+    public static void writeFile(Schema schema, Iterable<CudaArrowBatch> batches, WritableByteChannel out,
                                     BufferAllocator allocator, HostDeviceTransfer transfer, CudaStream stream) {
         requireNativeAccess();
-        requireArrowJava("CudaArrowIpc.writeIpcFile");
+        requireArrowJava("CudaArrowStreamFormat.writeFile");
         Io.writeIpc(schema, batches, out, true, allocator, transfer, stream);
     }
 
@@ -99,10 +100,10 @@ public final class CudaArrowIpc {
      * @return the device batches, in order, owned by the caller
      * @throws DeviceBridgeException if reading fails
      */
-    public static List<CudaArrowBatch> readIpcStream(InputStream in, BufferAllocator allocator,
+    public static List<CudaArrowBatch> readStream(InputStream in, BufferAllocator allocator,
                                                      HostDeviceTransfer transfer, CudaStream stream) {
         requireNativeAccess();
-        requireArrowJava("CudaArrowIpc.readIpcStream");
+        requireArrowJava("CudaArrowStreamFormat.readStream");
         Cuda.require();
         Objects.requireNonNull(in, "in");
         Objects.requireNonNull(allocator, "allocator");
@@ -111,7 +112,7 @@ public final class CudaArrowIpc {
 
     /**
      * Reads an Arrow IPC file into device memory through Arrow Java's {@link ArrowFileReader}. <b>This path
-     * copies</b>, as {@link #readIpcStream} does; ownership and exceptions as there ({@code in} is not
+     * copies</b>, as {@link #readStream} does; ownership and exceptions as there ({@code in} is not
      * closed).
      *
      * @param in where the bytes come from; not closed
@@ -120,10 +121,10 @@ public final class CudaArrowIpc {
      * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
      * @return the device batches, in order, owned by the caller
      */
-    public static List<CudaArrowBatch> readIpcFile(SeekableByteChannel in, BufferAllocator allocator,
+    public static List<CudaArrowBatch> readFile(SeekableByteChannel in, BufferAllocator allocator,
                                                    HostDeviceTransfer transfer, CudaStream stream) {
         requireNativeAccess();
-        requireArrowJava("CudaArrowIpc.readIpcFile");
+        requireArrowJava("CudaArrowStreamFormat.readFile");
         Cuda.require();
         Objects.requireNonNull(in, "in");
         Objects.requireNonNull(allocator, "allocator");
@@ -132,7 +133,7 @@ public final class CudaArrowIpc {
 
     /**
      * The bodies that link against Arrow Java's IPC classes: in their own class, so that verifying
-     * {@code CudaArrowIpc} loads none of them and a JVM without Arrow Java gets the typed error first.
+     * {@code CudaArrowStreamFormat} loads none of them and a JVM without Arrow Java gets the typed error first.
      */
     private static final class Io {
         private Io() {}

@@ -1,4 +1,4 @@
-package org.devicebridge.foreign;
+package org.devicebridge.ipc;
 
 import java.util.ArrayList;
 import java.util.Collections;
@@ -33,9 +33,9 @@ import org.devicebridge.ValidationException.Category;
  *
  * <p>Stateless and thread-safe (each read uses its own cursor); it owns nothing.
  */
-public final class StrictJson {
+final class StrictJson {
     /** Deepest nesting of objects and arrays read (a node of a batch tree costs two levels). */
-    public static final int MAX_NESTING = 160;
+    static final int MAX_NESTING = 160;
 
     private final String s;
     private int i;
@@ -58,7 +58,7 @@ public final class StrictJson {
      *         int64, {@code DEPTH} for nesting deeper than {@link #MAX_NESTING}, {@code FORMAT} for anything
      *         else the class comment lists
      */
-    public static Map<String, Object> object(String text, int maxChars) {
+    static Map<String, Object> object(String text, int maxChars) {
         if (text.length() > maxChars) {
             throw new ValidationException(Category.SIZE, "", "expected at most " + maxChars
                     + " characters but found " + text.length());
@@ -346,7 +346,7 @@ public final class StrictJson {
      * @param v the string
      * @return {@code b}
      */
-    public static StringBuilder quote(StringBuilder b, String v) {
+    static StringBuilder quote(StringBuilder b, String v) {
         b.append('"');
         for (int k = 0; k < v.length(); k++) {
             char c = v.charAt(k);
