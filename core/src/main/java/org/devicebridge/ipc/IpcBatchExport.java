@@ -22,6 +22,7 @@ import org.devicebridge.cuda.CudaIpc;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.internal.Closing;
 
 /**
  * A device batch shared with another process (a JVM, or CPython with CuPy and pyarrow) through CUDA IPC: the
@@ -211,16 +212,13 @@ public final class IpcBatchExport implements AutoCloseable {
         } catch (RuntimeException e) {
             failure = e;
         }
-        for (DeviceBuffer b : held) {
-            try {
-                b.close();
-            } catch (RuntimeException e) {
-                if (failure == null) {
-                    failure = e;
-                } else {
-                    failure.addSuppressed(e);
-                }
+        try {
+            Closing.closeAll(held, DeviceBuffer::close);
+        } catch (RuntimeException e) {
+            if (failure == null) {
+                throw e;
             }
+            failure.addSuppressed(e);
         }
         if (failure != null) {
             throw failure;

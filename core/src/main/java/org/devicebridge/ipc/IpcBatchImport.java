@@ -34,6 +34,7 @@ import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.foreign.CudaStructs;
 import org.devicebridge.internal.FieldPath;
+import org.devicebridge.internal.Closing;
 
 /**
  * A device batch another process shared through CUDA IPC (an {@link IpcBatchDescriptor}, written by this
@@ -135,7 +136,7 @@ public final class IpcBatchImport implements AutoCloseable {
             MemorySegment struct = arena.allocate(ArrowDeviceArray.layout());
             writeDeviceArray(descriptor.array(), bases, device, struct, () -> {
                 try {
-                    closeAll(mapped);
+                    Closing.closeAll(mapped, DeviceBuffer::close);
                 } finally {
                     unmapped.countDown();
                 }
@@ -146,7 +147,7 @@ public final class IpcBatchImport implements AutoCloseable {
         } catch (RuntimeException | Error e) {
             if (!handedOver) {
                 try {
-                    closeAll(mapped);
+                    Closing.closeAll(mapped, DeviceBuffer::close);
                 } catch (RuntimeException | Error s) {
                     e.addSuppressed(s);
                 }
@@ -198,7 +199,7 @@ public final class IpcBatchImport implements AutoCloseable {
             return mapped;
         } catch (RuntimeException | Error e) {
             try {
-                closeAll(mapped);
+                Closing.closeAll(mapped, DeviceBuffer::close);
             } catch (RuntimeException | Error s) {
                 e.addSuppressed(s);
             }
@@ -281,25 +282,6 @@ public final class IpcBatchImport implements AutoCloseable {
         ArrowDeviceArray.sync_event(out, MemorySegment.NULL);
         for (int i = 0; i < 3; i++) {
             out.set(ValueLayout.JAVA_LONG, ArrowDeviceArray.reserved$offset() + 8L * i, 0L);
-        }
-    }
-
-    /** Closes every mapping; the first failure is thrown, the others suppressed into it. */
-    private static void closeAll(List<DeviceBuffer> mapped) {
-        RuntimeException failure = null;
-        for (DeviceBuffer b : mapped) {
-            try {
-                b.close();
-            } catch (RuntimeException e) {
-                if (failure == null) {
-                    failure = e;
-                } else {
-                    failure.addSuppressed(e);
-                }
-            }
-        }
-        if (failure != null) {
-            throw failure;
         }
     }
 

@@ -20,6 +20,7 @@ import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.DeviceRange;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.internal.FieldPath;
+import org.devicebridge.internal.Closing;
 
 /**
  * Decides, buffer by buffer, which allocation handle and offset the descriptor names, and queues the
@@ -195,37 +196,10 @@ final class IpcExportPlanner {
                 refs.add(b.retain());
             }
         } catch (RuntimeException | Error e) {
-            closeAll(refs, e);
+            Closing.closeAllAfter(refs, DeviceBuffer::close, e);
             throw e;
         }
-        return () -> {
-            RuntimeException failure = null;
-            for (DeviceBuffer b : refs) {
-                try {
-                    b.close();
-                } catch (RuntimeException e) {
-                    if (failure == null) {
-                        failure = e;
-                    } else {
-                        failure.addSuppressed(e);
-                    }
-                }
-            }
-            if (failure != null) {
-                throw failure;
-            }
-        };
-    }
-
-    /** Closes every buffer, adding what a close throws to {@code failure}. */
-    private static void closeAll(List<DeviceBuffer> buffers, Throwable failure) {
-        for (DeviceBuffer b : buffers) {
-            try {
-                b.close();
-            } catch (RuntimeException | Error e) {
-                failure.addSuppressed(e);
-            }
-        }
+        return () -> Closing.closeAll(refs, DeviceBuffer::close);
     }
 
     private static long align(long v) {

@@ -23,6 +23,7 @@ import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.DeviceRange;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.internal.FieldPath;
+import org.devicebridge.internal.Closing;
 
 /**
  * Copies a CUDA Arrow batch to another device (or into a fresh allocation on its own): every buffer lands
@@ -211,21 +212,7 @@ public final class CudaArrowPeerCopy {
 
         @Override
         public void close() {
-            RuntimeException failure = null;
-            for (DeviceBuffer b : buffers) {
-                try {
-                    b.close();
-                } catch (RuntimeException e) {
-                    if (failure == null) {
-                        failure = e;
-                    } else {
-                        failure.addSuppressed(e);
-                    }
-                }
-            }
-            if (failure != null) {
-                throw failure;
-            }
+            Closing.closeAll(buffers, DeviceBuffer::close);
         }
 
         void closeAfter(Throwable failure) {
