@@ -21,8 +21,10 @@ import java.util.concurrent.atomic.LongAdder;
  * @param <T> what one export holds (buffers, device memory references, the event)
  */
 public final class ExportRegistry<T> {
-    // Keys are handed to each thread in blocks, so exports on many threads never contend on one counter.
-    private static final long KEY_BLOCK = 4096;
+    // Keys are handed to each thread in blocks, so exports on many threads never contend on one counter. A
+    // block is not a multiple of the slot table: successive blocks start 256 slots apart, so threads that
+    // export at the same pace use slots far apart instead of all starting at the same slot.
+    private static final long KEY_BLOCK = 4096 + 256;
     private static final AtomicLong NEXT_BLOCK = new AtomicLong(1);
     private static final ThreadLocal<KeyBlock> KEYS = ThreadLocal.withInitial(KeyBlock::new);
 
