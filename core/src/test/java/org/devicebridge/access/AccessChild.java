@@ -20,6 +20,8 @@ import org.devicebridge.arrow.cuda.CudaArrowStreamFormat;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.flight.DeviceFlight;
 import org.devicebridge.arrow.flight.DeviceFlightClient;
+import org.devicebridge.arrow.flight.PutOptions;
+import org.devicebridge.arrow.flight.PutPolicy;
 import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.arrow.java.ArrowJavaImport;
 import org.devicebridge.arrow.java.ArrowMemory;
@@ -109,8 +111,15 @@ public final class AccessChild {
             case "pooledArrowMemory" -> PooledArrowMemory.create(1 << 20).toString();
             case "pinnedArrowMemory" -> PinnedArrowMemory.create().toString();
             case "pinnedIsPinned" -> Boolean.toString(PinnedArrowMemory.isPinned(null));
-            case "deviceFlight" -> Long.toString(DeviceFlight.receiveRoots(null, null, null));
+            case "deviceFlightServe" -> Long.toString(DeviceFlight.serve(null, null, null, null));
+            case "deviceFlightServeRoots" -> Long.toString(DeviceFlight.serveRoots(null, null, null, null));
+            case "deviceFlightSend" -> Long.toString(DeviceFlight.send(null, null, null, null));
+            case "deviceFlightSendRoots" -> Long.toString(DeviceFlight.sendRoots(null, null, null));
+            case "deviceFlightReceive" -> Long.toString(DeviceFlight.receive(null, null, null));
+            case "deviceFlightReceiveRoots" -> Long.toString(DeviceFlight.receiveRoots(null, null, null));
             case "deviceFlightClient" -> DeviceFlightClient.of(null).toString();
+            case "flightValues" -> flightValues();
+            case "flightProducer" -> flightProducer();
             default -> throw new IllegalArgumentException("no scenario " + scenario);
         };
     }
@@ -122,6 +131,29 @@ public final class AccessChild {
                 Long.toString(TensorFlag.READ_ONLY.bit()), String.valueOf(DeviceKind.fromCode(2).orElseThrow()),
                 DeviceKind.CUDA_HOST.dlpackName(), ValidationLevel.FULL.toString(),
                 Integer.toString(spec.shape().length));
+    }
+
+    /**
+     * The Flight package's value types name no Flight type, so they load and work without {@code flight-core}
+     * (what the put options hold, the record classes of the copies and of a received batch).
+     */
+    private static String flightValues() throws ClassNotFoundException {
+        PutOptions options = PutOptions.defaults().withPolicy(PutPolicy.ANY).withMaxBatches(7);
+        ClassLoader loader = AccessChild.class.getClassLoader();
+        Class.forName("org.devicebridge.arrow.flight.DeviceCopies", true, loader);
+        Class.forName("org.devicebridge.arrow.flight.DeviceFlightBatch", true, loader);
+        return options.maxBatches() + " " + options.policy().allows("", "d", true) + " "
+                + PutPolicy.CREATE_ONLY.allows("", "d", true);
+    }
+
+    /** {@code DeviceFlightProducer} extends Flight's {@code NoOpFlightProducer}: without Flight it cannot load. */
+    private static String flightProducer() {
+        try {
+            return "loaded " + Class.forName("org.devicebridge.arrow.flight.DeviceFlightProducer", true,
+                    AccessChild.class.getClassLoader()).getSimpleName();
+        } catch (ClassNotFoundException | LinkageError e) {
+            return "not linked: " + e.getClass().getSimpleName() + ": " + e.getMessage();
+        }
     }
 
     private static String dlpack() {

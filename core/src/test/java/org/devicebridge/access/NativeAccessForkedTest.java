@@ -25,7 +25,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Native access and optional dependencies, each in a JVM of its own ({@link AccessChild}): on the class path and
  * on the module path (built from {@code target/classes} of {@code generated} and {@code core}), with
- * {@code --illegal-native-access=deny} and no grant, half a grant, and the full grant; and without Arrow Java.
+ * {@code --illegal-native-access=deny} and no grant, half a grant, and the full grant; and without Arrow Java or
+ * without Arrow Flight.
  * Every entry point, on its first call and on its second, throws {@code NativeAccessException} naming the exact
  * flag where access is denied, and never an {@code ExceptionInInitializerError} or {@code NoClassDefFoundError}.
  */
@@ -46,11 +47,10 @@ class NativeAccessForkedTest {
             "pooledArrowMemory", "pinnedArrowMemory");
     /** Entry points that need Arrow Java but never native code: only Arrow Java is checked. */
     private static final List<String> ARROW_JAVA_ONLY = List.of("arrowMemoryLive", "pinnedIsPinned");
-    /**
-     * Flight's entry points, run only where flight-core is on the class path: without it their classes do not
-     * verify yet (NoClassDefFoundError before the check runs), see the CHANGELOG.
-     */
-    private static final List<String> FLIGHT = List.of("deviceFlight", "deviceFlightClient");
+    /** Flight's entry points: every static one of DeviceFlight and DeviceFlightClient. */
+    private static final List<String> FLIGHT = List.of("deviceFlightServe", "deviceFlightServeRoots",
+            "deviceFlightSend", "deviceFlightSendRoots", "deviceFlightReceive", "deviceFlightReceiveRoots",
+            "deviceFlightClient");
 
     @Test
     void onTheClassPathWithoutAGrantEveryEntryPointThrowsNativeAccessExceptionNamingTheClassPathFlagEveryTime()
@@ -85,10 +85,10 @@ class NativeAccessForkedTest {
 
     @Test
     void onTheModulePathWithTheGrantDLPackWorksAndArrowJavaIsReportedMissing() throws Exception {
-        Map<String, String> out = run(modulePath(MODULE_PATH_FLAG, DENY));
+        Map<String, String> out = run(modulePath(MODULE_PATH_FLAG, DENY), FLIGHT.toArray(String[]::new));
         assertGranted(out);
         assertEquals("OK 7.0", out.get("dlpack #0"), out.toString());
-        for (String s : ARROW_JAVA) {
+        for (String s : concat(ARROW_JAVA, FLIGHT)) {
             for (int i = 0; i < 2; i++) {
                 String line = out.get(s + " #" + i);
                 assertTrue(line.startsWith("ArrowJavaUnavailableException: ") && line.contains("org.apache.arrow:arrow-vector")
@@ -118,6 +118,28 @@ class NativeAccessForkedTest {
             assertTrue(line.equals("OK CudaUnavailableException, released 1 time(s)")
                     || line.equals("OK NullPointerException, released 1 time(s)"), line);
         }
+    }
+
+    @Test
+    void onTheClassPathWithoutFlightCoreFlightEntryPointsNameTheJarEveryTimeAndTheValueTypesWork() throws Exception {
+        String noFlight = classPath(true, jar -> !jar.startsWith("flight-core"));
+        assertTrue(System.getProperty("java.class.path").contains("flight-core")
+                && !noFlight.contains("flight-core"), noFlight);
+        List<String> scenarios = concat(FLIGHT, List.of("flightValues", "flightProducer"));
+        Map<String, String> out = run(List.of(CLASS_PATH_FLAG, DENY, "-cp", noFlight), scenarios.toArray(String[]::new));
+        assertTypedEveryTime(out, FLIGHT, "ArrowJavaUnavailableException: ", " needs Arrow Flight");
+        assertTypedEveryTime(out, FLIGHT, "ArrowJavaUnavailableException: ", "add org.apache.arrow:flight-core");
+        assertTypedEveryTime(out, FLIGHT, "ArrowJavaUnavailableException: ", "to the class path");
+        for (int i = 0; i < 2; i++) {
+            assertTrue(out.get("deviceFlightServe #" + i).contains("DeviceFlight.serve needs"), out.toString());
+            assertTrue(out.get("deviceFlightClient #" + i).contains("DeviceFlightClient.of needs"), out.toString());
+            assertEquals("OK 7 true false", out.get("flightValues #" + i), out.toString());
+            // extends Flight's NoOpFlightProducer: documented as needing flight-core to load at all
+            assertTrue(out.get("flightProducer #" + i).startsWith("OK not linked: NoClassDefFoundError: org/apache/arrow/flight/"),
+                    out.toString());
+        }
+        assertGranted(out);
+        assertEquals("OK 7.0", out.get("dlpack #0"), out.toString());
     }
 
     @Test

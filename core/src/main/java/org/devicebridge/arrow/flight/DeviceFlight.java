@@ -4,12 +4,8 @@ import static org.devicebridge.foreign.ArrowJavaCheck.requireFlight;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.util.Iterator;
-import java.util.Objects;
 import java.util.function.Consumer;
-import java.util.function.Function;
-import org.apache.arrow.flight.CallStatus;
 import org.apache.arrow.flight.FlightProducer.ServerStreamListener;
-import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.flight.FlightStream;
 import org.apache.arrow.flight.OutboundStreamListener;
 import org.apache.arrow.memory.BufferAllocator;
@@ -18,7 +14,6 @@ import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
 import org.devicebridge.cuda.CudaException;
 import org.devicebridge.cuda.CudaUnavailableException;
 
@@ -40,6 +35,11 @@ import org.devicebridge.cuda.CudaUnavailableException;
  * <p>Stateless and thread-safe; each call uses its stream from the calling thread only (as Flight requires).
  * Flight's own failures ({@code FlightRuntimeException}: a cancelled call, a closed connection, an error
  * from the peer) pass through unchanged.
+ *
+ * <p>Without {@code flight-core} (or Arrow Java) every entry point throws
+ * {@link org.devicebridge.arrow.java.ArrowJavaUnavailableException} naming the missing jar, on every call: this
+ * class names Flight's types only in its signatures, and the bodies that link against them are loaded after
+ * the check.
  */
 public final class DeviceFlight {
     private DeviceFlight() {}
@@ -73,8 +73,7 @@ public final class DeviceFlight {
                              DeviceCopies copies) {
         requireNativeAccess();
         requireFlight("DeviceFlight.serve");
-        Objects.requireNonNull(copies, "copies");
-        return serve(listener, schema, copies.allocator(), batches, download(copies), true);
+        return FlightCalls.serve(listener, schema, batches, copies);
     }
 
     /**
@@ -97,7 +96,7 @@ public final class DeviceFlight {
                                   BufferAllocator allocator) {
         requireNativeAccess();
         requireFlight("DeviceFlight.serveRoots");
-        return serve(listener, schema, allocator, roots, Function.identity(), false);
+        return FlightCalls.serveRoots(listener, schema, roots, allocator);
     }
 
     /**
@@ -128,8 +127,7 @@ public final class DeviceFlight {
                             Iterator<? extends CudaArrowBatch> batches, DeviceCopies copies) {
         requireNativeAccess();
         requireFlight("DeviceFlight.send");
-        Objects.requireNonNull(copies, "copies");
-        return send(out, streamRoot, batches, download(copies), true);
+        return FlightCalls.send(out, streamRoot, batches, copies);
     }
 
     /**
@@ -148,7 +146,7 @@ public final class DeviceFlight {
                                  Iterator<? extends VectorSchemaRoot> roots) {
         requireNativeAccess();
         requireFlight("DeviceFlight.sendRoots");
-        return send(out, streamRoot, roots, Function.identity(), false);
+        return FlightCalls.sendRoots(out, streamRoot, roots);
     }
 
     /**
@@ -178,18 +176,7 @@ public final class DeviceFlight {
     public static long receive(FlightStream in, DeviceCopies copies, Consumer<? super DeviceFlightBatch> sink) {
         requireNativeAccess();
         requireFlight("DeviceFlight.receive");
-        Objects.requireNonNull(in, "in");
-        Objects.requireNonNull(copies, "copies");
-        Objects.requireNonNull(sink, "sink");
-        try (Uploads uploads = new Uploads(copies)) {
-            long count = 0;
-            while (in.next()) {
-                DeviceFlightBatch batch = uploads.upload(in.getRoot(), in.getDictionaryProvider());
-                count++;
-                sink.accept(batch);
-            }
-            return count;
-        }
+        return FlightCalls.receive(in, copies, sink);
     }
 
     /**
@@ -211,87 +198,6 @@ public final class DeviceFlight {
     public static long receiveRoots(FlightStream in, BufferAllocator allocator, Consumer<? super VectorSchemaRoot> sink) {
         requireNativeAccess();
         requireFlight("DeviceFlight.receiveRoots");
-        Objects.requireNonNull(in, "in");
-        Objects.requireNonNull(allocator, "allocator");
-        Objects.requireNonNull(sink, "sink");
-        long count = 0;
-        while (in.next()) {
-            VectorSchemaRoot root = StreamRoots.share(in.getRoot(), allocator, "allocator");
-            count++;
-            sink.accept(root);
-        }
-        return count;
-    }
-
-    /** Device batch -> host root in {@code copies}' allocator: one DMA (direct where the allocator is pinned). */
-    static Function<CudaArrowBatch, VectorSchemaRoot> download(DeviceCopies copies) {
-        return batch -> CudaArrowDownload.download(batch, copies.allocator(), copies.transfer(), copies.stream());
-    }
-
-    static <T> long serve(ServerStreamListener listener, Schema schema, BufferAllocator allocator,
-                                  Iterator<? extends T> items, Function<? super T, VectorSchemaRoot> toHost,
-                                  boolean ownsHost) {
-        Objects.requireNonNull(listener, "listener");
-        Objects.requireNonNull(schema, "schema");
-        Objects.requireNonNull(allocator, "allocator");
-        Objects.requireNonNull(items, "batches");
-        StreamRoots.requireNoDictionaries(schema);
-        try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator)) {
-            long sent;
-            try {
-                listener.start(root);
-                sent = send(listener, root, items, toHost, ownsHost);
-            } catch (RuntimeException | Error e) {
-                reportTo(listener, e);
-                throw e;
-            }
-            if (!listener.isCancelled()) {
-                listener.completed();
-            }
-            return sent;
-        }
-    }
-
-    static <T> long send(OutboundStreamListener out, VectorSchemaRoot streamRoot, Iterator<? extends T> items,
-                                 Function<? super T, VectorSchemaRoot> toHost, boolean ownsHost) {
-        Objects.requireNonNull(out, "out");
-        Objects.requireNonNull(streamRoot, "streamRoot");
-        Objects.requireNonNull(items, "batches");
-        return send(out, streamRoot, items, toHost, ownsHost, Outbound.of(out));
-    }
-
-    static <T> long send(OutboundStreamListener out, VectorSchemaRoot streamRoot, Iterator<? extends T> items,
-                         Function<? super T, VectorSchemaRoot> toHost, boolean ownsHost, Outbound flow) {
-        long sent = 0;
-        while (!flow.cancelled() && items.hasNext()) {
-            T item = Objects.requireNonNull(items.next(), "a batch");
-            // The batch is made host-resident (a device batch's DMA) while the client still reads the one before.
-            VectorSchemaRoot host = toHost.apply(item);
-            try {
-                if (!flow.awaitReady()) {
-                    break;
-                }
-                StreamRoots.move(host, streamRoot, "batches");
-            } finally {
-                if (ownsHost) {
-                    host.close();
-                }
-            }
-            out.putNext();
-            sent++;
-        }
-        return sent;
-    }
-
-    /** Tells the client why the stream failed; a listener that cannot take it any more is passed over. */
-    static void reportTo(OutboundStreamListener listener, Throwable failure) {
-        FlightRuntimeException status = failure instanceof FlightRuntimeException f ? f
-                : CallStatus.INTERNAL.withDescription(String.valueOf(failure.getMessage())).withCause(failure)
-                        .toRuntimeException();
-        try {
-            listener.error(status);
-        } catch (RuntimeException e) {
-            failure.addSuppressed(e);
-        }
+        return FlightCalls.receiveRoots(in, allocator, sink);
     }
 }

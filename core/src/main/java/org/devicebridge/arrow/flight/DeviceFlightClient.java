@@ -6,14 +6,9 @@ import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import java.util.Iterator;
 import java.util.Objects;
 import java.util.function.Consumer;
-import java.util.function.Function;
 import org.apache.arrow.flight.CallOption;
-import org.apache.arrow.flight.CallStatus;
 import org.apache.arrow.flight.FlightClient;
-import org.apache.arrow.flight.FlightClient.ClientStreamListener;
 import org.apache.arrow.flight.FlightDescriptor;
-import org.apache.arrow.flight.FlightStream;
-import org.apache.arrow.flight.SyncPutListener;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -34,6 +29,11 @@ import org.devicebridge.cuda.CudaUnavailableException;
  *
  * <p>Ownership: this object borrows the client (the caller closes it, after the calls made through this
  * object). Thread-safe as the client is: concurrent calls are separate Flight calls.
+ *
+ * <p>Without {@code flight-core} (or Arrow Java) {@link #of} throws
+ * {@link org.devicebridge.arrow.java.ArrowJavaUnavailableException} naming the missing jar, on every call: this
+ * class names Flight's types only in its signatures, and the calls that link against them are loaded after
+ * the check.
  */
 public final class DeviceFlightClient {
     private final FlightClient client;
@@ -51,7 +51,8 @@ public final class DeviceFlightClient {
     public static DeviceFlightClient of(FlightClient client) {
         requireNativeAccess();
         requireFlight("DeviceFlightClient.of");
-        return new DeviceFlightClient(Objects.requireNonNull(client, "client"));
+        Objects.requireNonNull(client, "client");
+        return new DeviceFlightClient(client);
     }
 
     /**
@@ -75,10 +76,7 @@ public final class DeviceFlightClient {
      */
     public long fetch(Ticket ticket, DeviceCopies copies, Consumer<? super DeviceFlightBatch> sink,
                       CallOption... options) {
-        Objects.requireNonNull(ticket, "ticket");
-        Objects.requireNonNull(copies, "copies");
-        Objects.requireNonNull(sink, "sink");
-        return read(ticket, options, in -> DeviceFlight.receive(in, copies, sink));
+        return ClientCalls.fetch(client, ticket, copies, sink, options);
     }
 
     /**
@@ -97,10 +95,7 @@ public final class DeviceFlightClient {
      */
     public long fetchRoots(Ticket ticket, BufferAllocator allocator, Consumer<? super VectorSchemaRoot> sink,
                            CallOption... options) {
-        Objects.requireNonNull(ticket, "ticket");
-        Objects.requireNonNull(allocator, "allocator");
-        Objects.requireNonNull(sink, "sink");
-        return read(ticket, options, in -> DeviceFlight.receiveRoots(in, allocator, sink));
+        return ClientCalls.fetchRoots(client, ticket, allocator, sink, options);
     }
 
     /**
@@ -127,8 +122,7 @@ public final class DeviceFlightClient {
      */
     public long put(FlightDescriptor descriptor, Schema schema, Iterator<? extends CudaArrowBatch> batches,
                     DeviceCopies copies, CallOption... options) {
-        Objects.requireNonNull(copies, "copies");
-        return write(descriptor, schema, copies.allocator(), batches, DeviceFlight.download(copies), true, options);
+        return ClientCalls.put(client, descriptor, schema, batches, copies, options);
     }
 
     /**
@@ -150,63 +144,6 @@ public final class DeviceFlightClient {
      */
     public long putRoots(FlightDescriptor descriptor, Schema schema, Iterator<? extends VectorSchemaRoot> roots,
                          BufferAllocator allocator, CallOption... options) {
-        return write(descriptor, schema, allocator, roots, Function.identity(), false, options);
-    }
-
-    /** One {@code DoGet}: the stream is closed (what is left of it cancelled) whatever {@code body} does. */
-    private long read(Ticket ticket, CallOption[] options, java.util.function.ToLongFunction<FlightStream> body) {
-        FlightStream in = client.getStream(ticket, options);
-        Throwable failure = null;
-        try {
-            return body.applyAsLong(in);
-        } catch (RuntimeException | Error e) {
-            failure = e;
-            throw e;
-        } finally {
-            closeStream(in, failure);
-        }
-    }
-
-    private <T> long write(FlightDescriptor descriptor, Schema schema, BufferAllocator allocator,
-                           Iterator<? extends T> items, Function<? super T, VectorSchemaRoot> toHost, boolean ownsHost,
-                           CallOption... options) {
-        Objects.requireNonNull(descriptor, "descriptor");
-        Objects.requireNonNull(schema, "schema");
-        Objects.requireNonNull(allocator, "allocator");
-        Objects.requireNonNull(items, "batches");
-        StreamRoots.requireNoDictionaries(schema);
-        try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator);
-             SyncPutListener answers = new SyncPutListener()) {
-            ClientStreamListener out = client.startPut(descriptor, root, answers, options);
-            long sent;
-            try {
-                sent = DeviceFlight.send(out, root, items, toHost, ownsHost);
-            } catch (RuntimeException | Error e) {
-                DeviceFlight.reportTo(out, e);
-                throw e;
-            }
-            out.completed();
-            out.getResult();
-            return sent;
-        }
-    }
-
-    /** Closes a {@code DoGet} stream; a failure of the close is added to {@code failure}, or thrown if none. */
-    private static void closeStream(FlightStream in, Throwable failure) {
-        try {
-            in.close();
-        } catch (Exception e) {
-            if (failure != null) {
-                failure.addSuppressed(e);
-            } else if (e instanceof RuntimeException r) {
-                throw r;
-            } else {
-                if (e instanceof InterruptedException) {
-                    Thread.currentThread().interrupt();
-                }
-                throw CallStatus.INTERNAL.withDescription("closing the stream failed: " + e).withCause(e)
-                        .toRuntimeException();
-            }
-        }
+        return ClientCalls.putRoots(client, descriptor, schema, roots, allocator, options);
     }
 }

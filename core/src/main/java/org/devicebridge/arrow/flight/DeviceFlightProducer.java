@@ -44,6 +44,12 @@ import org.devicebridge.cuda.CudaEvent;
  * reads it any more). The caller keeps owning every part of the copies, and closes the server before this
  * producer and this producer before them. Thread-safe: concurrent {@code DoGet}s of a dataset share its
  * batches (read-only); concurrent calls share the copies' stream and transfer, which serialises them.
+ *
+ * <p>Needs {@code flight-core} to load at all: this class extends Flight's {@code NoOpFlightProducer}, so
+ * without Flight on the class or module path the JVM throws {@code NoClassDefFoundError} where it is first
+ * named, before any check of this library can run (the other classes of this package throw
+ * {@link org.devicebridge.arrow.java.ArrowJavaUnavailableException} instead). A server that hands this
+ * producer to a {@code FlightServer} has Flight anyway.
  */
 public final class DeviceFlightProducer extends NoOpFlightProducer implements AutoCloseable {
     private final DeviceCopies copies;
