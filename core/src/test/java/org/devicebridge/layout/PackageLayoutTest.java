@@ -174,8 +174,9 @@ class PackageLayoutTest {
     private static final Set<String> OVER_LIMIT_FOR_NOW = Set.of(
             // a later rewrite (issue 29: one transfer engine) cuts it to about 250 lines; not split before that
             "cuda/HostDeviceTransfer.java",
-            // not split yet (issue 29 item 3): each is one job to move into its own file
-            "arrow/java/ArrowExport.java", "cuda/StagingRing.java");
+            // not split yet (issue 29 item 3): the public export facade, almost all Javadoc of public methods; it
+            // shrinks when the 1.0 surface (issue 29 item 1) moves its jobs, not by moving private helpers out
+            "arrow/java/ArrowExport.java");
 
     @Test
     void noMainFileIsOver400Lines() throws IOException {
