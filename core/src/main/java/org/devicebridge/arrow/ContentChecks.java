@@ -83,7 +83,7 @@ final class ContentChecks {
         MemorySegment offs = host(addr[1], len[1], at(path, "buffers[1]"));
         MemorySegment data = host(addr[2], len[2], at(path, "buffers[2]"));
         MemorySegment validity = addr[0] == 0 ? null : host(addr[0], len[0], at(path, "buffers[0]"));
-        java.nio.charset.CharsetDecoder decoder = utf8Decoder();
+        java.nio.charset.CharsetDecoder decoder = Utf8.decoder();
         String dp = at(path, "buffers[2]");
         for (long i = offset; i < offset + length; i++) {
             if (validity != null && !Bitmaps.bit(validity, i)) {
@@ -91,7 +91,7 @@ final class ContentChecks {
             }
             long from = offsetAt(offs, i, w);
             long to = offsetAt(offs, i + 1, w);
-            decodeUtf8(decoder, data.asSlice(from, to - from), dp, i - offset);
+            Utf8.check(decoder, data.asSlice(from, to - from), dp, i - offset);
         }
     }
 
@@ -113,7 +113,7 @@ final class ContentChecks {
         String vp = at(path, "buffers[1]");
         MemorySegment views = host(addr[1], len[1], vp);
         MemorySegment validity = addr[0] == 0 ? null : host(addr[0], len[0], at(path, "buffers[0]"));
-        java.nio.charset.CharsetDecoder decoder = utf8 ? utf8Decoder() : null;
+        java.nio.charset.CharsetDecoder decoder = utf8 ? Utf8.decoder() : null;
         int cachedIndex = -1; // the variadic buffer read last, as most views point into one or a few
         MemorySegment cached = null;
         for (long i = offset; i < offset + length; i++) {
@@ -137,7 +137,7 @@ final class ContentChecks {
                     }
                 }
                 if (decoder != null) {
-                    decodeUtf8(decoder, views.asSlice(base + 4, size), vp, i - offset);
+                    Utf8.check(decoder, views.asSlice(base + 4, size), vp, i - offset);
                 }
                 continue;
             }
@@ -166,23 +166,8 @@ final class ContentChecks {
                         Integer.reverseBytes(views.get(ValueLayout.JAVA_INT_UNALIGNED, base + 4))));
             }
             if (decoder != null) {
-                decodeUtf8(decoder, cached.asSlice(off, size), vp, i - offset);
+                Utf8.check(decoder, cached.asSlice(off, size), vp, i - offset);
             }
-        }
-    }
-
-    private static java.nio.charset.CharsetDecoder utf8Decoder() {
-        return java.nio.charset.StandardCharsets.UTF_8.newDecoder()
-                .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
-                .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT);
-    }
-
-    private static void decodeUtf8(java.nio.charset.CharsetDecoder decoder, MemorySegment bytes, String path, long value) {
-        try {
-            decoder.reset().decode(bytes.asByteBuffer());
-        } catch (java.nio.charset.CharacterCodingException e) {
-            throw new ValidationException(Category.CONTENT, path, "value " + value
-                    + ": expected valid UTF-8 but found an invalid byte sequence");
         }
     }
 
@@ -270,31 +255,18 @@ final class ContentChecks {
         String rp = at(path, "children[0].buffers[1]");
         long first = table.offset(runEnds);
         MemorySegment s = host(table.bufferAddress(runEnds, 1), mul(first + runs, w, runEnds, "buffers[1]"), rp);
-        long firstEnd = runEnd(s, first, w);
+        long firstEnd = RunEnds.at(s, first, w);
         if (firstEnd < 1) {
             throw new ValidationException(Category.CONTENT, rp, "expected the first run end to be at least 1 but found "
                     + firstEnd);
         }
-        long last = runEnd(s, first + runs - 1, w);
+        long last = RunEnds.at(s, first + runs - 1, w);
         if (last < end) {
             throw new ValidationException(Category.CONTENT, rp, "expected the last run end to be at least " + end
                     + " (offset + length) but found " + last);
         }
         if (full()) {
-            checkRunEndsIncrease(s, first, runs, w, rp);
-        }
-    }
-
-    /** Run ends [first, first + runs) of {@code s} strictly increasing (the first one is at least 1 already). */
-    static void checkRunEndsIncrease(MemorySegment s, long first, long runs, int w, String path) {
-        long prev = 0;
-        for (long i = 0; i < runs; i++) {
-            long v = runEnd(s, first + i, w);
-            if (v <= prev) {
-                throw new ValidationException(Category.CONTENT, path, "run ends not strictly increasing at index " + i
-                        + ": expected more than " + prev + " but found " + v);
-            }
-            prev = v;
+            RunEnds.checkRunEndsIncrease(s, first, runs, w, rp);
         }
     }
 
@@ -334,14 +306,6 @@ final class ContentChecks {
             throw new ValidationException(Category.CONTENT, at(n, "null_count"), "expected the null count to be "
                     + counted + " (the null bits of the validity bitmap) but found " + nullCount);
         }
-    }
-
-    private static long runEnd(MemorySegment s, long i, int w) {
-        return switch (w) {
-            case 2 -> s.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i);
-            case 4 -> s.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i);
-            default -> s.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
-        };
     }
 
     void checkDictionaryIndices(long[] addr, ArrowDataType type, long offset, long length, long dictLength,

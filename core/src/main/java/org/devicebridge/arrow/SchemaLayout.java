@@ -44,7 +44,7 @@ final class SchemaLayout {
             dictionary[i] = -1;
             deepest = Math.max(deepest, depths[i]);
             starts[i] = bufferCount;
-            bufferCount += ArrayReader.expectedBuffers(nodes[i].type().layout());
+            bufferCount += BufferSizer.expectedBuffers(nodes[i].type().layout());
             fixed &= nodes[i].type().layout() != ArrowDataType.Layout.VIEW;
         }
         starts[n] = bufferCount;

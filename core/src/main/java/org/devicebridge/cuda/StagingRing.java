@@ -130,17 +130,17 @@ final class StagingRing {
                 TransferOps ops) {
         long step = stepFor(stagedBytes);
         int n = Math.toIntExact((stagedBytes + step - 1) / step);
-        Packer packer = new Packer(src, offsets, sizes, order, stagedBytes, step);
+        StagingPacker packer = new StagingPacker(src, offsets, sizes, order, stagedBytes, step, aroundCachesTail);
         int published = 0;
         int sent = 0;
         try {
             while (sent < n) {
                 if (published == sent) {
                     claim(slot(published), ops);
-                    packer.pack(published++);
+                    pack(packer, published++);
                 }
                 while (published < n && published - sent < chunks.length && isFree(slot(published), ops)) {
-                    packer.pack(published++);
+                    pack(packer, published++);
                 }
                 int s = slot(sent);
                 copies[s].finish(); // copies the slices no thread took yet, waits for the others
@@ -159,53 +159,9 @@ final class StagingRing {
         }
     }
 
-    /** Packs chunk {@code c} of an upload into its slot: the buffers' bytes and the zeros between them. */
-    private final class Packer {
-        private final MemorySegment[] src;
-        private final long[] offsets;
-        private final long[] sizes;
-        private final int[] order;
-        private final long stagedBytes;
-        private final long step;
-        private int first; // the first staged buffer that may overlap the next chunk
-
-        Packer(MemorySegment[] src, long[] offsets, long[] sizes, int[] order, long stagedBytes, long step) {
-            this.src = src;
-            this.offsets = offsets;
-            this.sizes = sizes;
-            this.order = order;
-            this.stagedBytes = stagedBytes;
-            this.step = step;
-        }
-
-        /** Collects chunk {@code c}'s copies and starts them (chunks are packed in order). */
-        void pack(int c) {
-            StagingCopy copy = copies[slot(c)];
-            MemorySegment chunk = chunks[slot(c)];
-            long at = (long) c * step;
-            long end = Math.min(stagedBytes, at + step);
-            while (first < order.length && offsets[order[first]] + sizes[order[first]] <= at) {
-                first++;
-            }
-            boolean aroundCaches = stagedBytes - at <= aroundCachesTail; // the chunk starts in the tail
-            long cursor = at;
-            for (int k = first; k < order.length && offsets[order[k]] < end; k++) {
-                int i = order[k];
-                long from = Math.max(at, offsets[i]);
-                long to = Math.min(end, offsets[i] + sizes[i]);
-                if (to > from) {
-                    copy.zero(chunk, cursor - at, from - cursor);
-                    if (aroundCaches) {
-                        copy.pack(src[i], from - offsets[i], chunk, from - at, to - from);
-                    } else {
-                        copy.copy(src[i], from - offsets[i], chunk, from - at, to - from);
-                    }
-                    cursor = to;
-                }
-            }
-            copy.zero(chunk, cursor - at, end - cursor);
-            copy.start();
-        }
+    /** Packs chunk {@code c} of an upload into its slot. */
+    private void pack(StagingPacker packer, int c) {
+        packer.pack(c, copies[slot(c)], chunks[slot(c)]);
     }
 
     /**

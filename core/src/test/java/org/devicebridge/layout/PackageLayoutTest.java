@@ -169,4 +169,29 @@ class PackageLayoutTest {
         assertEquals(List.of("SelfCheck.java"), publicTypes);
         assertTrue(Files.exists(MAIN.resolve("selfcheck/SelfCheck.java")));
     }
+
+    /** Files over the limit for now, by path under org/devicebridge, each with why. */
+    private static final Set<String> OVER_LIMIT_FOR_NOW = Set.of(
+            // a later rewrite (issue 29: one transfer engine) cuts it to about 250 lines; not split before that
+            "cuda/HostDeviceTransfer.java",
+            // not split yet (issue 29 item 3): the public export facade, almost all Javadoc of public methods; it
+            // shrinks when the 1.0 surface (issue 29 item 1) moves its jobs, not by moving private helpers out
+            "arrow/java/ArrowExport.java");
+
+    @Test
+    void noMainFileIsOver400Lines() throws IOException {
+        // STYLE 19: a file is one job; one past ~400 lines holds more than one (issue 29 item 3)
+        List<String> over = new ArrayList<>();
+        Path sources = Path.of("src/main/java");
+        try (Stream<Path> files = Files.walk(sources)) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".java")).sorted().toList()) {
+                String name = MAIN.relativize(f).toString().replace('\\', '/');
+                long lines = Files.readAllLines(f).size();
+                if (lines > 400 && !OVER_LIMIT_FOR_NOW.contains(name)) {
+                    over.add(name + ": " + lines);
+                }
+            }
+        }
+        assertEquals(List.of(), over);
+    }
 }

@@ -10,7 +10,6 @@ import static org.devicebridge.arrow.java.ExportBufferChecks.required;
 import static org.devicebridge.arrow.java.ExportBufferChecks.validity;
 
 import java.lang.foreign.MemorySegment;
-import java.util.Arrays;
 import java.util.List;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.vector.BaseFixedWidthVector;
@@ -37,158 +36,24 @@ import org.devicebridge.internal.FieldPath;
  * ArrowBufs' addresses, and each exported node retains its buffers. Everything is planned and checked
  * first (O(1) per node: buffer sizes against lengths, first/last offsets; views and narrowed decimals are
  * read per value) into the thread's reused
- * {@link Plan}, then {@link ExportBlock} retains the buffers, makes one malloc block for the child structs,
+ * {@link ArrayExportPlan}, then {@link ExportBlock} retains the buffers, makes one malloc block for the child structs,
  * pointer arrays, variadic sizes and the node table, registers the tree and writes the structs. A
  * failure leaves the output untouched and holds nothing.
  */
 final class ExportArrayWriter {
     private static final long VARIADIC_SIZES = ExportBlock.VARIADIC_SIZES;
 
-    private static final ThreadLocal<Plan> PLANS = ThreadLocal.withInitial(Plan::new);
-
     private ExportArrayWriter() {}
-
-    /** One array export, planned: per node its lengths and ranges of the flat buffer, size and retain lists. */
-    static final class Plan extends ExportPlan {
-        long[] length = new long[16];
-        long[] nullCount = new long[16];
-        int[] firstBuffer = new int[16];
-        int[] bufferCount = new int[16];
-        int[] firstVariadic = new int[16];
-        int[] variadicCount = new int[16];
-        int[] firstRetained = new int[16];
-        int[] retainedEnd = new int[16];
-        long[] buffers = new long[64];
-        int bufferTotal;
-        long[] variadic = new long[8];
-        int variadicTotal;
-        ArrowBuf[] retained = new ArrowBuf[64];
-        int retainedTotal;
-        /** Buffers this export made (narrowed decimals, zero-padded views): the plan's reference, dropped when the export ends. */
-        ArrowBuf[] made = new ArrowBuf[4];
-        int madeTotal;
-        /** Null counts left -1 (unknown) where a bitmap holds them, for a caller that counts them later. */
-        boolean nullCountsUnknown;
-        private static final int MAX_KEPT_IMAGE = 1 << 16;
-        /** The block as {@link ExportBlock} composes it before copying it out. */
-        private long[] image = new long[256];
-
-        /** The image array, at least {@code longs} long (its contents are overwritten entirely). */
-        long[] image(int longs) {
-            if (longs > MAX_KEPT_IMAGE) {
-                return new long[longs]; // a rare huge tree: not kept by the thread
-            }
-            if (image.length < longs) {
-                image = new long[Math.max(longs, image.length * 2)];
-            }
-            return image;
-        }
-
-        @Override
-        void growNodes(int capacity) {
-            length = Arrays.copyOf(length, capacity);
-            nullCount = Arrays.copyOf(nullCount, capacity);
-            firstBuffer = Arrays.copyOf(firstBuffer, capacity);
-            bufferCount = Arrays.copyOf(bufferCount, capacity);
-            firstVariadic = Arrays.copyOf(firstVariadic, capacity);
-            variadicCount = Arrays.copyOf(variadicCount, capacity);
-            firstRetained = Arrays.copyOf(firstRetained, capacity);
-            retainedEnd = Arrays.copyOf(retainedEnd, capacity);
-        }
-
-        @Override
-        void reset() {
-            super.reset();
-            Arrays.fill(retained, 0, retainedTotal, null);
-            Arrays.fill(made, 0, madeTotal, null);
-            madeTotal = 0;
-            nullCountsUnknown = false;
-            bufferTotal = 0;
-            variadicTotal = 0;
-            retainedTotal = 0;
-        }
-
-        void begin(int node) {
-            firstBuffer[node] = bufferTotal;
-            firstVariadic[node] = variadicTotal;
-            variadicCount[node] = 0;
-            firstRetained[node] = retainedTotal;
-        }
-
-        void end(int node) {
-            bufferCount[node] = bufferTotal - firstBuffer[node];
-            retainedEnd[node] = retainedTotal;
-        }
-
-        void buffer(long address) {
-            if (bufferTotal == buffers.length) {
-                buffers = Arrays.copyOf(buffers, bufferTotal * 2);
-            }
-            buffers[bufferTotal++] = address;
-        }
-
-        void variadicSize(int node, long size) {
-            if (variadicTotal == variadic.length) {
-                variadic = Arrays.copyOf(variadic, variadicTotal * 2);
-            }
-            variadic[variadicTotal++] = size;
-            variadicCount[node]++;
-        }
-
-        /** Keeps {@code b}, a buffer this export made: the plan's reference, dropped by {@code done}, whatever happens next. */
-        void made(ArrowBuf b) {
-            if (madeTotal == made.length) {
-                made = Arrays.copyOf(made, madeTotal * 2);
-            }
-            made[madeTotal++] = b;
-        }
-
-        /** Holds {@code b} for node {@code node}: one reference per allocation (a vector's buffers often share one). */
-        void retain(int node, ArrowBuf b) {
-            if (retainedTotal > firstRetained[node]
-                    && retained[retainedTotal - 1].getReferenceManager() == b.getReferenceManager()) {
-                return;
-            }
-            if (retainedTotal == retained.length) {
-                retained = Arrays.copyOf(retained, retainedTotal * 2);
-            }
-            retained[retainedTotal++] = b;
-        }
-    }
-
-    private static Plan plan() {
-        Plan p = PLANS.get();
-        if (p.busy) {
-            return new Plan();
-        }
-        p.busy = true;
-        return p;
-    }
-
-    /**
-     * Ends an export, written or not: drops the plan's reference to each buffer it made (a written tree holds
-     * its own, taken with the others', and frees them in its release), then forgets the plan.
-     */
-    private static void done(Plan p) {
-        try {
-            for (int k = 0; k < p.madeTotal; k++) {
-                p.made[k].getReferenceManager().release();
-            }
-        } finally {
-            p.reset();
-            p.busy = false;
-        }
-    }
 
     /** Exports {@code vector} (with its dictionaries) into {@code out}. */
     static void exportVector(FieldVector vector, DictionaryProvider provider, MemorySegment out) {
-        Plan p = plan();
+        ArrayExportPlan p = ArrayExportPlan.take();
         try {
             p.reserveRoot();
             planVector(p, 0, vector, VectorFields.of(vector), provider, 0);
             ExportBlock.write(p, out);
         } finally {
-            done(p);
+            ArrayExportPlan.done(p);
         }
     }
 
@@ -204,7 +69,7 @@ final class ExportArrayWriter {
      */
     static void exportRoot(VectorSchemaRoot batch, DictionaryProvider provider, MemorySegment out,
                            boolean nullCountsUnknown) {
-        Plan p = plan();
+        ArrayExportPlan p = ArrayExportPlan.take();
         try {
             p.reserveRoot();
             p.nullCountsUnknown = nullCountsUnknown;
@@ -227,7 +92,7 @@ final class ExportArrayWriter {
             }
             ExportBlock.write(p, out);
         } finally {
-            done(p);
+            ArrayExportPlan.done(p);
         }
     }
 
@@ -239,7 +104,7 @@ final class ExportArrayWriter {
      * field, or the root schema's): the array follows it where Arrow Java's vector could be read in another
      * order (a dense union's field lists its children by type id, its vector by when they were added).
      */
-    private static void planVector(Plan p, int node, FieldVector vector, Field field, DictionaryProvider provider,
+    private static void planVector(ArrayExportPlan p, int node, FieldVector vector, Field field, DictionaryProvider provider,
                                    int depth) {
         if (depth > FieldPath.MAX_DEPTH) {
             throw new ValidationException(ValidationException.Category.DEPTH, p.path(node),
@@ -402,7 +267,7 @@ final class ExportArrayWriter {
      * The children of a dense union in the order of the field's type ids (the vector for each id), which is the
      * order the schema lists them in; the vector's own list is in the order the children were added.
      */
-    private static List<FieldVector> denseChildren(DenseUnionVector v, ArrowType type, Plan p, int node) {
+    private static List<FieldVector> denseChildren(DenseUnionVector v, ArrowType type, ArrayExportPlan p, int node) {
         int[] ids = type instanceof ArrowType.Union u ? u.getTypeIds() : null;
         if (ids == null) {
             return v.getChildrenFromFields();
@@ -419,7 +284,7 @@ final class ExportArrayWriter {
         return out;
     }
 
-    private static long fixedBits(ArrowType type, Plan p, int node) {
+    private static long fixedBits(ArrowType type, ArrayExportPlan p, int node) {
         return switch (type.getTypeID()) {
             case Bool -> 1;
             case Int -> ((ArrowType.Int) type).getBitWidth();
@@ -442,7 +307,7 @@ final class ExportArrayWriter {
         };
     }
 
-    private static List<ArrowBuf> fieldBuffers(FieldVector v, int expected, ArrowType type, Plan p, int node) {
+    private static List<ArrowBuf> fieldBuffers(FieldVector v, int expected, ArrowType type, ArrayExportPlan p, int node) {
         List<ArrowBuf> fb = v.getFieldBuffers();
         if (fb.size() != expected) {
             throw unexpectedVector(v, type, p, node);
@@ -450,7 +315,7 @@ final class ExportArrayWriter {
         return fb;
     }
 
-    private static UnsupportedFeatureException unexpectedVector(FieldVector v, ArrowType type, Plan p, int node) {
+    private static UnsupportedFeatureException unexpectedVector(FieldVector v, ArrowType type, ArrayExportPlan p, int node) {
         return new UnsupportedFeatureException(p.path(node), "vector class " + v.getClass().getName()
                 + " does not have the buffer layout of Arrow type " + type);
     }

@@ -10,7 +10,7 @@ import org.devicebridge.internal.ArrowArrayFields;
 import org.devicebridge.internal.Native;
 
 /**
- * Writes one planned array export ({@link ExportArrayWriter.Plan}): retains its buffers, allocates and
+ * Writes one planned array export ({@link ArrayExportPlan}): retains its buffers, allocates and
  * registers its block ({@link ExportRuntime.Tree}), then fills the block. The block (child structs, pointer
  * arrays, variadic sizes, node table) is composed in the thread's reused {@code long[]} image and copied
  * into native memory at once, so a batch of n nodes costs one bounds-checked copy instead of some 16n
@@ -37,7 +37,7 @@ final class ExportBlock {
     private ExportBlock() {}
 
     /** Writes {@code p} into {@code out} and a new registered block; a failure holds nothing and leaves {@code out} untouched. */
-    static void write(ExportArrayWriter.Plan p, MemorySegment out) {
+    static void write(ArrayExportPlan p, MemorySegment out) {
         int nodes = p.nodes;
         long size = Math.multiplyExact(nodes - 1L, ExportRuntime.ARRAY_SIZE);
         for (int i = 0; i < nodes; i++) {
@@ -123,7 +123,7 @@ final class ExportBlock {
         return (lo & 0xFFFF_FFFFL) | (hi << 32);
     }
 
-    private static void writeRoot(MemorySegment s, ExportArrayWriter.Plan p, long buffers, long children,
+    private static void writeRoot(MemorySegment s, ArrayExportPlan p, long buffers, long children,
                                   long dictionary, long privateData, long release) {
         s.set(ValueLayout.JAVA_LONG, ArrowArrayFields.LENGTH, p.length[0]);
         s.set(ValueLayout.JAVA_LONG, ArrowArrayFields.NULL_COUNT, p.nullCount[0]);
@@ -138,7 +138,7 @@ final class ExportBlock {
     }
 
     /** Takes a reference to every planned buffer; if one cannot be retained, drops those taken and throws. */
-    private static void retainAll(ExportArrayWriter.Plan p) {
+    private static void retainAll(ArrayExportPlan p) {
         int taken = 0;
         try {
             for (; taken < p.retainedTotal; taken++) {
@@ -152,7 +152,7 @@ final class ExportBlock {
         }
     }
 
-    private static void releaseAll(ExportArrayWriter.Plan p, int count) {
+    private static void releaseAll(ArrayExportPlan p, int count) {
         for (int k = 0; k < count; k++) {
             p.retained[k].getReferenceManager().release();
         }

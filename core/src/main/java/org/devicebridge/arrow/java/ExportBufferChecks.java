@@ -33,7 +33,7 @@ final class ExportBufferChecks {
      * (unknown) where {@code p} leaves the counts to its caller; every element where the bitmap is missing or
      * too short, which {@link #validity} then rejects by name.
      */
-    static long nullCount(ExportArrayWriter.Plan p, ArrowBuf validity, long len) {
+    static long nullCount(ArrayExportPlan p, ArrowBuf validity, long len) {
         if (len == 0) {
             return 0;
         }
@@ -52,7 +52,7 @@ final class ExportBufferChecks {
      * per million elements: most of the export of a string or list column); counted here by
      * {@link #nullCount} where the bitmap holds those bits, by Arrow Java otherwise (whatever it then does).
      */
-    static long bitmapNulls(ExportArrayWriter.Plan p, FieldVector v, ArrowBuf validity, long len) {
+    static long bitmapNulls(ArrayExportPlan p, FieldVector v, ArrowBuf validity, long len) {
         boolean countsItsBitmap = v instanceof BaseVariableWidthVector || v instanceof BaseLargeVariableWidthVector
                 || v instanceof BaseVariableWidthViewVector || v instanceof ListVector || v instanceof LargeListVector
                 || v instanceof ListViewVector || v instanceof LargeListViewVector || v instanceof FixedSizeListVector
@@ -65,7 +65,7 @@ final class ExportBufferChecks {
     }
 
     /** Adds the validity bitmap, or NULL where there is none and no value is null (allowed by the spec). */
-    static void validity(ExportArrayWriter.Plan p, int node, ArrowBuf b) {
+    static void validity(ArrayExportPlan p, int node, ArrowBuf b) {
         long len = p.length[node];
         long need = ceilDiv8(len);
         if (len == 0) {
@@ -86,7 +86,7 @@ final class ExportBufferChecks {
     }
 
     /** Adds a buffer that must hold {@code need} bytes; an empty one points at static zeros rather than NULL. */
-    static void required(ExportArrayWriter.Plan p, int node, ArrowBuf b, long need, int index) {
+    static void required(ArrayExportPlan p, int node, ArrowBuf b, long need, int index) {
         long have = b == null ? 0 : b.capacity();
         if (have < need) {
             throw new ValidationException(ValidationException.Category.SIZE, p.path(node, "buffers[" + index + "]"),
@@ -101,7 +101,7 @@ final class ExportBufferChecks {
     }
 
     /** Adds the offsets buffer (buffers[1]) and returns its last offset, checked against the first. */
-    static long offsets(ExportArrayWriter.Plan p, int node, ArrowBuf b, int width, long len) {
+    static long offsets(ArrayExportPlan p, int node, ArrowBuf b, int width, long len) {
         long need = Math.multiplyExact((long) width, len + 1);
         long have = b == null ? 0 : b.capacity();
         if (len == 0 && have < width) {
@@ -118,14 +118,14 @@ final class ExportBufferChecks {
         return last;
     }
 
-    static void checkChildCount(List<FieldVector> children, int expected, FieldVector v, ExportArrayWriter.Plan p, int node) {
+    static void checkChildCount(List<FieldVector> children, int expected, FieldVector v, ArrayExportPlan p, int node) {
         if (children.size() != expected) {
             throw new ValidationException(ValidationException.Category.STRUCTURE, p.path(node),
                     "expected " + expected + " children but found " + children.size() + " in " + v.getClass().getSimpleName());
         }
     }
 
-    static void checkChildLength(FieldVector child, long need, ExportArrayWriter.Plan p, int node, int index) {
+    static void checkChildLength(FieldVector child, long need, ArrayExportPlan p, int node, int index) {
         if (child.getValueCount() < need) {
             throw new ValidationException(ValidationException.Category.LENGTH,
                     p.path(node, "children[" + index + "]"),

@@ -12,7 +12,7 @@ import org.devicebridge.ValidationException;
 /**
  * The buffers an export writes itself, where a buffer of Arrow Java's cannot be handed out as it is: the
  * C Data Interface would read other values from it than Arrow Java does. Each one is made from the vector's
- * allocator and kept by the plan ({@link ExportArrayWriter.Plan#made}); the export holds it and frees it in
+ * allocator and kept by the plan ({@link ArrayExportPlan#made}); the export holds it and frees it in
  * its release. The vector is never written. Not thread-safe: called on the exporting thread with its plan.
  */
 final class ExportRewrites {
@@ -27,7 +27,7 @@ final class ExportRewrites {
      *
      * @throws ValidationException ({@code CONTENT}) naming the first value that does not fit
      */
-    static ArrowBuf narrowDecimals(ExportArrayWriter.Plan p, int node, BaseFixedWidthVector v, int bits, ArrowBuf data,
+    static ArrowBuf narrowDecimals(ArrayExportPlan p, int node, BaseFixedWidthVector v, int bits, ArrowBuf data,
                                            ArrowBuf validity, long len) {
         long width = v.getTypeWidth();
         if (width != 16 || data == null || data.capacity() < Math.multiplyExact(width, len)) {
@@ -66,7 +66,7 @@ final class ExportRewrites {
      * view into a view buffer it allocates without zeroing, so a slice can carry allocator garbage there.
      * The vector is never written. Null slots are left as they are (their views are unspecified).
      */
-    static ArrowBuf zeroPaddedViews(ExportArrayWriter.Plan p, int node, BaseVariableWidthViewVector v, long len) {
+    static ArrowBuf zeroPaddedViews(ArrayExportPlan p, int node, BaseVariableWidthViewVector v, long len) {
         ArrowBuf views = v.getDataBuffer();
         long need = Math.multiplyExact(16L, len);
         if (len == 0 || views == null || views.memoryAddress() == 0 || views.capacity() < need) {
@@ -120,7 +120,7 @@ final class ExportRewrites {
      * @throws ValidationException ({@code CONTENT}) naming the first row whose id selects no child (an unset
      *         row: where no child is null)
      */
-    static ArrowBuf sparseTypeIds(ExportArrayWriter.Plan p, int node, UnionVector v, int[] fieldIds,
+    static ArrowBuf sparseTypeIds(ArrayExportPlan p, int node, UnionVector v, int[] fieldIds,
                                   List<FieldVector> children, ArrowBuf types, long len) {
         if (len == 0 || types == null || types.memoryAddress() == 0 || types.capacity() < len) {
             return types; // required() names a short buffer
@@ -162,7 +162,7 @@ final class ExportRewrites {
     }
 
     /** The exported type id of the first child null at unset row {@code row}. */
-    private static byte nullChildId(ExportArrayWriter.Plan p, int node, int[] fieldIds, List<FieldVector> children,
+    private static byte nullChildId(ArrayExportPlan p, int node, int[] fieldIds, List<FieldVector> children,
                                     long row) {
         for (int c = 0; c < children.size(); c++) {
             if (children.get(c).isNull((int) row)) {
@@ -183,7 +183,7 @@ final class ExportRewrites {
      * Java's lookup makes a vector for a minor type it has none of; should it do so here, the id selects no
      * child and is refused (any read of that row by Arrow Java would have done the same).
      */
-    private static int childReadFor(ExportArrayWriter.Plan p, int node, UnionVector v, List<FieldVector> children,
+    private static int childReadFor(ArrayExportPlan p, int node, UnionVector v, List<FieldVector> children,
                                     int id, long row) {
         Object found;
         try {

@@ -5,7 +5,6 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
@@ -37,11 +36,9 @@ import org.devicebridge.internal.FieldPath;
  * to the allocator, whose release releases the C struct (Arrow Java runs it once, when the last buffer of
  * any of the vectors, or of vectors they were transferred or sliced to, is released), and hands each vector
  * its buffers, each readable to its length (its writer index there), as Arrow Java's own import gives them.
- * The plan lives in this thread's reused scratch arrays.
+ * The plan lives in this thread's reused {@link LoadPlan}.
  */
 final class VectorLoader implements AutoCloseable {
-    private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
-
     private static final VarHandle RELEASED;
 
     static {
@@ -58,36 +55,10 @@ final class VectorLoader implements AutoCloseable {
     private volatile boolean released;
     private final DictionaryProvider.MapDictionaryProvider dictionaries;
     private final JavaFields.Mapping fields;
-    private Scratch s;
+    private LoadPlan s;
     private List<FieldVector> addedDictionaries;
     /** The foreign allocation's own buffer (its first reference), once made. */
     private ArrowBuf allocation;
-
-    /** The vectors planned (in load order: children first) and the buffers each takes. */
-    private static final class Scratch {
-        boolean busy;
-        FieldVector[] vectors = new FieldVector[16];
-        int[] lengths = new int[16];
-        int[] nulls = new int[16];
-        /** Each vector's buffers: [start, end) of the buffer arrays. */
-        int[] bufferStarts = new int[16];
-        int[] bufferEnds = new int[16];
-        int vectorCount;
-        /** Per buffer: the allocator's buffer, or {@code null} for a range of foreign memory. */
-        ArrowBuf[] own = new ArrowBuf[32];
-        long[] addresses = new long[32];
-        long[] sizes = new long[32];
-        int bufferCount;
-        final List<ArrowBuf> list = new ArrayList<>(4);
-
-        void clear() {
-            Arrays.fill(vectors, 0, vectorCount, null);
-            Arrays.fill(own, 0, bufferCount, null);
-            vectorCount = 0;
-            bufferCount = 0;
-            list.clear();
-        }
-    }
 
     /**
      * @param release the import's release step: run exactly once, by Arrow Java when the last buffer is
@@ -99,12 +70,7 @@ final class VectorLoader implements AutoCloseable {
         this.release = release;
         this.dictionaries = dictionaries;
         this.fields = fields;
-        Scratch mine = SCRATCH.get();
-        if (mine.busy) {
-            mine = new Scratch();
-        }
-        mine.busy = true;
-        this.s = mine;
+        this.s = LoadPlan.take(allocator);
     }
 
     /**
@@ -194,9 +160,9 @@ final class VectorLoader implements AutoCloseable {
         if (hasValidity) {
             nulls = nullCount(n, phys, count);
             if (n.isBufferNull(0)) {
-                own(allocator.getEmpty());
+                s.own(allocator.getEmpty());
             } else {
-                bitmap(n, 0, phys, count);
+                s.bitmap(n, 0, phys, count);
             }
         }
         // A vector's own buffers are all planned before its children's, so they stay one range.
@@ -212,7 +178,7 @@ final class VectorLoader implements AutoCloseable {
         switch (layout) {
             case NULL -> ownEnd = s.bufferCount;
             case BOOL -> {
-                bitmap(n, 1, phys, count);
+                s.bitmap(n, 1, phys, count);
                 ownEnd = s.bufferCount;
             }
             case FIXED_WIDTH, FIXED_SIZE_BINARY -> {
@@ -220,31 +186,31 @@ final class VectorLoader implements AutoCloseable {
                     widenDecimals(n, phys, count);
                 } else {
                     long w = t.elementByteWidth();
-                    slice(n, 1, Math.multiplyExact(phys, w), Math.multiplyExact(count, w));
+                    s.slice(n, 1, Math.multiplyExact(phys, w), Math.multiplyExact(count, w));
                 }
                 ownEnd = s.bufferCount;
             }
             case VARIABLE, LARGE_VARIABLE -> {
-                long[] r = offsets(n, phys, count);
-                slice(n, 2, r[0], r[1] - r[0]);
+                long[] r = s.offsets(n, phys, count);
+                s.slice(n, 2, r[0], r[1] - r[0]);
                 ownEnd = s.bufferCount;
             }
             case VIEW -> {
-                slice(n, 1, Math.multiplyExact(phys, 16), Math.multiplyExact(count, 16));
+                s.slice(n, 1, Math.multiplyExact(phys, 16), Math.multiplyExact(count, 16));
                 for (int i = 2; i < n.bufferCount() - 1; i++) {
-                    slice(n, i, 0, n.bufferLength(i));
+                    s.slice(n, i, 0, n.bufferLength(i));
                 }
                 ownEnd = s.bufferCount;
             }
             case LIST, LARGE_LIST -> {
-                long[] r = offsets(n, phys, count);
+                long[] r = s.offsets(n, phys, count);
                 ownEnd = s.bufferCount;
                 fill(childVectors.get(0), children.get(0), r[0], r[1] - r[0]);
             }
             case LIST_VIEW, LARGE_LIST_VIEW -> {
                 long w = layout.offsetWidth();
-                slice(n, 1, Math.multiplyExact(phys, w), Math.multiplyExact(count, w));
-                slice(n, 2, Math.multiplyExact(phys, w), Math.multiplyExact(count, w));
+                s.slice(n, 1, Math.multiplyExact(phys, w), Math.multiplyExact(count, w));
+                s.slice(n, 2, Math.multiplyExact(phys, w), Math.multiplyExact(count, w));
                 ownEnd = s.bufferCount;
                 ArrayNode c = children.get(0);
                 fill(childVectors.get(0), c, 0, c.length());
@@ -256,7 +222,7 @@ final class VectorLoader implements AutoCloseable {
             }
             case STRUCT, SPARSE_UNION -> {
                 if (layout == Layout.SPARSE_UNION) {
-                    slice(n, 0, phys, count);
+                    s.slice(n, 0, phys, count);
                 }
                 ownEnd = s.bufferCount;
                 if (layout == Layout.SPARSE_UNION) {
@@ -267,8 +233,8 @@ final class VectorLoader implements AutoCloseable {
                 }
             }
             case DENSE_UNION -> {
-                slice(n, 0, phys, count);
-                slice(n, 1, Math.multiplyExact(phys, 4), Math.multiplyExact(count, 4));
+                s.slice(n, 0, phys, count);
+                s.slice(n, 1, Math.multiplyExact(phys, 4), Math.multiplyExact(count, 4));
                 ownEnd = s.bufferCount;
                 for (int i = 0; i < children.size(); i++) {
                     ArrayNode c = children.get(i);
@@ -288,7 +254,7 @@ final class VectorLoader implements AutoCloseable {
         if (dictionary != null) {
             loadDictionary(v.getField().getDictionary(), dictionary);
         }
-        addVector(v, Math.toIntExact(count), Math.toIntExact(nulls), mark, ownEnd);
+        s.add(v, Math.toIntExact(count), Math.toIntExact(nulls), mark, ownEnd);
     }
 
     /**
@@ -299,12 +265,12 @@ final class VectorLoader implements AutoCloseable {
     private void widenDecimals(ArrayNode n, long phys, long count) {
         int w = n.type().elementByteWidth();
         if (count == 0 || n.isBufferNull(1)) {
-            own(allocator.getEmpty());
+            s.own(allocator.getEmpty());
             return;
         }
         MemorySegment src = hostBuffer(n, 1);
         ArrowBuf out = allocator.buffer(Math.multiplyExact(count, DecimalVector.TYPE_WIDTH));
-        own(out.writerIndex(Math.multiplyExact(count, DecimalVector.TYPE_WIDTH)));
+        s.own(out.writerIndex(Math.multiplyExact(count, DecimalVector.TYPE_WIDTH)));
         for (long k = 0; k < count; k++) {
             long v = w == 4 ? src.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, phys + k)
                     : src.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, phys + k);
@@ -352,24 +318,6 @@ final class VectorLoader implements AutoCloseable {
         }
     }
 
-    /** Adds {@code v}, which takes buffers [from, to) (planned before its children's). */
-    private void addVector(FieldVector v, int length, int nulls, int from, int to) {
-        if (s.vectorCount == s.vectors.length) {
-            int c = s.vectorCount * 2;
-            s.vectors = Arrays.copyOf(s.vectors, c);
-            s.lengths = Arrays.copyOf(s.lengths, c);
-            s.nulls = Arrays.copyOf(s.nulls, c);
-            s.bufferStarts = Arrays.copyOf(s.bufferStarts, c);
-            s.bufferEnds = Arrays.copyOf(s.bufferEnds, c);
-        }
-        int k = s.vectorCount++;
-        s.vectors[k] = v;
-        s.lengths[k] = length;
-        s.nulls[k] = nulls;
-        s.bufferStarts[k] = from;
-        s.bufferEnds[k] = to;
-    }
-
     private void loadDictionary(DictionaryEncoding encoding, ArrayNode dictionaryNode) {
         // Arrow Java keeps a dictionary's value vector separately, under the id the mapping assigned.
         Field valueField = fields.dictionaryBuildFields.get(dictionaryNode.schema());
@@ -381,41 +329,6 @@ final class VectorLoader implements AutoCloseable {
         dictionaries.put(new Dictionary(values, encoding));
     }
 
-    private void grow() {
-        int c = s.bufferCount * 2;
-        s.own = Arrays.copyOf(s.own, c);
-        s.addresses = Arrays.copyOf(s.addresses, c);
-        s.sizes = Arrays.copyOf(s.sizes, c);
-    }
-
-    /** Plans a buffer of the allocator (this loader drops its reference when it ends). */
-    private void own(ArrowBuf b) {
-        if (s.bufferCount == s.own.length) {
-            grow();
-        }
-        s.own[s.bufferCount++] = b;
-    }
-
-    /** Plans bytes [from, from + bytes) of buffer {@code i}, zero-copy, checked against the validated length. */
-    private void slice(ArrayNode n, int i, long from, long bytes) {
-        if (bytes == 0 || n.isBufferNull(i)) {
-            own(allocator.getEmpty());
-            return;
-        }
-        long end = Math.addExact(from, bytes);
-        if (from < 0 || (n.bufferLength(i) >= 0 && end > n.bufferLength(i))) {
-            throw new DeviceBridgeException("internal error: " + FieldPath.join(n.path(), "buffers[" + i + "]")
-                    + " slice [" + from + ", " + end + ") exceeds " + n.bufferLength(i) + " bytes");
-        }
-        if (s.bufferCount == s.own.length) {
-            grow();
-        }
-        int b = s.bufferCount++;
-        s.own[b] = null;
-        s.addresses[b] = n.bufferPointer(i).address() + from;
-        s.sizes[b] = bytes;
-    }
-
     /** Null count over [phys, phys + count): the producer's count where it covers exactly that range. */
     static long nullCount(ArrayNode n, long phys, long count) {
         if (n.isBufferNull(0)) {
@@ -425,55 +338,6 @@ final class VectorLoader implements AutoCloseable {
             return n.nullCount();
         }
         return count - Bitmaps.countSet(hostBuffer(n, 0), phys, count);
-    }
-
-    /** Bits [phys, phys + count) of bitmap buffer {@code i}: a slice when byte-aligned, else a shifted copy. */
-    private void bitmap(ArrayNode n, int i, long phys, long count) {
-        long bytes = Bitmaps.bytes(count);
-        if ((phys & 7) == 0) {
-            slice(n, i, phys >>> 3, bytes);
-            return;
-        }
-        MemorySegment src = hostBuffer(n, i);
-        ArrowBuf out = allocator.buffer(Math.max(bytes, 1));
-        own(out.writerIndex(bytes));
-        out.setZero(0, out.capacity());
-        for (long k = 0; k < count; k++) {
-            if (Bitmaps.bit(src, phys + k)) {
-                out.setByte(k >>> 3, out.getByte(k >>> 3) | (1 << (k & 7)));
-            }
-        }
-    }
-
-    /**
-     * Plans the offsets buffer for [phys, phys + count] (a slice when the first offset is 0, else a copy
-     * rebased to 0) and returns the {first, last} offsets of that range.
-     */
-    private long[] offsets(ArrayNode n, long phys, long count) {
-        int w = n.type().layout().offsetWidth();
-        long[] r = ListRange.of(n, phys, count);
-        if (n.isBufferNull(1) || count == 0) {
-            ArrowBuf empty = allocator.buffer(w);
-            own(empty.writerIndex(w));
-            empty.setZero(0, w);
-            return new long[] {0, 0};
-        }
-        if (r[0] == 0) {
-            slice(n, 1, Math.multiplyExact(phys, w), Math.multiplyExact(count + 1, w));
-            return r;
-        }
-        MemorySegment src = hostBuffer(n, 1);
-        ArrowBuf out = allocator.buffer(Math.multiplyExact(count + 1, w));
-        own(out.writerIndex(Math.multiplyExact(count + 1, w)));
-        for (long k = 0; k <= count; k++) {
-            long v = ListRange.read(src, phys + k, w) - r[0];
-            if (w == 4) {
-                out.setInt(k * 4, (int) v);
-            } else {
-                out.setLong(k * 8, v);
-            }
-        }
-        return r;
     }
 
     /**
