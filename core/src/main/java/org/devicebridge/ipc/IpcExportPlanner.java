@@ -190,15 +190,7 @@ final class IpcExportPlanner {
 
     /** Our own reference to each of {@code buffers}, closed together; after a throw none is held. */
     private static AutoCloseable retain(List<DeviceBuffer> buffers) {
-        List<DeviceBuffer> refs = new ArrayList<>(buffers.size());
-        try {
-            for (DeviceBuffer b : buffers) {
-                refs.add(b.retain());
-            }
-        } catch (RuntimeException | Error e) {
-            Closing.closeAllAfter(refs, DeviceBuffer::close, e);
-            throw e;
-        }
+        List<DeviceBuffer> refs = Closing.takeAll(buffers, DeviceBuffer::retain, DeviceBuffer::close);
         return () -> Closing.closeAll(refs, DeviceBuffer::close);
     }
 

@@ -4,7 +4,7 @@ import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
-import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -179,48 +179,22 @@ public final class CudaArrowPeerCopy {
 
     /** A reference of their own to each allocation the copies of {@code slots} read, dropped together. */
     private static References retainRead(List<Slot> slots) {
-        List<DeviceBuffer> refs = new ArrayList<>();
-        try {
-            for (Slot s : slots) {
-                DeviceBuffer b = s.source().buffer();
-                if (refs.stream().noneMatch(r -> r.address() == b.address())) {
-                    refs.add(b.retain());
-                }
-            }
-        } catch (RuntimeException | Error e) {
-            new References(refs).closeAfter(e);
-            throw e;
+        Map<Long, DeviceBuffer> read = new LinkedHashMap<>(); // one reference per allocation
+        for (Slot s : slots) {
+            read.putIfAbsent(s.source().buffer().address(), s.source().buffer());
         }
-        return new References(refs);
+        return new References(Closing.takeAll(read.values(), DeviceBuffer::retain, DeviceBuffer::close));
     }
 
     /** References to device allocations that queued copies read, closed together once the copies ran. */
     record References(List<DeviceBuffer> buffers) implements AutoCloseable {
-        /** A reference to each of {@code buffers}; after a throw none is held. */
-        static References retain(Collection<DeviceBuffer> buffers) {
-            List<DeviceBuffer> refs = new ArrayList<>(buffers.size());
-            try {
-                for (DeviceBuffer b : buffers) {
-                    refs.add(b.retain());
-                }
-            } catch (RuntimeException | Error e) {
-                new References(refs).closeAfter(e);
-                throw e;
-            }
-            return new References(refs);
-        }
-
         @Override
         public void close() {
             Closing.closeAll(buffers, DeviceBuffer::close);
         }
 
         void closeAfter(Throwable failure) {
-            try {
-                close();
-            } catch (RuntimeException e) {
-                failure.addSuppressed(e);
-            }
+            Closing.closeAllAfter(buffers, DeviceBuffer::close, failure);
         }
     }
 
