@@ -14,9 +14,8 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * The device's default memory pool, which every stream-ordered allocation of this library comes from
  * ({@link DeviceBuffer#allocateAsync}: uploaded Arrow batches, staged copies). CUDA's default release
  * threshold is 0: at each synchronisation the pool gives the memory freed since back to the driver, so the
- * next allocation of that size maps fresh physical memory again, which costs about a sixth of a PCIe copy of
- * the same bytes (measured on an H100: a 1 GiB upload 20.0 ms, with the allocation from an emptied pool
- * 23.8 ms). {@link #retain(int, long)} keeps up to that many freed bytes in the pool, as RMM's and
+ * next allocation of that size maps fresh physical memory again, a cost of the order of a fraction of a PCIe
+ * copy of the same bytes (see bench/RESULTS.md). {@link #retain(int, long)} keeps up to that many freed bytes in the pool, as RMM's and
  * PyTorch's pools do; {@link #trim(int, long)} gives them back.
  *
  * <p>The default pool is the process's, not this library's: CuPy's async pool and any code calling

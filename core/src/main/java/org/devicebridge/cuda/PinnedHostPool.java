@@ -32,8 +32,8 @@ import org.devicebridge.internal.Allocations;
  * {@code rotation} blocks ({@value #DEFAULT_ROTATION} by default; 1 reuses a freed block at once). Why: the
  * copy engine writes into memory whose lines the cores still cache at about half the link's rate, and a
  * block that was just read (the checks of the last downloaded batch, the caller's own reads of it) is such
- * memory; on the H100 machine a 36 MB batch downloaded into the block freed by the batch before took 1.09-1.28
- * ms, into one freed four batches before 0.70-0.71 ms (raw copy 0.67 ms). The price is pinned memory: up to
+ * memory, and a block freed several batches earlier no longer is (the B6 download rows in bench/RESULTS.md
+ * show the difference). The price is pinned memory: up to
  * {@code rotation} blocks of each such class in use. Larger blocks push their own lines out of the caches as
  * they are written, and small ones are reused at once (most recently freed first).
  *

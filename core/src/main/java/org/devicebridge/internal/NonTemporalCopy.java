@@ -12,10 +12,9 @@ import java.util.Locale;
  * the CPU caches) where the platform allows it, and with {@link MemorySegment#copy} everywhere else.
  *
  * <p>Why: a staging chunk that 16 threads have just packed sits dirty in 16 cores' private caches, and the
- * copy engine's DMA reads of it then run at about half the link's rate (measured on the H100 machine: 18 MiB
- * after a 16-thread pack at 26-34 GB/s, with no pack before it at 44-51 GB/s; after a pack with non-temporal
- * stores at 49-50 GB/s). Java has no non-temporal store, and glibc's {@code memcpy} uses them only from a
- * threshold derived from the cache size (151 MiB on that machine) unless {@code GLIBC_TUNABLES} lowers it
+ * copy engine's DMA reads of it then run well below the link's rate; after a pack with non-temporal stores
+ * they run at it (bench/RESULTS.md, B6). Java has no non-temporal store, and glibc's {@code memcpy} uses
+ * them only from a threshold derived from the cache size unless {@code GLIBC_TUNABLES} lowers it
  * at process start. So on x86-64 Linux this class maps one page of its own machine code: an SSE2 loop of
  * {@code movdqu} loads and {@code movntdq} stores, 64 bytes a turn, ended by an {@code sfence} so that the
  * stores are visible before the copying thread reports its slice done (SSE2 is part of x86-64, so no CPU

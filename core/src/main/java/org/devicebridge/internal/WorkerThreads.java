@@ -26,9 +26,9 @@ import java.util.function.LongUnaryOperator;
  * thread-locals, so they pin no application's class loader and keep none of a caller's objects alive.
  *
  * <p>Why not a {@link java.util.concurrent.ThreadPoolExecutor} or the common pool: their idle workers are
- * woken one after the other (each woken worker wakes the next), so the eighth helper of an 8 MiB staging
- * chunk started about eight wake-ups (~35 us each on the GPU machine) after the first, and the chunk took
- * 460 us to pack where threads woken at once take 140 us (measured). Here {@link #submit} unparks every
+ * woken one after the other (each woken worker wakes the next), so the eighth helper of a staging chunk
+ * starts eight wake-ups after the first, and packing the chunk takes several times as long as with threads
+ * woken at once. Here {@link #submit} unparks every
  * helper a task wants at once, and a worker that just finished a task polls for {@value #SPIN_NANOS} ns
  * before it parks, so that the next chunk of the same transfer finds it awake.
  *

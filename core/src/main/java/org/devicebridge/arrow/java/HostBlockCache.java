@@ -8,8 +8,8 @@ import org.devicebridge.internal.Native;
 
 /**
  * Freed large blocks of host memory kept for reuse, up to a capacity, oldest given back first: a block
- * that is reused was touched before, so filling it costs no page faults (a fresh 1 GiB buffer fills at
- * 7-22 GB/s with 16 threads, a reused one at 53 GB/s, measured on the H100 machine). Blocks are keyed by
+ * that is reused was touched before, so filling it costs no page faults (fresh pages fill several times
+ * more slowly). Blocks are keyed by
  * their exact size, which {@link FfmAllocationManager} rounds to whole huge pages.
  *
  * <p>Thread-safe: every method holds this object's lock (blocks this large are few and their users slow).

@@ -13,8 +13,7 @@ import org.devicebridge.NativeHandle;
  * the next buffers of the same size, up to a capacity, instead of giving them back to the OS at once. A
  * buffer made from a kept block was touched before, so filling it costs no page faults: downloading a
  * 1 GiB batch from the GPU into a fresh root of such an allocator runs at the speed of the copy, not of
- * the kernel's page-fault path (measured on an H100 host: 53 GB/s into reused memory with 16 threads,
- * 22 GB/s into fresh huge pages, 7 GB/s into fresh small pages). It is what Netty's pooled allocator does
+ * the kernel's page-fault path (several times slower on fresh pages; see bench/RESULTS.md). It is what Netty's pooled allocator does
  * for small buffers, for the large ones that batches moved to and from a GPU are made of. Small blocks
  * behave exactly as with {@link ArrowMemory} (libc's heap reuses them).
  *
