@@ -13,6 +13,7 @@ import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.cuda.TransferOptions;
 import org.devicebridge.cuda.HostRegistration;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.cuda.PointerAttributes;
@@ -88,7 +89,7 @@ public class B6BatchBenchmark {
         GpuSupport.retainDevicePool(retainDevicePool);
         stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
         rawStream = GpuSupport.handle(stream.address());
-        transfer = HostDeviceTransfer.create(0, HostDeviceTransfer.Options.defaults().withChunkBytes(chunkBytes));
+        transfer = HostDeviceTransfer.create(0, TransferOptions.defaults().withChunkBytes(chunkBytes));
         host = new GpuSupport.HostMemory(hostMemory);
         pageable = host.allocator;
         pinnedMemory = PinnedArrowMemory.create();

@@ -16,9 +16,11 @@ import org.devicebridge.arrow.cuda.CudaArrowUpload;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.cuda.DeviceUpload;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.cuda.StreamKind;
+import org.devicebridge.cuda.TransferOptions;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -96,7 +98,6 @@ public class B6CopyBenchmark {
     private MemorySegment arrowBytes;
     private List<MemorySegment> arrowList;
     private HostDeviceTransfer transfer;
-    private final long[] zeroOffset = {0};
     private PinnedArrowMemory pinnedMemory;
     private BufferAllocator pinnedAllocator;
     private VectorSchemaRoot pinnedRoot;
@@ -121,7 +122,7 @@ public class B6CopyBenchmark {
         arrowBytes = MemorySegment.ofAddress(data.memoryAddress()).reinterpret(bytes);
         MemorySegment.copy(arrowBytes, 0, pinned.segment(), 0, bytes);
         arrowList = List.of(arrowBytes);
-        HostDeviceTransfer.Options options = HostDeviceTransfer.Options.defaults().withStagingBytes(STAGING)
+        TransferOptions options = TransferOptions.defaults().withStagingBytes(STAGING)
                 .withChunkBytes(chunkBytes);
         transfer = HostDeviceTransfer.create(0, threads > 0 ? options.withThreads(threads) : options);
         CudaCopies.hostToDevice(pinned.segment(), device, 0);
@@ -188,7 +189,7 @@ public class B6CopyBenchmark {
 
     @Benchmark
     public long arrowUpload() {
-        try (HostDeviceTransfer.Upload u = transfer.upload(arrowList, stream)) {
+        try (DeviceUpload u = transfer.upload(arrowList, stream)) {
             stream.synchronize();
             return u.buffer().address();
         }
@@ -202,7 +203,7 @@ public class B6CopyBenchmark {
 
     @Benchmark
     public void arrowDownload() {
-        transfer.download(device, zeroOffset, arrowList, stream);
+        transfer.download(List.of(device.range(0, bytes)), arrowList, stream);
     }
 
     @Benchmark

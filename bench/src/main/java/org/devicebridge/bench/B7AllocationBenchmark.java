@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.cuda.DeviceUpload;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.generated.cuda.cuda_driver_h;
@@ -120,7 +121,7 @@ public class B7AllocationBenchmark {
 
     @Benchmark
     public long upload() {
-        try (HostDeviceTransfer.Upload u = transfer.upload(hostList, stream)) {
+        try (DeviceUpload u = transfer.upload(hostList, stream)) {
             stream.synchronize();
             return u.buffer().address();
         }

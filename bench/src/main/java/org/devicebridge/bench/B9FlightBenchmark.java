@@ -30,6 +30,7 @@ import org.devicebridge.arrow.flight.DeviceFlightClient;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.cuda.TransferOptions;
 import org.devicebridge.cuda.StreamKind;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -112,8 +113,8 @@ public class B9FlightBenchmark {
             clientMemory = pinned.newRootAllocator();
             serverStream = CudaStream.create(0, StreamKind.NON_BLOCKING);
             clientStream = CudaStream.create(0, StreamKind.NON_BLOCKING);
-            serverTransfer = HostDeviceTransfer.create(0, HostDeviceTransfer.Options.defaults());
-            clientTransfer = HostDeviceTransfer.create(0, HostDeviceTransfer.Options.defaults());
+            serverTransfer = HostDeviceTransfer.create(0, TransferOptions.defaults());
+            clientTransfer = HostDeviceTransfer.create(0, TransferOptions.defaults());
             serverCopies = new DeviceCopies(serverMemory, serverTransfer, serverStream);
             clientCopies = new DeviceCopies(clientMemory, clientTransfer, clientStream);
         } else {

@@ -5,7 +5,7 @@ import org.devicebridge.InvalidArgumentException;
 
 /**
  * Several byte ranges of one {@link DeviceBuffer}, such as the buffers of an uploaded batch
- * ({@link HostDeviceTransfer.Upload#ranges()}): range {@code i} starts at {@code offsets[i]} and holds
+ * ({@link DeviceUpload#ranges()}): range {@code i} starts at {@code offsets[i]} and holds
  * {@code sizes[i]} bytes. It borrows the buffer: the caller keeps owning it, and it must still be live when
  * the ranges are used. The arrays are copied in and out.
  *

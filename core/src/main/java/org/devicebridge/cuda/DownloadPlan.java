@@ -1,14 +1,15 @@
 package org.devicebridge.cuda;
 
 import java.util.Arrays;
+import org.devicebridge.internal.CopyRuns;
 
 /**
- * Where the staged part of a download goes, planned before any copy: the device ranges are cut into
- * parts that fit a staging chunk, each part placed in a chunk at a {@value #ALIGNMENT}-byte aligned offset;
- * parts whose device ranges follow each other with gaps under {@value #ALIGNMENT} bytes and lie in one group
- * (one allocation: the bytes between two allocations may not be mapped) keep their device distance in the
- * chunk, so that one copy moves them all (a packed batch comes back in one copy per chunk). Per chunk: its
- * device-to-chunk copies, and the parts to unpack from it into the destinations.
+ * Where the staged part of a download goes, planned before any copy: the device ranges are joined into runs by
+ * the one joining rule ({@link CopyRuns}: ranges of one group, e.g. one allocation, that overlap or lie less than
+ * {@value CopyRuns#GAP} bytes apart), and each run is cut into parts that fit a staging chunk, placed at a
+ * {@value #ALIGNMENT}-byte aligned offset and copied with one call (a packed batch comes back in one copy per
+ * chunk). Per chunk: its device-to-chunk copies, and the parts of the entries to unpack from it into the
+ * destinations.
  */
 final class DownloadPlan {
     static final int ALIGNMENT = HostDeviceTransfer.ALIGNMENT;
@@ -27,6 +28,8 @@ final class DownloadPlan {
     private int parts;
     private int leadingChunks; // the chunks that hold the entries before the plan's first late one
     private long chunkBytes;
+    private boolean open; // the last chunk takes more parts
+    private long used; // the bytes of the last chunk used so far
 
     private DownloadPlan() {}
 
@@ -41,80 +44,79 @@ final class DownloadPlan {
     }
 
     /**
-     * As {@link #of(long[], long[], long[], long)}, with entry {@code firstLate} starting a new chunk (if it is
-     * not the first), so that the entries before it fill whole chunks of their own:
+     * As {@link #of(long[], long[], long[], long)}, with the entries from {@code firstLate} on planned after the
+     * others and starting a new chunk, so that the entries before it fill whole chunks of their own:
      * {@link #leadingChunks()}.
      */
     static DownloadPlan of(long[] addresses, long[] sizes, long[] groups, long chunkBytes, int firstLate) {
         DownloadPlan p = new DownloadPlan();
         p.chunkBytes = chunkBytes;
-        p.leadingChunks = -1;
-        boolean open = false;
-        long used = 0;
-        long cDev = 0; // the copy being assembled: device address, chunk offset, length (0: none), group
-        long cStage = 0;
-        long cLen = 0;
-        long cGroup = 0;
-        for (int i = 0; i < addresses.length; i++) {
-            if (i == firstLate) {
-                if (open) {
-                    p.addCopy(cDev, cStage, cLen);
-                    cLen = 0;
-                    open = false;
-                }
-                p.leadingChunks = p.chunks;
-            }
-            long group = groups == null ? 0 : groups[i];
+        int split = Math.min(firstLate, addresses.length);
+        p.plan(addresses, sizes, groups, 0, split);
+        p.leadingChunks = p.chunks;
+        p.open = false;
+        p.plan(addresses, sizes, groups, split, addresses.length);
+        p.copyStart[p.chunks] = p.copies;
+        p.partStart[p.chunks] = p.parts;
+        return p;
+    }
+
+    /** Plans entries {@code [from, to)}: their runs in address order, each cut at the chunks' ends. */
+    private void plan(long[] addresses, long[] sizes, long[] groups, int from, int to) {
+        long[] a = Arrays.copyOfRange(addresses, from, to);
+        long[] s = Arrays.copyOfRange(sizes, from, to);
+        CopyRuns runs = CopyRuns.of(a, s, groups == null ? null : Arrays.copyOfRange(groups, from, to));
+        int[][] members = members(runs, a.length);
+        for (int k = 0; k < runs.count(); k++) {
+            long length = runs.length(k);
             long done = 0;
-            while (done < sizes[i]) {
-                if (!open) {
-                    p.openChunk();
-                    open = true;
-                    used = 0;
+            while (done < length) {
+                long place = CopyRuns.alignUp(used);
+                if (!open || place >= chunkBytes) {
+                    openChunk();
+                    place = 0;
                 }
-                long dev = addresses[i] + done;
-                long place = alignUp(used);
-                boolean joinable = cLen > 0 && group == cGroup;
-                if (joinable && dev >= cDev + cLen && dev - (cDev + cLen) < ALIGNMENT) {
-                    place = cStage + (dev - cDev); // keep the device distance: one copy for both
+                long len = Math.min(length - done, chunkBytes - place);
+                addCopy(runs.start(k) + done, place, len);
+                for (int e : members[k]) { // the part of each entry of the run in [done, done + len)
+                    long into = a[e] - runs.start(k);
+                    long lo = Math.max(into, done);
+                    long hi = Math.min(into + s[e], done + len);
+                    if (hi > lo) {
+                        addPart(from + e, lo - into, hi - lo, place + (lo - done));
+                    }
                 }
-                if (place >= chunkBytes) { // this chunk is full
-                    p.addCopy(cDev, cStage, cLen);
-                    cLen = 0;
-                    open = false;
-                    continue;
-                }
-                long len = Math.min(sizes[i] - done, chunkBytes - place);
-                if (joinable && place >= cStage + cLen && dev - cDev == place - cStage) {
-                    cLen = place + len - cStage; // extends the copy over the gap (inside one group)
-                } else {
-                    p.addCopy(cDev, cStage, cLen);
-                    cDev = dev;
-                    cStage = place;
-                    cLen = len;
-                    cGroup = group;
-                }
-                p.addPart(i, done, len, place);
                 used = place + len;
                 done += len;
             }
         }
-        if (open) {
-            p.addCopy(cDev, cStage, cLen);
-        }
-        p.copyStart[p.chunks] = p.copies;
-        p.partStart[p.chunks] = p.parts;
-        if (p.leadingChunks < 0) {
-            p.leadingChunks = p.chunks;
-        }
-        return p;
     }
 
-    private static long alignUp(long v) {
-        return Math.addExact(v, ALIGNMENT - 1) & -ALIGNMENT;
+    /** The entries of each run. */
+    private static int[][] members(CopyRuns runs, int n) {
+        int[] counts = new int[runs.count()];
+        for (int i = 0; i < n; i++) {
+            if (runs.runOf(i) >= 0) {
+                counts[runs.runOf(i)]++;
+            }
+        }
+        int[][] members = new int[runs.count()][];
+        for (int k = 0; k < members.length; k++) {
+            members[k] = new int[counts[k]];
+            counts[k] = 0;
+        }
+        for (int i = 0; i < n; i++) {
+            int k = runs.runOf(i);
+            if (k >= 0) {
+                members[k][counts[k]++] = i;
+            }
+        }
+        return members;
     }
 
     private void openChunk() {
+        open = true;
+        used = 0;
         if (chunks + 1 >= copyStart.length) {
             copyStart = Arrays.copyOf(copyStart, copyStart.length * 2);
             partStart = Arrays.copyOf(partStart, partStart.length * 2);

@@ -89,7 +89,7 @@ final class StagingCopy {
     /** Adds a copy of {@code bytes} bytes from {@code src} at {@code srcOffset} to {@code dst} at {@code dstOffset}. */
     void copy(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes) {
         if (bytes > 0) {
-            add(src, srcOffset, dst, dstOffset, bytes, false);
+            add(src, srcOffset, dst, dstOffset, bytes);
         }
     }
 
@@ -99,18 +99,20 @@ final class StagingCopy {
      */
     void pack(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes) {
         if (bytes > 0) {
-            add(src, srcOffset, dst, dstOffset, bytes, true);
+            add(src, srcOffset, dst, dstOffset, bytes);
+            packed[count - 1] = true;
+            packedBytes += bytes;
         }
     }
 
     /** Adds zeroing {@code bytes} bytes of {@code dst} at {@code dstOffset}. */
     void zero(MemorySegment dst, long dstOffset, long bytes) {
         if (bytes > 0) {
-            add(null, 0, dst, dstOffset, bytes, false);
+            add(null, 0, dst, dstOffset, bytes);
         }
     }
 
-    private void add(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes, boolean packing) {
+    private void add(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes) {
         if (job != null) {
             throw new IllegalStateException("pieces added to a started staging copy");
         }
@@ -127,8 +129,7 @@ final class StagingCopy {
         fromOffset[count] = srcOffset;
         to[count] = dst;
         toOffset[count] = dstOffset;
-        packed[count] = packing;
-        packedBytes += packing ? bytes : 0;
+        packed[count] = false; // pack() marks its own
         start[count + 1] = Math.addExact(start[count], bytes);
         confined |= (src != null && !WorkerThreads.canShare(src)) || !WorkerThreads.canShare(dst);
         count++;

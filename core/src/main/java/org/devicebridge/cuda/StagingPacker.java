@@ -17,13 +17,13 @@ final class StagingPacker {
     private final long aroundCachesTail;
     private int first; // the first staged buffer that may overlap the next chunk
 
-    StagingPacker(MemorySegment[] src, long[] offsets, long[] sizes, int[] order, long stagedBytes, long step,
-                  long aroundCachesTail) {
+    /** Packs the staged buffers of {@code layout}, read from {@code src}, in chunks of {@code step} bytes. */
+    StagingPacker(MemorySegment[] src, BatchTransfer.Layout layout, long step, long aroundCachesTail) {
         this.src = src;
-        this.offsets = offsets;
-        this.sizes = sizes;
-        this.order = order;
-        this.stagedBytes = stagedBytes;
+        this.offsets = layout.offsets();
+        this.sizes = layout.sizes();
+        this.order = layout.staged();
+        this.stagedBytes = layout.stagedBytes();
         this.step = step;
         this.aroundCachesTail = aroundCachesTail;
     }

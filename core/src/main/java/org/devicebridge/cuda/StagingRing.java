@@ -13,8 +13,8 @@ import org.devicebridge.internal.WorkerThreads;
  * <p>Upload: chunk N+1 (and the next ones, as far as free chunks allow) is packed by the shared copy
  * threads while chunk N's copy to the device runs; a chunk's copy is queued as soon as it is packed.
  * Download: the copies of the next chunks into free chunks are queued ahead; each chunk is unpacked by the
- * copy threads as soon as its copy arrived, while the next chunks' copies run. The host waits only for a
- * chunk it needs next.
+ * copy threads as soon as its copy arrived, while the next chunks' copies run (a {@link Split} download hands
+ * its later chunks to a worker). The host waits only for a chunk it needs next.
  *
  * <p>Not thread-safe: one ring belongs to one transfer object, whose methods are serialised.
  */
@@ -31,13 +31,8 @@ final class StagingRing {
     /**
      * An upload packs the chunks that start in its last this many bytes around the caches
      * ({@link StagingCopy#pack}), the ones before them with ordinary stores ({@link StagingCopy#copy}): the
-     * private caches of the packing threads (2 MiB of L2 each on the H100 machine) hold the last bytes each
-     * thread read and wrote, and the copy engine reads lines still dirty there at half the link's rate, after
-     * the packing ended, with nothing left to push them out. The bytes packed before them have been pushed
-     * out to the shared L3 by then, and the copy engine reads them from there faster than from memory, where
-     * non-temporal stores put them (B6 on the H100 machine, 16 threads, ratio to raw, 16 MiB / 64 MiB /
-     * 256 MiB / 1 GiB pageable upload: with ordinary stores 0.31 / 0.67 / 0.84 / 0.93, all non-temporal 0.57
-     * / 0.66 / 0.75 / 0.79, the last 32 MiB non-temporal 0.65 / 0.73 / 0.87 / 0.95).
+     * private caches of the packing threads hold the last bytes each thread wrote, and the copy engine reads
+     * lines still dirty there at about half the link's rate (docs/transfers.md; bench/RESULTS.md, B6).
      */
     private final long aroundCachesTail;
     private int next; // the chunk the next batch starts with
@@ -81,9 +76,8 @@ final class StagingRing {
 
     /**
      * The bytes of each chunk that a batch of {@code stagedBytes} uses: a batch smaller than the ring is
-     * spread over every chunk, in steps of at least {@link #MIN_STEP}. With whole 8 MiB chunks a 16 MiB batch
-     * is two steps and its first DMA waits for half of the packing; in eight steps it waits for an eighth,
-     * and all eight are packed at once (a ninth would wait for the first chunk's DMA).
+     * spread over every chunk, in steps of at least {@link #MIN_STEP}, so that its first copy waits for a
+     * small part of the packing, and every step is packed at once.
      */
     long stepFor(long stagedBytes) {
         long perChunk = (stagedBytes + chunks.length - 1) / chunks.length;
@@ -94,7 +88,7 @@ final class StagingRing {
      * The step of a download whose {@code leadBytes} (with their alignment padding) fill chunks of their own
      * before the {@code lateBytes}: at least {@link #stepFor(long)} of both, and large enough (up to a whole
      * chunk) for the two to fit the ring at once, so that every copy can be queued before the leading chunks
-     * are unpacked ({@link #download(DownloadPlan, MemorySegment[], TransferOps, Runnable)}).
+     * are unpacked ({@link #startSplit}).
      */
     long stepFor(long leadBytes, long lateBytes) {
         long step = stepFor(leadBytes + lateBytes);
@@ -120,17 +114,17 @@ final class StagingRing {
     }
 
     /**
-     * Packs the staged buffers {@code src[order[k]]} (placed at {@code offsets[order[k]]}, increasing with
-     * {@code k}, in {@code [0, stagedBytes)}) into {@code [base, base + stagedBytes)} on the device, with
+     * Packs the staged buffers of {@code layout} ({@code src[i]} for {@code i} in {@link BatchTransfer.Layout#staged()},
+     * at its offset in {@code [0, stagedBytes)}) into {@code [base, base + stagedBytes)} on the device, with
      * zeros between them, chunk by chunk (in steps of {@link #stepFor} bytes). Returns once every chunk's copy
      * is queued: the host buffers have then been read, and the last copies may still run (the chunks' events
      * guard them).
      */
-    void upload(MemorySegment[] src, long[] offsets, long[] sizes, int[] order, long stagedBytes, long base,
-                TransferOps ops) {
+    void upload(MemorySegment[] src, BatchTransfer.Layout layout, long base, TransferOps ops) {
+        long stagedBytes = layout.stagedBytes();
         long step = stepFor(stagedBytes);
         int n = Math.toIntExact((stagedBytes + step - 1) / step);
-        StagingPacker packer = new StagingPacker(src, offsets, sizes, order, stagedBytes, step, aroundCachesTail);
+        StagingPacker packer = new StagingPacker(src, layout, step, aroundCachesTail);
         int published = 0;
         int sent = 0;
         try {
@@ -203,68 +197,110 @@ final class StagingRing {
         }
     }
 
+    /** {@code true} if {@code plan} has late chunks and fits the ring at once ({@link #startSplit}). */
+    boolean fits(DownloadPlan plan) {
+        return plan.chunks() <= chunks.length && plan.leadingChunks() < plan.chunks();
+    }
+
     /**
-     * As {@link #download(DownloadPlan, MemorySegment[], TransferOps)}, with {@code work} run on this thread
-     * once the plan's leading chunks ({@link DownloadPlan#leadingChunks}) arrived and were unpacked. Where the
-     * plan fits the ring, every chunk's copy is queued first, and while {@code work} runs one worker waits for
-     * each later chunk in turn and hands its unpacking to the workers; this returns when every byte arrived
-     * and was unpacked, and {@code work} returned. Otherwise {@code work} runs once everything was unpacked.
-     * If {@code work} throws, its exception is thrown once no copy or unpacking runs any more.
+     * Starts a download of {@code plan} (one that {@link #fits}) into {@code dst}: queues every chunk's copy.
+     * After a throw no copy or unpacking writes into a destination.
      */
-    void download(DownloadPlan plan, MemorySegment[] dst, TransferOps ops, Runnable work) {
-        int n = plan.chunks();
-        int leading = plan.leadingChunks();
-        if (n > chunks.length || leading >= n) {
-            download(plan, dst, ops);
-            work.run();
-            return;
-        }
-        long base = placeIn(plan);
-        WorkerThreads.Job watcher = null;
-        try {
-            for (int c = 0; c < n; c++) {
-                issue(plan, c, base, ops);
-            }
-            for (int c = 0; c < n; c++) {
-                addParts(plan, c, base, dst);
-            }
-            for (int c = 0; c < leading; c++) {
-                int s = slot(c);
-                ops.await(s);
-                used[s] = false;
-                copies[s].start();
-            }
-            for (int c = 0; c < leading; c++) {
-                copies[slot(c)].finish();
-            }
-            watcher = WorkerThreads.startBeside(ignored -> {
-                for (int c = leading; c < n; c++) {
-                    ops.awaitElsewhere(slot(c));
-                    copies[slot(c)].start(); // its slices go to the workers (one slice: finish() below copies it)
+    Split startSplit(DownloadPlan plan, MemorySegment[] dst, TransferOps ops) {
+        return new Split(plan, dst, ops);
+    }
+
+    /**
+     * A download split at its leading chunks: between {@link #awaitLeading()} and {@link #finish()} a worker waits
+     * for each later chunk and hands its unpacking to the workers. A method that throws waits for every unpacking.
+     */
+    final class Split {
+        private final int n;
+        private final int leading;
+        private final TransferOps ops;
+        private WorkerThreads.Job watcher;
+        private boolean ended;
+
+        private Split(DownloadPlan plan, MemorySegment[] dst, TransferOps ops) {
+            this.n = plan.chunks();
+            this.leading = plan.leadingChunks();
+            this.ops = ops;
+            long base = placeIn(plan);
+            try {
+                for (int c = 0; c < n; c++) {
+                    issue(plan, c, base, ops);
                 }
-                return 0;
-            });
-            work.run();
-            WorkerThreads.Job w = watcher;
-            watcher = null;
-            w.finish();
-            for (int c = leading; c < n; c++) {
-                int s = slot(c);
-                copies[s].finish();
-                ops.await(s); // arrived already: counts the chunk's wait on this thread
-                used[s] = false;
+                for (int c = 0; c < n; c++) {
+                    addParts(plan, c, base, dst);
+                }
+            } catch (RuntimeException | Error e) {
+                end(e);
+                throw e;
             }
-        } catch (RuntimeException | Error e) {
+        }
+
+        /** Returns once the leading chunks arrived and were unpacked; starts the worker that brings the others. */
+        void awaitLeading() {
+            try {
+                for (int c = 0; c < leading; c++) {
+                    int s = slot(c);
+                    ops.await(s);
+                    used[s] = false;
+                    copies[s].start();
+                }
+                for (int c = 0; c < leading; c++) {
+                    copies[slot(c)].finish();
+                }
+                watcher = WorkerThreads.startBeside(ignored -> {
+                    for (int c = leading; c < n; c++) {
+                        ops.awaitElsewhere(slot(c));
+                        copies[slot(c)].start(); // its slices go to the workers (one slice: finish() below copies it)
+                    }
+                    return 0;
+                });
+            } catch (RuntimeException | Error e) {
+                end(e);
+                throw e;
+            }
+        }
+
+        /** Returns once every chunk arrived and was unpacked. */
+        void finish() {
+            try {
+                WorkerThreads.Job w = watcher;
+                watcher = null;
+                if (w != null) {
+                    w.finish();
+                }
+                for (int c = leading; c < n; c++) {
+                    int s = slot(c);
+                    copies[s].finish();
+                    ops.await(s); // arrived already: counts the chunk's wait on this thread
+                    used[s] = false;
+                }
+                ended = true;
+                next = slot(n);
+            } catch (RuntimeException | Error e) {
+                end(e);
+                throw e;
+            }
+        }
+
+        /** After a failure: no thread starts an unpacking after this, and every started one finished. */
+        private void end(Throwable e) {
+            if (ended) {
+                return;
+            }
+            ended = true;
             if (watcher != null) {
                 try {
-                    watcher.finish(); // no thread starts an unpacking after this
+                    watcher.finish();
                 } catch (RuntimeException | Error more) {
                     e.addSuppressed(more);
                 }
+                watcher = null;
             }
             finishAll(e);
-            throw e;
-        } finally {
             next = slot(n);
         }
     }

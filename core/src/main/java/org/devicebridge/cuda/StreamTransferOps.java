@@ -16,7 +16,7 @@ final class StreamTransferOps implements TransferOps, AutoCloseable {
     private final MemorySegment stream;
     private final TransferEvents events;
     private final TransferStatistics stats;
-    private final long savedContext;
+    private long savedContext;
 
     /** Ops on {@code stream} (live) with the transfer's events (live); borrows all of them. */
     StreamTransferOps(CudaStream stream, TransferEvents events, TransferStatistics stats) {
@@ -25,6 +25,12 @@ final class StreamTransferOps implements TransferOps, AutoCloseable {
         this.events = events;
         this.stats = stats;
         this.savedContext = CudaContext.enter(device); // every call below runs on this thread, in this context
+    }
+
+    /** Makes the stream's device context current again after {@link #close()}, until the next close. */
+    StreamTransferOps reenter() {
+        savedContext = CudaContext.enter(device);
+        return this;
     }
 
     /** Makes the caller's context current again. */

@@ -12,7 +12,7 @@ interface TransferOps {
     /** The event recorded after the last copy of a batch. */
     int BATCH = -1;
 
-    /** The event recorded after the leading copies of a download (see {@link BatchTransfer#download}). */
+    /** The event recorded after the leading copies of a download (see {@link DownloadRun}). */
     int LEADING = -2;
 
     /** Queues a copy of {@code bytes} bytes of host memory to a device address ({@code cuMemcpyHtoDAsync}). */

@@ -1,8 +1,8 @@
 package org.devicebridge.cuda;
 
 /**
- * What a transfer object did, counted as it goes (under the transfer's lock): batches, direct copies and
- * their bytes, staged bytes, host waits. Not thread-safe by itself.
+ * What a transfer object did, counted as it goes: batches, direct copies and their bytes, staged bytes, host
+ * waits. Thread-safe: a {@link DeviceUpload} counts its wait on its caller's thread, outside the transfer's lock.
  */
 final class TransferStatistics {
     private long batches;
@@ -11,24 +11,24 @@ final class TransferStatistics {
     private long stagedBytes;
     private long hostWaits;
 
-    void batch() {
+    synchronized void batch() {
         batches++;
     }
 
-    void direct(long bytes) {
+    synchronized void direct(long bytes) {
         directCopies++;
         directBytes += bytes;
     }
 
-    void staged(long bytes) {
+    synchronized void staged(long bytes) {
         stagedBytes += bytes;
     }
 
-    void hostWait() {
+    synchronized void hostWait() {
         hostWaits++;
     }
 
-    HostDeviceTransfer.Statistics snapshot() {
+    synchronized HostDeviceTransfer.Statistics snapshot() {
         return new HostDeviceTransfer.Statistics(batches, directCopies, directBytes, stagedBytes, hostWaits);
     }
 }

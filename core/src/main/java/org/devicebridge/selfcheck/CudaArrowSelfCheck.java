@@ -31,6 +31,7 @@ import org.devicebridge.cuda.DeviceMemoryPool;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.cuda.StreamKind;
+import org.devicebridge.cuda.TransferOptions;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
@@ -81,7 +82,7 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
              VectorSchemaRoot table = sample(pageable);
              VectorSchemaRoot pinnedTable = sample(pinned);
              CudaStream stream = CudaStream.create(device, StreamKind.NON_BLOCKING);
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(device, HostDeviceTransfer.Options.defaults())) {
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(device, TransferOptions.defaults())) {
             roundTrip(report, "pageable root", table, pageable, transfer, stream);
             roundTrip(report, "pinned root", pinnedTable, pinned, transfer, stream);
             long bytes;

@@ -11,6 +11,7 @@ import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.cuda.DeviceUpload;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.cuda.PointerAttributes;
@@ -62,7 +63,7 @@ final class CudaSelfCheckSection implements SelfCheckSection {
                     && a.deviceOrdinal() == device, a.toString());
 
             try (HostDeviceTransfer transfer = HostDeviceTransfer.create(device, 4 << 20);
-                 HostDeviceTransfer.Upload up = transfer.upload(List.of(host, host.asSlice(1, 100)), stream)) {
+                 DeviceUpload up = transfer.upload(List.of(host, host.asSlice(1, 100)), stream)) {
                 List<MemorySegment> back = transfer.download(up.ranges(), arena, stream);
                 boolean same = back.get(0).mismatch(host) == -1 && back.get(1).mismatch(host.asSlice(1, 100)) == -1;
                 report.check("transfer engine", same, String.format(Locale.ROOT,

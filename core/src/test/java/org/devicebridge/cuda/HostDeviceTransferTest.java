@@ -49,7 +49,7 @@ class HostDeviceTransferTest {
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
             long allocationsBefore = CudaCounters.snapshot().memAllocAsyncCalls();
-            try (HostDeviceTransfer.Upload up = transfer.upload(host, stream)) {
+            try (DeviceUpload up = transfer.upload(host, stream)) {
                 assertEquals(allocationsBefore + 1, CudaCounters.snapshot().memAllocAsyncCalls(), "one allocation");
                 long[] offsets = up.offsets();
                 assertEquals(sizes.length, up.count());
@@ -87,8 +87,8 @@ class HostDeviceTransferTest {
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 16)) {
             List<MemorySegment> first = batch(arena, r, new long[] {100, 3000});
             List<MemorySegment> second = batch(arena, r, new long[] {40_000, 8});
-            try (HostDeviceTransfer.Upload a = transfer.upload(first, stream);
-                 HostDeviceTransfer.Upload b = transfer.upload(second, stream)) {
+            try (DeviceUpload a = transfer.upload(first, stream);
+                 DeviceUpload b = transfer.upload(second, stream)) {
                 long[] ao = a.offsets();
                 long[] bo = b.offsets();
                 // interleaved, one larger than a staging half, ranges inside buffers and whole buffers
@@ -122,7 +122,7 @@ class HostDeviceTransferTest {
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 64 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
             for (int round = 0; round < 3; round++) {
-                try (HostDeviceTransfer.Upload up = transfer.upload(host, stream)) {
+                try (DeviceUpload up = transfer.upload(host, stream)) {
                     List<MemorySegment> back = transfer.download(new DeviceRanges(up.buffer(), up.offsets(), sizes), arena, stream);
                     for (int i = 0; i < sizes.length; i++) {
                         assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE),
@@ -147,8 +147,8 @@ class HostDeviceTransferTest {
             CudaCounters.Snapshot before = CudaCounters.snapshot();
             int batches = 50;
             for (int b = 0; b < batches; b++) {
-                try (HostDeviceTransfer.Upload up = transfer.upload(host, stream)) {
-                    transfer.download(up.buffer(), up.offsets(), back, stream);
+                try (DeviceUpload up = transfer.upload(host, stream)) {
+                    download(transfer, up.buffer(), up.offsets(), back, stream);
                 }
             }
             CudaCounters.Snapshot after = CudaCounters.snapshot();
@@ -175,7 +175,7 @@ class HostDeviceTransferTest {
             assertThrows(InvalidArgumentException.class,
                     () -> transfer.download(new DeviceRanges(d, new long[] {0, 1}, new long[] {1}), arena, stream));
             assertThrows(InvalidArgumentException.class,
-                    () -> transfer.download(d, new long[] {0, 1}, List.of(arena.allocate(1)), stream));
+                    () -> download(transfer, d, new long[] {0, 1}, List.of(arena.allocate(1)), stream));
             assertThrows(InvalidArgumentException.class,
                     () -> transfer.upload(List.of(MemorySegment.ofArray(new byte[3])), stream));
             long live = HandleTracker.liveHandles();
@@ -189,7 +189,7 @@ class HostDeviceTransferTest {
             assertEquals(afterClose, HandleTracker.liveHandles(), "a second close releases nothing more");
             assertThrows(HandleClosedException.class, () -> transfer.upload(List.of(), stream));
             assertThrows(HandleClosedException.class,
-                    () -> transfer.download(d, new long[] {0}, List.of(arena.allocate(1)), stream));
+                    () -> download(transfer, d, new long[] {0}, List.of(arena.allocate(1)), stream));
         }
     }
 
@@ -227,7 +227,7 @@ class HostDeviceTransferTest {
             List<MemorySegment> back = slices(pinnedBack.segment(), sizes, null);
             for (int round = 0; round < 3; round++) {
                 HostDeviceTransfer.Statistics before = transfer.statistics();
-                try (HostDeviceTransfer.Upload up = transfer.upload(host, stream)) {
+                try (DeviceUpload up = transfer.upload(host, stream)) {
                     HostDeviceTransfer.Statistics mid = transfer.statistics();
                     assertEquals(before.directCopies() + sizes.length, mid.directCopies(), "every buffer copied directly");
                     assertEquals(before.stagedBytes(), mid.stagedBytes(), "nothing staged");
@@ -236,7 +236,7 @@ class HostDeviceTransferTest {
                         assertEquals(0, (up.buffer().address() + up.offsets()[i]) % HostDeviceTransfer.ALIGNMENT);
                     }
                     checkPaddingIsZero(arena, up, stream);
-                    transfer.download(up.buffer(), up.offsets(), back, stream);
+                    download(transfer, up.buffer(), up.offsets(), back, stream);
                     HostDeviceTransfer.Statistics after = transfer.statistics();
                     assertEquals(mid.directCopies() + sizes.length, after.directCopies());
                     assertEquals(mid.stagedBytes(), after.stagedBytes(), "nothing staged");
@@ -263,11 +263,11 @@ class HostDeviceTransferTest {
             List<MemorySegment> host = slices(pinned.segment(), sizes, r);
             List<MemorySegment> back = slices(pinnedBack.segment(), sizes, null);
             long waits = transfer.statistics().hostWaits();
-            try (HostDeviceTransfer.Upload up = transfer.uploadAsync(host, stream)) {
+            try (DeviceUpload up = transfer.uploadAsync(host, stream)) {
                 assertEquals(waits, transfer.statistics().hostWaits(), "no host wait");
                 done.record(stream);
                 done.synchronize(); // the caller's own wait before it may change the sources
-                transfer.download(up.buffer(), up.offsets(), back, stream);
+                download(transfer, up.buffer(), up.offsets(), back, stream);
             }
             for (int i = 0; i < sizes.length; i++) {
                 assertEquals(-1, host.get(i).mismatch(back.get(i)), "buffer " + i);
@@ -292,7 +292,7 @@ class HostDeviceTransferTest {
                 long allocations = CudaCounters.snapshot().memAllocAsyncCalls();
                 long waits = transfer.statistics().hostWaits();
                 long[] seen = new long[2];
-                try (HostDeviceTransfer.Upload up = transfer.upload(host, () -> {
+                try (DeviceUpload up = upload(transfer, host, () -> {
                     seen[0]++;
                     seen[1] = CudaCounters.snapshot().memAllocAsyncCalls(); // the copies' allocation is made
                 }, stream)) {
@@ -301,18 +301,18 @@ class HostDeviceTransferTest {
                     if (direct) {
                         assertEquals(waits + 1, transfer.statistics().hostWaits(), "one host wait, after the work");
                     }
-                    transfer.download(up.buffer(), up.offsets(), back, stream);
+                    download(transfer, up.buffer(), up.offsets(), back, stream);
                 }
                 for (int i = 0; i < sizes.length; i++) {
                     assertEquals(-1, host.get(i).mismatch(back.get(i)), "direct " + direct + ", buffer " + i);
                 }
-                IllegalStateException e = assertThrows(IllegalStateException.class, () -> transfer.upload(host, () -> {
+                IllegalStateException e = assertThrows(IllegalStateException.class, () -> upload(transfer, host, () -> {
                     throw new IllegalStateException("work failed");
                 }, stream));
                 assertEquals("work failed", e.getMessage());
                 stream.synchronize();
                 assertEquals(deviceBytes, CudaCounters.snapshot().deviceBytesOutstanding(), "the allocation was freed");
-                try (HostDeviceTransfer.Upload again = transfer.upload(host, stream)) {
+                try (DeviceUpload again = transfer.upload(host, stream)) {
                     assertEquals(sizes.length, again.offsets().length, "the transfer is usable after a failed batch");
                 }
                 back.forEach(b -> b.fill((byte) 0));
@@ -329,13 +329,13 @@ class HostDeviceTransferTest {
         try (Arena arena = Arena.ofShared();
              PinnedHostBuffer pinned = PinnedHostBuffer.allocate(8L << 20);
              CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, HostDeviceTransfer.Options.defaults()
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, TransferOptions.defaults()
                      .withStagingBytes(8L << 20).withChunkBytes(1L << 20))) {
             List<MemorySegment> p = slices(pinned.segment(), pinnedSizes, r);
             List<MemorySegment> q = batch(arena, r, pageableSizes);
             List<MemorySegment> host = List.of(q.get(0), p.get(0), q.get(1), p.get(1), q.get(2));
             HostDeviceTransfer.Statistics before = transfer.statistics();
-            try (HostDeviceTransfer.Upload up = transfer.upload(host, stream)) {
+            try (DeviceUpload up = transfer.upload(host, stream)) {
                 HostDeviceTransfer.Statistics after = transfer.statistics();
                 assertEquals(before.directCopies() + 2, after.directCopies());
                 assertEquals(before.directBytes() + (5 << 20) + 33, after.directBytes());
@@ -368,7 +368,7 @@ class HostDeviceTransferTest {
     }
 
     /** Every byte of the allocation outside the buffers is zero. */
-    private static void checkPaddingIsZero(Arena arena, HostDeviceTransfer.Upload up, CudaStream stream) {
+    private static void checkPaddingIsZero(Arena arena, DeviceUpload up, CudaStream stream) {
         stream.synchronize();
         long total = up.buffer().byteSize();
         MemorySegment all = arena.allocate(Math.max(1, total)).asSlice(0, total);
@@ -392,7 +392,7 @@ class HostDeviceTransferTest {
              CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
-            try (HostDeviceTransfer.Upload up = transfer.upload(host, stream)) {
+            try (DeviceUpload up = transfer.upload(host, stream)) {
                 for (boolean pinned : new boolean[] {true, false}) {
                     long total = java.util.Arrays.stream(sizes).sum() + 64L * sizes.length;
                     PinnedHostBuffer pinnedBlock = pinned ? PinnedHostBuffer.allocate(total) : null;
@@ -408,19 +408,19 @@ class HostDeviceTransferTest {
                         }
                         int leading = 3;
                         int[] ran = {0};
-                        transfer.download(sources, destinations, leading, () -> {
+                        download(transfer, sources, destinations, leading, () -> {
                             ran[0]++;
                             assertSameBytes(host, destinations, leading, "leading");
                         }, stream);
                         assertEquals(1, ran[0]);
                         assertSameBytes(host, destinations, sizes.length, "pinned " + pinned);
                         IllegalStateException e = assertThrows(IllegalStateException.class,
-                                () -> transfer.download(sources, destinations, 1, () -> {
+                                () -> download(transfer, sources, destinations, 1, () -> {
                                     throw new IllegalStateException("work failed");
                                 }, stream));
                         assertEquals("work failed", e.getMessage());
                         assertThrows(InvalidArgumentException.class,
-                                () -> transfer.download(sources, destinations, sizes.length + 1, () -> { }, stream));
+                                () -> download(transfer, sources, destinations, sizes.length + 1, () -> { }, stream));
                         // the transfer is usable after a failed batch
                         destinations.get(5).fill((byte) 0);
                         transfer.download(sources, destinations, stream);
@@ -446,7 +446,7 @@ class HostDeviceTransferTest {
              CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 64 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
-            try (HostDeviceTransfer.Upload up = transfer.upload(host, stream)) {
+            try (DeviceUpload up = transfer.upload(host, stream)) {
                 for (int round = 0; round < 3; round++) {
                     List<DeviceRange> sources = new ArrayList<>();
                     List<MemorySegment> destinations = new ArrayList<>();
@@ -459,7 +459,7 @@ class HostDeviceTransferTest {
                     long waitsBefore = transfer.statistics().hostWaits();
                     Thread caller = Thread.currentThread();
                     int[] ran = {0};
-                    transfer.download(sources, destinations, leading, () -> {
+                    download(transfer, sources, destinations, leading, () -> {
                         ran[0]++;
                         assertSame(caller, Thread.currentThread());
                         assertSameBytes(host, destinations, leading, "leading");
@@ -475,7 +475,7 @@ class HostDeviceTransferTest {
                         sources.add(up.buffer().range(up.offsets()[i], sizes[i]));
                         destinations.add(confined.allocate(Math.max(1, sizes[i]), 64).asSlice(0, sizes[i]));
                     }
-                    transfer.download(sources, destinations, leading,
+                    download(transfer, sources, destinations, leading,
                             () -> assertSameBytes(host, destinations, leading, "leading, confined"), stream);
                     assertSameBytes(host, destinations, sizes.length, "confined");
                 }
@@ -486,7 +486,7 @@ class HostDeviceTransferTest {
                     destinations.add(arena.allocate(Math.max(1, sizes[i]), 64).asSlice(0, sizes[i]));
                 }
                 IllegalStateException e = assertThrows(IllegalStateException.class,
-                        () -> transfer.download(sources, destinations, 1, () -> {
+                        () -> download(transfer, sources, destinations, 1, () -> {
                             throw new IllegalStateException("work failed");
                         }, stream));
                 assertEquals("work failed", e.getMessage());
@@ -505,6 +505,42 @@ class HostDeviceTransferTest {
         for (int i = 0; i < count; i++) {
             assertArrayEquals(expected.get(i).toArray(ValueLayout.JAVA_BYTE), actual.get(i).toArray(ValueLayout.JAVA_BYTE),
                     what + ": range " + i);
+        }
+    }
+
+    /** Ranges of {@code buffer} at {@code offsets}, each of its destination's size, downloaded into them. */
+    private static void download(HostDeviceTransfer transfer, DeviceBuffer buffer, long[] offsets,
+                                 List<MemorySegment> destinations, CudaStream stream) {
+        long[] sizes = destinations.stream().mapToLong(MemorySegment::byteSize).toArray();
+        List<DeviceRange> sources = new java.util.ArrayList<>();
+        for (int i = 0; i < offsets.length; i++) {
+            sources.add(new DeviceRange(buffer, offsets[i], i < sizes.length ? sizes[i] : 0));
+        }
+        transfer.download(sources, destinations, stream);
+    }
+
+    /** An upload with host work while the copy engine reads: uploadAsync, the work, then the one wait. */
+    private static DeviceUpload upload(HostDeviceTransfer transfer, List<MemorySegment> host, Runnable work,
+                                       CudaStream stream) {
+        DeviceUpload up = transfer.uploadAsync(host, stream);
+        try {
+            work.run();
+            up.await();
+        } catch (RuntimeException | Error e) {
+            up.await(); // no copy reads the buffers after a throw
+            up.close();
+            throw e;
+        }
+        return up;
+    }
+
+    /** A download with host work once the leading ranges arrived, as the Arrow download runs it. */
+    private static void download(HostDeviceTransfer transfer, List<DeviceRange> sources, List<MemorySegment> destinations,
+                                 int leading, Runnable work, CudaStream stream) {
+        try (PendingDownload d = transfer.downloadAsync(sources, destinations, leading, stream)) {
+            d.awaitLeading();
+            work.run();
+            d.await();
         }
     }
 }

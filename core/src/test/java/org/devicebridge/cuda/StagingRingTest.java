@@ -148,6 +148,41 @@ class StagingRingTest {
         return ring(arena, chunks, chunkBytes, copies, -1);
     }
 
+    /**
+     * An upload as the transfer engine runs it: the batch's copies, then a mark after the direct ones (the engine
+     * records the upload's own event there; {@link TransferOps#BATCH} here).
+     */
+    private static boolean upload(StagingRing ring, MemorySegment[] src, long[] sizes, BatchTransfer.Layout layout,
+                                  long base, TransferOps ops, TransferStatistics stats) {
+        assertArrayEquals(sizes, layout.sizes(), "the layout's sizes");
+        boolean queued = BatchTransfer.upload(new BatchTransfer.Lane(ring, ops, stats), src, layout, base);
+        if (queued) {
+            ops.record(TransferOps.BATCH);
+        }
+        return queued;
+    }
+
+    /** A whole download, as {@link HostDeviceTransfer#download(List, List, CudaStream)} runs it. */
+    private static void download(StagingRing ring, long[] addresses, long[] groups, MemorySegment[] dst, long[] sizes,
+                                 boolean[] direct, TransferOps ops, TransferStatistics stats) {
+        BatchTransfer.download(new BatchTransfer.Lane(ring, ops, stats),
+                new DownloadBatch(addresses, groups, dst, sizes, direct, dst.length));
+    }
+
+    /**
+     * A download with {@code work} between its leading ranges and the rest, as a caller of
+     * {@link PendingDownload} runs it: a throwing work still waits for every copy (the run's close).
+     */
+    private static void download(StagingRing ring, long[] addresses, long[] groups, MemorySegment[] dst, long[] sizes,
+                                 boolean[] direct, int leading, Runnable work, TransferOps ops, TransferStatistics stats) {
+        try (DownloadRun run = DownloadRun.start(new BatchTransfer.Lane(ring, ops, stats),
+                new DownloadBatch(addresses, groups, dst, sizes, direct, leading))) {
+            run.awaitLeading();
+            work.run();
+            run.await();
+        }
+    }
+
     /** A ring whose upload packs its last {@code aroundCachesTail} bytes around the caches (-1: the default). */
     private static StagingRing ring(Arena arena, int chunks, long chunkBytes, Supplier<StagingCopy> copies,
                                     long aroundCachesTail) {
@@ -191,7 +226,7 @@ class StagingRingTest {
                 MemorySegment device = arena.allocate(Math.max(1, layout.total())).asSlice(0, layout.total());
                 device.fill((byte) 0x5A); // padding must come out zero, not this
                 stream.on(device);
-                boolean waits = BatchTransfer.upload(ring, src, sizes, layout, BASE, stream, stats);
+                boolean waits = upload(ring, src, sizes, layout, BASE, stream, stats);
                 assertEquals(layout.direct().length > 0, waits, "the batch event is recorded after direct copies");
                 assertEquals(layout.direct().length + (layout.stagedBytes() + chunkBytes - 1) / chunkBytes,
                         stream.toDevice, "one copy per direct buffer and one per staging chunk");
@@ -213,7 +248,7 @@ class StagingRingTest {
                     addresses[i] = BASE + layout.offsets()[i];
                 }
                 FakeStream down = stream.on(device);
-                BatchTransfer.download(ring, addresses, null, back, sizes, direct, down, stats);
+                download(ring, addresses, null, back, sizes, direct, down, stats);
                 for (int i = 0; i < n; i++) {
                     assertArrayEquals(src[i].toArray(ValueLayout.JAVA_BYTE), back[i].toArray(ValueLayout.JAVA_BYTE),
                             "downloaded buffer " + i);
@@ -252,7 +287,7 @@ class StagingRingTest {
                 long before = copies.stream().mapToLong(StagingCopy::packedBytes).sum();
                 MemorySegment device = arena.allocate(layout.total());
                 stream.on(device);
-                BatchTransfer.upload(ring, src, sizes, layout, BASE, stream, stats);
+                upload(ring, src, sizes, layout, BASE, stream, stats);
                 stream.finish();
                 assertEquals(-1, device.mismatch(src[0]), () -> c[0] + " bytes");
                 assertEquals(c[1], copies.stream().mapToLong(StagingCopy::packedBytes).sum() - before,
@@ -290,7 +325,7 @@ class StagingRingTest {
                 MemorySegment device = arena.allocate(layout.total());
                 device.fill((byte) 0x5A);
                 stream.on(device);
-                BatchTransfer.upload(ring, src, sizes, layout, BASE, stream, stats);
+                upload(ring, src, sizes, layout, BASE, stream, stats);
                 long step = ring.stepFor(layout.stagedBytes());
                 assertEquals((layout.stagedBytes() + step - 1) / step, stream.toDevice, "one copy per step");
                 stream.finish();
@@ -303,7 +338,7 @@ class StagingRingTest {
                     addresses[i] = BASE + layout.offsets()[i];
                 }
                 FakeStream down = stream.on(device);
-                BatchTransfer.download(ring, addresses, null, back, sizes, new boolean[sizes.length], down, stats);
+                download(ring, addresses, null, back, sizes, new boolean[sizes.length], down, stats);
                 assertTrue(down.toHost >= (layout.stagedBytes() + step - 1) / step - 1, "copies of step size");
                 for (int i = 0; i < sizes.length; i++) {
                     assertArrayEquals(src[i].toArray(ValueLayout.JAVA_BYTE), back[i].toArray(ValueLayout.JAVA_BYTE),
@@ -362,7 +397,7 @@ class StagingRingTest {
             BatchTransfer.Layout layout = BatchTransfer.layout(sizes, new boolean[] {true, true, true, true});
             MemorySegment device = arena.allocate(layout.total());
             device.fill((byte) 0x5A);
-            BatchTransfer.upload(ring, src, sizes, layout, BASE, stream.on(device), new TransferStatistics());
+            upload(ring, src, sizes, layout, BASE, stream.on(device), new TransferStatistics());
             assertEquals(2, stream.zeros, "after the 10-byte and the 100-byte buffer; the 64-byte one ends aligned");
             assertEquals(4, stream.toDevice);
             stream.finish();
@@ -381,7 +416,7 @@ class StagingRingTest {
             MemorySegment device = arena.allocate(100);
             BatchTransfer.Layout layout = BatchTransfer.layout(new long[] {100}, new boolean[] {true});
             TransferStatistics stats = new TransferStatistics();
-            assertTrue(BatchTransfer.upload(ring, new MemorySegment[] {src}, new long[] {100}, layout, BASE,
+            assertTrue(upload(ring, new MemorySegment[] {src}, new long[] {100}, layout, BASE,
                     stream.on(device), stats));
             src.fill((byte) 2); // what HostDeviceTransfer.uploadAsync's contract forbids: the device sees it
             stream.await(TransferOps.BATCH); // what upload() does before it returns
@@ -465,7 +500,7 @@ class StagingRingTest {
                 }
             };
             BatchTransfer.Layout layout = BatchTransfer.layout(new long[] {10 * 1024}, new boolean[1]);
-            assertFalse(BatchTransfer.upload(ring, new MemorySegment[] {src}, new long[] {10 * 1024}, layout, BASE,
+            assertFalse(upload(ring, new MemorySegment[] {src}, new long[] {10 * 1024}, layout, BASE,
                     fast.on(device), new TransferStatistics()));
             assertEquals(10, fast.toDevice);
             assertEquals(0, fast.realWaits, "no host wait: every chunk was free when its turn came");
@@ -490,7 +525,7 @@ class StagingRingTest {
             // upload: the buffer at 3008 is closed; the chunks before it went
             long[] sizes = {3000, 3000};
             BatchTransfer.Layout layout = BatchTransfer.layout(sizes, new boolean[2]);
-            DeviceBridgeException up = assertThrows(DeviceBridgeException.class, () -> BatchTransfer.upload(ring,
+            DeviceBridgeException up = assertThrows(DeviceBridgeException.class, () -> upload(ring,
                     new MemorySegment[] {good, dead}, sizes, layout, BASE, stream, stats));
             assertInstanceOf(IllegalStateException.class, up.getCause());
             assertEquals(2, stream.toDevice, "the two chunks before the closed buffer's first byte");
@@ -504,7 +539,7 @@ class StagingRingTest {
             // the ring is usable again: the next batch goes through and round-trips
             device.fill((byte) 0x5A);
             stream.on(device);
-            BatchTransfer.upload(ring, new MemorySegment[] {good}, new long[] {3000},
+            upload(ring, new MemorySegment[] {good}, new long[] {3000},
                     BatchTransfer.layout(new long[] {3000}, new boolean[1]), BASE, stream, stats);
             stream.finish();
             MemorySegment back = arena.allocate(3000);
@@ -536,7 +571,7 @@ class StagingRingTest {
                 FakeStream down = new FakeStream(null).on(device);
                 int lead = leading;
                 int[] ran = {0};
-                BatchTransfer.download(ring, addresses, null, back, sizes, direct, leading, () -> {
+                download(ring, addresses, null, back, sizes, direct, leading, () -> {
                     ran[0]++;
                     for (int i = 0; i < sizes.length; i++) {
                         boolean arrived = Arrays.equals(back[i].toArray(ValueLayout.JAVA_BYTE),
@@ -565,7 +600,7 @@ class StagingRingTest {
             MemorySegment device = random(arena, new Random(12), 4096);
             MemorySegment[] back = {arena.allocate(64), arena.allocate(2048)};
             FakeStream down = new FakeStream(null).on(device);
-            IllegalStateException e = assertThrows(IllegalStateException.class, () -> BatchTransfer.download(ring,
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> download(ring,
                     new long[] {BASE, BASE + 1024}, null, back, new long[] {64, 2048}, new boolean[] {true, true}, 1,
                     () -> {
                         throw new IllegalStateException("checks failed");
@@ -637,7 +672,7 @@ class StagingRingTest {
                 down.on(device);
                 Thread caller = Thread.currentThread();
                 int[] ran = {0};
-                BatchTransfer.download(ring, addresses, null, back, sizes, direct, leading, () -> {
+                download(ring, addresses, null, back, sizes, direct, leading, () -> {
                     ran[0]++;
                     assertSame(caller, Thread.currentThread(), "the work runs on the caller's thread");
                     for (int i = 0; i < sizes.length; i++) {
@@ -670,7 +705,7 @@ class StagingRingTest {
             MemorySegment[] back = zeroed(arena, sizes);
             GatedStream down = new GatedStream();
             down.on(device);
-            IllegalStateException e = assertThrows(IllegalStateException.class, () -> BatchTransfer.download(ring,
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> download(ring,
                     addresses, null, back, sizes, direct, 1, () -> {
                         down.open();
                         throw new IllegalStateException("checks failed");
@@ -681,7 +716,7 @@ class StagingRingTest {
                 assertTrue(arrived(device, addresses, sizes, back, i), "no unpacking runs after the throw: range " + i);
             }
             MemorySegment[] again = zeroed(arena, sizes);
-            BatchTransfer.download(ring, addresses, null, again, sizes, direct, down.on(device), new TransferStatistics());
+            download(ring, addresses, null, again, sizes, direct, down.on(device), new TransferStatistics());
             for (int i = 0; i < sizes.length; i++) {
                 assertTrue(arrived(device, addresses, sizes, again, i), "the ring is usable after the throw: range " + i);
             }
@@ -698,7 +733,7 @@ class StagingRingTest {
             MemorySegment[] back = zeroed(arena, sizes);
             FakeStream down = new FakeStream(null).on(device);
             int[] ran = {0};
-            BatchTransfer.download(ring, addresses, null, back, sizes, new boolean[] {true, false}, 1, () -> {
+            download(ring, addresses, null, back, sizes, new boolean[] {true, false}, 1, () -> {
                 ran[0]++;
                 assertTrue(arrived(device, addresses, sizes, back, 1), "the staged range arrived first");
             }, down, new TransferStatistics());

@@ -4,32 +4,37 @@ import java.util.Arrays;
 import java.util.Locale;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
+import org.devicebridge.internal.CopyRuns;
 
 /**
  * One batch of device-to-host copies, planned without the driver: which allocation holds each requested
- * range, the requested ranges sorted and merged where they overlap or lie less than {@value #ALIGNMENT}
- * bytes apart inside one allocation (so the buffers of an uploaded batch, packed at aligned offsets, come
- * back in one copy), and
- * where each merged range lands in one host block. A merged range keeps its device address's position
+ * range, the requested ranges joined by the one joining rule ({@link CopyRuns}: inside one allocation, where they
+ * overlap or lie less than {@value CopyRuns#GAP} bytes apart, so the buffers of an uploaded batch come back in one
+ * copy), and where each joined range lands in one host block. A joined range keeps its device address's position
  * modulo {@value #ALIGNMENT} in the block, so a buffer is as aligned on the host as on the device.
  */
 final class CopyPlan {
     /** The alignment whose residue a host copy keeps (the Arrow buffer alignment). */
-    static final int ALIGNMENT = 64;
+    static final int ALIGNMENT = CopyRuns.GAP;
 
-    private final long[] addresses; // merged ranges, sorted by device address
+    private final long[] addresses; // joined ranges, sorted by device address
     private final long[] sizes;
-    private final int[] allocations; // the allocation holding each merged range
-    private final long[] hostOffsets; // where each merged range starts in the host block
+    private final int[] allocations; // the allocation holding each joined range
+    private final long[] hostOffsets; // where each joined range starts in the host block
     private final int count;
     private final long hostBytes;
 
-    private CopyPlan(long[] addresses, long[] sizes, int[] allocations, long[] hostOffsets, int count, long hostBytes) {
-        this.addresses = addresses;
-        this.sizes = sizes;
-        this.allocations = allocations;
+    private CopyPlan(CopyRuns runs, long[] hostOffsets, long hostBytes) {
+        this.count = runs.count();
+        this.addresses = new long[count];
+        this.sizes = new long[count];
+        this.allocations = new int[count];
+        for (int k = 0; k < count; k++) {
+            addresses[k] = runs.start(k);
+            sizes[k] = runs.length(k);
+            allocations[k] = (int) runs.group(k);
+        }
         this.hostOffsets = hostOffsets;
-        this.count = count;
         this.hostBytes = hostBytes;
     }
 
@@ -44,48 +49,25 @@ final class CopyPlan {
         if (byteSizes.length != n || allocationSizes.length != allocationStarts.length) {
             throw new IllegalArgumentException("expected matching array lengths");
         }
-        Integer[] order = new Integer[n];
-        int requested = 0;
+        long[] holders = new long[n];
         for (int i = 0; i < n; i++) {
             if (byteSizes[i] > 0) {
-                order[requested++] = i;
+                holders[i] = holder(allocationStarts, allocationSizes, addresses[i], byteSizes[i]);
+                if (holders[i] < 0) {
+                    throw new ValidationException(Category.DEVICE, "buffers", String.format(Locale.ROOT,
+                            "expected %d bytes at 0x%x within one device allocation of the array but found none",
+                            byteSizes[i], addresses[i]));
+                }
             }
         }
-        Integer[] sorted = Arrays.copyOf(order, requested);
-        Arrays.sort(sorted, (a, b) -> Long.compare(addresses[a], addresses[b]));
-        long[] starts = new long[requested];
-        long[] lengths = new long[requested];
-        int[] holders = new int[requested];
-        int count = 0;
-        for (Integer boxed : sorted) {
-            int i = boxed;
-            long address = addresses[i];
-            long size = byteSizes[i];
-            int holder = holder(allocationStarts, allocationSizes, address, size);
-            if (holder < 0) {
-                throw new ValidationException(Category.DEVICE, "buffers", String.format(Locale.ROOT,
-                        "expected %d bytes at 0x%x within one device allocation of the array but found none", size,
-                        address));
-            }
-            if (count > 0 && holders[count - 1] == holder && address - starts[count - 1] < lengths[count - 1] + ALIGNMENT) {
-                // overlaps the previous range of the same allocation or follows it within ALIGNMENT bytes: one
-                // copy for both (the bytes between them lie in that allocation); a packed batch is one copy
-                lengths[count - 1] = Math.max(lengths[count - 1], address - starts[count - 1] + size);
-                continue;
-            }
-            starts[count] = address;
-            lengths[count] = size;
-            holders[count] = holder;
-            count++;
-        }
-        long[] hostOffsets = new long[count];
+        CopyRuns runs = CopyRuns.of(addresses, byteSizes, holders);
+        long[] hostOffsets = new long[runs.count()];
         long end = 0;
-        for (int k = 0; k < count; k++) {
-            long aligned = Math.addExact(end, ALIGNMENT - 1) & -ALIGNMENT;
-            hostOffsets[k] = aligned + (starts[k] & (ALIGNMENT - 1));
-            end = Math.addExact(hostOffsets[k], lengths[k]);
+        for (int k = 0; k < runs.count(); k++) {
+            hostOffsets[k] = CopyRuns.alignUp(end) + (runs.start(k) & (ALIGNMENT - 1));
+            end = Math.addExact(hostOffsets[k], runs.length(k));
         }
-        return new CopyPlan(starts, lengths, holders, hostOffsets, count, end);
+        return new CopyPlan(runs, hostOffsets, end);
     }
 
     /**

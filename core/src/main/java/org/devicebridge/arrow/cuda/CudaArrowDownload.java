@@ -96,7 +96,7 @@ public final class CudaArrowDownload {
         Objects.requireNonNull(stream, "stream");
         CudaArrowSupport.sameDevice(transfer, stream);
         try (HostCopier copier = new HostCopier(transfer, stream, batch.memory())) {
-            return toHost(batch.root(), batch.imported(), copier, allocator, new BatchCopier() {
+            return toHost(new Source(batch.root(), batch.imported(), copier), allocator, new BatchCopier() {
                 @Override
                 public CopyPlan plan(long[] addresses, long[] byteSizes) {
                     return copier.plan(addresses, byteSizes);
@@ -181,9 +181,11 @@ public final class CudaArrowDownload {
      * buffer is released), never before every copy finished; {@code imported} stays the caller's. After a
      * throw nothing new is held ({@code consume}'s result, if any, was closed).
      */
-    static <T extends AutoCloseable> T toHost(ArrayNode root, ImportedArray imported, DeviceCopier sizing,
-                                              BufferAllocator allocator, BatchCopier copier,
+    static <T extends AutoCloseable> T toHost(Source source, BufferAllocator allocator, BatchCopier copier,
                                               Function<ImportedArray, T> consume) {
+        ArrayNode root = source.root();
+        ImportedArray imported = source.imported();
+        DeviceCopier sizing = source.sizing();
         boolean lengthsKnown = sized(root);
         if (!lengthsKnown && imported == null) {
             throw new UnsupportedFeatureException("", "expected known buffer lengths in a batch built here");
@@ -251,6 +253,12 @@ public final class CudaArrowDownload {
             throw e;
         }
     }
+
+    /**
+     * The batch a download reads: its view, its import ({@code null} for a batch built here) and the copier that
+     * sizes a view lacking buffer sizes from host copies of its offsets.
+     */
+    record Source(ArrayNode root, ImportedArray imported, DeviceCopier sizing) {}
 
     /**
      * {@code true} for buffer {@code i} of {@code node} if no check at DEFAULT reads it ({@link ArrowAccess#hostView})

@@ -28,6 +28,7 @@ import org.devicebridge.cuda.CudaException;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.cuda.DeviceUpload;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.foreign.Access;
 import org.devicebridge.internal.Bitmaps;
@@ -72,9 +73,7 @@ public final class CudaArrowUpload {
                                         CudaStream stream) {
         requireNativeAccess();
         requireArrowJava("CudaArrowUpload.upload");
-        // a lambda, not transfer::upload: a null transfer must reach Cuda.require() first (no driver: typed)
-        return upload(root, provider, transfer, stream,
-                (buffers, whileCopying, s) -> transfer.upload(buffers, whileCopying, s), false);
+        return upload(root, provider, transfer, stream, false);
     }
 
     /**
@@ -108,21 +107,7 @@ public final class CudaArrowUpload {
                                              HostDeviceTransfer transfer, CudaStream stream) {
         requireNativeAccess();
         requireArrowJava("CudaArrowUpload.uploadAsync");
-        return upload(root, provider, transfer, stream, (buffers, whileCopying, s) -> {
-            HostDeviceTransfer.Upload up = transfer.uploadAsync(buffers, s);
-            try {
-                whileCopying.run();
-            } catch (RuntimeException | Error e) {
-                try {
-                    s.synchronize(); // after a throw no copy reads the root any more
-                } catch (RuntimeException | Error more) {
-                    e.addSuppressed(more);
-                }
-                up.close();
-                throw e;
-            }
-            return up;
-        }, true);
+        return upload(root, provider, transfer, stream, true);
     }
 
     /**
@@ -131,7 +116,7 @@ public final class CudaArrowUpload {
      * a 256 MiB upload's copies started) and written into the device batch's view.
      */
     private static CudaArrowBatch upload(VectorSchemaRoot root, DictionaryProvider provider, HostDeviceTransfer transfer,
-                                         CudaStream stream, Copier copier, boolean async) {
+                                         CudaStream stream, boolean async) {
         Cuda.require();
         Objects.requireNonNull(root, "root");
         Objects.requireNonNull(transfer, "transfer");
@@ -157,8 +142,12 @@ public final class CudaArrowUpload {
             }
             Map<ArrayNode, Long> nullCounts = new IdentityHashMap<>();
             // after a throw here no copy reads the inputs any more (the transfer's contract)
-            HostDeviceTransfer.Upload up = copier.copy(segments, () -> countNulls(nodes, nullCounts), stream);
+            DeviceUpload up = transfer.uploadAsync(segments, stream);
             try {
+                countNulls(nodes, nullCounts); // while the copy engine reads the direct buffers
+                if (!async) {
+                    up.await(); // the one host wait of a root with page-locked buffers
+                }
                 long base = up.buffer().address();
                 long[] offsets = up.offsets();
                 Map<ArrayNode, long[]> placed = new IdentityHashMap<>();
@@ -182,8 +171,11 @@ public final class CudaArrowUpload {
                     stream.closeAfterQueuedWork(inputs);
                 }
                 out = new CudaArrowBatch(CudaArrowBatch.describe("uploaded Arrow batch", device, transfer.device()),
-                        schema, device, transfer.device(), DeviceKind.CUDA, List.of(memory), memory::close, null);
+                        schema, device, transfer.device(), DeviceKind.CUDA, List.of(memory), up::close, null);
             } catch (RuntimeException | Error e) {
+                if (!async) {
+                    awaitAfter(up, e); // no copy reads the root after a throw
+                }
                 up.close();
                 if (async && !handedOver) {
                     handedOver = true;
@@ -319,10 +311,13 @@ public final class CudaArrowUpload {
     /** The last schema without dictionaries a thread uploaded, and its import (see {@link #schemaOf}). */
     private record LastSchema(Schema schema, SchemaNode node) {}
 
-    /** Queues the copies of an upload, runs {@code whileCopying}, and returns the allocation. */
-    @FunctionalInterface
-    private interface Copier {
-        HostDeviceTransfer.Upload copy(List<MemorySegment> buffers, Runnable whileCopying, CudaStream stream);
+    /** Waits for the direct copies of {@code up} after {@code failure}, adding a failed wait to it. */
+    private static void awaitAfter(DeviceUpload up, Throwable failure) {
+        try {
+            up.await();
+        } catch (RuntimeException | Error more) {
+            failure.addSuppressed(more);
+        }
     }
 
     /** Buffer {@code buffer} of {@code node}: one host segment of an upload. */

@@ -12,6 +12,7 @@ import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.DeviceRange;
 import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.cuda.PendingDownload;
 import org.devicebridge.internal.Allocations;
 
 /**
@@ -79,8 +80,8 @@ final class HostCopier implements DeviceCopier, AutoCloseable {
     /**
      * Runs {@code pieces} (of a plan made by {@link #plan}) into {@code block}, as {@link #copy(CopyPlan,
      * MemorySegment)} does, the leading pieces first: {@code whileRestArrives} (if not null) runs once they
-     * arrived, while the others may still be arriving (see {@link HostDeviceTransfer#download(List, List, int,
-     * Runnable, CudaStream)}). Returns, or throws, only once no copy writes into {@code block} any more.
+     * arrived, while the others may still be arriving (see {@link HostDeviceTransfer#downloadAsync}). Returns, or
+     * throws, only once no copy writes into {@code block} any more.
      */
     void copy(CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives) {
         List<DeviceRange> sources = new ArrayList<>(pieces.count());
@@ -92,8 +93,12 @@ final class HostCopier implements DeviceCopier, AutoCloseable {
         }
         if (whileRestArrives == null) {
             transfer.download(sources, destinations, stream);
-        } else {
-            transfer.download(sources, destinations, pieces.leading(), whileRestArrives, stream);
+            return;
+        }
+        try (PendingDownload download = transfer.downloadAsync(sources, destinations, pieces.leading(), stream)) {
+            download.awaitLeading();
+            whileRestArrives.run(); // a throw still waits for every copy: the download's close
+            download.await();
         }
     }
 

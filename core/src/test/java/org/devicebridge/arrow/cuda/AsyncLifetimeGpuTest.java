@@ -9,6 +9,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.cuda.TransferOptions;
 import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.testing.RequiresCuda;
@@ -41,7 +42,7 @@ class AsyncLifetimeGpuTest {
         pinnedMemory = PinnedArrowMemory.create(1); // a freed block is lent again at once
         pinned = pinnedMemory.newRootAllocator();
         stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-        transfer = HostDeviceTransfer.create(DEVICE, HostDeviceTransfer.Options.defaults()
+        transfer = HostDeviceTransfer.create(DEVICE, TransferOptions.defaults()
                 .withStagingBytes(4L << 20).withChunkBytes(256L << 10));
         poison = new AsyncPoison(DEVICE);
     }

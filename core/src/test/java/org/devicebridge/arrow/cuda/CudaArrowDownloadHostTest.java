@@ -162,7 +162,7 @@ class CudaArrowDownloadHostTest {
 
     /** {@link CudaArrowDownload#toHost} handing back the host view (checked while the late pieces were garbage). */
     private ImportedArray toHost(ArrayNode root, ImportedArray imported, DeviceCopier sizing, HostBatch batch) {
-        return CudaArrowDownload.toHost(root, imported, sizing, allocator, batch, host -> host);
+        return CudaArrowDownload.toHost(new CudaArrowDownload.Source(root, imported, sizing), allocator, batch, host -> host);
     }
 
     /**
@@ -249,7 +249,7 @@ class CudaArrowDownloadHostTest {
                 int importBatches = sizing.batches;
                 // Arrow Java's import runs while the values may still be arriving, as in a pinned download
                 List<ImportedArray> views = new ArrayList<>();
-                VectorSchemaRoot imported = CudaArrowDownload.toHost(device.root(), device, sizing, allocator, batch,
+                VectorSchemaRoot imported = CudaArrowDownload.toHost(new CudaArrowDownload.Source(device.root(), device, sizing), allocator, batch,
                         host -> {
                             views.add(host);
                             return ArrowJavaImport.importVectorSchemaRoot(allocator, host, back);
@@ -306,7 +306,7 @@ class CudaArrowDownloadHostTest {
             };
             try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.DEFAULT, sizing)) {
                 IllegalStateException e = assertThrows(IllegalStateException.class,
-                        () -> CudaArrowDownload.toHost(device.root(), device, sizing, allocator, batch, host -> {
+                        () -> CudaArrowDownload.toHost(new CudaArrowDownload.Source(device.root(), device, sizing), allocator, batch, host -> {
                             host.close(); // releases the copies while the values may still be arriving
                             throw new IllegalStateException("consumer failed");
                         }));

@@ -12,6 +12,7 @@ import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.cuda.TransferOptions;
 import org.devicebridge.cuda.PointerAttributes;
 import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.internal.CudaCounters;
@@ -50,7 +51,7 @@ class CudaArrowPinnedTransferTest {
         pinned = pinnedMemory.newRootAllocator();
         downloadsBefore = DownloadedBuffers.LIVE.get();
         stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-        transfer = HostDeviceTransfer.create(DEVICE, HostDeviceTransfer.Options.defaults()
+        transfer = HostDeviceTransfer.create(DEVICE, TransferOptions.defaults()
                 .withStagingBytes(4L << 20).withChunkBytes(256L << 10));
         deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
     }
