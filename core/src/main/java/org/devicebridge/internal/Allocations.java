@@ -5,7 +5,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Exact, always-on accounting of what the library itself allocated and has not freed: malloc blocks, the
@@ -17,7 +16,7 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>What a pool keeps idle for reuse (a thread's kept struct block, a host block cache, the slabs of a
  * pinned pool) is counted as allocated <em>and</em> as pooled: {@link #inUse()} is allocated less pooled,
  * so a pool that grows while a test runs is not a leak, while a block lent from it and never given back is.
- * Every counter is a {@link LongAdder}: one striped add per allocation and per free, from any thread.
+ * The counters are {@link ThreadCounts}: a thread's add is a store to its own slots, from any thread.
  */
 public final class Allocations {
 
@@ -44,60 +43,43 @@ public final class Allocations {
     }
 
     private static final int KINDS = Kind.values().length;
-    private static final LongAdder[] BLOCKS = adders();
-    private static final LongAdder[] BYTES = adders();
-    private static final LongAdder[] POOLED_BLOCKS = adders();
-    private static final LongAdder[] POOLED_BYTES = adders();
-    private static final LongAdder POOLED_HANDLES = new LongAdder();
+    // slots of COUNTS: blocks, bytes, pooled blocks, pooled bytes (KINDS each), then the pools' own handles
+    private static final int BLOCKS = 0;
+    private static final int BYTES = KINDS;
+    private static final int POOLED_BLOCKS = 2 * KINDS;
+    private static final int POOLED_BYTES = 3 * KINDS;
+    private static final int POOLED_HANDLES = 4 * KINDS;
+    private static final ThreadCounts COUNTS = new ThreadCounts(4 * KINDS + 1);
 
     private Allocations() {}
 
-    private static LongAdder[] adders() {
-        LongAdder[] a = new LongAdder[KINDS];
-        for (int i = 0; i < KINDS; i++) {
-            a[i] = new LongAdder();
-        }
-        return a;
-    }
-
     /** One {@code kind} block of {@code bytes} was allocated. */
     public static void allocated(Kind kind, long bytes) {
-        BLOCKS[kind.ordinal()].increment();
-        addBytes(BYTES[kind.ordinal()], bytes);
+        COUNTS.add(BLOCKS + kind.ordinal(), 1);
+        COUNTS.add(BYTES + kind.ordinal(), bytes);
     }
 
     /** One {@code kind} block of {@code bytes} (as counted when it was allocated) was freed. */
     public static void freed(Kind kind, long bytes) {
-        BLOCKS[kind.ordinal()].decrement();
-        addBytes(BYTES[kind.ordinal()], -bytes);
-    }
-
-    /**
-     * Skips a zero: adding 0 never fails the adder's compare-and-set on its base, so the adder never spreads
-     * into cells and every thread keeps writing one cache line (16 threads each tracking an arena of 0 bytes
-     * per import made that line the bottleneck of the default import).
-     */
-    private static void addBytes(LongAdder adder, long bytes) {
-        if (bytes != 0) {
-            adder.add(bytes);
-        }
+        COUNTS.add(BLOCKS + kind.ordinal(), -1);
+        COUNTS.add(BYTES + kind.ordinal(), -bytes);
     }
 
     /** A pool now keeps an allocated {@code kind} block of {@code bytes} idle (or holds it for lending). */
     public static void pooled(Kind kind, long bytes) {
-        POOLED_BLOCKS[kind.ordinal()].increment();
-        addBytes(POOLED_BYTES[kind.ordinal()], bytes);
+        COUNTS.add(POOLED_BLOCKS + kind.ordinal(), 1);
+        COUNTS.add(POOLED_BYTES + kind.ordinal(), bytes);
     }
 
     /** A pool no longer keeps that block: it lent it as a whole again, or freed it. */
     public static void unpooled(Kind kind, long bytes) {
-        POOLED_BLOCKS[kind.ordinal()].decrement();
-        addBytes(POOLED_BYTES[kind.ordinal()], -bytes);
+        COUNTS.add(POOLED_BLOCKS + kind.ordinal(), -1);
+        COUNTS.add(POOLED_BYTES + kind.ordinal(), -bytes);
     }
 
     /** {@code delta} live handles are a pool's own (its slabs), not the caller's. */
     public static void pooledHandles(int delta) {
-        POOLED_HANDLES.add(delta);
+        COUNTS.add(POOLED_HANDLES, delta);
     }
 
     /**
@@ -117,10 +99,10 @@ public final class Allocations {
         long[] blocks = new long[KINDS];
         long[] bytes = new long[KINDS];
         for (int i = 0; i < KINDS; i++) {
-            blocks[i] = BLOCKS[i].sum() - POOLED_BLOCKS[i].sum();
-            bytes[i] = BYTES[i].sum() - POOLED_BYTES[i].sum();
+            blocks[i] = COUNTS.sum(BLOCKS + i) - COUNTS.sum(POOLED_BLOCKS + i);
+            bytes[i] = COUNTS.sum(BYTES + i) - COUNTS.sum(POOLED_BYTES + i);
         }
-        return new Snapshot(blocks, bytes, HandleTracker.liveHandles() - POOLED_HANDLES.sum(),
+        return new Snapshot(blocks, bytes, HandleTracker.liveHandles() - COUNTS.sum(POOLED_HANDLES),
                 ExportRegistry.outstandingExports());
     }
 
@@ -129,15 +111,15 @@ public final class Allocations {
         long[] blocks = new long[KINDS];
         long[] bytes = new long[KINDS];
         for (int i = 0; i < KINDS; i++) {
-            blocks[i] = POOLED_BLOCKS[i].sum();
-            bytes[i] = POOLED_BYTES[i].sum();
+            blocks[i] = COUNTS.sum(POOLED_BLOCKS + i);
+            bytes[i] = COUNTS.sum(POOLED_BYTES + i);
         }
-        return new Snapshot(blocks, bytes, POOLED_HANDLES.sum(), 0);
+        return new Snapshot(blocks, bytes, COUNTS.sum(POOLED_HANDLES), 0);
     }
 
     /** Bytes of {@code kind} allocated and not freed, pooled ones included. */
     public static long allocatedBytes(Kind kind) {
-        return BYTES[kind.ordinal()].sum();
+        return COUNTS.sum(BYTES + kind.ordinal());
     }
 
     /** The counts at one moment (the sums are read one after another: exact once other threads are quiet). */

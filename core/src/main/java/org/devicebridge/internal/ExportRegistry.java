@@ -4,7 +4,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
-import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Per-export state of structs this library hands to native code, keyed by the value stored in the
@@ -33,7 +32,7 @@ public final class ExportRegistry<T> {
         long next;
         long end;
     }
-    private static final LongAdder OUTSTANDING = new LongAdder();
+    private static final ThreadCounts OUTSTANDING = new ThreadCounts(1);
     /** Slots of the direct-mapped table (a power of two); keys of the map's entries are never in a slot. */
     private static final int SLOTS = 4096;
     private final AtomicReferenceArray<T> slotStates = new AtomicReferenceArray<>(SLOTS);
@@ -51,7 +50,7 @@ public final class ExportRegistry<T> {
         } else {
             entries.put(key, state);
         }
-        OUTSTANDING.increment();
+        OUTSTANDING.add(0, 1);
         return key;
     }
 
@@ -88,7 +87,7 @@ public final class ExportRegistry<T> {
         for (int i = 0; i < count; i++) {
             entries.put(first + i, state);
         }
-        OUTSTANDING.increment();
+        OUTSTANDING.add(0, 1);
         return first;
     }
 
@@ -98,12 +97,12 @@ public final class ExportRegistry<T> {
         if (key != 0 && slotKeys.compareAndSet(slot, key, 0L)) { // one remover wins the key
             T state = slotStates.get(slot); // the winner's alone until it is emptied
             slotStates.setRelease(slot, null);
-            OUTSTANDING.decrement();
+            OUTSTANDING.add(0, -1);
             return state;
         }
         T state = entries.remove(key);
         if (state != null) {
-            OUTSTANDING.decrement();
+            OUTSTANDING.add(0, -1);
         }
         return state;
     }
@@ -123,7 +122,7 @@ public final class ExportRegistry<T> {
         for (int i = 1; i < count; i++) {
             entries.remove(first + i, state);
         }
-        OUTSTANDING.decrement();
+        OUTSTANDING.add(0, -1);
         return state;
     }
 
@@ -153,7 +152,7 @@ public final class ExportRegistry<T> {
 
     /** Exports of every registry in this JVM not released yet (the leak-check extension watches it). */
     public static long outstandingExports() {
-        return OUTSTANDING.sum();
+        return OUTSTANDING.sum(0);
     }
 
     /** Exports not released yet (tests assert this returns to its baseline). */
