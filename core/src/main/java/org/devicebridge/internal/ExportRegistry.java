@@ -1,6 +1,7 @@
 package org.devicebridge.internal;
 
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -11,8 +12,8 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * stale or forged {@code private_data} finds nothing instead of someone else's state.
  *
  * <p>A single-key entry lives in slot {@code key % SLOTS} of a direct-mapped table when that slot is free (a
- * key is handed out once, and a thread's keys are consecutive, so a slot is busy only while an export made
- * {@code SLOTS} keys earlier is still live), else in a map: registering and releasing a batch then boxes no
+ * thread's keys are consecutive and map to its region's slots, so a slot is busy only while an export its
+ * region made a block of keys earlier is still live), else in a map: registering and releasing a batch then boxes no
  * key and allocates no map node. A slot's key is published after its state and cleared before it, so a
  * lookup that reads the same key before and after reading the state has read that key's state (the key's
  * clearing is a compare-and-set, so one remover wins it; the rest is release/acquire ordering).
@@ -20,21 +21,28 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * @param <T> what one export holds (buffers, device memory references, the event)
  */
 public final class ExportRegistry<T> {
-    // Keys are handed to each thread in blocks, so exports on many threads never contend on one counter. A
-    // block is not a multiple of the slot table: successive blocks start 256 slots apart, so threads that
-    // export at the same pace use slots far apart instead of all starting at the same slot.
-    private static final long KEY_BLOCK = 4096 + 256;
-    private static final AtomicLong NEXT_BLOCK = new AtomicLong(1);
+    // A thread takes its keys in blocks of KEY_BLOCK from a region of its own (regions are dealt out in turn
+    // to the threads that export), and every block of a region maps to the same KEY_BLOCK slots: a thread
+    // that exports keeps registering into and removing from the same few cache lines, which no other thread
+    // touches while there are no more exporting threads than regions. A key is (round * REGIONS + region) *
+    // KEY_BLOCK + index, rounds counted per region from 1 (so no key is 0), so no key is handed out twice.
+    private static final int KEY_BLOCK = 128;
+    /** Slots of the direct-mapped table (a power of two); keys of the map's entries are never in a slot. */
+    private static final int SLOTS = 4096;
+    private static final int REGIONS = SLOTS / KEY_BLOCK;
+    private static final AtomicLongArray ROUNDS = new AtomicLongArray(REGIONS);
+    private static final AtomicInteger NEXT_REGION = new AtomicInteger();
+    /** Runs too long for a block: keys from a space of their own, above every regional key. */
+    private static final AtomicLong NEXT_RUN = new AtomicLong(1L << 62);
     private static final ThreadLocal<KeyBlock> KEYS = ThreadLocal.withInitial(KeyBlock::new);
 
-    /** The keys [next, end) this thread may hand out. */
+    /** The keys [next, end) this thread may hand out, from its region. */
     private static final class KeyBlock {
+        final int region = Math.floorMod(NEXT_REGION.getAndIncrement(), REGIONS);
         long next;
         long end;
     }
     private static final ThreadCounts OUTSTANDING = new ThreadCounts(1);
-    /** Slots of the direct-mapped table (a power of two); keys of the map's entries are never in a slot. */
-    private static final int SLOTS = 4096;
     private final AtomicReferenceArray<T> slotStates = new AtomicReferenceArray<>(SLOTS);
     /** The key of each slot's state, 0 while the slot is free or being filled or emptied. */
     private final AtomicLongArray slotKeys = new AtomicLongArray(SLOTS);
@@ -128,15 +136,16 @@ public final class ExportRegistry<T> {
 
     /**
      * {@code count} consecutive keys never handed out before: the next of this thread's block, a new block
-     * when it has too few left; a run of more than a quarter block gets a range of its own.
+     * of its region when it has too few left; a run of more than a quarter block gets a range of its own.
      */
     private static long nextKeys(int count) {
         if (count > KEY_BLOCK / 4) {
-            return NEXT_BLOCK.getAndAdd(count);
+            return NEXT_RUN.getAndAdd(count);
         }
         KeyBlock block = KEYS.get();
         if (block.end - block.next < count) {
-            block.next = NEXT_BLOCK.getAndAdd(KEY_BLOCK);
+            long round = ROUNDS.incrementAndGet(block.region);
+            block.next = (round * REGIONS + block.region) * KEY_BLOCK;
             block.end = block.next + KEY_BLOCK;
         }
         long first = block.next;
