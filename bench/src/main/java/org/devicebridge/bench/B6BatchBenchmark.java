@@ -14,7 +14,6 @@ import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.TransferOptions;
-import org.devicebridge.cuda.HostRegistration;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.cuda.PointerAttributes;
 import org.devicebridge.cuda.StreamKind;
@@ -61,7 +60,7 @@ public class B6BatchBenchmark {
     @Param({"pooled"})
     public String hostMemory;
 
-    /** Whether device 0's default pool keeps freed memory (DeviceMemoryPool.retain) during the trial. */
+    /** Whether device 0's default pool keeps freed memory (Cuda.setMemoryPoolThreshold) during the trial. */
     @Param({"true"})
     public boolean retainDevicePool;
 
@@ -81,7 +80,7 @@ public class B6BatchBenchmark {
     private Arena arena;
     private MemorySegment pageableProbe;
     private MemorySegment registeredProbe;
-    private HostRegistration registration;
+    private PinnedHostBuffer registration;
 
     @Setup(Level.Trial)
     public void setUp() {
@@ -104,7 +103,7 @@ public class B6BatchBenchmark {
         arena = Arena.ofShared();
         pageableProbe = arena.allocate(1 << 20);
         registeredProbe = arena.allocate(1 << 20, 4096);
-        registration = HostRegistration.register(registeredProbe);
+        registration = PinnedHostBuffer.register(registeredProbe);
         stream.synchronize();
         System.out.println("\n[B6BatchBenchmark] batch bytes " + batchBytes);
     }

@@ -84,7 +84,7 @@ public class B6CopyBenchmark {
     @Param({"pooled"})
     public String hostMemory;
 
-    /** Whether device 0's default pool keeps freed memory (DeviceMemoryPool.retain) during the trial. */
+    /** Whether device 0's default pool keeps freed memory (Cuda.setMemoryPoolThreshold) during the trial. */
     @Param({"true"})
     public boolean retainDevicePool;
 

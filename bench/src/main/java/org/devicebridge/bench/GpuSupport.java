@@ -4,10 +4,10 @@ import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
+import org.devicebridge.Device;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.arrow.java.PooledArrowMemory;
 import org.devicebridge.cuda.Cuda;
-import org.devicebridge.cuda.DeviceMemoryPool;
 import org.devicebridge.internal.CudaCounters;
 
 /** Setup guard of the GPU benchmarks: a clear failure where no CUDA driver or device is present. */
@@ -84,9 +84,9 @@ final class GpuSupport {
      * CUDA's default (give it back at every synchronisation), the benchmarks' {@code retainDevicePool}.
      */
     static void retainDevicePool(boolean retain) {
-        DeviceMemoryPool.retain(0, retain ? Long.MAX_VALUE : 0);
+        Cuda.setMemoryPoolThreshold(Device.cuda(0), retain ? Long.MAX_VALUE : 0);
         if (!retain) {
-            DeviceMemoryPool.trim(0, 0);
+            Cuda.trimMemoryPool(Device.cuda(0), 0);
         }
     }
 }

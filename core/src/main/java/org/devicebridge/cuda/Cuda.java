@@ -111,32 +111,135 @@ public final class Cuda {
     }
 
     /**
-     * Free and total memory of a device, as {@code cuMemGetInfo} reports them (the free figure counts every
-     * process's allocations and the driver's own reservations).
+     * Free memory of {@code device} now ({@code cuMemGetInfo}): memory not allocated by any process nor
+     * reserved by the driver. The total is {@link CudaDeviceProperties#totalMemoryBytes()}.
      *
-     * @param freeBytes memory not allocated
-     * @param totalBytes all memory the driver manages on the device
+     * @param device a CUDA device ({@link DeviceKind#CUDA})
+     * @return free bytes at the time of the call
+     * @throws InvalidArgumentException for a device of another kind
+     * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if the driver has no device of this ordinal
      */
-    public record MemoryInfo(long freeBytes, long totalBytes) {}
-
-    /**
-     * Free and total memory of {@code device} ({@code cuMemGetInfo}).
-     *
-     * @param device the CUDA device ordinal
-     * @return free and total bytes at the time of the call
-     * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
-     */
-    public static MemoryInfo memoryInfo(int device) {
+    public static long freeMemory(Device device) {
+        requireCudaDevice(device);
         requireNativeAccess();
-        long saved = CudaContext.enter(device);
+        long saved = CudaContext.enter(device.ordinal());
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment free = arena.allocate(JAVA_LONG);
             MemorySegment total = arena.allocate(JAVA_LONG);
             CudaDriver.check("cuMemGetInfo_v2", cuda_driver_h.cuMemGetInfo_v2(free, total));
-            return new MemoryInfo(free.get(JAVA_LONG, 0), total.get(JAVA_LONG, 0));
+            return free.get(JAVA_LONG, 0);
         } finally {
             CudaContext.exit(saved);
         }
+    }
+
+    /**
+     * Whether {@code device} can reach {@code peer}'s memory directly, over NVLink or PCIe peer-to-peer
+     * ({@code cuDeviceCanAccessPeer}). {@link CudaCopies#copyPeer} works without it (the driver then stages
+     * through host memory); kernels that dereference another device's pointers need it.
+     *
+     * @param device the CUDA device that would read or write
+     * @param peer the CUDA device whose memory it would reach
+     * @return {@code true} if peer access between the two is possible; {@code false} for {@code device == peer}
+     * @throws InvalidArgumentException for a device of another kind
+     * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if either ordinal names no device
+     * @throws CudaUnavailableException without a CUDA driver
+     */
+    public static boolean canAccessPeer(Device device, Device peer) {
+        requireCudaDevice(device);
+        requireCudaDevice(peer);
+        return CudaPeerAccess.canAccess(device.ordinal(), peer.ordinal());
+    }
+
+    /**
+     * Lets work in {@code device}'s primary context access {@code peer}'s memory directly
+     * ({@code cuCtxEnablePeerAccess}). Enabling is one-way and lasts for the life of the process (the primary
+     * contexts are never released); it costs a little on every later allocation, which the driver maps for
+     * the peer too, so enable only the pairs that need it. Idempotent: a pair already enabled (here or by
+     * another library sharing the primary contexts) returns {@code false}. For access both ways, call it for
+     * both orders.
+     *
+     * @param device the CUDA device that will read or write
+     * @param peer the CUDA device whose memory it will reach
+     * @return {@code true} if this call enabled the access, {@code false} if it was enabled already
+     * @throws InvalidArgumentException for a device of another kind, or if {@code device} equals {@code peer}
+     * @throws org.devicebridge.UnsupportedFeatureException if the two devices cannot access each other
+     *     ({@link #canAccessPeer} is {@code false})
+     * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if either ordinal names no device, or if the
+     *     driver fails otherwise (e.g. {@code CUDA_ERROR_TOO_MANY_PEERS})
+     * @throws CudaUnavailableException without a CUDA driver
+     */
+    public static boolean enablePeerAccess(Device device, Device peer) {
+        requireCudaDevice(device);
+        requireCudaDevice(peer);
+        return CudaPeerAccess.enable(device.ordinal(), peer.ordinal());
+    }
+
+    /**
+     * Keeps up to {@code bytes} of freed memory in {@code device}'s default memory pool across
+     * synchronisations ({@code CU_MEMPOOL_ATTR_RELEASE_THRESHOLD}). Every stream-ordered allocation of this
+     * library comes from that pool ({@link DeviceBuffer#allocateAsync}: uploaded Arrow batches, staged
+     * copies). CUDA's default threshold is 0: at each synchronisation the pool gives the memory freed since
+     * back to the driver, and the next allocation of that size maps fresh physical memory again (the cost is
+     * in bench/RESULTS.md). A threshold keeps it, as RMM's and PyTorch's pools do; {@code 0} restores CUDA's
+     * default and {@link Long#MAX_VALUE} keeps everything until {@link #trimMemoryPool}.
+     *
+     * <p>The default pool is the process's, not this library's: CuPy's async pool and any code calling
+     * {@code cudaMallocAsync} without a pool share it, and see the threshold set here. The library never
+     * changes the threshold by itself.
+     *
+     * @param device a CUDA device ({@link DeviceKind#CUDA})
+     * @param bytes the release threshold, {@code >= 0}
+     * @throws InvalidArgumentException for a device of another kind, or if {@code bytes} is negative
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws CudaException if the driver has no device of this ordinal, or refuses
+     */
+    public static void setMemoryPoolThreshold(Device device, long bytes) {
+        requireCudaDevice(device);
+        DeviceMemoryPool.retain(device.ordinal(), bytes);
+    }
+
+    /**
+     * {@return the release threshold of {@code device}'s default memory pool (see
+     * {@link #setMemoryPoolThreshold}): the freed bytes the pool keeps across synchronisations}
+     *
+     * @param device a CUDA device ({@link DeviceKind#CUDA})
+     * @throws InvalidArgumentException for a device of another kind
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws CudaException if the driver has no device of this ordinal, or refuses
+     */
+    public static long memoryPoolThreshold(Device device) {
+        requireCudaDevice(device);
+        return DeviceMemoryPool.releaseThreshold(device.ordinal());
+    }
+
+    /**
+     * {@return the memory {@code device}'s default pool holds from the driver now, in use or kept for reuse
+     * ({@code CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT})}
+     *
+     * @param device a CUDA device ({@link DeviceKind#CUDA})
+     * @throws InvalidArgumentException for a device of another kind
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws CudaException if the driver has no device of this ordinal, or refuses
+     */
+    public static long memoryPoolReservedBytes(Device device) {
+        requireCudaDevice(device);
+        return DeviceMemoryPool.reservedBytes(device.ordinal());
+    }
+
+    /**
+     * Gives freed memory of {@code device}'s default pool back to the driver until the pool holds at most
+     * {@code keepBytes} beyond what is in use ({@code cuMemPoolTrimTo}); allocations in use are never affected.
+     *
+     * @param device a CUDA device ({@link DeviceKind#CUDA})
+     * @param keepBytes the freed bytes the pool may keep, {@code >= 0}
+     * @throws InvalidArgumentException for a device of another kind, or if {@code keepBytes} is negative
+     * @throws CudaUnavailableException without a CUDA driver
+     * @throws CudaException if the driver has no device of this ordinal, or refuses
+     */
+    public static void trimMemoryPool(Device device, long keepBytes) {
+        requireCudaDevice(device);
+        DeviceMemoryPool.trim(device.ordinal(), keepBytes);
     }
 
     /**

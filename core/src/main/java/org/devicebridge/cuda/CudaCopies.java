@@ -20,7 +20,7 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * <p>For an async copy the caller keeps owning every argument and must keep the host segment's memory
  * and the device buffers alive, and must not touch the destination, until the stream reached the copy
  * (synchronize the stream, or record an event and wait for it). Asynchronous copies overlap with other
- * work only when the host memory is pinned ({@link PinnedHostBuffer}, {@link HostRegistration}); from
+ * work only when the host memory is pinned ({@link PinnedHostBuffer}); from
  * pageable memory the driver stages them and may return only after the copy. Host segments must be
  * native (off-heap) memory. Copies of zero bytes do nothing.
  *
@@ -171,7 +171,7 @@ public final class CudaCopies {
      * Copies all of {@code src} into {@code dst} at {@code dstOffset}, where the two buffers may be on
      * different devices ({@code cuMemcpyPeer} between their primary contexts); returns when the copy is
      * done. The copy goes over NVLink or PCIe peer-to-peer where the driver can, through host memory
-     * otherwise: {@link CudaPeerAccess#enable} is not required, only faster. Work that wrote {@code src}
+     * otherwise: {@link Cuda#enablePeerAccess} is not required, only faster. Work that wrote {@code src}
      * must have finished (or been ordered before the legacy default stream of {@code dst}'s device).
      *
      * @param src the source range, on any device; the caller keeps owning its buffer

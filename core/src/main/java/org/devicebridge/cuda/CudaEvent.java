@@ -45,7 +45,7 @@ public final class CudaEvent extends NativeHandle {
 
     /**
      * Creates an event that another process can open ({@code CU_EVENT_INTERPROCESS |
-     * CU_EVENT_DISABLE_TIMING}, as the driver requires); see {@link CudaIpc#getEventHandle}. Not pooled:
+     * CU_EVENT_DISABLE_TIMING}, as the driver requires); see {@link #ipcHandle()}. Not pooled:
      * close destroys it.
      *
      * @param device the CUDA device ordinal
@@ -130,6 +130,32 @@ public final class CudaEvent extends NativeHandle {
         }
         CudaDriver.check("cuEventQuery", r);
         return true;
+    }
+
+    /**
+     * This event's CUDA IPC handle ({@code cuIpcGetEventHandle}), for an event made by
+     * {@link #createInterprocess}: 64 bytes that {@link #openIpcHandle(int, byte[])} opens in another process.
+     *
+     * @return 64 bytes; the caller keeps owning this event
+     * @throws CudaException if the driver refuses (e.g. a pooled event, which is not interprocess)
+     */
+    public byte[] ipcHandle() {
+        return CudaIpc.getEventHandle(this);
+    }
+
+    /**
+     * Opens an event another process shared with {@link #ipcHandle()} ({@code cuIpcOpenEventHandle}); wait on
+     * it with {@link CudaStream#waitEvent} or {@link #synchronize}. Recording it here is allowed too.
+     *
+     * @param device the CUDA device ordinal
+     * @param handle the 64 bytes the other process shared (only read)
+     * @return an event the caller owns; close releases this process's reference. After a throw nothing is
+     *     opened.
+     * @throws org.devicebridge.InvalidArgumentException if {@code handle} is not 64 bytes
+     * @throws CudaException if the driver refuses
+     */
+    public static CudaEvent openIpcHandle(int device, byte[] handle) {
+        return CudaIpc.openEventHandle(device, handle);
     }
 
     /** The {@code CUevent}, checked live. */

@@ -13,7 +13,8 @@ import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 
 /**
- * CUDA inter-process sharing: a 64-byte handle ({@code CUipcMemHandle}, {@code CUipcEventHandle}) made in
+ * The CUDA IPC calls behind {@link DeviceBuffer#ipcHandle()}, {@link DeviceBuffer#openIpcHandle},
+ * {@link CudaEvent#ipcHandle()} and {@link CudaEvent#openIpcHandle}: a 64-byte handle ({@code CUipcMemHandle}, {@code CUipcEventHandle}) made in
  * one process opens the same device memory or event in another process on the same machine. The handle
  * is plain bytes (send it over any channel); it carries no ownership: the exporting process must keep
  * the buffer (or event) alive until every other process has closed what it opened. Handles are meant
@@ -22,9 +23,9 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
  * after a return and after a throw.
  */
-public final class CudaIpc {
+final class CudaIpc {
     /** Size of an IPC handle in bytes ({@code CU_IPC_HANDLE_SIZE}). */
-    public static final int HANDLE_SIZE = 64;
+    static final int HANDLE_SIZE = 64;
 
     private CudaIpc() {}
 
@@ -42,7 +43,7 @@ public final class CudaIpc {
      *         that do not start at their allocation's base
      * @throws CudaException if the driver refuses (for example wrapped memory of a stream-ordered pool)
      */
-    public static byte[] getMemHandle(DeviceBuffer buffer) {
+    static byte[] getMemHandle(DeviceBuffer buffer) {
         requireNativeAccess();
         Objects.requireNonNull(buffer, "buffer");
         DeviceBuffer.Kind kind = buffer.kind();
@@ -82,7 +83,7 @@ public final class CudaIpc {
      * @throws InvalidArgumentException if {@code handle} is not 64 bytes
      * @throws CudaException if the driver refuses (e.g. {@code CUDA_ERROR_INVALID_HANDLE} for a stale handle)
      */
-    public static DeviceBuffer openMemHandle(int device, byte[] handle) {
+    static DeviceBuffer openMemHandle(int device, byte[] handle) {
         requireNativeAccess();
         checkHandle(handle);
         long address;
@@ -117,7 +118,7 @@ public final class CudaIpc {
      * @return 64 bytes; the caller keeps owning {@code event}
      * @throws CudaException if the driver refuses (e.g. a pooled event, which is not interprocess)
      */
-    public static byte[] getEventHandle(CudaEvent event) {
+    static byte[] getEventHandle(CudaEvent event) {
         requireNativeAccess();
         Objects.requireNonNull(event, "event");
         MemorySegment e = event.raw();
@@ -139,7 +140,7 @@ public final class CudaIpc {
      * @param handle the {@code CUipcEventHandle} bytes the other process shared (only read)
      * @return an event the caller owns; close releases this process's reference
      */
-    public static CudaEvent openEventHandle(int device, byte[] handle) {
+    static CudaEvent openEventHandle(int device, byte[] handle) {
         requireNativeAccess();
         checkHandle(handle);
         long saved = CudaContext.enter(device);

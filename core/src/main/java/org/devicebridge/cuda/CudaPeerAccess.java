@@ -10,7 +10,7 @@ import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 
 /**
- * Peer access between two devices of one machine: whether work in one device's primary context can read
+ * The driver calls behind {@link Cuda#canAccessPeer} and {@link Cuda#enablePeerAccess}: peer access between two devices of one machine: whether work in one device's primary context can read
  * and write another device's memory directly (NVLink or PCIe peer-to-peer), and switching that on.
  * {@link CudaCopies#copyPeer} works without it (the driver then stages through host memory); kernels that
  * dereference another device's pointers need it.
@@ -19,7 +19,7 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * it costs a little on every later allocation, which the driver maps for the peer too, so enable only the
  * pairs that need it. Stateless and thread-safe; it owns nothing the caller must close.
  */
-public final class CudaPeerAccess {
+final class CudaPeerAccess {
     private CudaPeerAccess() {}
 
     /**
@@ -31,7 +31,7 @@ public final class CudaPeerAccess {
      * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if either ordinal names no device
      * @throws CudaUnavailableException without a CUDA driver
      */
-    public static boolean canAccess(int device, int peer) {
+    static boolean canAccess(int device, int peer) {
         requireNativeAccess();
         int d = CudaContext.cuDevice(device);
         int p = CudaContext.cuDevice(peer);
@@ -65,7 +65,7 @@ public final class CudaPeerAccess {
      *     driver fails otherwise (e.g. {@code CUDA_ERROR_TOO_MANY_PEERS})
      * @throws CudaUnavailableException without a CUDA driver
      */
-    public static boolean enable(int device, int peer) {
+    static boolean enable(int device, int peer) {
         requireNativeAccess();
         if (device == peer) {
             CudaContext.checkDevice(device);

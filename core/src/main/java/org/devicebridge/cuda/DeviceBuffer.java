@@ -11,6 +11,7 @@ import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.HandleClosedException;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.NativeHandle;
+import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.Allocations;
 import org.devicebridge.internal.CudaCounters;
@@ -23,7 +24,7 @@ import org.devicebridge.internal.RefCount;
  * idempotent and thread-safe and drops exactly its own reference.
  *
  * <p>Memory from {@link #allocate} is freed with {@code cuMemFree}; memory from {@link #allocateAsync} is
- * stream-ordered (the device's default memory pool: see {@link DeviceMemoryPool} for keeping its freed memory
+ * stream-ordered (the device's default memory pool: see {@link Cuda#setMemoryPoolThreshold} for keeping its freed memory
  * for reuse) and is freed with {@code cuMemFreeAsync} on the stream
  * it was allocated on, so work queued on that stream before the last close finishes first; work on other
  * streams must be ordered before the close by the caller (an event). Device memory is never mapped into
@@ -274,6 +275,41 @@ public final class DeviceBuffer extends NativeHandle {
      */
     public DeviceRange range(long offset, long bytes) {
         return new DeviceRange(this, offset, bytes);
+    }
+
+    /**
+     * This buffer's CUDA IPC handle ({@code cuIpcGetMemHandle}): 64 bytes that
+     * {@link #openIpcHandle(int, byte[])} opens in another process on the same machine. The handle is plain
+     * bytes (send it over any channel) and carries no ownership. Only {@code cuMemAlloc} memory can be shared
+     * this way: a buffer from {@link #allocate}, or a {@link #wrap wrapped} one that starts where its
+     * allocation starts (as {@code cuMemGetAddressRange} reports it) and whose memory the driver agrees to
+     * share; the handle names the whole allocation. Handles are meant for other processes: the driver does
+     * not promise to open a process's own handles.
+     *
+     * @return 64 bytes; the caller keeps owning this buffer and must keep it open while others use it
+     * @throws UnsupportedFeatureException for stream-ordered, opened or empty buffers, and for wrapped
+     *         buffers that do not start at their allocation's base
+     * @throws CudaException if the driver refuses (for example wrapped memory of a stream-ordered pool)
+     */
+    public byte[] ipcHandle() {
+        return CudaIpc.getMemHandle(this);
+    }
+
+    /**
+     * Opens device memory another process shared with {@link #ipcHandle()} ({@code cuIpcOpenMemHandle} with
+     * {@code CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS}) on {@code device}. Its size is the mapped range as
+     * {@code cuMemGetAddressRange} reports it: at least the exported allocation's size (the driver may round
+     * it up), so the exporter should send the meaningful size along with the handle.
+     *
+     * @param device the CUDA device ordinal
+     * @param handle the 64 bytes from {@link #ipcHandle()} in the other process (only read)
+     * @return a buffer the caller owns; its last close unmaps the memory ({@code cuIpcCloseMemHandle}); the
+     *     memory itself stays the other process's. After a throw nothing is mapped.
+     * @throws InvalidArgumentException if {@code handle} is not 64 bytes
+     * @throws CudaException if the driver refuses (e.g. {@code CUDA_ERROR_INVALID_HANDLE} for a stale handle)
+     */
+    public static DeviceBuffer openIpcHandle(int device, byte[] handle) {
+        return CudaIpc.openMemHandle(device, handle);
     }
 
     /**

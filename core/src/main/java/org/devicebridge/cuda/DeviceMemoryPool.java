@@ -11,7 +11,7 @@ import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 
 /**
- * The device's default memory pool, which every stream-ordered allocation of this library comes from
+ * The driver calls behind {@link Cuda#setMemoryPoolThreshold} and its siblings: the device's default memory pool, which every stream-ordered allocation of this library comes from
  * ({@link DeviceBuffer#allocateAsync}: uploaded Arrow batches, staged copies). CUDA's default release
  * threshold is 0: at each synchronisation the pool gives the memory freed since back to the driver, so the
  * next allocation of that size maps fresh physical memory again, a cost of the order of a fraction of a PCIe
@@ -24,7 +24,7 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  *
  * <p>Thread-safe: stateless apart from a cache of the pools' handles, which never change.
  */
-public final class DeviceMemoryPool {
+final class DeviceMemoryPool {
     private static volatile AtomicReferenceArray<MemorySegment> pools;
 
     private DeviceMemoryPool() {}
@@ -40,7 +40,7 @@ public final class DeviceMemoryPool {
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if no device has this ordinal, or the driver refuses
      */
-    public static void retain(int device, long bytes) {
+    static void retain(int device, long bytes) {
         requireNativeAccess();
         if (bytes < 0) {
             throw new InvalidArgumentException("bytes", "expected a release threshold >= 0 but found " + bytes);
@@ -61,7 +61,7 @@ public final class DeviceMemoryPool {
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if no device has this ordinal, or the driver refuses
      */
-    public static long releaseThreshold(int device) {
+    static long releaseThreshold(int device) {
         return attribute(device, cuda_driver_h.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD());
     }
 
@@ -74,7 +74,7 @@ public final class DeviceMemoryPool {
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if no device has this ordinal, or the driver refuses
      */
-    public static long reservedBytes(int device) {
+    static long reservedBytes(int device) {
         return attribute(device, cuda_driver_h.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT());
     }
 
@@ -88,7 +88,7 @@ public final class DeviceMemoryPool {
      * @throws CudaUnavailableException without a CUDA driver
      * @throws CudaException if no device has this ordinal, or the driver refuses
      */
-    public static void trim(int device, long keepBytes) {
+    static void trim(int device, long keepBytes) {
         requireNativeAccess();
         if (keepBytes < 0) {
             throw new InvalidArgumentException("keepBytes", "expected a byte count >= 0 but found " + keepBytes);

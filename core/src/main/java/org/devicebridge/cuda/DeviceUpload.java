@@ -1,5 +1,7 @@
 package org.devicebridge.cuda;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -55,8 +57,12 @@ public final class DeviceUpload implements AutoCloseable {
      *
      * @return ranges borrowing {@link #buffer()}
      */
-    public DeviceRanges ranges() {
-        return new DeviceRanges(buffer, offsets, sizes);
+    public List<DeviceRange> ranges() {
+        List<DeviceRange> ranges = new ArrayList<>(offsets.length);
+        for (int i = 0; i < offsets.length; i++) {
+            ranges.add(new DeviceRange(buffer, offsets[i], sizes[i]));
+        }
+        return List.copyOf(ranges);
     }
 
     /**

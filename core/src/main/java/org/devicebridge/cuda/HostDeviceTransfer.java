@@ -161,23 +161,21 @@ public final class HostDeviceTransfer extends NativeHandle {
      * ({@value #ALIGNMENT}-byte aligned), as {@link #download(List, List, CudaStream)} does.
      *
      * @param src the ranges (for a whole uploaded batch: {@link DeviceUpload#ranges()}); the caller keeps owning
-     *     the buffer
+     *     their buffers
      * @param arena allocates the results; the caller owns it (memory of a pinned arena is copied into directly)
      * @param stream a stream of this transfer's device; the caller keeps owning it
      * @return one segment per range, filled, which {@code arena} owns
      * @throws InvalidArgumentException if the stream or the buffer is of another device
      * @throws CudaException if a driver call fails
      */
-    public List<MemorySegment> download(DeviceRanges src, Arena arena, CudaStream stream) {
+    public List<MemorySegment> download(List<DeviceRange> src, Arena arena, CudaStream stream) {
         Objects.requireNonNull(src, "src");
         Objects.requireNonNull(arena, "arena");
-        List<DeviceRange> sources = new ArrayList<>(src.count());
-        List<MemorySegment> out = new ArrayList<>(src.count());
-        for (int i = 0; i < src.count(); i++) {
-            sources.add(src.get(i));
-            out.add(arena.allocate(sources.get(i).byteSize(), ALIGNMENT));
+        List<MemorySegment> out = new ArrayList<>(src.size());
+        for (DeviceRange range : src) {
+            out.add(arena.allocate(Objects.requireNonNull(range, "src[]").byteSize(), ALIGNMENT));
         }
-        download(sources, out, stream);
+        download(src, out, stream);
         return out;
     }
 

@@ -12,13 +12,15 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
 
 /**
- * Page-locked host memory from {@code cuMemHostAlloc} ({@code CU_MEMHOSTALLOC_PORTABLE}: pinned for every
- * context), the kind asynchronous copies can overlap with other work. {@link #segment()} is bounded to
- * this handle: after {@link #close()} it can no longer be accessed. Allocating pinned memory is slow;
- * allocate once and reuse (as {@link HostDeviceTransfer} does).
+ * Page-locked host memory, the kind asynchronous copies can overlap with other work: either allocated by
+ * {@link #allocate} ({@code cuMemHostAlloc}, {@code CU_MEMHOSTALLOC_PORTABLE}: pinned for every context), or
+ * existing native memory page-locked in place by {@link #register} ({@code cuMemHostRegister}).
+ * {@link #segment()} is bounded to this handle: after {@link #close()} it can no longer be accessed. Pinning
+ * memory is slow; pin once and reuse (as {@link HostDeviceTransfer} does).
  *
- * <p>The handle owns the pinned memory and frees it on {@code close()} (idempotent and thread-safe); the
- * segment may be used from any thread while the handle is live.
+ * <p>An allocated buffer owns the pinned memory and frees it on {@code close()}; a registered one
+ * unregisters the memory on {@code close()} and leaves it to whoever allocated it. {@code close()} is
+ * idempotent and thread-safe; the segment may be used from any thread while the handle is live.
  */
 public final class PinnedHostBuffer extends NativeHandle {
     private final long address;
@@ -86,6 +88,48 @@ public final class PinnedHostBuffer extends NativeHandle {
                         }
                     } finally {
                         CudaCounters.pinnedFreed(bytes);
+                    }
+                });
+    }
+
+    /**
+     * Page-locks existing native host memory ({@code cuMemHostRegister}, {@code CU_MEMHOSTREGISTER_PORTABLE})
+     * so that asynchronous copies from and to it can overlap with other work; {@link #close()} unregisters it
+     * ({@code cuMemHostUnregister}). The memory stays owned by whoever allocated it and must outlive the
+     * returned handle: close the handle before the segment's arena.
+     *
+     * @param segment native memory of at least one byte, not registered already
+     * @return a handle the caller owns and closes; the memory stays the caller's. After a throw nothing is
+     *     registered.
+     * @throws InvalidArgumentException if the segment is a heap segment or empty
+     * @throws org.devicebridge.HandleClosedException if the segment's arena is closed
+     * @throws CudaException if the driver refuses (e.g. {@code CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED})
+     */
+    public static PinnedHostBuffer register(MemorySegment segment) {
+        requireNativeAccess();
+        CudaCopies.checkHost(segment, "segment");
+        if (segment.byteSize() == 0) {
+            throw new InvalidArgumentException("segment", "expected at least one byte to register but found an empty segment");
+        }
+        long bytes = segment.byteSize();
+        long saved = CudaContext.enterAny();
+        try {
+            CudaDriver.check("cuMemHostRegister_v2", cuda_driver_h.cuMemHostRegister_v2(segment, bytes,
+                    cuda_driver_h.CU_MEMHOSTREGISTER_PORTABLE()));
+        } finally {
+            CudaContext.exit(saved);
+        }
+        CudaCounters.memHostRegister();
+        long address = segment.address();
+        return new PinnedHostBuffer(address, bytes, String.format(Locale.ROOT,
+                "registered pinned host memory (0x%x, %d bytes)", address, bytes), () -> {
+                    PointerAttributes.invalidate(address);
+                    long savedOnFree = CudaContext.enterAny();
+                    try {
+                        CudaDriver.check("cuMemHostUnregister",
+                                cuda_driver_h.cuMemHostUnregister(MemorySegment.ofAddress(address)));
+                    } finally {
+                        CudaContext.exit(savedOnFree);
                     }
                 });
     }

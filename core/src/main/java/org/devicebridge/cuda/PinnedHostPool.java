@@ -160,22 +160,33 @@ public final class PinnedHostPool extends NativeHandle {
     }
 
     /**
-     * The pool's figures at one moment.
+     * The pool's figures at one moment (for this package's tests; the public view is the three accessors).
      *
      * @param reservedBytes pinned bytes the pool holds (every slab and large block, lent or free)
      * @param lentBytes bytes of the blocks lent now (block sizes, not requested sizes)
      * @param lentBlocks blocks lent now
      * @param slabs {@code cuMemHostAlloc} allocations the pool holds
      */
-    public record Stats(long reservedBytes, long lentBytes, long lentBlocks, long slabs) {}
+    record Stats(long reservedBytes, long lentBytes, long lentBlocks, long slabs) {}
 
-    /**
-     * The pool's figures now.
-     *
-     * @return a snapshot
-     */
-    public Stats stats() {
+    /** {@return the pool's figures now, as one snapshot} */
+    Stats stats() {
         return state.stats();
+    }
+
+    /** {@return the pinned bytes the pool holds now (every slab and large block, lent or free)} */
+    public long reservedBytes() {
+        return state.stats().reservedBytes();
+    }
+
+    /** {@return the bytes of the blocks lent now (block sizes, not requested sizes)} */
+    public long lentBytes() {
+        return state.stats().lentBytes();
+    }
+
+    /** {@return the number of blocks lent now} */
+    public long lentBlocks() {
+        return state.stats().lentBlocks();
     }
 
     /** One cuMemHostAlloc: a slab of equal blocks, or one large block. */

@@ -5,7 +5,8 @@
  * called: a bad one throws {@link org.devicebridge.InvalidArgumentException}, and nothing was done.
  *
  * <ul>
- *   <li>{@link org.devicebridge.cuda.Cuda}: driver loading, devices, memory info. Each device's primary
+ *   <li>{@link org.devicebridge.cuda.Cuda}: driver loading, devices, free memory, peer access, the default
+ *       memory pool's threshold. Each device's primary
  *       context is retained once (for the life of the process) and made current on the calling thread
  *       whenever a call needs it ({@code cuCtxGetCurrent}, then {@code cuCtxSetCurrent} if it differs); it
  *       stays current afterwards, as with the CUDA runtime. Code that manages its own contexts on the same
@@ -14,15 +15,17 @@
  *       borrowed) and
  *       {@link org.devicebridge.cuda.CudaEvent} (pooled, timing disabled).</li>
  *   <li>{@link org.devicebridge.cuda.DeviceBuffer} (cuMemAlloc, stream-ordered pool memory, or wrapped
- *       foreign memory; reference counted), {@link org.devicebridge.cuda.PinnedHostBuffer},
- *       {@link org.devicebridge.cuda.PinnedHostPool} (pinned blocks by size class, reused),
- *       {@link org.devicebridge.cuda.HostRegistration}.</li>
+ *       foreign memory; reference counted), {@link org.devicebridge.cuda.PinnedHostBuffer} (allocated
+ *       pinned, or existing memory registered),
+ *       {@link org.devicebridge.cuda.PinnedHostPool} (pinned blocks by size class, reused).</li>
  *   <li>{@link org.devicebridge.cuda.CudaCopies}: host/device copies, each as a blocking call and as
- *       {@code ...Async(..., stream)}; a {@link org.devicebridge.cuda.DeviceRange} or
- *       {@link org.devicebridge.cuda.DeviceRanges} names the bytes of a buffer to copy.</li>
+ *       {@code ...Async(..., stream)}; a {@link org.devicebridge.cuda.DeviceRange} names the bytes of a
+ *       buffer to copy.</li>
  *   <li>{@link org.devicebridge.cuda.PointerAttributes}: memory kind, device and range of an address,
  *       cached per allocation.</li>
- *   <li>{@link org.devicebridge.cuda.CudaIpc}: sharing device memory and events with other processes.</li>
+ *   <li>CUDA IPC: {@link org.devicebridge.cuda.DeviceBuffer#ipcHandle()} and
+ *       {@link org.devicebridge.cuda.CudaEvent#ipcHandle()} share device memory and events with other
+ *       processes, which open them with {@code openIpcHandle}.</li>
  *   <li>{@link org.devicebridge.cuda.HostDeviceTransfer}: batches of host buffers to one packed device
  *       allocation and back: page-locked buffers by direct DMA, pageable ones through a reused ring of pinned
  *       staging chunks packed in parallel while the previous chunk's copy runs.</li>

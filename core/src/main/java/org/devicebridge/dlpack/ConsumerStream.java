@@ -1,8 +1,12 @@
 package org.devicebridge.dlpack;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
+import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 
@@ -20,16 +24,11 @@ import org.devicebridge.ValidationException.Category;
  * </ul>
  *
  * <p>Immutable and thread-safe; it borrows the stream handle (the consumer owns the stream).
- *
- * @param device where the data lives
- * @param kind   what the value means
- * @param handle the stream handle to wait on ({@code CUstream}: 0x1 legacy default, 0x2 per-thread default;
- *               NULL for ROCm's default stream and for {@link Kind#NO_SYNC})
  */
-public record ConsumerStream(Device device, Kind kind, MemorySegment handle) {
+public final class ConsumerStream {
 
     /** What a stream value means. */
-    public enum Kind {
+    enum Kind {
         /** -1 (or no stream concept): the producer must not synchronise. */
         NO_SYNC,
         /** The device's default stream (CUDA: legacy default, 0x1; ROCm: 0). */
@@ -40,15 +39,74 @@ public record ConsumerStream(Device device, Kind kind, MemorySegment handle) {
         STREAM
     }
 
+    private final Device device;
+    private final Kind kind;
+    private final MemorySegment handle;
+
+    ConsumerStream(Device device, Kind kind, MemorySegment handle) {
+        this.device = Objects.requireNonNull(device, "device");
+        this.kind = Objects.requireNonNull(kind, "kind");
+        this.handle = Objects.requireNonNull(handle, "handle");
+    }
+
+    /** {@return the device the data lives on} */
+    public Device device() {
+        return device;
+    }
+
     /**
-     * Checks the components.
-     *
-     * @throws NullPointerException if a component is {@code null}
+     * {@return the stream handle to wait on ({@code CUstream}: 0x1 legacy default, 0x2 per-thread default);
+     * NULL for ROCm's default stream and where no synchronisation is asked for}
      */
-    public ConsumerStream {
-        Objects.requireNonNull(device, "device");
-        Objects.requireNonNull(kind, "kind");
-        Objects.requireNonNull(handle, "handle");
+    public MemorySegment handle() {
+        return handle;
+    }
+
+    Kind kind() {
+        return kind;
+    }
+
+    /**
+     * Makes this stream wait for the work submitted so far on a CUDA producer's stream, without blocking the
+     * host: records an event on {@code producerStream} (timing disabled) and makes this stream wait on it with
+     * {@code cuStreamWaitEvent}, in this device's primary context; the caller's current context is restored.
+     * Nothing happens when no synchronisation was asked for or this is the producer's own stream. Pass
+     * {@code c -> c.waitForCuda(producerStream)} to {@link TensorSpec#withConsumerStream}. Both streams stay
+     * their owners'.
+     *
+     * @param producerStream the producer's {@code CUstream} (borrowed), NULL for the default stream
+     * @throws UnsupportedFeatureException if this is not a CUDA stream
+     * @throws org.devicebridge.cuda.CudaUnavailableException without a CUDA driver
+     * @throws org.devicebridge.cuda.CudaException if the driver refuses
+     */
+    public void waitForCuda(MemorySegment producerStream) {
+        requireNativeAccess();
+        Objects.requireNonNull(producerStream, "producerStream");
+        long producer = producerStream.address();
+        if (!needsSync() || handle.address() == producer) {
+            return;
+        }
+        DeviceKind t = device.kind();
+        if (t != DeviceKind.CUDA && t != DeviceKind.CUDA_HOST && t != DeviceKind.CUDA_MANAGED) {
+            throw new UnsupportedFeatureException("stream", "a CUDA producer cannot synchronise with " + t + " streams");
+        }
+        DLPackCuda.makeReady(device.ordinal(), MemorySegment.ofAddress(producer), handle);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof ConsumerStream other && device.equals(other.device) && kind == other.kind
+                && handle.equals(other.handle);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(device, kind, handle);
+    }
+
+    @Override
+    public String toString() {
+        return "ConsumerStream[device=" + device + ", kind=" + kind + ", handle=" + handle + "]";
     }
 
     /** {@return {@code true} if the producer must order the data before this stream} */

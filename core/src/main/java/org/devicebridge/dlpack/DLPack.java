@@ -59,7 +59,7 @@ public final class DLPack {
      * @return a live handle that owns the struct. After a throw nothing was exported.
      * @throws ValidationException if the tensor reaches outside the spec's data, or the consumer stream belongs
      *         to another device ({@link TensorSpec} checks the rest when it is made)
-     * @throws org.devicebridge.DeviceBridgeException from the spec's {@link StreamSynchronizer} (e.g. a CUDA
+     * @throws org.devicebridge.DeviceBridgeException from the spec's consumer-stream synchroniser ({@link TensorSpec#withConsumerStream}) (e.g. a CUDA
      *         error); nothing was exported then
      */
     public static ExportedTensor exportVersioned(TensorSpec spec) {
@@ -178,7 +178,7 @@ public final class DLPack {
      *         took its segment first, if any: see {@link ImportedTensor}). After a return the handle owns the tensor;
      *         after a throw the deleter has already been called (except for a NULL pointer, which owns nothing).
      * @throws ValidationException for any malformed field (category and field path say which), or
-     *         {@code DEVICE} where {@code options} asks for {@link ImportOptions.PointerCheck#DRIVER} and the
+     *         {@code DEVICE} where {@code options} asks for {@link ImportOptions#confirmingPointers()} and the
      *         driver's pointer attributes contradict the device label
      * @throws UnsupportedFeatureException for a valid tensor this library cannot represent (e.g. lanes != 1)
      * @throws org.devicebridge.cuda.CudaUnavailableException where {@code DRIVER} is asked for a CUDA-labelled

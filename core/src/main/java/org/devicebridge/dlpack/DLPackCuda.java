@@ -44,7 +44,7 @@ final class DLPackCuda {
 
     /**
      * Confirms with the driver's pointer attributes that the {@code extent} bytes from {@code first} are the
-     * memory {@code device} says (see {@link ImportOptions.PointerCheck#DRIVER}); the rule is the one CUDA
+     * memory {@code device} says (see {@link ImportOptions#confirmingPointers()}); the rule is the one CUDA
      * Arrow imports apply to their buffers. Devices other than CPU and the CUDA family are not checked.
      *
      * @throws ValidationException {@code DEVICE} on a mismatch, or where the driver rejects the pointer

@@ -8,6 +8,7 @@ import java.util.Locale;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Consumer;
 import org.devicebridge.Device;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
@@ -47,10 +48,10 @@ public final class TensorSpec {
     private final Set<TensorFlag> flags; // unmodifiable
     private final long flagBits; // the flags as DLPack bits, plus IS_SUBBYTE_TYPE_PADDED for a sub-byte dtype
     private final ConsumerStream consumer; // null: no synchronisation
-    private final StreamSynchronizer producer; // null exactly when consumer is
+    private final Consumer<ConsumerStream> producer; // null exactly when consumer is
 
     private TensorSpec(MemorySegment data, DType dtype, Geometry geometry, long byteOffset, Device device,
-                       Set<TensorFlag> flags, ConsumerStream consumer, StreamSynchronizer producer) {
+                       Set<TensorFlag> flags, ConsumerStream consumer, Consumer<ConsumerStream> producer) {
         this.data = data;
         this.dtype = dtype;
         this.geometry = geometry;
@@ -154,16 +155,19 @@ public final class TensorSpec {
 
     /**
      * The same spec for data produced asynchronously: before the struct is written, export calls
-     * {@code producer.makeReady(consumer)}, which makes the data ready on the consumer's stream as the Python
-     * protocol's {@code stream} argument requires (nothing happens for {@link ConsumerStream.Kind#NO_SYNC}).
+     * {@code producer.accept(consumer)}, which makes the data ready on the consumer's stream as the Python
+     * protocol's {@code stream} argument requires (a consumer that asked for none has
+     * {@link ConsumerStream#needsSync()} {@code false}). For a CUDA producer pass
+     * {@code c -> c.waitForCuda(producerStream)}. It runs on the exporting thread, once per export.
      * The caller keeps owning the streams behind both.
      *
      * @param consumer the consumer's stream, parsed with {@link ConsumerStream#of} for the spec's device (export
      *                 throws {@link ValidationException} {@code DEVICE} if the devices differ)
-     * @param producer makes the data ready on the consumer's stream (the caller keeps owning what it uses)
+     * @param producer makes the data ready on the consumer's stream without blocking the host (the caller keeps
+     *                 owning what it uses; thread-safe if the spec is exported on several threads)
      * @return a new spec; this one is unchanged
      */
-    public TensorSpec withConsumerStream(ConsumerStream consumer, StreamSynchronizer producer) {
+    public TensorSpec withConsumerStream(ConsumerStream consumer, Consumer<ConsumerStream> producer) {
         Objects.requireNonNull(consumer, "consumer");
         Objects.requireNonNull(producer, "producer");
         return new TensorSpec(data, dtype, geometry, byteOffset, device, flags, consumer, producer);
@@ -275,7 +279,7 @@ public final class TensorSpec {
     /** Makes the data ready on the consumer's stream, if one was given. */
     void makeReady() {
         if (consumer != null) {
-            producer.makeReady(consumer);
+            producer.accept(consumer);
         }
     }
 

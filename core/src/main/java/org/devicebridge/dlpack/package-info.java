@@ -3,8 +3,7 @@
  * {@code DLManagedTensor} ({@link org.devicebridge.dlpack.DLPack#exportVersioned} of a
  * {@link org.devicebridge.dlpack.TensorSpec}), strict import of both
  * ({@link org.devicebridge.dlpack.DLPack#importVersioned}, {@link org.devicebridge.dlpack.DLPack#importLegacy}),
- * the Python protocol's stream semantics ({@link org.devicebridge.dlpack.ConsumerStream},
- * {@link org.devicebridge.dlpack.StreamSynchronizer}). It needs neither Arrow Java nor CUDA's Arrow layer:
+ * the Python protocol's stream semantics ({@link org.devicebridge.dlpack.ConsumerStream}). It needs neither Arrow Java nor CUDA's Arrow layer:
  * the conversions to and from Arrow Java vectors live in the bridge ({@code org.devicebridge.arrow.java.DLPackArrow}),
  * and a tensor's device is an {@link org.devicebridge.Device}.
  *

@@ -18,7 +18,6 @@ import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaException;
-import org.devicebridge.cuda.CudaIpc;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
@@ -31,7 +30,7 @@ import org.devicebridge.internal.Closing;
  * language-neutral {@link IpcBatchDescriptor}.
  *
  * <p><b>Which memory can be shared.</b> CUDA IPC shares whole {@code cuMemAlloc} allocations (see
- * {@link CudaIpc#getMemHandle}). Stream-ordered pool memory (what {@link org.devicebridge.arrow.cuda.CudaArrowUpload} and
+ * {@link DeviceBuffer#ipcHandle()}). Stream-ordered pool memory (what {@link org.devicebridge.arrow.cuda.CudaArrowUpload} and
  * {@link org.devicebridge.arrow.cuda.CudaArrowPeerCopy} allocate) and memory this process mapped from another cannot be shared:
  * {@link Memory#SHARE_ONLY} refuses such a batch, {@link Memory#COPY_UNSHAREABLE} copies those buffers (on
  * the caller's stream, device to device) into one new {@code cuMemAlloc} allocation the export owns
@@ -133,7 +132,7 @@ public final class IpcBatchExport implements AutoCloseable {
             p.copy(batch.device(), stream);
             event = CudaEvent.createInterprocess(batch.device());
             event.record(stream);
-            byte[] eventHandle = CudaIpc.getEventHandle(event);
+            byte[] eventHandle = event.ipcHandle();
             IpcBatchDescriptor d = new IpcBatchDescriptor(UUID.randomUUID().toString(), batch.device(), schema,
                     p.handles, p.node(root), eventHandle);
             return new IpcBatchExport(d, List.copyOf(p.held), event, p.copyBytes);

@@ -25,7 +25,6 @@ import org.devicebridge.ipc.IpcBatchDescriptor.Node;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaException;
-import org.devicebridge.cuda.CudaIpc;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
@@ -124,7 +123,7 @@ public final class IpcBatchImport implements AutoCloseable {
             if (eventHandle != null) {
                 CudaEvent ready;
                 try {
-                    ready = CudaIpc.openEventHandle(device, eventHandle);
+                    ready = CudaEvent.openIpcHandle(device, eventHandle);
                 } catch (CudaException e) {
                     throw new ValidationException(Category.DEVICE, "event_handle", "expected an event handle this"
                             + " process can open on device " + device + " but the driver refused it: " + e.getMessage(), e);
@@ -189,7 +188,7 @@ public final class IpcBatchImport implements AutoCloseable {
         try {
             for (int k = 0; k < handles.size(); k++) {
                 try {
-                    mapped.add(CudaIpc.openMemHandle(descriptor.device(), handles.get(k)));
+                    mapped.add(DeviceBuffer.openIpcHandle(descriptor.device(), handles.get(k)));
                 } catch (CudaException e) {
                     throw new ValidationException(Category.DEVICE, "handles[" + k + "]", "expected a memory handle"
                             + " this process can open on device " + descriptor.device() + " but the driver refused it: "

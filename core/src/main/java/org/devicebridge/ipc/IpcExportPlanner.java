@@ -14,7 +14,6 @@ import org.devicebridge.ipc.IpcBatchDescriptor.BufferRef;
 import org.devicebridge.ipc.IpcBatchDescriptor.Node;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaException;
-import org.devicebridge.cuda.CudaIpc;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.DeviceRange;
@@ -99,7 +98,7 @@ final class IpcExportPlanner {
         }
         byte[] handle;
         try {
-            handle = CudaIpc.getMemHandle(holder);
+            handle = holder.ipcHandle();
         } catch (UnsupportedFeatureException | CudaException e) {
             if (policy == IpcBatchExport.Memory.SHARE_ONLY) {
                 throw new UnsupportedFeatureException(path, "expected cuMemAlloc memory CUDA IPC can share but"
@@ -137,7 +136,7 @@ final class IpcExportPlanner {
         DeviceBuffer copy = DeviceBuffer.allocate(device, copyBytes);
         held.add(copy);
         int h = handles.size();
-        handles.add(CudaIpc.getMemHandle(copy));
+        handles.add(copy.ipcHandle());
         // the copies' sources and destination outlive them even if the export is force-closed at once: the
         // stream holds references of its own until an event after the copies completed
         List<DeviceBuffer> read = new ArrayList<>(unshareable.values());

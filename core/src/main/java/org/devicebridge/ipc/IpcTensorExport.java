@@ -12,7 +12,6 @@ import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.cuda.CudaEvent;
-import org.devicebridge.cuda.CudaIpc;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.dlpack.TensorSpec;
@@ -60,7 +59,7 @@ public final class IpcTensorExport implements AutoCloseable {
      *        buffer's ordinal, no negative strides
      * @param producerStream the stream the data is written on (borrowed), or null when it is ready
      * @return the export, which the caller owns
-     * @throws UnsupportedFeatureException for a buffer CUDA IPC cannot share (see {@link CudaIpc#getMemHandle}),
+     * @throws UnsupportedFeatureException for a buffer CUDA IPC cannot share (see {@link DeviceBuffer#ipcHandle()}),
      *         negative strides, or a spec not on {@code kDLCUDA}
      * @throws ValidationException if the tensor reaches outside {@code buffer}
      * @throws org.devicebridge.cuda.CudaException if the driver refuses
@@ -82,7 +81,7 @@ public final class IpcTensorExport implements AutoCloseable {
             throw new ValidationException(Category.LENGTH, "spec.data", "expected the tensor inside the buffer's "
                     + buffer.byteSize() + " bytes but it spans [" + offset + ", " + (offset + spec.byteExtent()) + ")");
         }
-        byte[] memHandle = CudaIpc.getMemHandle(buffer);
+        byte[] memHandle = buffer.ipcHandle();
         DeviceBuffer ref = buffer.retain();
         CudaEvent event = null;
         try {
@@ -90,7 +89,7 @@ public final class IpcTensorExport implements AutoCloseable {
             if (producerStream != null) {
                 event = CudaEvent.createInterprocess(buffer.device());
                 event.record(producerStream);
-                eventHandle = CudaIpc.getEventHandle(event);
+                eventHandle = event.ipcHandle();
             }
             IpcTensorDescriptor d = new IpcTensorDescriptor(UUID.randomUUID().toString(), buffer.device(), memHandle,
                     offset, spec.byteExtent(), spec.dtype(), spec.shape(), spec.strides(), eventHandle);

@@ -8,7 +8,6 @@ import org.devicebridge.Device;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.cuda.CudaEvent;
-import org.devicebridge.cuda.CudaIpc;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.dlpack.DLPack;
@@ -50,7 +49,7 @@ public final class IpcTensorImport {
         Objects.requireNonNull(consumer, "consumer");
         Objects.requireNonNull(options, "options");
         int device = descriptor.device();
-        DeviceBuffer mapped = CudaIpc.openMemHandle(device, descriptor.memHandle());
+        DeviceBuffer mapped = DeviceBuffer.openIpcHandle(device, descriptor.memHandle());
         try {
             long end = Math.addExact(descriptor.offset(), descriptor.nbytes());
             if (end > mapped.byteSize()) {
@@ -59,7 +58,7 @@ public final class IpcTensorImport {
             }
             byte[] eventHandle = descriptor.eventHandle();
             if (eventHandle != null) {
-                try (CudaEvent ready = CudaIpc.openEventHandle(device, eventHandle)) {
+                try (CudaEvent ready = CudaEvent.openIpcHandle(device, eventHandle)) {
                     consumer.waitEvent(ready);
                 }
             }

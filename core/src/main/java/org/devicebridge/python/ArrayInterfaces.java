@@ -30,8 +30,8 @@ import org.devicebridge.dlpack.ImportedTensor;
  * on the same device). {@code __cuda_array_interface__}'s {@code stream} is honoured as the protocol
  * defines: the consumer's stream is made to wait on the producer's (an event, no host block).
  *
- * <p><b>Export</b>: {@link PythonExport.Builder#arrayInterface} and
- * {@link PythonExport.Builder#cudaArrayInterface} give the library's exporter objects these attributes.
+ * <p><b>Export</b>: {@link PythonExport#arrayInterface} and
+ * {@link PythonExport#cudaArrayInterface} give the library's exporter objects these attributes.
  *
  * <p>Stateless and thread-safe: each method takes the GIL itself.
  */
@@ -57,7 +57,7 @@ final class ArrayInterfaces {
      * caller's. After a throw the caller owns nothing new.
      *
      * @param producer any Python object exposing {@code __array_interface__} (borrowed)
-     * @param options what to accept (device; {@link ImportOptions.PointerCheck#DRIVER} confirms the pointer)
+     * @param options what to accept (device; {@link ImportOptions#confirmingPointers()} confirms the pointer)
      * @return the imported array
      * @throws ValidationException for a malformed or inconsistent dictionary (category and path say which:
      *         {@code __array_interface__.strides[1]}, ...), or a device other than expected
@@ -89,7 +89,7 @@ final class ArrayInterfaces {
      * <p>Streams, as version 3 defines them: where the dictionary's {@code stream} is an integer (1 legacy
      * default, 2 per-thread default, else a {@code cudaStream_t}), an event is recorded on it and
      * {@code consumer} is made to wait on it ({@code cuStreamWaitEvent}; the host does not block), unless
-     * {@code consumer} is {@link ConsumerStream.Kind#NO_SYNC} or the same stream. None needs no
+     * {@code consumer} is a stream that needs no synchronisation (-1) or the same stream. None needs no
      * synchronisation. A {@code stream} of 0 is refused, as the protocol forbids it.
      *
      * <p>Ownership: after a return the caller owns the returned array (close it); {@code producer} and both

@@ -2,14 +2,14 @@ package org.devicebridge.python;
 
 import java.lang.foreign.MemorySegment;
 import java.util.OptionalLong;
+import java.util.function.BiConsumer;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import org.devicebridge.Device;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.internal.ExportRegistry;
 import org.devicebridge.python.PythonExport.ArrowArrayExporter;
-import org.devicebridge.python.PythonExport.ArrowSchemaExporter;
-import org.devicebridge.python.PythonExport.ArrowStreamExporter;
-import org.devicebridge.python.PythonExport.DLPackExporter;
 import org.devicebridge.python.PythonExport.DLPackRequest;
 
 /**
@@ -27,9 +27,9 @@ final class ExportDispatch {
     private ExportDispatch() {}
 
     /** What one exporter object answers with; null members are protocols it does not speak. */
-    record Exporters(DLPackExporter dlpack, Device device, ArrowSchemaExporter schema,
+    record Exporters(Function<DLPackRequest, MemorySegment> dlpack, Device device, Consumer<MemorySegment> schema,
                      ArrowArrayExporter array, ArrowArrayExporter deviceArray,
-                     ArrowStreamExporter stream, ArrowStreamExporter deviceStream,
+                     BiConsumer<MemorySegment, MemorySegment> stream, BiConsumer<MemorySegment, MemorySegment> deviceStream,
                      InterfaceExport.Exported interfaces) {}
 
     /** Registers the exporters of an object about to be made; returns its token. */
@@ -120,7 +120,7 @@ final class ExportDispatch {
         if (e == null || e.dlpack == null) {
             throw new DeviceBridgeException("this exporter object has no live DLPack exporter");
         }
-        MemorySegment tensor = e.dlpack.export(new DLPackRequest(OptionalLong.of(-1), DLPack.MAJOR_VERSION,
+        MemorySegment tensor = e.dlpack.apply(new DLPackRequest(OptionalLong.of(-1), DLPack.MAJOR_VERSION,
                 DLPack.MINOR_VERSION));
         if (tensor == null || tensor.equals(MemorySegment.NULL)) {
             throw new DeviceBridgeException("the DLPack exporter returned NULL");

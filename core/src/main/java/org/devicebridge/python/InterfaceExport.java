@@ -101,7 +101,7 @@ final class InterfaceExport {
         PyObjectRef mask = null;
         try {
             if (maskSpec != null) {
-                PythonExport.Builder b = PythonExport.builder();
+                PythonExport b = PythonExport.builder();
                 mask = (cuda ? b.cudaArrayInterface(maskSpec) : b.arrayInterface(maskSpec)).build();
             }
             return Py.fromJava(cuda

@@ -16,7 +16,6 @@ import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DType;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
-import org.devicebridge.dlpack.StreamSynchronizer;
 import org.devicebridge.dlpack.TensorFlag;
 import org.devicebridge.dlpack.TensorSpec;
 
@@ -136,7 +135,7 @@ final class InterfaceImport {
                         + consumer.device().kind() + ":" + consumer.device().ordinal() + " but the data lives on "
                         + device.kind() + ":" + device.ordinal());
             }
-            StreamSynchronizer.cuda(producerStream).makeReady(consumer);
+            consumer.waitForCuda(producerStream);
         }
         return producerStream;
     }

@@ -3,13 +3,12 @@ package org.devicebridge.python;
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 import java.util.OptionalLong;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import org.devicebridge.Device;
 import org.devicebridge.internal.Native;
 import org.devicebridge.python.PythonExport.ArrowArrayExporter;
-import org.devicebridge.python.PythonExport.ArrowSchemaExporter;
-import org.devicebridge.python.PythonExport.ArrowStreamExporter;
-import org.devicebridge.python.PythonExport.DLPackExporter;
 import org.devicebridge.python.PythonExport.DLPackRequest;
 
 /**
@@ -29,7 +28,7 @@ final class ProtocolCapsules {
     }
 
     /** {@code __dlpack__(stream, max_version, dl_device, copy)}: a new capsule, or NULL with a BufferError set. */
-    static MemorySegment dlpack(DLPackExporter exporter, Device device, MemorySegment params) {
+    static MemorySegment dlpack(Function<DLPackRequest, MemorySegment> exporter, Device device, MemorySegment params) {
         MemorySegment stream = Py.tupleItem(params, 0);
         MemorySegment maxVersion = Py.tupleItem(params, 1);
         MemorySegment dlDevice = Py.tupleItem(params, 2);
@@ -54,7 +53,7 @@ final class ProtocolCapsules {
             minor = (int) Py.asLong(Py.tupleItem(maxVersion, 1), "max_version[1]");
         }
         DLPackRequest request = new DLPackRequest(s, major, minor);
-        MemorySegment tensor = exporter.export(request);
+        MemorySegment tensor = exporter.apply(request);
         if (tensor == null || tensor.equals(MemorySegment.NULL)) {
             return fail(PyC.EXC_BUFFER_ERROR, "devicebridge: the DLPack exporter returned NULL");
         }
@@ -68,8 +67,8 @@ final class ProtocolCapsules {
     }
 
     /** {@code __arrow_c_schema__()}: a new capsule. */
-    static MemorySegment schema(ArrowSchemaExporter exporter) {
-        return filledCapsule(CapsuleKind.ARROW_SCHEMA, heap -> exporter.export(heap));
+    static MemorySegment schema(Consumer<MemorySegment> exporter) {
+        return filledCapsule(CapsuleKind.ARROW_SCHEMA, exporter);
     }
 
     /** {@code __arrow_c_array__} or {@code __arrow_c_device_array__}: a new tuple of two capsules. */
@@ -98,9 +97,9 @@ final class ProtocolCapsules {
     }
 
     /** {@code __arrow_c_stream__} or {@code __arrow_c_device_stream__}: a new capsule. */
-    static MemorySegment stream(ArrowStreamExporter exporter, CapsuleKind kind, MemorySegment params) {
+    static MemorySegment stream(BiConsumer<MemorySegment, MemorySegment> exporter, CapsuleKind kind, MemorySegment params) {
         MemorySegment requested = requestedSchema(Py.tupleItem(params, 0));
-        return filledCapsule(kind, heap -> exporter.export(requested, heap));
+        return filledCapsule(kind, heap -> exporter.accept(requested, heap));
     }
 
     /**

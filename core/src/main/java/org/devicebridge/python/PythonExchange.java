@@ -32,7 +32,7 @@ import org.devicebridge.internal.Native;
  * nothing is owned); {@link #importTensor} takes a tensor from a Python object through it. The table's other
  * functions ({@link DLPackExchange#currentWorkStream}, {@link DLPackExchange#allocate}) are called on the
  * returned {@link DLPackExchange} with the GIL held ({@link PythonRuntime#gil()}): a framework reports
- * failures as a Python exception. Publishing: {@link PythonExport.Builder#dlpackExchangeApi()} puts
+ * failures as a Python exception. Publishing: {@link PythonExport#dlpackExchangeApi()} puts
  * {@link #publishedTable()} on an exporter object's type. Thread-safe: every call takes the GIL it needs.
  */
 final class PythonExchange {
@@ -171,7 +171,7 @@ final class PythonExchange {
      * This library's exchange table for Python (DLPack 1.3), valid for the life of the JVM: its allocator
      * and {@code current_work_stream} are {@link DLPackExchange#published()}'s;
      * {@code managed_tensor_from_py_object_no_sync} takes the tensor of an exporter object made with
-     * {@link PythonExport.Builder#dlpackExchangeApi()} (its DLPack exporter is called with stream -1);
+     * {@link PythonExport#dlpackExchangeApi()} (its DLPack exporter is called with stream -1);
      * {@code managed_tensor_to_py_object_no_sync} refuses with a Python {@code NotImplementedError} (this
      * library has no Python tensor type); {@code dltensor_from_py_object_no_sync} is NULL.
      *

@@ -51,7 +51,7 @@ public final class PythonImport {
      * Takes {@code producer}'s tensor as a DLPack tensor, zero-copy, through the first protocol it speaks:
      * <ol>
      * <li>its type's DLPack C exchange table ({@code __dlpack_c_exchange_api__}), only where {@code consumer}
-     *     is {@link ConsumerStream.Kind#NO_SYNC} (the table does no stream synchronisation);</li>
+     *     is a stream that needs no synchronisation (-1) (the table does no stream synchronisation);</li>
      * <li>{@code __dlpack__(stream=..., max_version=(1, 3))}, the producer making {@code consumer} wait for
      *     its work (a pre-1.0 producer's legacy capsule is taken too);</li>
      * <li>{@code __cuda_array_interface__} (versions 0 to 3), {@code consumer} made to wait on the
@@ -207,12 +207,11 @@ public final class PythonImport {
         DeviceKind k = consumer.device().kind();
         boolean cuda = k == DeviceKind.CUDA || k == DeviceKind.CUDA_HOST || k == DeviceKind.CUDA_MANAGED;
         boolean rocm = k == DeviceKind.ROCM || k == DeviceKind.ROCM_HOST;
-        return switch (consumer.kind()) {
-            case NO_SYNC -> cuda || rocm ? OptionalLong.of(-1) : OptionalLong.empty();
-            case DEFAULT -> cuda ? OptionalLong.of(1) : OptionalLong.empty();
-            case PER_THREAD_DEFAULT -> OptionalLong.of(2);
-            case STREAM -> OptionalLong.of(consumer.handle().address());
-        };
+        if (!consumer.needsSync()) {
+            return cuda || rocm ? OptionalLong.of(-1) : OptionalLong.empty();
+        }
+        long handle = consumer.handle().address(); // 1, 2 or a stream on CUDA; 0 for ROCm's default stream
+        return handle == 0 ? OptionalLong.empty() : OptionalLong.of(handle);
     }
 
     /**

@@ -27,7 +27,6 @@ import org.devicebridge.arrow.java.PooledArrowMemory;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
-import org.devicebridge.cuda.DeviceMemoryPool;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.cuda.StreamKind;
@@ -46,7 +45,7 @@ import org.devicebridge.internal.NonTemporalCopy;
  * of the same number of bytes from pinned memory, measured in the same run. Without a device it reports
  * "skipped: reason". The pinned root comes from {@link org.devicebridge.arrow.cuda.PinnedArrowMemory}, the
  * pageable one from a {@link PooledArrowMemory} (freed blocks reused, as for repeated transfers); during the
- * section the device's default pool keeps freed memory ({@link DeviceMemoryPool#retain}), and its threshold
+ * section the device's default pool keeps freed memory ({@link Cuda#setMemoryPoolThreshold}), and its threshold
  * is put back afterwards.
  */
 final class CudaArrowSelfCheck implements SelfCheckSection {
@@ -73,8 +72,8 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
         int device = 0;
         report.line("device", Cuda.properties(Device.cuda(device)).toString());
         long deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
-        long threshold = DeviceMemoryPool.releaseThreshold(device);
-        DeviceMemoryPool.retain(device, Math.max(threshold, POOL_BYTES));
+        long threshold = Cuda.memoryPoolThreshold(Device.cuda(device));
+        Cuda.setMemoryPoolThreshold(Device.cuda(device), Math.max(threshold, POOL_BYTES));
         try (PinnedArrowMemory pinnedMemory = PinnedArrowMemory.create();
              PooledArrowMemory pooledMemory = PooledArrowMemory.create(POOL_BYTES);
              BufferAllocator pageable = pooledMemory.newRootAllocator();
@@ -98,7 +97,7 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
             Timing raw = raw(device, bytes, stream);
             report.line("batch bytes", bytes + " (" + ROWS + " rows, " + table.getFieldVectors().size() + " columns)");
             report.line("memory", "pageable root: PooledArrowMemory (" + (POOL_BYTES >> 20) + " MiB kept); device pool: "
-                    + "DeviceMemoryPool.retain(" + device + ", " + Math.max(threshold, POOL_BYTES) + ") during the section");
+                    + "Cuda.setMemoryPoolThreshold(cuda:" + device + ", " + Math.max(threshold, POOL_BYTES) + ") during the section");
             report.line("staging packing", NonTemporalCopy.available()
                     ? "an upload's last chunks with non-temporal stores (x86-64 loop)"
                     : "MemorySegment.copy only (non-temporal stores are opt-in: -D" + NonTemporalCopy.PROPERTY + "=true)");
@@ -112,7 +111,7 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
                             after.directCopies() - before.directCopies(), after.stagedBytes() - before.stagedBytes(),
                             after.hostWaits() - before.hostWaits(), ROUNDS));
         } finally {
-            DeviceMemoryPool.retain(device, threshold);
+            Cuda.setMemoryPoolThreshold(Device.cuda(device), threshold);
         }
         long left = CudaCounters.snapshot().deviceBytesOutstanding() - deviceBytesBefore;
         report.check("device memory back to its level before the section", left == 0, left + " bytes outstanding");

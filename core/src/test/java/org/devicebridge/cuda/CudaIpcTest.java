@@ -37,8 +37,8 @@ class CudaIpcTest {
             MemorySegment.copy(parentBytes, 0, staging.segment(), ValueLayout.JAVA_BYTE, 0, size);
             CudaCopies.hostToDeviceAsync(staging.segment(), buffer, 0, stream);
             ready.record(stream); // no host synchronisation: the child waits on the event itself
-            byte[] memHandle = CudaIpc.getMemHandle(buffer);
-            byte[] eventHandle = CudaIpc.getEventHandle(ready);
+            byte[] memHandle = buffer.ipcHandle();
+            byte[] eventHandle = ready.ipcHandle();
             assertEquals(CudaIpc.HANDLE_SIZE, memHandle.length);
 
             List<String> command = new ArrayList<>();
@@ -71,9 +71,9 @@ class CudaIpcTest {
              DeviceBuffer pooled = DeviceBuffer.allocateAsync(DEVICE, 1024, stream);
              DeviceBuffer empty = DeviceBuffer.allocate(DEVICE, 0);
              CudaEvent pooledEvent = CudaEvent.acquire(DEVICE)) {
-            assertThrows(UnsupportedFeatureException.class, () -> CudaIpc.getMemHandle(pooled));
-            assertThrows(UnsupportedFeatureException.class, () -> CudaIpc.getMemHandle(empty));
-            CudaException e = assertThrows(CudaException.class, () -> CudaIpc.getEventHandle(pooledEvent));
+            assertThrows(UnsupportedFeatureException.class, () -> pooled.ipcHandle());
+            assertThrows(UnsupportedFeatureException.class, () -> empty.ipcHandle());
+            CudaException e = assertThrows(CudaException.class, () -> pooledEvent.ipcHandle());
             assertEquals("cuIpcGetEventHandle", e.function());
             stream.synchronize();
         }

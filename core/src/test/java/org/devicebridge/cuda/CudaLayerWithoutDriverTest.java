@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import org.devicebridge.Device;
 import org.devicebridge.InvalidArgumentException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
@@ -24,7 +25,7 @@ class CudaLayerWithoutDriverTest {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment host = arena.allocate(64);
             List<Executable> calls = List.of(
-                    () -> Cuda.memoryInfo(0),
+                    () -> Cuda.freeMemory(Device.cuda(0)),
                     () -> Cuda.synchronize(0),
                     () -> CudaStream.create(0, StreamKind.NON_BLOCKING),
                     () -> CudaStream.borrow(0, 0),
@@ -35,11 +36,11 @@ class CudaLayerWithoutDriverTest {
                     () -> DeviceBuffer.wrap(0x1000, 16, 0, null),
                     () -> PinnedHostBuffer.allocate(16),
                     () -> PinnedHostBuffer.allocate(0),
-                    () -> HostRegistration.register(host),
+                    () -> PinnedHostBuffer.register(host),
                     () -> PointerAttributes.of(host.address()),
                     () -> PointerAttributes.query(host.address()),
-                    () -> CudaIpc.openMemHandle(0, new byte[CudaIpc.HANDLE_SIZE]),
-                    () -> CudaIpc.openEventHandle(0, new byte[CudaIpc.HANDLE_SIZE]),
+                    () -> DeviceBuffer.openIpcHandle(0, new byte[CudaIpc.HANDLE_SIZE]),
+                    () -> CudaEvent.openIpcHandle(0, new byte[CudaIpc.HANDLE_SIZE]),
                     () -> HostDeviceTransfer.create(0, 1 << 20));
             for (Executable call : calls) {
                 assertThrows(CudaUnavailableException.class, call);
@@ -54,19 +55,19 @@ class CudaLayerWithoutDriverTest {
         assertThrows(InvalidArgumentException.class, () -> DeviceBuffer.wrap(0, 16, 0, null));
         assertThrows(NullPointerException.class, () -> DeviceBuffer.allocateAsync(0, 16, null));
         assertThrows(InvalidArgumentException.class, () -> PinnedHostBuffer.allocate(-5));
-        assertThrows(NullPointerException.class, () -> HostRegistration.register(null));
-        assertThrows(InvalidArgumentException.class, () -> HostRegistration.register(MemorySegment.ofArray(new byte[8])));
+        assertThrows(NullPointerException.class, () -> PinnedHostBuffer.register(null));
+        assertThrows(InvalidArgumentException.class, () -> PinnedHostBuffer.register(MemorySegment.ofArray(new byte[8])));
         try (Arena arena = Arena.ofConfined()) {
-            assertThrows(InvalidArgumentException.class, () -> HostRegistration.register(arena.allocate(0)));
+            assertThrows(InvalidArgumentException.class, () -> PinnedHostBuffer.register(arena.allocate(0)));
         }
         MemorySegment closed;
         try (Arena arena = Arena.ofConfined()) {
             closed = arena.allocate(8);
         }
         MemorySegment closedSegment = closed;
-        assertThrows(org.devicebridge.HandleClosedException.class, () -> HostRegistration.register(closedSegment));
-        assertThrows(InvalidArgumentException.class, () -> CudaIpc.openMemHandle(0, new byte[63]));
-        assertThrows(NullPointerException.class, () -> CudaIpc.openEventHandle(0, null));
+        assertThrows(org.devicebridge.HandleClosedException.class, () -> PinnedHostBuffer.register(closedSegment));
+        assertThrows(InvalidArgumentException.class, () -> DeviceBuffer.openIpcHandle(0, new byte[63]));
+        assertThrows(NullPointerException.class, () -> CudaEvent.openIpcHandle(0, null));
         assertThrows(NullPointerException.class, () -> CudaIpc.getMemHandle(null));
         assertThrows(NullPointerException.class, () -> CudaIpc.getEventHandle(null));
         assertThrows(NullPointerException.class, () -> CudaCopies.hostToDevice(null, null, 0));

@@ -14,6 +14,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import org.devicebridge.Device;
 import org.devicebridge.HandleClosedException;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.internal.CudaCounters;
@@ -59,19 +60,19 @@ class CudaMemoryTest {
     void allocateAndFreeReturnsDeviceMemoryToBaseline() {
         long size = 256L << 20;
         Cuda.synchronize(DEVICE);
-        long freeBefore = Cuda.memoryInfo(DEVICE).freeBytes();
+        long freeBefore = Cuda.freeMemory(Device.cuda(DEVICE));
         DeviceBuffer b = DeviceBuffer.allocate(DEVICE, size);
         assertEquals(size, b.byteSize());
         assertEquals(DEVICE, b.device());
         assertTrue(b.address() != 0);
-        long freeDuring = Cuda.memoryInfo(DEVICE).freeBytes();
+        long freeDuring = Cuda.freeMemory(Device.cuda(DEVICE));
         assertTrue(freeBefore - freeDuring >= size, "free memory should drop by at least " + size
                 + " bytes, before " + freeBefore + " during " + freeDuring);
         assertEquals(countersBefore.memAllocCalls() + 1, CudaCounters.snapshot().memAllocCalls());
         b.close();
         b.close(); // idempotent
         Cuda.synchronize(DEVICE);
-        long freeAfter = Cuda.memoryInfo(DEVICE).freeBytes();
+        long freeAfter = Cuda.freeMemory(Device.cuda(DEVICE));
         // other processes may allocate meanwhile; our 256 MiB must be back (within 2 MiB of driver slack)
         assertTrue(freeAfter >= freeBefore - (2L << 20), "before " + freeBefore + " after " + freeAfter);
         assertThrows(HandleClosedException.class, b::address);
@@ -156,12 +157,12 @@ class CudaMemoryTest {
             MemorySegment src = arena.allocate(size, 4096);
             MemorySegment dst = arena.allocate(size, 4096);
             MemorySegment.copy(data, 0, src, ValueLayout.JAVA_BYTE, 0, size);
-            try (HostRegistration rs = HostRegistration.register(src);
-                 HostRegistration rd = HostRegistration.register(dst)) {
-                assertTrue(rs.isRegistered() && rd.isRegistered());
+            try (PinnedHostBuffer rs = PinnedHostBuffer.register(src);
+                 PinnedHostBuffer rd = PinnedHostBuffer.register(dst)) {
+                assertTrue(rs.isLive() && rd.isLive());
                 assertEquals(PointerAttributes.MemoryType.HOST, PointerAttributes.query(src.address()).memoryType());
                 // registering the same memory twice is a typed driver error
-                CudaException twice = assertThrows(CudaException.class, () -> HostRegistration.register(src));
+                CudaException twice = assertThrows(CudaException.class, () -> PinnedHostBuffer.register(src));
                 assertEquals("cuMemHostRegister_v2", twice.function());
                 assertEquals("CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", twice.resultName());
                 CudaCopies.hostToDeviceAsync(src, d, 0, stream);
@@ -172,7 +173,7 @@ class CudaMemoryTest {
             assertEquals(PointerAttributes.MemoryType.UNREGISTERED_HOST,
                     PointerAttributes.query(src.address()).memoryType());
             // unregistered now, so it can be registered again
-            HostRegistration.register(src).close();
+            PinnedHostBuffer.register(src).close();
         }
     }
 

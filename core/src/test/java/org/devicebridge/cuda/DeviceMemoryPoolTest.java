@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import org.devicebridge.Device;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.testing.RequiresCuda;
 import org.junit.jupiter.api.AfterEach;
@@ -17,37 +18,37 @@ class DeviceMemoryPoolTest {
 
     @AfterEach
     void restoreCudaDefault() {
-        DeviceMemoryPool.retain(DEVICE, 0);
-        DeviceMemoryPool.trim(DEVICE, 0);
+        Cuda.setMemoryPoolThreshold(Device.cuda(DEVICE), 0);
+        Cuda.trimMemoryPool(Device.cuda(DEVICE), 0);
     }
 
     @Test
     void retainedMemoryStaysInThePoolUntilTrimmed() {
         try (CudaStream s = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING)) {
-            DeviceMemoryPool.retain(DEVICE, 0);
-            DeviceMemoryPool.trim(DEVICE, 0);
-            long base = DeviceMemoryPool.reservedBytes(DEVICE);
+            Cuda.setMemoryPoolThreshold(Device.cuda(DEVICE), 0);
+            Cuda.trimMemoryPool(Device.cuda(DEVICE), 0);
+            long base = Cuda.memoryPoolReservedBytes(Device.cuda(DEVICE));
             cycle(s);
-            assertEquals(base, DeviceMemoryPool.reservedBytes(DEVICE), "CUDA's default: freed memory goes back at sync");
+            assertEquals(base, Cuda.memoryPoolReservedBytes(Device.cuda(DEVICE)), "CUDA's default: freed memory goes back at sync");
 
-            DeviceMemoryPool.retain(DEVICE, 2 * BYTES);
-            assertEquals(2 * BYTES, DeviceMemoryPool.releaseThreshold(DEVICE));
+            Cuda.setMemoryPoolThreshold(Device.cuda(DEVICE), 2 * BYTES);
+            assertEquals(2 * BYTES, Cuda.memoryPoolThreshold(Device.cuda(DEVICE)));
             cycle(s);
-            long kept = DeviceMemoryPool.reservedBytes(DEVICE);
+            long kept = Cuda.memoryPoolReservedBytes(Device.cuda(DEVICE));
             assertTrue(kept >= base + BYTES, "freed memory kept: " + kept + " reserved, " + base + " before");
             cycle(s);
-            assertEquals(kept, DeviceMemoryPool.reservedBytes(DEVICE), "the next allocation reuses it");
+            assertEquals(kept, Cuda.memoryPoolReservedBytes(Device.cuda(DEVICE)), "the next allocation reuses it");
 
-            DeviceMemoryPool.trim(DEVICE, 0);
-            assertEquals(base, DeviceMemoryPool.reservedBytes(DEVICE), "trim gives it back");
+            Cuda.trimMemoryPool(Device.cuda(DEVICE), 0);
+            assertEquals(base, Cuda.memoryPoolReservedBytes(Device.cuda(DEVICE)), "trim gives it back");
         }
     }
 
     @Test
     void badArgumentsAreTyped() {
-        assertThrows(InvalidArgumentException.class, () -> DeviceMemoryPool.retain(DEVICE, -1));
-        assertThrows(InvalidArgumentException.class, () -> DeviceMemoryPool.trim(DEVICE, -1));
-        assertThrows(CudaException.class, () -> DeviceMemoryPool.retain(Cuda.deviceCount(), 0));
+        assertThrows(InvalidArgumentException.class, () -> Cuda.setMemoryPoolThreshold(Device.cuda(DEVICE), -1));
+        assertThrows(InvalidArgumentException.class, () -> Cuda.trimMemoryPool(Device.cuda(DEVICE), -1));
+        assertThrows(CudaException.class, () -> Cuda.setMemoryPoolThreshold(Device.cuda(Cuda.deviceCount()), 0));
     }
 
     private static void cycle(CudaStream s) {

@@ -65,7 +65,7 @@ class HostDeviceTransferTest {
                     CudaCopies.deviceToHost(up.buffer(), offsets[i], check);
                     assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE), check.toArray(ValueLayout.JAVA_BYTE));
                 }
-                List<MemorySegment> back = transfer.download(new DeviceRanges(up.buffer(), offsets, sizes), arena, stream);
+                List<MemorySegment> back = transfer.download(ranges(up.buffer(), offsets, sizes), arena, stream);
                 for (int i = 0; i < sizes.length; i++) {
                     assertEquals(0, back.get(i).address() % HostDeviceTransfer.ALIGNMENT);
                     assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE), back.get(i).toArray(ValueLayout.JAVA_BYTE),
@@ -123,7 +123,7 @@ class HostDeviceTransferTest {
             List<MemorySegment> host = batch(arena, r, sizes);
             for (int round = 0; round < 3; round++) {
                 try (DeviceUpload up = transfer.upload(host, stream)) {
-                    List<MemorySegment> back = transfer.download(new DeviceRanges(up.buffer(), up.offsets(), sizes), arena, stream);
+                    List<MemorySegment> back = transfer.download(ranges(up.buffer(), up.offsets(), sizes), arena, stream);
                     for (int i = 0; i < sizes.length; i++) {
                         assertArrayEquals(host.get(i).toArray(ValueLayout.JAVA_BYTE),
                                 back.get(i).toArray(ValueLayout.JAVA_BYTE), "round " + round + ", buffer " + i);
@@ -171,9 +171,7 @@ class HostDeviceTransferTest {
              DeviceBuffer d = DeviceBuffer.allocate(DEVICE, 100)) {
             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 16);
             assertThrows(InvalidArgumentException.class,
-                    () -> transfer.download(new DeviceRanges(d, new long[] {90}, new long[] {11}), arena, stream));
-            assertThrows(InvalidArgumentException.class,
-                    () -> transfer.download(new DeviceRanges(d, new long[] {0, 1}, new long[] {1}), arena, stream));
+                    () -> transfer.download(List.of(d.range(90, 11)), arena, stream));
             assertThrows(InvalidArgumentException.class,
                     () -> download(transfer, d, new long[] {0, 1}, List.of(arena.allocate(1)), stream));
             assertThrows(InvalidArgumentException.class,
@@ -203,7 +201,7 @@ class HostDeviceTransferTest {
             assertEquals(false, PointerAttributes.isPageLocked(pageable));
             assertEquals(false, PointerAttributes.isPageLocked(pinned.segment().asSlice(0, 0)), "empty");
             MemorySegment registered = arena.allocate(1 << 16, 4096);
-            try (HostRegistration reg = HostRegistration.register(registered)) {
+            try (PinnedHostBuffer reg = PinnedHostBuffer.register(registered)) {
                 assertTrue(PointerAttributes.isPageLocked(reg.segment()), "registered host memory");
                 assertTrue(PointerAttributes.isPageLocked(registered.asSlice(10, 100)));
             }
@@ -509,6 +507,14 @@ class HostDeviceTransferTest {
     }
 
     /** Ranges of {@code buffer} at {@code offsets}, each of its destination's size, downloaded into them. */
+    private static List<DeviceRange> ranges(DeviceBuffer buffer, long[] offsets, long[] sizes) {
+        List<DeviceRange> ranges = new ArrayList<>();
+        for (int i = 0; i < offsets.length; i++) {
+            ranges.add(buffer.range(offsets[i], sizes[i]));
+        }
+        return ranges;
+    }
+
     private static void download(HostDeviceTransfer transfer, DeviceBuffer buffer, long[] offsets,
                                  List<MemorySegment> destinations, CudaStream stream) {
         long[] sizes = destinations.stream().mapToLong(MemorySegment::byteSize).toArray();

@@ -23,8 +23,8 @@ public final class IpcChild {
             int size = Integer.parseInt(args[3]);
             byte[] expected = CudaMemoryTest.pattern(size, Long.parseLong(args[4]));
             byte[] mine = CudaMemoryTest.pattern(size, Long.parseLong(args[5]));
-            try (CudaEvent ready = CudaIpc.openEventHandle(device, eventHandle);
-                 DeviceBuffer shared = CudaIpc.openMemHandle(device, memHandle);
+            try (CudaEvent ready = CudaEvent.openIpcHandle(device, eventHandle);
+                 DeviceBuffer shared = DeviceBuffer.openIpcHandle(device, memHandle);
                  Arena arena = Arena.ofConfined()) {
                 if (shared.byteSize() < size) {
                     fail("opened " + shared.byteSize() + " bytes, expected at least " + size);

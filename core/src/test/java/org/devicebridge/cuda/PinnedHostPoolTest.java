@@ -83,8 +83,8 @@ class PinnedHostPoolTest {
                 again.forEach(pool::free);
             }
             assertEquals(calls, CudaCounters.snapshot().memHostAllocCalls(), "a steady state calls no cuMemHostAlloc");
-            assertEquals(0, pool.stats().lentBlocks());
-            assertTrue(pool.stats().reservedBytes() > 0);
+            assertEquals(0, pool.lentBlocks());
+            assertTrue(pool.reservedBytes() > 0);
         }
         assertEquals(start.pinnedBytesOutstanding(), CudaCounters.snapshot().pinnedBytesOutstanding());
     }
@@ -117,7 +117,7 @@ class PinnedHostPoolTest {
                 pool.free(again);
                 long expected = rotation * PinnedHostPool.blockSize(3_000_000)
                         + PinnedHostPool.blockSize(PinnedHostPool.ROTATION_MAX + 1);
-                assertEquals(expected, pool.stats().reservedBytes() - ONE_SLAB, "pinned memory held");
+                assertEquals(expected, pool.reservedBytes() - ONE_SLAB, "pinned memory held");
             }
         }
         assertThrows(InvalidArgumentException.class, () -> PinnedHostPool.create(0));
@@ -147,9 +147,9 @@ class PinnedHostPoolTest {
         pool.close();
         assertThrows(HandleClosedException.class, () -> pool.allocate(64));
         b.set(ValueLayout.JAVA_LONG, 0, 42); // still the caller's until freed
-        assertTrue(pool.stats().reservedBytes() > 0);
+        assertTrue(pool.reservedBytes() > 0);
         pool.free(b);
-        assertEquals(0, pool.stats().reservedBytes());
+        assertEquals(0, pool.reservedBytes());
         assertThrows(IllegalStateException.class, () -> b.get(ValueLayout.JAVA_LONG, 0), "freed memory is out of reach");
         assertEquals(start.pinnedBytesOutstanding(), CudaCounters.snapshot().pinnedBytesOutstanding());
     }

@@ -71,7 +71,7 @@ class PointerAttributesTest {
             PointerAttributes before = PointerAttributes.of(seg.address());
             assertEquals(MemoryType.UNREGISTERED_HOST, before.memoryType());
             assertEquals(-1, before.deviceOrdinal());
-            try (HostRegistration r = HostRegistration.register(seg)) {
+            try (PinnedHostBuffer r = PinnedHostBuffer.register(seg)) {
                 assertEquals(seg, r.segment());
                 PointerAttributes during = PointerAttributes.of(seg.address() + 100);
                 assertEquals(MemoryType.HOST, during.memoryType());

@@ -54,7 +54,7 @@ class ConsumerStreamTest {
     @Test
     void theProducerSynchronisesBeforeExportingAndNotAfterAFailure() {
         List<ConsumerStream> seen = new ArrayList<>();
-        StreamSynchronizer recorder = seen::add;
+        java.util.function.Consumer<ConsumerStream> recorder = seen::add;
         AtomicInteger closes = new AtomicInteger();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment data = arena.allocate(64);
@@ -76,7 +76,7 @@ class ConsumerStreamTest {
     @Test
     void theCudaSynchronizerDoesNothingWhenNoSyncIsRequestedOrTheStreamIsTheProducers() {
         // neither case may touch the driver, so this runs without a GPU
-        StreamSynchronizer.cuda(MemorySegment.ofAddress(0x1234)).makeReady(ConsumerStream.of(Device.cuda(0), -1L));
-        StreamSynchronizer.cuda(MemorySegment.ofAddress(0x1234)).makeReady(ConsumerStream.of(Device.cuda(0), 0x1234L));
+        ConsumerStream.of(Device.cuda(0), -1L).waitForCuda(MemorySegment.ofAddress(0x1234));
+        ConsumerStream.of(Device.cuda(0), 0x1234L).waitForCuda(MemorySegment.ofAddress(0x1234));
     }
 }

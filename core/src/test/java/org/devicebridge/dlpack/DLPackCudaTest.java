@@ -142,7 +142,7 @@ class DLPackCudaTest {
             check("cuMemsetD8Async", cuda_driver_h.cuMemsetD8Async(dptr, (byte) 7, n, producer));
             ConsumerStream consumer = ConsumerStream.of(Device.cuda(0), consumerStream.address());
             ExportedTensor e = DLPack.exportVersioned(TensorSpec.of(MemorySegment.ofAddress(dptr).reinterpret(n),
-                    DType.UINT8, n).withDevice(Device.cuda(0)).withConsumerStream(consumer, StreamSynchronizer.cuda(producer)));
+                    DType.UINT8, n).withDevice(Device.cuda(0)).withConsumerStream(consumer, c -> c.waitForCuda(producer)));
             try (ImportedTensor t = DLPack.importTensor(e, ImportOptions.expecting(Device.cuda(0)))) {
                 check("cuMemcpyDtoHAsync_v2", cuda_driver_h.cuMemcpyDtoHAsync_v2(pinned, t.devicePointer().address(), n,
                         consumerStream));
@@ -151,8 +151,8 @@ class DLPackCudaTest {
             assertEquals(7, pinned.get(ValueLayout.JAVA_BYTE, 0));
             assertEquals(7, pinned.get(ValueLayout.JAVA_BYTE, n - 1), "the last byte the producer wrote");
             // the legacy default stream (1) and per-thread default stream (2) are accepted handles too
-            StreamSynchronizer.cuda(producer).makeReady(ConsumerStream.of(Device.cuda(0), 1L));
-            StreamSynchronizer.cuda(producer).makeReady(ConsumerStream.of(Device.cuda(0), 2L));
+            ConsumerStream.of(Device.cuda(0), 1L).waitForCuda(producer);
+            ConsumerStream.of(Device.cuda(0), 2L).waitForCuda(producer);
             check("cuCtxSynchronize", cuda_driver_h.cuCtxSynchronize());
         } finally {
             cuda_driver_h.cuMemFreeHost(pinned);

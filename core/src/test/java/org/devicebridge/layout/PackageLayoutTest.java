@@ -284,4 +284,50 @@ class PackageLayoutTest {
         fixed.removeAll(seen);
         assertEquals(Set.of(), fixed, "fixed since: remove from the list");
     }
+
+    /**
+     * The most public types (top-level and nested, counted where every enclosing type is public too) the exported
+     * packages may hold together. Lower it when a type goes; raising it needs a reason in the API review.
+     */
+    private static final int PUBLIC_TYPE_CEILING = 103;
+
+    @Test
+    void theExportedPackagesHoldAtMostTheCeilingOfPublicTypes() throws Exception {
+        // DESIGN 9: about 80 public types in all exported packages. Counted on the compiled classes of every package
+        // module-info exports, so a new public nested record counts as much as a new file
+        String module = Files.readString(Path.of("src/main/jpms/module-info.java"));
+        Matcher exports = Pattern.compile("^\\s*exports ([\\w.]+);", Pattern.MULTILINE).matcher(module);
+        Path classes = Path.of("target/classes");
+        Set<String> types = new TreeSet<>();
+        int packages = 0;
+        while (exports.find()) {
+            packages++;
+            Path dir = classes.resolve(exports.group(1).replace('.', '/'));
+            try (Stream<Path> files = Files.list(dir)) {
+                for (Path f : files.filter(p -> p.toString().endsWith(".class")).toList()) {
+                    String name = exports.group(1) + "." + f.getFileName().toString().replaceAll("\\.class$", "");
+                    if (name.endsWith("package-info")) {
+                        continue;
+                    }
+                    Class<?> c = Class.forName(name, false, getClass().getClassLoader());
+                    if (!c.isAnonymousClass() && !c.isLocalClass() && !c.isSynthetic() && visible(c)) {
+                        types.add(name);
+                    }
+                }
+            }
+        }
+        assertTrue(packages >= 9 && types.contains("org.devicebridge.Device"), "the exported packages were found: " + packages);
+        assertTrue(types.size() <= PUBLIC_TYPE_CEILING, "expected at most " + PUBLIC_TYPE_CEILING
+                + " public types in the exported packages but found " + types.size() + ": " + types);
+    }
+
+    /** Public, and reachable from outside: every enclosing type public as well. */
+    private static boolean visible(Class<?> c) {
+        for (Class<?> k = c; k != null; k = k.getEnclosingClass()) {
+            if (!java.lang.reflect.Modifier.isPublic(k.getModifiers())) {
+                return false;
+            }
+        }
+        return true;
+    }
 }

@@ -447,7 +447,7 @@ class ArrayInterfacesTest {
     void exportRefusesWhatTheInterfacesCannotName() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment data = arena.allocate(16);
-            PythonExport.Builder b = PythonExport.builder();
+            PythonExport b = PythonExport.builder();
             assertEquals("spec.dtype", assertThrows(UnsupportedFeatureException.class,
                     () -> b.arrayInterface(TensorSpec.of(data, DType.BFLOAT16, 4))).path());
             assertEquals("spec.device", assertThrows(UnsupportedFeatureException.class,

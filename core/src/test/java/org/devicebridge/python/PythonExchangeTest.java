@@ -25,7 +25,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * This library's DLPack exchange table as a Python framework's would be seen (CPython only, no framework):
- * exporter objects built with {@link PythonExport.Builder#dlpackExchangeApi()} publish it on their type, and
+ * exporter objects built with {@link PythonExport#dlpackExchangeApi()} publish it on their type, and
  * {@link PythonExchange} consumes it like any framework's table.
  */
 class PythonExchangeTest {

@@ -31,7 +31,7 @@ import org.devicebridge.internal.Closing;
  * {@value HostDeviceTransfer#ALIGNMENT}-byte aligned offsets as {@link CudaArrowUpload} packs them, with one
  * {@code cuMemcpyPeerAsync} per buffer on the destination's stream. Nothing goes through the host: the
  * copies use NVLink or PCIe peer-to-peer where the driver can (faster still after
- * {@link org.devicebridge.cuda.CudaPeerAccess#enable}), host staging inside the driver otherwise.
+ * {@link org.devicebridge.cuda.Cuda#enablePeerAccess}), host staging inside the driver otherwise.
  *
  * <p>Stateless and thread-safe as far as its arguments are; the caller keeps owning the source batch and
  * both streams, and owns the returned batch.

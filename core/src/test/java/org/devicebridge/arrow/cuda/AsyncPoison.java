@@ -79,11 +79,11 @@ public final class AsyncPoison implements AutoCloseable {
         List<MemorySegment> taken = new ArrayList<>();
         for (long size = PinnedHostPool.MIN_BLOCK; size <= (4L << 20); size *= 2) {
             for (int i = 0; i < 1024; i++) {
-                long reserved = pool.stats().reservedBytes();
+                long reserved = pool.reservedBytes();
                 MemorySegment b = pool.allocate(size);
                 taken.add(b);
                 b.fill(POISON);
-                if (pool.stats().reservedBytes() != reserved) {
+                if (pool.reservedBytes() != reserved) {
                     break; // a fresh block: the class has none free any more
                 }
             }

@@ -79,7 +79,7 @@ class PinnedArrowMemoryTest {
                     }
                     // Arrow accounts what it asked for; the pool lends blocks of the size classes, never less
                     assertTrue(allocator.getAllocatedMemory() > 0);
-                    assertTrue(allocator.getAllocatedMemory() <= pinned.pool().stats().lentBytes());
+                    assertTrue(allocator.getAllocatedMemory() <= pinned.pool().lentBytes());
                     // each allocation is 64-byte aligned (a vector's buffers may be slices of one allocation:
                     // Arrow Java puts validity and data of a fixed-width vector in one, so they need not be)
                     for (long size : new long[] {1, 63, 1000, 1 << 20, 5 << 20}) {
@@ -101,7 +101,7 @@ class PinnedArrowMemoryTest {
                 assertEquals(calls, CudaCounters.snapshot().memHostAllocCalls(), "steady state: no cuMemHostAlloc");
                 assertEquals(0, allocator.getAllocatedMemory());
             }
-            assertEquals(0, pinned.pool().stats().lentBlocks());
+            assertEquals(0, pinned.pool().lentBlocks());
         }
         assertEquals(start.pinnedBytesOutstanding(), CudaCounters.snapshot().pinnedBytesOutstanding());
     }

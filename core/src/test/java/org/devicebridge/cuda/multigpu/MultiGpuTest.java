@@ -33,7 +33,6 @@ import org.devicebridge.arrow.cuda.CudaArrowUpload;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaEvent;
-import org.devicebridge.cuda.CudaPeerAccess;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
@@ -129,7 +128,7 @@ class MultiGpuTest {
                     assertTrue(s1.query());
                     assertEquals(D1, PointerAttributes.query(b1.address()).deviceOrdinal());
                     Cuda.synchronize(D1);
-                    assertTrue(Cuda.memoryInfo(D1).totalBytes() > 0);
+                    assertTrue(Cuda.properties(Device.cuda(D1)).totalMemoryBytes() > 0);
                     assertEquals(ctx0.address(), currentContext(arena).address(), "after copies, events, queries");
                 }
                 assertEquals(ctx0.address(), currentContext(arena).address(), "after the frees on device 1");
@@ -232,15 +231,15 @@ class MultiGpuTest {
 
     @Test
     void peerAccessIsEnabledOnceOrRefusedTyped() {
-        boolean can = CudaPeerAccess.canAccess(D0, D1);
-        System.out.println("[multigpu] cuDeviceCanAccessPeer(0, 1) = " + can + ", (1, 0) = " + CudaPeerAccess.canAccess(D1, D0));
-        assertFalse(CudaPeerAccess.canAccess(D0, D0));
-        assertThrows(InvalidArgumentException.class, () -> CudaPeerAccess.enable(D0, D0));
+        boolean can = Cuda.canAccessPeer(Device.cuda(D0), Device.cuda(D1));
+        System.out.println("[multigpu] cuDeviceCanAccessPeer(0, 1) = " + can + ", (1, 0) = " + Cuda.canAccessPeer(Device.cuda(D1), Device.cuda(D0)));
+        assertFalse(Cuda.canAccessPeer(Device.cuda(D0), Device.cuda(D0)));
+        assertThrows(InvalidArgumentException.class, () -> Cuda.enablePeerAccess(Device.cuda(D0), Device.cuda(D0)));
         if (can) {
-            CudaPeerAccess.enable(D0, D1); // true the first time in this process, false after
-            assertFalse(CudaPeerAccess.enable(D0, D1), "enabling again reports it was enabled already");
+            Cuda.enablePeerAccess(Device.cuda(D0), Device.cuda(D1)); // true the first time in this process, false after
+            assertFalse(Cuda.enablePeerAccess(Device.cuda(D0), Device.cuda(D1)), "enabling again reports it was enabled already");
         } else {
-            assertThrows(UnsupportedFeatureException.class, () -> CudaPeerAccess.enable(D0, D1));
+            assertThrows(UnsupportedFeatureException.class, () -> Cuda.enablePeerAccess(Device.cuda(D0), Device.cuda(D1)));
         }
     }
 

@@ -3,9 +3,9 @@ package org.devicebridge.cuda.multigpu;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
+import org.devicebridge.Device;
 import org.devicebridge.arrow.cuda.CudaArrowPeerCopy;
 import org.devicebridge.cuda.Cuda;
-import org.devicebridge.cuda.CudaPeerAccess;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.junit.jupiter.api.Test;
 
@@ -14,8 +14,8 @@ class MultiGpuWithoutDriverTest {
     @Test
     void peerAccessAndPeerCopiesNeedTheDriver() {
         assumeFalse(Cuda.isAvailable(), "a CUDA driver is present; MultiGpuTest covers this machine");
-        assertThrows(CudaUnavailableException.class, () -> CudaPeerAccess.canAccess(0, 1));
-        assertThrows(CudaUnavailableException.class, () -> CudaPeerAccess.enable(0, 1));
+        assertThrows(CudaUnavailableException.class, () -> Cuda.canAccessPeer(Device.cuda(0), Device.cuda(1)));
+        assertThrows(CudaUnavailableException.class, () -> Cuda.enablePeerAccess(Device.cuda(0), Device.cuda(1)));
         assertThrows(CudaUnavailableException.class, () -> CudaArrowPeerCopy.copyAsync(null, null, null));
     }
 }
