@@ -157,11 +157,6 @@ final class DownloadPlan {
         parts++;
     }
 
-    /** The bytes of a chunk the plan uses at most: {@code [0, chunkBytes())}. */
-    long chunkBytes() {
-        return chunkBytes;
-    }
-
     /** Number of chunks the download fills. */
     int chunks() {
         return chunks;

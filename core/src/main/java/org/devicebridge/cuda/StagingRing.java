@@ -36,7 +36,6 @@ final class StagingRing {
      */
     private final long aroundCachesTail;
     private int next; // the chunk the next batch starts with
-    private long downloads; // downloads so far: where in its chunks the next one lands (see placeIn)
 
     /**
      * A ring over {@code chunks} (at least two, of equal size) whose host copies run through
@@ -163,24 +162,23 @@ final class StagingRing {
      * part offsets the plan gives). Returns when every byte arrived and was unpacked.
      */
     void download(DownloadPlan plan, MemorySegment[] dst, TransferOps ops) {
-        long base = placeIn(plan);
         int n = plan.chunks();
         int issued = 0;
         int unpacked = 0;
         try {
             while (unpacked < n) {
                 if (issued == unpacked) {
-                    issue(plan, issued++, base, ops);
+                    issue(plan, issued++, ops);
                 }
                 while (issued < n && issued - unpacked < chunks.length && copies[slot(issued)].isDone()
                         && isFree(slot(issued), ops)) {
-                    issue(plan, issued++, base, ops);
+                    issue(plan, issued++, ops);
                 }
                 int s = slot(unpacked);
                 ops.await(s);
                 used[s] = false;
                 StagingCopy copy = copies[s];
-                addParts(plan, unpacked, base, dst);
+                addParts(plan, unpacked, dst);
                 if (!copy.start()) {
                     copy.finish(); // not for the pool: unpacked now, while the next chunks' copies run
                 }
@@ -225,13 +223,12 @@ final class StagingRing {
             this.n = plan.chunks();
             this.leading = plan.leadingChunks();
             this.ops = ops;
-            long base = placeIn(plan);
             try {
                 for (int c = 0; c < n; c++) {
-                    issue(plan, c, base, ops);
+                    issue(plan, c, ops);
                 }
                 for (int c = 0; c < n; c++) {
-                    addParts(plan, c, base, dst);
+                    addParts(plan, c, dst);
                 }
             } catch (RuntimeException | Error e) {
                 end(e);
@@ -305,42 +302,22 @@ final class StagingRing {
         }
     }
 
-    /**
-     * Where in each chunk the parts of a download planned as {@code plan} go: a download that uses only part of
-     * each chunk lands one such part further into them than the last one did, in turn, so that the copy engine
-     * does not write the lines the last download's unpacking has just read (it writes lines that the cores
-     * still cache at about half the link's rate: see {@link PinnedHostPool}).
-     */
-    private long placeIn(DownloadPlan plan) {
-        long positions = plan.chunkBytes() <= 0 ? 1 : chunkBytes / plan.chunkBytes();
-        if (positions <= 1) {
-            return 0;
-        }
-        return ((downloads++ % positions) * plan.chunkBytes()) & -BatchTransfer.ALIGNMENT;
-    }
-
-    /**
-     * Adds the unpacking of chunk {@code c}'s parts (placed {@code base} bytes into their chunk) into {@code dst}
-     * to its slot's copier (not started).
-     */
-    private void addParts(DownloadPlan plan, int c, long base, MemorySegment[] dst) {
+    /** Adds the unpacking of chunk {@code c}'s parts into {@code dst} to its slot's copier (not started). */
+    private void addParts(DownloadPlan plan, int c, MemorySegment[] dst) {
         StagingCopy copy = copies[slot(c)];
         MemorySegment chunk = chunks[slot(c)];
         for (int k = plan.firstPart(c); k < plan.firstPart(c + 1); k++) {
-            copy.copy(chunk, base + plan.partStage(k), dst[plan.partEntry(k)], plan.partOffset(k), plan.partLength(k));
+            copy.copy(chunk, plan.partStage(k), dst[plan.partEntry(k)], plan.partOffset(k), plan.partLength(k));
         }
     }
 
-    /**
-     * Queues chunk {@code c}'s copies into its slot ({@code base} bytes into it), once the slot's previous use
-     * finished.
-     */
-    private void issue(DownloadPlan plan, int c, long base, TransferOps ops) {
+    /** Queues chunk {@code c}'s copies into its slot, once the slot's previous use finished. */
+    private void issue(DownloadPlan plan, int c, TransferOps ops) {
         int s = slot(c);
         claim(s, ops);
         for (int k = plan.firstCopy(c); k < plan.firstCopy(c + 1); k++) {
             long len = plan.copyLength(k);
-            ops.toHost(chunks[s].asSlice(base + plan.copyStage(k), len), plan.copyDevice(k), len);
+            ops.toHost(chunks[s].asSlice(plan.copyStage(k), len), plan.copyDevice(k), len);
         }
         ops.record(s);
         used[s] = true;

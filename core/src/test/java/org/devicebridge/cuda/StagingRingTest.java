@@ -14,11 +14,9 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
@@ -800,41 +798,6 @@ class StagingRingTest {
                     assertTrue((lead + s - 1) / s + (late + s - 1) / s <= 8, lead + " + " + late + " in steps of " + s);
                 }
             }
-        }
-    }
-
-    @Test
-    void successiveDownloadsThatUseAPartOfEachChunkLandFurtherIntoTheChunksInTurn() {
-        try (Arena arena = Arena.ofShared()) {
-            StagingRing ring = ring(arena, 4, 4096, StagingCopy::new);
-            MemorySegment device = random(arena, new Random(20), 8192);
-            long[] sizes = {700, 2000};
-            long[] addresses = {BASE, BASE + 1024};
-            List<Set<Long>> landed = new ArrayList<>();
-            for (int round = 0; round < 6; round++) {
-                Set<Long> targets = new HashSet<>();
-                FakeStream down = new FakeStream(null) {
-                    @Override
-                    public synchronized void toHost(MemorySegment to, long deviceAddress, long bytes) {
-                        for (long b = 0; b < bytes; b += 64) {
-                            targets.add(to.address() + b);
-                        }
-                        super.toHost(to, deviceAddress, bytes);
-                    }
-                }.on(device);
-                MemorySegment[] back = zeroed(arena, sizes);
-                ring.download(DownloadPlan.of(addresses, sizes, null, 1024), back, down);
-                for (int k = 0; k < sizes.length; k++) {
-                    assertTrue(arrived(device, addresses, sizes, back, k), "round " + round + ", range " + k);
-                }
-                landed.add(targets);
-            }
-            for (int round = 1; round < landed.size(); round++) {
-                Set<Long> both = new HashSet<>(landed.get(round));
-                both.retainAll(landed.get(round - 1));
-                assertTrue(both.isEmpty(), "download " + round + " writes none of the lines download " + (round - 1) + " wrote");
-            }
-            assertEquals(landed.get(0), landed.get(4), "four places in 4096-byte chunks for 1024-byte steps, in turn");
         }
     }
 }
