@@ -62,12 +62,4 @@ record DownloadBatch(long[] addresses, long[] groups, MemorySegment[] dst, long[
         return new DownloadBatch(a, g, d, s, new boolean[count], lead);
     }
 
-    /** The bytes of ranges {@code [from, to)} with the padding a download plan may put before each. */
-    long padded(int from, int to) {
-        long bytes = 0;
-        for (int i = from; i < to; i++) {
-            bytes += sizes[i] + BatchTransfer.ALIGNMENT - 1;
-        }
-        return bytes;
-    }
 }

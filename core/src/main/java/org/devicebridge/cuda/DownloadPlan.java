@@ -26,7 +26,6 @@ final class DownloadPlan {
     private long[] partLength = new long[4];
     private long[] partStage = new long[4];
     private int parts;
-    private int leadingChunks; // the chunks that hold the entries before the plan's first late one
     private long chunkBytes;
     private boolean open; // the last chunk takes more parts
     private long used; // the bytes of the last chunk used so far
@@ -40,22 +39,9 @@ final class DownloadPlan {
      * @param groups the group of each entry (e.g. the allocation holding it), or {@code null}: one group
      */
     static DownloadPlan of(long[] addresses, long[] sizes, long[] groups, long chunkBytes) {
-        return of(addresses, sizes, groups, chunkBytes, addresses.length);
-    }
-
-    /**
-     * As {@link #of(long[], long[], long[], long)}, with the entries from {@code firstLate} on planned after the
-     * others and starting a new chunk, so that the entries before it fill whole chunks of their own:
-     * {@link #leadingChunks()}.
-     */
-    static DownloadPlan of(long[] addresses, long[] sizes, long[] groups, long chunkBytes, int firstLate) {
         DownloadPlan p = new DownloadPlan();
         p.chunkBytes = chunkBytes;
-        int split = Math.min(firstLate, addresses.length);
-        p.plan(addresses, sizes, groups, 0, split);
-        p.leadingChunks = p.chunks;
-        p.open = false;
-        p.plan(addresses, sizes, groups, split, addresses.length);
+        p.plan(addresses, sizes, groups, 0, addresses.length);
         p.copyStart[p.chunks] = p.copies;
         p.partStart[p.chunks] = p.parts;
         return p;
@@ -160,14 +146,6 @@ final class DownloadPlan {
     /** Number of chunks the download fills. */
     int chunks() {
         return chunks;
-    }
-
-    /**
-     * Number of leading chunks: those holding the entries before the first late one (every chunk if there is
-     * none), and nothing else.
-     */
-    int leadingChunks() {
-        return leadingChunks;
     }
 
     /** The first copy of chunk {@code c}; its copies end where chunk {@code c + 1}'s begin. */

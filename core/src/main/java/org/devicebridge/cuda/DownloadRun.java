@@ -3,27 +3,23 @@ package org.devicebridge.cuda;
 /**
  * One download in flight, apart from the driver: {@link #start} queues what it can, {@link #awaitLeading()}
  * returns once the leading ranges arrived (while the others may still arrive), {@link #await()} once every
- * range did. Three shapes, as the destinations allow:
+ * range did. Two shapes, as the destinations allow:
  * <ul>
  *   <li>every range of bytes page-locked, with leading ranges: every copy is queued at the start, the leading
  *       ones first and marked with {@link TransferOps#LEADING}, the batch with {@link TransferOps#BATCH}; two
  *       host waits;</li>
- *   <li>staged ranges, with leading ranges, and a plan that fits the ring: the direct copies and every chunk's
- *       copy are queued at the start; {@code awaitLeading} unpacks the leading chunks and leaves the later
- *       ones to a worker ({@link StagingRing.Split});</li>
- *   <li>otherwise everything runs in {@code awaitLeading}: direct copies, then the staged ones chunk by
- *       chunk.</li>
+ *   <li>otherwise (a staged range, or no leading ranges) everything runs in {@code awaitLeading}: direct
+ *       copies, then the staged ones chunk by chunk.</li>
  * </ul>
  * After any throw, and after {@link #close()}, no copy or unpacking of the batch still writes into a
  * destination. Not thread-safe: one thread runs a download, under its transfer's lock.
  */
 final class DownloadRun implements AutoCloseable {
-    private enum Shape { PLAIN, DIRECT_SPLIT, STAGED_SPLIT }
+    private enum Shape { PLAIN, DIRECT_SPLIT }
 
     private final BatchTransfer.Lane lane;
     private final DownloadBatch batch;
     private final Shape shape;
-    private StagingRing.Split split;
     private boolean directQueued; // a direct copy was queued (a failure waits for the batch's copies)
     private boolean leadingRecorded; // none when the leading ranges have no bytes
     private int phase; // 0: started, 1: the leading ranges arrived, 2: done (arrived, or failed and settled)
@@ -36,30 +32,11 @@ final class DownloadRun implements AutoCloseable {
 
     /** Starts {@code batch}; after a throw no copy of it still writes into a destination. */
     static DownloadRun start(BatchTransfer.Lane lane, DownloadBatch batch) {
-        if (batch.leading() >= batch.count()) {
+        if (batch.leading() >= batch.count() || !batch.allDirect()) {
             return new DownloadRun(lane, batch, Shape.PLAIN);
         }
-        if (batch.allDirect()) {
-            DownloadRun run = new DownloadRun(lane, batch, Shape.DIRECT_SPLIT);
-            run.queueDirectSplit();
-            return run;
-        }
-        DownloadBatch staged = batch.staged();
-        long step = lane.ring().stepFor(staged.padded(0, staged.leading()),
-                staged.padded(staged.leading(), staged.count()));
-        DownloadPlan plan = DownloadPlan.of(staged.addresses(), staged.sizes(), staged.groups(), step, staged.leading());
-        if (!lane.ring().fits(plan)) {
-            return new DownloadRun(lane, batch, Shape.PLAIN);
-        }
-        DownloadRun run = new DownloadRun(lane, batch, Shape.STAGED_SPLIT);
-        try {
-            run.queueDirect();
-            run.split = lane.ring().startSplit(plan, staged.dst(), lane.ops());
-            countStaged(lane, staged);
-        } catch (RuntimeException | Error e) {
-            run.settleDirect(e);
-            throw e;
-        }
+        DownloadRun run = new DownloadRun(lane, batch, Shape.DIRECT_SPLIT);
+        run.queueDirectSplit();
         return run;
     }
 
@@ -119,10 +96,6 @@ final class DownloadRun implements AutoCloseable {
                         lane.ops().await(TransferOps.LEADING);
                     }
                 }
-                case STAGED_SPLIT -> {
-                    phase = 1;
-                    split.awaitLeading();
-                }
             }
         } catch (RuntimeException | Error e) {
             fail(e);
@@ -138,11 +111,7 @@ final class DownloadRun implements AutoCloseable {
         }
         phase = 2;
         try {
-            if (shape == Shape.DIRECT_SPLIT) {
-                lane.ops().await(TransferOps.BATCH);
-            } else {
-                split.finish();
-            }
+            lane.ops().await(TransferOps.BATCH);
         } catch (RuntimeException | Error e) {
             settleDirect(e);
             throw e;
@@ -166,7 +135,7 @@ final class DownloadRun implements AutoCloseable {
     private void fail(Throwable e) {
         phase = 2;
         if (shape != Shape.PLAIN) {
-            settleDirect(e); // a split unpacks nothing after its own throw
+            settleDirect(e);
         }
     }
 

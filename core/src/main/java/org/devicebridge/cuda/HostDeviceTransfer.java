@@ -206,10 +206,8 @@ public final class HostDeviceTransfer extends NativeHandle {
      * As {@link #download(List, List, CudaStream)}, returning while the copies run: ranges {@code [0, leading)}
      * are copied first, and the returned download's {@link PendingDownload#awaitLeading()} returns once they
      * arrived, while the others may still arrive, so that the caller can check the leading ones meanwhile.
-     * Into page-locked destinations the copy engine writes the rest (a second host wait); otherwise the leading
-     * ranges fill staging chunks of their own and, if the batch fits the staging ring, a worker thread waits for
-     * each later chunk and the workers unpack it (a batch larger than the ring arrives whole first). The
-     * download holds this transfer until its {@code await()} or {@code close()} (see {@link PendingDownload}).
+     * Into page-locked destinations the copy engine writes the rest (a second host wait); where a destination
+     * is pageable, every range arrives before {@code awaitLeading()} returns. The download holds this transfer until its {@code await()} or {@code close()} (see {@link PendingDownload}).
      *
      * @param sources the ranges; the caller keeps owning their buffers
      * @param destinations one writable native host segment per range, of exactly the range's size; the caller

@@ -32,7 +32,7 @@ public final class PendingDownload implements AutoCloseable {
 
     /**
      * Blocks until the leading ranges arrived (at once if called before); the others may still be arriving.
-     * Where the destinations are pageable and the batch does not fit the staging ring, every range arrived.
+     * Where a destination is pageable, every range arrived.
      *
      * @throws HandleConfinedException on another thread than the one that started the download
      * @throws CudaException if a driver call fails (then no copy writes into a destination any more, and the

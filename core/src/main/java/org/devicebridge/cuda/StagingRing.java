@@ -3,7 +3,6 @@ package org.devicebridge.cuda;
 import java.lang.foreign.MemorySegment;
 import java.util.function.IntConsumer;
 import org.devicebridge.InvalidArgumentException;
-import org.devicebridge.internal.WorkerThreads;
 
 /**
  * The staging logic of a {@link HostDeviceTransfer}, apart from the driver so that it can be tested without
@@ -13,8 +12,8 @@ import org.devicebridge.internal.WorkerThreads;
  * <p>Upload: chunk N+1 (and the next ones, as far as free chunks allow) is packed by the shared copy
  * threads while chunk N's copy to the device runs; a chunk's copy is queued as soon as it is packed.
  * Download: the copies of the next chunks into free chunks are queued ahead; each chunk is unpacked by the
- * copy threads as soon as its copy arrived, while the next chunks' copies run (a {@link Split} download hands
- * its later chunks to a worker). The host waits only for a chunk it needs next.
+ * copy threads as soon as its copy arrived, while the next chunks' copies run. The host waits only for a chunk
+ * it needs next.
  *
  * <p>Not thread-safe: one ring belongs to one transfer object, whose methods are serialised.
  */
@@ -81,26 +80,6 @@ final class StagingRing {
     long stepFor(long stagedBytes) {
         long perChunk = (stagedBytes + chunks.length - 1) / chunks.length;
         return Math.min(chunkBytes, Math.max(MIN_STEP, BatchTransfer.alignUp(perChunk)));
-    }
-
-    /**
-     * The step of a download whose {@code leadBytes} (with their alignment padding) fill chunks of their own
-     * before the {@code lateBytes}: at least {@link #stepFor(long)} of both, and large enough (up to a whole
-     * chunk) for the two to fit the ring at once, so that every copy can be queued before the leading chunks
-     * are unpacked ({@link #startSplit}).
-     */
-    long stepFor(long leadBytes, long lateBytes) {
-        long step = stepFor(leadBytes + lateBytes);
-        if (leadBytes == 0 || lateBytes == 0) {
-            return step;
-        }
-        long fits = chunkBytes;
-        for (int lead = 1; lead < chunks.length; lead++) {
-            long s = Math.max(BatchTransfer.alignUp((leadBytes + lead - 1) / lead),
-                    BatchTransfer.alignUp((lateBytes + chunks.length - lead - 1) / (chunks.length - lead)));
-            fits = Math.min(fits, s);
-        }
-        return Math.max(step, fits);
     }
 
     /** Number of chunks. */
@@ -191,113 +170,6 @@ final class StagingRing {
             finishAll(e);
             throw e;
         } finally {
-            next = slot(n);
-        }
-    }
-
-    /** {@code true} if {@code plan} has late chunks and fits the ring at once ({@link #startSplit}). */
-    boolean fits(DownloadPlan plan) {
-        return plan.chunks() <= chunks.length && plan.leadingChunks() < plan.chunks();
-    }
-
-    /**
-     * Starts a download of {@code plan} (one that {@link #fits}) into {@code dst}: queues every chunk's copy.
-     * After a throw no copy or unpacking writes into a destination.
-     */
-    Split startSplit(DownloadPlan plan, MemorySegment[] dst, TransferOps ops) {
-        return new Split(plan, dst, ops);
-    }
-
-    /**
-     * A download split at its leading chunks: between {@link #awaitLeading()} and {@link #finish()} a worker waits
-     * for each later chunk and hands its unpacking to the workers. A method that throws waits for every unpacking.
-     */
-    final class Split {
-        private final int n;
-        private final int leading;
-        private final TransferOps ops;
-        private WorkerThreads.Job watcher;
-        private boolean ended;
-
-        private Split(DownloadPlan plan, MemorySegment[] dst, TransferOps ops) {
-            this.n = plan.chunks();
-            this.leading = plan.leadingChunks();
-            this.ops = ops;
-            try {
-                for (int c = 0; c < n; c++) {
-                    issue(plan, c, ops);
-                }
-                for (int c = 0; c < n; c++) {
-                    addParts(plan, c, dst);
-                }
-            } catch (RuntimeException | Error e) {
-                end(e);
-                throw e;
-            }
-        }
-
-        /** Returns once the leading chunks arrived and were unpacked; starts the worker that brings the others. */
-        void awaitLeading() {
-            try {
-                for (int c = 0; c < leading; c++) {
-                    int s = slot(c);
-                    ops.await(s);
-                    used[s] = false;
-                    copies[s].start();
-                }
-                for (int c = 0; c < leading; c++) {
-                    copies[slot(c)].finish();
-                }
-                watcher = WorkerThreads.startBeside(ignored -> {
-                    for (int c = leading; c < n; c++) {
-                        ops.awaitElsewhere(slot(c));
-                        copies[slot(c)].start(); // its slices go to the workers (one slice: finish() below copies it)
-                    }
-                    return 0;
-                });
-            } catch (RuntimeException | Error e) {
-                end(e);
-                throw e;
-            }
-        }
-
-        /** Returns once every chunk arrived and was unpacked. */
-        void finish() {
-            try {
-                WorkerThreads.Job w = watcher;
-                watcher = null;
-                if (w != null) {
-                    w.finish();
-                }
-                for (int c = leading; c < n; c++) {
-                    int s = slot(c);
-                    copies[s].finish();
-                    ops.await(s); // arrived already: counts the chunk's wait on this thread
-                    used[s] = false;
-                }
-                ended = true;
-                next = slot(n);
-            } catch (RuntimeException | Error e) {
-                end(e);
-                throw e;
-            }
-        }
-
-        /** After a failure: no thread starts an unpacking after this, and every started one finished. */
-        private void end(Throwable e) {
-            if (ended) {
-                return;
-            }
-            ended = true;
-            if (watcher != null) {
-                try {
-                    watcher.finish();
-                } catch (RuntimeException | Error more) {
-                    e.addSuppressed(more);
-                }
-                watcher = null;
-            }
-            finishAll(e);
             next = slot(n);
         }
     }

@@ -8,8 +8,7 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * result checked. Events {@code 0 .. n - 1} are the staging chunks', {@link TransferOps#BATCH} the batch's,
  * {@link TransferOps#LEADING} its leading copies'.
  * Used by one batch on one thread: the stream's device context is current on that thread from construction
- * to {@link #close()}, which makes the caller's context current again ({@link #awaitElsewhere} makes it current
- * on the thread that calls it).
+ * to {@link #close()}, which makes the caller's context current again.
  */
 final class StreamTransferOps implements TransferOps, AutoCloseable {
     private final int device;
@@ -67,16 +66,6 @@ final class StreamTransferOps implements TransferOps, AutoCloseable {
     public void await(int e) {
         stats.hostWait();
         CudaDriver.check("cuEventSynchronize", cuda_driver_h.cuEventSynchronize(event(e)));
-    }
-
-    @Override
-    public void awaitElsewhere(int e) {
-        long saved = CudaContext.enter(device); // the other thread may have no context current
-        try {
-            CudaDriver.check("cuEventSynchronize", cuda_driver_h.cuEventSynchronize(event(e)));
-        } finally {
-            CudaContext.exit(saved);
-        }
     }
 
     @Override

@@ -30,12 +30,6 @@ interface TransferOps {
     /** Blocks until the work last marked with {@code event} finished ({@code cuEventSynchronize}). */
     void await(int event);
 
-    /**
-     * As {@link #await}, called from another thread than the batch's while the batch's thread makes no call
-     * on these ops (it waits for that thread before it goes on); not counted as a host wait.
-     */
-    void awaitElsewhere(int event);
-
     /** {@code true} if the work last marked with {@code event} finished; never blocks ({@code cuEventQuery}). */
     boolean query(int event);
 }

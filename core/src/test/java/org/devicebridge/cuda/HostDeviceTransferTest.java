@@ -436,7 +436,7 @@ class HostDeviceTransferTest {
     }
 
     @Test
-    void aPageableDownloadThatFitsTheRingRunsItsWorkWhileTheWorkersUnpackTheRest() {
+    void aPageableDownloadWithLeadingRangesRunsItsWorkAndReturnsOnceEveryRangeArrived() {
         Random r = new Random(18);
         long[] sizes = {4096, 1 << 20, 64, 24 << 20, 0, 8 << 20};
         int leading = 3;

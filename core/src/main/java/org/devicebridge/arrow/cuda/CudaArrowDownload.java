@@ -172,10 +172,9 @@ public final class CudaArrowDownload {
      * the copies ({@link ArrowAccess#hostView}) and given to {@code consume}.
      *
      * <p>The buffers that no check at DEFAULT reads and Arrow Java's import only wraps ({@link #onlyWrapped})
-     * are copied last, and the checks and {@code consume} run while they may still be arriving: the copy
-     * engine moves the bulk of a batch (and, into pageable memory, the worker threads unpack it from the
-     * staging chunks) while the host checks its offsets and builds the vectors. The result is returned once
-     * every byte arrived.
+     * are copied last, and, into page-locked memory, the checks and {@code consume} run while they may still
+     * be arriving: the copy engine moves the bulk of a batch while the host checks its offsets and builds the
+     * vectors (into pageable memory every byte arrives first). The result is returned once every byte arrived.
      *
      * <p>Ownership: after a return the result owns the copies (freed when it is closed, or the last Arrow
      * buffer is released), never before every copy finished; {@code imported} stays the caller's. After a
