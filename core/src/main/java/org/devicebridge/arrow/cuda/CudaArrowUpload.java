@@ -30,8 +30,6 @@ import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.DeviceUpload;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.foreign.Access;
-import org.devicebridge.internal.Bitmaps;
 
 /**
  * Uploads Arrow Java batches to CUDA device memory: every buffer of a batch lands in one device allocation,
@@ -110,11 +108,6 @@ public final class CudaArrowUpload {
         return upload(root, provider, transfer, stream, true);
     }
 
-    /**
-     * The export leaves the null counts its bitmaps hold unknown; they are counted while the copy engine moves
-     * the buffers (the count of a 4 MiB bitmap alone took 142 us, on worker threads woken from parked, before
-     * a 256 MiB upload's copies started) and written into the device batch's view.
-     */
     private static CudaArrowBatch upload(VectorSchemaRoot root, DictionaryProvider provider, HostDeviceTransfer transfer,
                                          CudaStream stream, boolean async) {
         Cuda.require();
@@ -140,11 +133,9 @@ public final class CudaArrowUpload {
                     }
                 }
             }
-            Map<ArrayNode, Long> nullCounts = new IdentityHashMap<>();
             // after a throw here no copy reads the inputs any more (the transfer's contract)
             DeviceUpload up = transfer.uploadAsync(segments, stream);
             try {
-                countNulls(nodes, nullCounts); // while the copy engine reads the direct buffers
                 if (!async) {
                     up.await(); // the one host wait of a root with page-locked buffers
                 }
@@ -164,7 +155,7 @@ public final class CudaArrowUpload {
                     BufferSlot s = slots.get(k);
                     placed.get(s.node())[s.buffer()] = base + offsets[k];
                 }
-                ArrayNode device = Nodes.relocate(host.root(), placed, nullCounts);
+                ArrayNode device = Nodes.relocate(host.root(), placed);
                 DeviceBuffer memory = up.buffer();
                 if (async) {
                     handedOver = true; // after a throw the stream waited, then closed them
@@ -212,7 +203,7 @@ public final class CudaArrowUpload {
      */
     private record Inputs(ExportedArray export, ImportedArray host) implements AutoCloseable {
         static Inputs of(VectorSchemaRoot root, DictionaryProvider provider, SchemaNode schema) {
-            ExportedArray ea = Access.arrowJava().exportRootNullCountsUnknown(root, provider);
+            ExportedArray ea = ArrowExport.exportRoot(root, provider);
             try {
                 return new Inputs(ea, ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT));
             } catch (RuntimeException | Error e) {
@@ -237,21 +228,6 @@ public final class CudaArrowUpload {
                 close();
             } catch (RuntimeException | Error e) {
                 failure.addSuppressed(e);
-            }
-        }
-    }
-
-    /**
-     * The null count of every node the export left unknown: the zero bits of its validity bitmap (host memory,
-     * sized by the import) over the node's elements. A node without a bitmap has none (DEFAULT checked that).
-     */
-    private static void countNulls(List<ArrayNode> nodes, Map<ArrayNode, Long> out) {
-        for (ArrayNode node : nodes) {
-            if (node.nullCount() < 0) {
-                long bitmapBytes = node.bufferLength(0);
-                long nulls = Nodes.address(node, 0) == 0 ? 0 : node.length()
-                        - Bitmaps.countSet(node.bufferPointer(0).reinterpret(bitmapBytes), node.offset(), node.length());
-                out.put(node, nulls);
             }
         }
     }

@@ -42,9 +42,4 @@ final class Nodes {
     static ArrayNode relocate(ArrayNode n, Map<ArrayNode, long[]> placed) {
         return ARROW.relocated(n, placed, Map.of());
     }
-
-    /** As {@link #relocate(ArrayNode, Map)}, each node of {@code nullCounts} with that null count. */
-    static ArrayNode relocate(ArrayNode n, Map<ArrayNode, long[]> placed, Map<ArrayNode, Long> nullCounts) {
-        return ARROW.relocated(n, placed, nullCounts);
-    }
 }
