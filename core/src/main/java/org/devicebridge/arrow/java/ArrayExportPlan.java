@@ -26,8 +26,6 @@ final class ArrayExportPlan extends ExportPlan {
     int madeTotal;
     /** Null counts left -1 (unknown) where a bitmap holds them, for a caller that counts them later. */
     boolean nullCountsUnknown;
-    /** The last record batch of fixed-width columns this thread's plan exported, for the next one (kept across resets). */
-    ExportRootShape shape;
     private static final int MAX_KEPT_IMAGE = 1 << 16;
     /** The block as {@link ExportBlock} composes it before copying it out. */
     private long[] image = new long[256];

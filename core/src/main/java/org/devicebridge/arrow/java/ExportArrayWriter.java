@@ -71,16 +71,17 @@ final class ExportArrayWriter {
                            boolean nullCountsUnknown) {
         ArrayExportPlan p = ArrayExportPlan.take();
         try {
+            p.reserveRoot();
+            p.nullCountsUnknown = nullCountsUnknown;
             int rows = batch.getRowCount();
             List<Field> fields = batch.getSchema().getFields(); // the schema exported with it: as many as vectors
             int n = fields.size();
-            ExportRootShape shape = p.shape;
-            boolean known = shape != null && shape.madeFrom(fields);
-            if (known && shape.plan(p, planRoot(p, rows, n, nullCountsUnknown), batch, rows)) {
-                ExportBlock.write(p, out);
-                return;
-            }
-            int first = planRoot(p, rows, n, nullCountsUnknown); // anew: the shape may have planned some columns
+            p.begin(0);
+            p.length[0] = rows;
+            p.nullCount[0] = 0;
+            p.buffer(0L);
+            p.end(0);
+            int first = p.reserveDependents(0, n, false);
             for (int i = 0; i < n; i++) {
                 FieldVector v = batch.getVector(i);
                 if (v.getValueCount() != rows) {
@@ -89,9 +90,6 @@ final class ExportArrayWriter {
                 }
                 planVector(p, first + i, v, fields.get(i), provider, 1);
             }
-            if (!known || shape.fits()) { // a new field list, or one whose columns changed class
-                p.shape = ExportRootShape.of(batch, fields, p);
-            }
             ExportBlock.write(p, out);
         } finally {
             ArrayExportPlan.done(p);
@@ -99,18 +97,6 @@ final class ExportArrayWriter {
     }
 
     // ---------------------------------------------------------------- planning
-
-    /** Plans the root of a batch of {@code rows} rows and {@code n} columns anew; returns the first column's node. */
-    private static int planRoot(ArrayExportPlan p, int rows, int n, boolean nullCountsUnknown) {
-        p.reserveRoot();
-        p.nullCountsUnknown = nullCountsUnknown;
-        p.begin(0);
-        p.length[0] = rows;
-        p.nullCount[0] = 0;
-        p.buffer(0L);
-        p.end(0);
-        return p.reserveDependents(0, n, false);
-    }
 
     /**
      * Plans node {@code node} (already reserved) from {@code vector}, then its dictionary and children.
@@ -298,7 +284,7 @@ final class ExportArrayWriter {
         return out;
     }
 
-    static long fixedBits(ArrowType type, ArrayExportPlan p, int node) {
+    private static long fixedBits(ArrowType type, ArrayExportPlan p, int node) {
         return switch (type.getTypeID()) {
             case Bool -> 1;
             case Int -> ((ArrowType.Int) type).getBitWidth();
