@@ -11,6 +11,7 @@ import org.apache.arrow.memory.netty.NettyAllocationManager;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ArrowStructs;
+import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.ImportedSchema;
@@ -47,6 +48,8 @@ import org.openjdk.jmh.annotations.Warmup;
  *   <li>{@link #view}: {@code ArrowExport.exportRoot} into caller-allocated structs, then
  *       {@code ArrowImport.importArray(schema, ptr, DEFAULT, arena)} into a confined arena per batch (the
  *       flat view), whose close releases the struct: the fastest way a user writes it.</li>
+ *   <li>{@link #exportRelease}: the export alone, into a library-allocated struct released by its handle's
+ *       close (a diagnostic for the export's share of the view).</li>
  *   <li>{@link #viewRead} and {@link #viewDefaultRead}: what a user writes, with one value read (value 0 of
  *       column 0, through {@code buffer(1)}): the view in a caller's confined arena per batch
  *       ({@code importArray(schema, ptr, DEFAULT, arena)}), and the default path
@@ -258,6 +261,17 @@ public class B2ExportImportBenchmark {
     /** Value 0 of column 0: the one value every benchmark that reads reads. */
     private static long firstValue(ImportedArray a) {
         return a.root().children().get(0).buffer(1).get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+    }
+
+    /**
+     * The export alone (a diagnostic for the export's share of {@link #viewRead}): the batch exported into a
+     * struct this library allocates ({@code ArrowExport.exportRoot(root)}), then released by the handle's close.
+     */
+    @Benchmark
+    public long exportRelease(Batch b) {
+        try (ExportedArray e = ArrowExport.exportRoot(b.root)) {
+            return e.segment().get(ValueLayout.JAVA_LONG, 0);
+        }
     }
 
     @Benchmark

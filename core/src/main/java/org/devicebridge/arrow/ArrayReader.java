@@ -124,6 +124,21 @@ final class ArrayReader {
      */
     static ArrayTable read(MemorySegment array, long originalAddress, SchemaNode schema, ValidationLevel level,
                            boolean host, HostCopies copies) {
+        SchemaLayout layout = schema.layout();
+        RecordBatchTemplate template = layout.template();
+        if (template != null && (level == ValidationLevel.MINIMAL || level == ValidationLevel.DEFAULT)) {
+            ArrayTable table = new ArrayTable(layout, host);
+            if (template.read(array.address(), originalAddress, table)) {
+                return table;
+            }
+            // a problem: the general reader below finds and names it
+        }
+        return readGeneral(array, originalAddress, schema, level, host, copies);
+    }
+
+    /** As {@link #read(MemorySegment, long, SchemaNode, ValidationLevel, boolean, HostCopies)}, never through a template. */
+    static ArrayTable readGeneral(MemorySegment array, long originalAddress, SchemaNode schema, ValidationLevel level,
+                                  boolean host, HostCopies copies) {
         ArrayTable table = new ArrayTable(schema.layout(), host);
         ArrayReader r = new ArrayReader(level, table, host ? null : copies);
         try {

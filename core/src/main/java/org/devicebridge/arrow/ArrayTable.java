@@ -54,6 +54,32 @@ final class ArrayTable {
         }
     }
 
+    /** Records node {@code i} of a layout with {@link SchemaLayout#fixedBuffers()}, which has no buffers. */
+    void setNode(int i, long length, long nullCount, long offset) {
+        nodeFields[3 * i] = length;
+        nodeFields[3 * i + 1] = nullCount;
+        nodeFields[3 * i + 2] = offset;
+    }
+
+    /** Records node {@code i} of a layout with {@link SchemaLayout#fixedBuffers()}, which has one buffer. */
+    void setNode(int i, long length, long nullCount, long offset, long address0, long bytes0) {
+        setNode(i, length, nullCount, offset);
+        int b = 2 * layout.bufferStart(i);
+        buffers[b] = address0;
+        buffers[b + 1] = bytes0;
+    }
+
+    /** Records node {@code i} of a layout with {@link SchemaLayout#fixedBuffers()}, which has two buffers. */
+    void setNode(int i, long length, long nullCount, long offset, long address0, long bytes0, long address1,
+                 long bytes1) {
+        setNode(i, length, nullCount, offset);
+        int b = 2 * layout.bufferStart(i);
+        buffers[b] = address0;
+        buffers[b + 1] = bytes0;
+        buffers[b + 2] = address1;
+        buffers[b + 3] = bytes1;
+    }
+
     /**
      * A copy of this table (same layout and fields, no owner yet), for a tree whose buffers moved (an
      * upload to the device, a download to host copies).

@@ -23,6 +23,7 @@ final class SchemaLayout {
     // node i's buffers are [bufferStart[i], bufferStart[i + 1]) of the whole tree's, in pre-order; null where a
     // view node (whose variadic buffers each array chooses) makes them vary from one array to the next
     private final int[] bufferStart;
+    private final RecordBatchTemplate template; // null unless the type is a record batch of leaves it covers
 
     SchemaLayout(SchemaNode root) {
         int n = count(root);
@@ -60,6 +61,7 @@ final class SchemaLayout {
                 childList[childStart[p] + edge[i]] = i;
             }
         }
+        template = RecordBatchTemplate.of(this);
     }
 
     private static int count(SchemaNode node) {
@@ -85,6 +87,11 @@ final class SchemaLayout {
             next = collect(node.dictionary(), self, DICTIONARY_EDGE, nodeDepth + 1, depths, next);
         }
         return next;
+    }
+
+    /** The precomputed checks of a record batch of this type, or {@code null} where they do not cover it. */
+    RecordBatchTemplate template() {
+        return template;
     }
 
     /** Nodes on the longest path from the root to a leaf (1 for a leaf root). */
