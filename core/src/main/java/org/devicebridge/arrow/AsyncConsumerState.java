@@ -395,12 +395,11 @@ final class AsyncConsumerState {
                 return 0;
             }
         }
-        if (task != null) {
-            discard(task);
-        }
         if (violation == null) {
+            discard(task); // accepted but unwanted: the producer cleans up in extract_data(task, NULL)
             return 0;
         }
+        // Refused: the task stays the producer's, which frees it after the non-zero return (as Arrow C++ does).
         if (!violation.isEmpty()) {
             fail(new ValidationException(Category.STREAM, "on_next_task", violation));
         }

@@ -46,8 +46,8 @@ import org.devicebridge.internal.Native;
  * error. An {@code on_error} before the end is thrown as an {@link ArrowStreamException}.
  *
  * <p>Every task is spent exactly once: extracted by {@link #next}, or handed back with
- * {@code extract_data(task, NULL)} when it arrives after {@link #cancel()}/{@link #close()} or breaks the
- * demand, or when it is still queued at {@code cancel()}/{@code close()}. Every extracted array is owned by
+ * {@code extract_data(task, NULL)} when it arrives after {@link #cancel()}/{@link #close()} or is still queued
+ * then; a task refused with a non-zero return (a protocol violation) is never touched, so the producer frees it. Every extracted array is owned by
  * the returned {@link ImportedArray}, or released before {@link #next} throws.
  *
  * <p>Thread safety: every method may be called from any thread; {@link #next} calls are serialised. The
