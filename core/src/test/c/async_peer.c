@@ -314,11 +314,14 @@ int ac_await_release(int seconds) {
     return r;
 }
 
-/* Extracts the deferred tasks now (after the release): returns how many failed. */
+/* Requests one more and extracts each deferred task now (after the release): returns how many failed. */
 int ac_drain(void) {
     int failed = 0;
     for (int i = 0; i < ac.n_deferred; i++) {
         struct ArrowDeviceArray a;
+        /* as Arrow C++'s consumer does: request for a task taken before the release (the producer must still
+           be valid while it has tasks out; the request is a no-op after the end) */
+        ac.h.producer->request(ac.h.producer, 1);
         if (ac.deferred[i].extract_data(&ac.deferred[i], &a) != 0) failed++;
         else ac_take(&a);
     }

@@ -24,7 +24,9 @@ import org.devicebridge.internal.Errno;
  * {@code extract_data} moves the batch's {@code ArrowDeviceArray} (and with it its sync event) out, or
  * releases it for a NULL {@code out}; {@code on_next_task(NULL)} at the end; {@code on_error} when the source
  * fails or the consumer breaks the protocol ({@code request} with {@code n <= 0}); and in every case exactly one
- * {@code release} of the handler, after which the {@code ArrowAsyncProducer} is freed. A {@code cancel} ends
+ * {@code release} of the handler. The {@code ArrowAsyncProducer} is freed once the release came and every
+ * task handed out was extracted, so a consumer may still call {@code request} (a no-op then) for a task it took
+ * before the release, as Arrow C++'s consumer does. A {@code cancel} ends
  * the stream with just the release. Handler callbacks come one at a time, on {@code executor}'s threads, never
  * from inside {@code request} or {@code cancel}; a task may be extracted from any thread, also after the release.
  */

@@ -37,7 +37,7 @@ final class AsyncProducerState {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.arrow");
     static final ExportRegistry<AsyncProducerState> PRODUCERS = new ExportRegistry<>();
     /** Tasks handed to a consumer and not extracted yet, by their private_data. */
-    static final ExportRegistry<MemorySegment> TASKS = new ExportRegistry<>();
+    static final ExportRegistry<Task> TASKS = new ExportRegistry<>();
     /** Upcalls that found no producer or task under their private_data (a task extracted twice, forged). */
     static final AtomicLong STALE_CALLS = new AtomicLong();
 
@@ -54,6 +54,9 @@ final class AsyncProducerState {
         private Stubs() {}
     }
 
+    /** A batch handed to the consumer in a task, and the export that keeps its producer struct for it. */
+    record Task(AsyncProducerState owner, MemorySegment array) {}
+
     private final MemorySegment stream; // the moved ArrowDeviceArrayStream, owned
     private final MemorySegment handler; // the consumer's, sized
     private final MemorySegment producer; // ArrowAsyncProducer followed by the one ArrowAsyncTask handed out per call
@@ -69,6 +72,8 @@ final class AsyncProducerState {
     private boolean cancelled;
     private boolean running;
     private boolean finished;
+    private boolean producerFreed;
+    private int outstandingTasks;
     private RuntimeException requestError;
 
     AsyncProducerState(MemorySegment stream, MemorySegment handler, Executor executor) {
@@ -195,15 +200,19 @@ final class AsyncProducerState {
                 finish(Errno.EINVAL, e.getMessage(), e);
                 return;
             }
-            long taskKey = TASKS.register(out);
+            synchronized (this) {
+                outstandingTasks++;
+            }
+            long taskKey = TASKS.register(new Task(this, out));
             handed = true;
             task.set(ValueLayout.JAVA_LONG, ArrowAsyncTask.private_data$offset(), taskKey);
             int ret = ArrowAsyncDeviceStreamHandler.on_next_task.invoke(
                     ArrowAsyncDeviceStreamHandler.on_next_task(handler), handler, task, MemorySegment.NULL);
             if (ret != 0) {
-                MemorySegment refused = TASKS.remove(taskKey); // refused: the consumer may not extract it any more
+                Task refused = TASKS.remove(taskKey); // refused: the consumer may not extract it any more
                 if (refused != null) {
-                    ForeignImport.Kind.ARROW_DEVICE_ARRAY.release(refused);
+                    ForeignImport.Kind.ARROW_DEVICE_ARRAY.release(refused.array());
+                    taskSpent();
                 }
                 finish(0, null, new ArrowStreamException("on_next_task", ret, "the consumer refused a task"));
             }
@@ -245,7 +254,7 @@ final class AsyncProducerState {
             LOG.log(System.Logger.Level.WARNING, "devicebridge: the async consumer's handler failed", t);
         } finally {
             PRODUCERS.remove(key);
-            Native.free(producer);
+            freeProducerIfUnused();
             ForeignImport.Kind.ARROW_DEVICE_ARRAY_STREAM.release(stream);
             if (failure == null) {
                 done.complete(null);
@@ -253,6 +262,28 @@ final class AsyncProducerState {
                 done.completeExceptionally(failure);
             }
         }
+    }
+
+    /**
+     * Frees the producer struct once the export finished and every task it handed out was spent. Tasks keep it:
+     * a consumer may call {@code request} for a task it took before the release came, after it (Arrow C++'s
+     * consumer does), and then finds a finished export, not freed memory.
+     */
+    private void freeProducerIfUnused() {
+        synchronized (this) {
+            if (!finished || outstandingTasks > 0 || producerFreed) {
+                return;
+            }
+            producerFreed = true;
+        }
+        Native.free(producer);
+    }
+
+    private void taskSpent() {
+        synchronized (this) {
+            outstandingTasks--;
+        }
+        freeProducerIfUnused();
     }
 
     // ---- upcalls: never throw ----
@@ -311,18 +342,24 @@ final class AsyncProducerState {
     private static int extractData(MemorySegment self, MemorySegment out) {
         try {
             MemorySegment t = self.reinterpret(ArrowAsyncTask.sizeof());
-            MemorySegment array = TASKS.remove(t.get(ValueLayout.JAVA_LONG, ArrowAsyncTask.private_data$offset()));
-            if (array == null) {
+            Task spent = TASKS.remove(t.get(ValueLayout.JAVA_LONG, ArrowAsyncTask.private_data$offset()));
+            if (spent == null) {
                 STALE_CALLS.incrementAndGet();
                 LOG.log(System.Logger.Level.WARNING, "devicebridge: extract_data called on a task that was "
                         + "already extracted (a task may be extracted once)");
                 return Errno.EINVAL;
             }
-            if (out.equals(MemorySegment.NULL)) {
-                ForeignImport.Kind.ARROW_DEVICE_ARRAY.release(array); // the consumer does not want the data
-            } else {
-                MemorySegment.copy(array, 0, out.reinterpret(ArrowDeviceArray.sizeof()), 0, ArrowDeviceArray.sizeof());
-                Native.free(array); // moved: the consumer owns the array now
+            MemorySegment array = spent.array();
+            try {
+                if (out.equals(MemorySegment.NULL)) {
+                    ForeignImport.Kind.ARROW_DEVICE_ARRAY.release(array); // the consumer does not want the data
+                } else {
+                    MemorySegment.copy(array, 0, out.reinterpret(ArrowDeviceArray.sizeof()), 0,
+                            ArrowDeviceArray.sizeof());
+                    Native.free(array); // moved: the consumer owns the array now
+                }
+            } finally {
+                spent.owner().taskSpent();
             }
             return 0;
         } catch (Throwable t) {
