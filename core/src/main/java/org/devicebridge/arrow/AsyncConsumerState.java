@@ -1,13 +1,10 @@
 package org.devicebridge.arrow;
 
-import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandles;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
@@ -22,7 +19,7 @@ import org.devicebridge.internal.Native;
 /**
  * The state behind one {@link AsyncDeviceStreamConsumer}: the {@code ArrowAsyncDeviceStreamHandler} this library
  * fills, its four upcalls, the queue of tasks the producer handed over and the demand account. Upcalls come on
- * the producer's threads and never throw: a protocol violation becomes the stream's sticky failure (thrown by
+ * the producer's threads ({@link AsyncHandlerUpcalls}) and never throw: a protocol violation becomes the stream's sticky failure (thrown by
  * the consumer's next call) and a non-zero return, which tells the producer to stop and release.
  *
  * <p>Two monitors, never nested: this object guards the queue and the flags; {@link #producerLock} guards
@@ -32,26 +29,6 @@ import org.devicebridge.internal.Native;
 final class AsyncConsumerState {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.arrow");
     static final ExportRegistry<AsyncConsumerState> HANDLERS = new ExportRegistry<>();
-    /** Callbacks that found no live handler under their private_data (after release, or forged). */
-    static final AtomicLong STALE_CALLS = new AtomicLong();
-
-    private static final MethodHandles.Lookup L = MethodHandles.lookup();
-
-    /** Made on first use, after the native-access check (a failed initialiser would last the JVM's life). */
-    static final class Stubs {
-        static final MemorySegment ON_SCHEMA = Native.upcallStub(L, AsyncConsumerState.class, "onSchema",
-                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS));
-        static final MemorySegment ON_NEXT_TASK = Native.upcallStub(L, AsyncConsumerState.class, "onNextTask",
-                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS,
-                        ValueLayout.ADDRESS));
-        static final MemorySegment ON_ERROR = Native.upcallStub(L, AsyncConsumerState.class, "onError",
-                FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
-                        ValueLayout.ADDRESS));
-        static final MemorySegment RELEASE = Native.upcallStub(L, AsyncConsumerState.class, "release",
-                FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
-
-        private Stubs() {}
-    }
 
     /** A task copied out of the producer's struct, which lives only for the {@code on_next_task} call. */
     record Task(MemorySegment extractData, MemorySegment privateData) {}
@@ -81,10 +58,10 @@ final class AsyncConsumerState {
         this.window = window;
         this.handler = Native.calloc(ArrowAsyncDeviceStreamHandler.sizeof());
         this.key = HANDLERS.register(this);
-        ArrowAsyncDeviceStreamHandler.on_schema(handler, Stubs.ON_SCHEMA);
-        ArrowAsyncDeviceStreamHandler.on_next_task(handler, Stubs.ON_NEXT_TASK);
-        ArrowAsyncDeviceStreamHandler.on_error(handler, Stubs.ON_ERROR);
-        ArrowAsyncDeviceStreamHandler.release(handler, Stubs.RELEASE);
+        ArrowAsyncDeviceStreamHandler.on_schema(handler, AsyncHandlerUpcalls.Stubs.ON_SCHEMA);
+        ArrowAsyncDeviceStreamHandler.on_next_task(handler, AsyncHandlerUpcalls.Stubs.ON_NEXT_TASK);
+        ArrowAsyncDeviceStreamHandler.on_error(handler, AsyncHandlerUpcalls.Stubs.ON_ERROR);
+        ArrowAsyncDeviceStreamHandler.release(handler, AsyncHandlerUpcalls.Stubs.RELEASE);
         handler.set(ValueLayout.JAVA_LONG, ArrowAsyncDeviceStreamHandler.private_data$offset(), key);
     }
 
@@ -267,30 +244,9 @@ final class AsyncConsumerState {
         }
     }
 
-    // ---- upcalls: never throw ----
+    // ---- what the producer's calls do (AsyncHandlerUpcalls calls these) ----
 
-    private static AsyncConsumerState lookup(MemorySegment self, String callback) {
-        MemorySegment h = self.reinterpret(ArrowAsyncDeviceStreamHandler.sizeof());
-        AsyncConsumerState st = HANDLERS.get(h.get(ValueLayout.JAVA_LONG,
-                ArrowAsyncDeviceStreamHandler.private_data$offset()));
-        if (st == null) {
-            STALE_CALLS.incrementAndGet();
-            LOG.log(System.Logger.Level.WARNING, "devicebridge: " + callback
-                    + " called on an ArrowAsyncDeviceStreamHandler that was already released");
-        }
-        return st;
-    }
-
-    private static int onSchema(MemorySegment self, MemorySegment schemaPtr) {
-        try {
-            AsyncConsumerState st = lookup(self, "on_schema");
-            return st == null ? Errno.EINVAL : st.schemaArrived(schemaPtr);
-        } catch (Throwable t) {
-            return Errno.EIO;
-        }
-    }
-
-    private int schemaArrived(MemorySegment schemaPtr) {
+    int schemaArrived(MemorySegment schemaPtr) {
         MemorySegment p = ArrowAsyncDeviceStreamHandler.producer(handler);
         synchronized (this) {
             if (schema != null || ended) {
@@ -349,16 +305,7 @@ final class AsyncConsumerState {
         return Errno.EINVAL;
     }
 
-    private static int onNextTask(MemorySegment self, MemorySegment task, MemorySegment metadata) {
-        try {
-            AsyncConsumerState st = lookup(self, "on_next_task");
-            return st == null ? Errno.EINVAL : st.taskArrived(task);
-        } catch (Throwable t) {
-            return Errno.EIO;
-        }
-    }
-
-    private int taskArrived(MemorySegment taskPtr) {
+    int taskArrived(MemorySegment taskPtr) {
         Task task = null;
         if (!taskPtr.equals(MemorySegment.NULL)) {
             MemorySegment t = taskPtr.reinterpret(ArrowAsyncTask.sizeof());
@@ -370,7 +317,6 @@ final class AsyncConsumerState {
             }
         }
         String violation = null;
-        boolean discard = false;
         synchronized (this) {
             if (ended) {
                 violation = "expected no on_next_task after the end of the stream (a NULL task) but found one";
@@ -381,10 +327,9 @@ final class AsyncConsumerState {
                 notifyAll();
                 return 0;
             } else if (closed || cancelled) {
-                discard = true; // tasks the producer had in flight when it was told to stop
+                violation = null; // a task the producer had in flight when it was told to stop: handed back below
             } else if (failure != null) {
-                discard = true;
-                violation = "";
+                violation = ""; // the stream failed already: refused, with nothing new to record
             } else if (received >= requested) {
                 violation = "expected at most " + requested + " tasks (the demand requested) but found task "
                         + (received + 1);
@@ -406,18 +351,7 @@ final class AsyncConsumerState {
         return Errno.EINVAL;
     }
 
-    private static void onError(MemorySegment self, int code, MemorySegment message, MemorySegment metadata) {
-        try {
-            AsyncConsumerState st = lookup(self, "on_error");
-            if (st != null) {
-                st.errorArrived(code, message.equals(MemorySegment.NULL) ? "" : Native.string(message));
-            }
-        } catch (Throwable t) {
-            // nothing may cross into C; the stream keeps whatever failure it had
-        }
-    }
-
-    private synchronized void errorArrived(int code, String message) {
+    synchronized void errorArrived(int code, String message) {
         errorMessage = message;
         if (ended) {
             fail(new ValidationException(Category.STREAM, "on_error", "expected no on_error after the end of the "
@@ -427,24 +361,7 @@ final class AsyncConsumerState {
         }
     }
 
-    private static void release(MemorySegment self) {
-        try {
-            MemorySegment h = self.reinterpret(ArrowAsyncDeviceStreamHandler.sizeof());
-            AsyncConsumerState st = HANDLERS.remove(h.get(ValueLayout.JAVA_LONG,
-                    ArrowAsyncDeviceStreamHandler.private_data$offset()));
-            if (st == null) {
-                STALE_CALLS.incrementAndGet();
-                LOG.log(System.Logger.Level.WARNING,
-                        "devicebridge: release called on an ArrowAsyncDeviceStreamHandler that was already released");
-                return;
-            }
-            st.releasedByProducer();
-        } catch (Throwable t) {
-            // nothing may cross into C
-        }
-    }
-
-    private void releasedByProducer() {
+    void releasedByProducer() {
         synchronized (producerLock) {
             producerGone = true;
         }

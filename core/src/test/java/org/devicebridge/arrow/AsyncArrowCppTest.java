@@ -1,6 +1,7 @@
 package org.devicebridge.arrow;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -26,8 +27,16 @@ import java.util.stream.Stream;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.DeviceKind;
+import org.devicebridge.arrow.cuda.CudaArrowBatch;
+import org.devicebridge.arrow.cuda.CudaArrowExport;
+import org.devicebridge.arrow.cuda.CudaArrowUpload;
 import org.devicebridge.arrow.java.ArrowExport;
 import org.devicebridge.arrow.java.ArrowMemory;
+import org.devicebridge.cuda.CudaStream;
+import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.cuda.StreamKind;
+import org.devicebridge.testing.RequiresCuda;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -41,6 +50,8 @@ import org.junit.jupiter.api.Test;
  * arrays: PyPI's pyarrow wheels are built without ARROW_CUDA, so Arrow C++ there cannot import or export CUDA
  * arrays (the peer reports it; {@link #theWheelsCudaSupportIsReported} prints it). Skipped, with the reason,
  * without pyarrow 19+ or g++. Tagged {@code gpu}: it runs where the GPU tests run, which is where pyarrow is.
+ * CUDA arrays and their sync events cross the interface in
+ * {@link #cudaBatchesAndTheirEventsCrossFromTheLibrarysProducerToItsConsumer}, between the library's two sides.
  */
 @Tag("gpu")
 class AsyncArrowCppTest {
@@ -201,6 +212,57 @@ class AsyncArrowCppTest {
             } finally {
                 roots.forEach(VectorSchemaRoot::close);
             }
+        }
+        assertEquals(0, AsyncDeviceStreamExport.liveExports());
+    }
+
+    @Test
+    @RequiresCuda
+    void cudaBatchesAndTheirEventsCrossFromTheLibrarysProducerToItsConsumer() throws Throwable {
+        int n = 3;
+        int len = 1000;
+        List<CudaArrowBatch> batches = new ArrayList<>();
+        try (BufferAllocator allocator = ArrowMemory.newRootAllocator();
+             Arena arena = Arena.ofConfined();
+             CudaStream stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(0, 1 << 20)) {
+            org.apache.arrow.vector.types.pojo.Schema schema = null;
+            for (int b = 0; b < n; b++) {
+                try (BigIntVector v = new BigIntVector("v", allocator)) {
+                    v.allocateNew(len);
+                    for (int j = 0; j < len; j++) {
+                        v.set(j, b * 1000L + j);
+                    }
+                    v.setValueCount(len);
+                    VectorSchemaRoot root = VectorSchemaRoot.of(v);
+                    schema = root.getSchema();
+                    batches.add(CudaArrowUpload.upload(root, transfer, stream));
+                }
+            }
+            MemorySegment source = ArrowStructs.allocateDeviceArrayStream(arena);
+            CudaArrowExport.exportDeviceStream(schema, batches.iterator(), stream, source); // the stream owns them
+            int seen = 0;
+            try (AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(2, ValidationLevel.MINIMAL)) {
+                CompletableFuture<Void> done = AsyncDeviceStreamExport.exportStream(source, c.handler(), exec);
+                assertEquals("v", c.schema(WAIT).children().get(0).name());
+                assertEquals(DeviceKind.CUDA, c.deviceType());
+                for (;;) {
+                    try (ImportedArray a = c.next(WAIT)) {
+                        if (a == null) {
+                            break;
+                        }
+                        assertEquals(DeviceKind.CUDA, a.deviceType());
+                        assertFalse(a.syncEvent().equals(MemorySegment.NULL), "a CUDA batch carries its sync event");
+                        ArrayNode v = a.root().children().get(0);
+                        assertEquals(len, v.length());
+                        assertFalse(v.bufferPointer(1).equals(MemorySegment.NULL));
+                        seen++;
+                    }
+                }
+                assertNull(done.get(30, TimeUnit.SECONDS));
+            }
+            stream.synchronize();
+            assertEquals(n, seen);
         }
         assertEquals(0, AsyncDeviceStreamExport.liveExports());
     }
