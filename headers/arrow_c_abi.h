@@ -104,6 +104,38 @@ struct ArrowDeviceArrayStream {
 
 #endif /* ARROW_C_DEVICE_STREAM_INTERFACE */
 
+#ifndef ARROW_C_ASYNC_STREAM_INTERFACE
+#define ARROW_C_ASYNC_STREAM_INTERFACE
+
+/* Experimental in the Arrow specification. Declared from the "Async Device Stream Interface" of the C
+   Device Data Interface; the producer struct follows Arrow C++'s abi.h, which has no release member. */
+
+struct ArrowAsyncTask {
+  int (*extract_data)(struct ArrowAsyncTask* self, struct ArrowDeviceArray* out);
+  void* private_data;
+};
+
+struct ArrowAsyncProducer {
+  ArrowDeviceType device_type;
+  void (*request)(struct ArrowAsyncProducer* self, int64_t n);
+  void (*cancel)(struct ArrowAsyncProducer* self);
+  const char* additional_metadata;
+  void* private_data;
+};
+
+struct ArrowAsyncDeviceStreamHandler {
+  int (*on_schema)(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowSchema* stream_schema);
+  int (*on_next_task)(struct ArrowAsyncDeviceStreamHandler* self, struct ArrowAsyncTask* task,
+                      const char* metadata);
+  void (*on_error)(struct ArrowAsyncDeviceStreamHandler* self, int code, const char* message,
+                   const char* metadata);
+  void (*release)(struct ArrowAsyncDeviceStreamHandler* self);
+  struct ArrowAsyncProducer* producer;
+  void* private_data;
+};
+
+#endif /* ARROW_C_ASYNC_STREAM_INTERFACE */
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,6 +14,10 @@ public final class Errno {
     public static final int EINVAL = 22;
     /** Function not implemented. */
     public static final int ENOSYS = 38;
+    /** Timed out: an async stream's wait for its producer. */
+    public static final int ETIMEDOUT = 110;
+    /** Cancelled: an async stream that its consumer cancelled or closed. */
+    public static final int ECANCELED = 125;
 
     private Errno() {}
 
@@ -24,6 +28,8 @@ public final class Errno {
             case ENOMEM -> " (ENOMEM)";
             case EINVAL -> " (EINVAL)";
             case ENOSYS -> " (ENOSYS)";
+            case ETIMEDOUT -> " (ETIMEDOUT)";
+            case ECANCELED -> " (ECANCELED)";
             default -> "";
         };
     }

@@ -1,0 +1,279 @@
+package org.devicebridge.arrow;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.DeviceKind;
+import org.devicebridge.arrow.cuda.CudaArrowBatch;
+import org.devicebridge.arrow.cuda.CudaArrowExport;
+import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowMemory;
+import org.devicebridge.cuda.CudaStream;
+import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.cuda.StreamKind;
+import org.devicebridge.testing.RequiresCuda;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The async device stream both ways against Arrow C++ (src/test/cpp/async_arrow_peer.cc, compiled with g++ at
+ * test time against the headers and libarrow of the pyarrow wheel that {@code $DEVICEBRIDGE_PYTHON}, else
+ * {@code python3}, imports): Arrow C++'s {@code ExportAsyncRecordBatchReader} into the library's consumer, and
+ * the library's producer into Arrow C++'s {@code CreateAsyncDeviceStreamHandler}. The arrays are CPU device
+ * arrays: PyPI's pyarrow wheels are built without ARROW_CUDA, so Arrow C++ there cannot import or export CUDA
+ * arrays (the peer reports it; {@link #theWheelsCudaSupportIsReported} prints it). Skipped, with the reason,
+ * without pyarrow 19+ or g++. Tagged {@code gpu}: it runs where the GPU tests run, which is where pyarrow is.
+ * CUDA arrays and their sync events cross the interface in
+ * {@link #cudaBatchesAndTheirEventsCrossFromTheLibrarysProducerToItsConsumer}, between the library's two sides.
+ */
+@Tag("gpu")
+class AsyncArrowCppTest {
+    private static final String PYTHON = System.getenv().getOrDefault("DEVICEBRIDGE_PYTHON", "python3");
+    private static final Duration WAIT = Duration.ofSeconds(30);
+    private static SymbolLookup peer;
+    private static String unavailable;
+    private static ExecutorService exec;
+
+    @BeforeAll
+    static void build() throws Exception {
+        exec = Executors.newSingleThreadExecutor();
+        try {
+            peer = compile();
+        } catch (IOException e) {
+            unavailable = e.getMessage();
+        }
+    }
+
+    @AfterAll
+    static void stop() throws InterruptedException {
+        exec.shutdown();
+        exec.awaitTermination(30, TimeUnit.SECONDS);
+    }
+
+    private static String run(List<String> command) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(300, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            p.destroyForcibly();
+            throw new IOException(String.join(" ", command.subList(0, Math.min(3, command.size()))) + " failed: " + out);
+        }
+        return out;
+    }
+
+    /** Builds the peer against the wheel; a library whose C++ ABI does not match libarrow's fails to load. */
+    private static SymbolLookup compile() throws IOException, InterruptedException {
+        String[] info;
+        try {
+            info = run(List.of(PYTHON, "-c", "import pyarrow as pa; print(pa.__version__); print(pa.get_include()); "
+                    + "print(pa.get_library_dirs()[0])")).strip().split("\n");
+        } catch (IOException e) {
+            throw new IOException("pyarrow is not importable by " + PYTHON + " (set DEVICEBRIDGE_PYTHON): " + e.getMessage());
+        }
+        int major = Integer.parseInt(info[0].strip().split("\\.")[0]);
+        if (major < 19) {
+            throw new IOException("pyarrow " + info[0] + " predates Arrow C++'s async device stream (19.0)");
+        }
+        Path libDir = Path.of(info[2].strip());
+        Path libarrow;
+        try (Stream<Path> files = Files.list(libDir)) {
+            libarrow = files.filter(f -> f.getFileName().toString().matches("libarrow\\.so(\\.\\d+)*"))
+                    .min((a, b) -> a.getFileName().toString().length() - b.getFileName().toString().length())
+                    .orElseThrow(() -> new IOException("no libarrow.so in " + libDir));
+        }
+        Path base = Path.of(System.getProperty("basedir", System.getProperty("user.dir")));
+        if (!Files.isDirectory(base.resolve("src/test/cpp")) && Files.isDirectory(base.resolve("core/src/test/cpp"))) {
+            base = base.resolve("core");
+        }
+        Path source = base.resolve("src/test/cpp/async_arrow_peer.cc");
+        Files.createDirectories(base.resolve("target/test-cpp"));
+        List<String> failures = new ArrayList<>();
+        for (String abi : new String[] {"1", "0"}) {
+            Path out = base.resolve("target/test-cpp/libasync_arrow_peer_abi" + abi + ".so");
+            try {
+                run(List.of("g++", "-std=c++20", "-shared", "-fPIC", "-O1", "-D_GLIBCXX_USE_CXX11_ABI=" + abi,
+                        "-I" + info[1].strip(), "-o", out.toString(), source.toString(), libarrow.toString(),
+                        "-Wl,-z,now", "-Wl,-rpath," + libDir, "-lpthread"));
+                return SymbolLookup.libraryLookup(out, Arena.global());
+            } catch (IOException | IllegalArgumentException e) {
+                failures.add("_GLIBCXX_USE_CXX11_ABI=" + abi + ": " + e.getMessage());
+            }
+        }
+        throw new IOException("cannot build the Arrow C++ peer against pyarrow " + info[0] + ": " + failures);
+    }
+
+    private static MethodHandle fn(String name, FunctionDescriptor fd) {
+        assumeTrue(peer != null, () -> "Arrow C++ peer unavailable: " + unavailable);
+        return Linker.nativeLinker().downcallHandle(peer.find(name).orElseThrow(), fd);
+    }
+
+    private static String error(MemorySegment err) {
+        return err.getString(0);
+    }
+
+    @Test
+    void theWheelsCudaSupportIsReported() throws Throwable {
+        int version = (int) fn("peer_arrow_version", FunctionDescriptor.of(ValueLayout.JAVA_INT)).invokeExact();
+        int cuda = (int) fn("peer_has_cuda", FunctionDescriptor.of(ValueLayout.JAVA_INT)).invokeExact();
+        System.out.println("AsyncArrowCppTest: Arrow C++ " + version + ", ARROW_CUDA " + (cuda == 1 ? "on" : "off"));
+        assertEquals(true, version >= 19_000_000, "ARROW_VERSION " + version);
+    }
+
+    @Test
+    void theLibrarysConsumerReadsArrowCppsProducer() throws Throwable {
+        MethodHandle start = fn("cpp_produce_start", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+        MethodHandle join = fn("cpp_produce_join", FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
+                ValueLayout.JAVA_INT));
+        int len = (int) fn("peer_len", FunctionDescriptor.of(ValueLayout.JAVA_INT)).invokeExact();
+        int n = 6;
+        long sum = 0;
+        int batches = 0;
+        try (Arena arena = Arena.ofConfined();
+             AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(2, ValidationLevel.FULL)) {
+            start.invokeExact(c.handler(), n);
+            assertEquals("v", c.schema(WAIT).children().get(0).name());
+            for (;;) {
+                try (ImportedArray a = c.next(WAIT)) {
+                    if (a == null) {
+                        break;
+                    }
+                    ArrayNode v = a.root().children().get(0);
+                    for (long j = 0; j < v.length(); j++) {
+                        sum += v.buffer(1).getAtIndex(ValueLayout.JAVA_LONG, v.offset() + j);
+                    }
+                    batches++;
+                }
+            }
+            MemorySegment err = arena.allocate(512);
+            int rc = (int) join.invokeExact(err, 512);
+            assertEquals(0, rc, error(err));
+        }
+        assertEquals(n, batches);
+        assertEquals(expectedSum(n, len), sum);
+    }
+
+    @Test
+    void arrowCppsHandlerReadsTheLibrarysProducer() throws Throwable {
+        MethodHandle start = fn("cpp_consume_start", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+        MethodHandle join = fn("cpp_consume_join", FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
+                ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+        int len = 1000;
+        int n = 5;
+        List<VectorSchemaRoot> roots = new ArrayList<>();
+        try (BufferAllocator allocator = ArrowMemory.newRootAllocator(); Arena arena = Arena.ofConfined()) {
+            try {
+                for (int b = 0; b < n; b++) {
+                    BigIntVector v = new BigIntVector("v", allocator);
+                    v.allocateNew(len);
+                    for (int j = 0; j < len; j++) {
+                        v.set(j, b * 1000L + j);
+                    }
+                    v.setValueCount(len);
+                    roots.add(VectorSchemaRoot.of(v));
+                }
+                MemorySegment stream = ArrowStructs.allocateDeviceArrayStream(arena);
+                ArrowExport.exportDeviceStream(roots.get(0).getSchema(), roots.iterator(), null, stream);
+                MemorySegment handler = (MemorySegment) start.invokeExact(3);
+                CompletableFuture<Void> done = AsyncDeviceStreamExport.exportStream(stream, handler, exec);
+                assertNull(done.get(30, TimeUnit.SECONDS));
+                MemorySegment sum = arena.allocate(ValueLayout.JAVA_LONG);
+                MemorySegment batches = arena.allocate(ValueLayout.JAVA_INT);
+                MemorySegment err = arena.allocate(512);
+                int rc = (int) join.invokeExact(sum, batches, err, 512);
+                assertEquals(0, rc, error(err));
+                assertEquals(n, batches.get(ValueLayout.JAVA_INT, 0));
+                assertEquals(expectedSum(n, len), sum.get(ValueLayout.JAVA_LONG, 0));
+            } finally {
+                roots.forEach(VectorSchemaRoot::close);
+            }
+        }
+        assertEquals(0, AsyncDeviceStreamExport.liveExports());
+    }
+
+    @Test
+    @RequiresCuda
+    void cudaBatchesAndTheirEventsCrossFromTheLibrarysProducerToItsConsumer() throws Throwable {
+        int n = 3;
+        int len = 1000;
+        List<CudaArrowBatch> batches = new ArrayList<>();
+        try (BufferAllocator allocator = ArrowMemory.newRootAllocator();
+             Arena arena = Arena.ofConfined();
+             CudaStream stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(0, 1 << 20)) {
+            org.apache.arrow.vector.types.pojo.Schema schema = null;
+            for (int b = 0; b < n; b++) {
+                try (BigIntVector v = new BigIntVector("v", allocator)) {
+                    v.allocateNew(len);
+                    for (int j = 0; j < len; j++) {
+                        v.set(j, b * 1000L + j);
+                    }
+                    v.setValueCount(len);
+                    VectorSchemaRoot root = VectorSchemaRoot.of(v);
+                    schema = root.getSchema();
+                    batches.add(CudaArrowUpload.upload(root, transfer, stream));
+                }
+            }
+            MemorySegment source = ArrowStructs.allocateDeviceArrayStream(arena);
+            CudaArrowExport.exportDeviceStream(schema, batches.iterator(), stream, source); // the stream owns them
+            int seen = 0;
+            try (AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(2, ValidationLevel.MINIMAL)) {
+                CompletableFuture<Void> done = AsyncDeviceStreamExport.exportStream(source, c.handler(), exec);
+                assertEquals("v", c.schema(WAIT).children().get(0).name());
+                assertEquals(DeviceKind.CUDA, c.deviceType());
+                for (;;) {
+                    try (ImportedArray a = c.next(WAIT)) {
+                        if (a == null) {
+                            break;
+                        }
+                        assertEquals(DeviceKind.CUDA, a.deviceType());
+                        assertFalse(a.syncEvent().equals(MemorySegment.NULL), "a CUDA batch carries its sync event");
+                        ArrayNode v = a.root().children().get(0);
+                        assertEquals(len, v.length());
+                        assertFalse(v.bufferPointer(1).equals(MemorySegment.NULL));
+                        seen++;
+                    }
+                }
+                assertNull(done.get(30, TimeUnit.SECONDS));
+            }
+            stream.synchronize();
+            assertEquals(n, seen);
+        }
+        assertEquals(0, AsyncDeviceStreamExport.liveExports());
+    }
+
+    private static long expectedSum(int n, int len) {
+        long sum = 0;
+        for (int b = 0; b < n; b++) {
+            for (int j = 0; j < len; j++) {
+                sum += b * 1000L + j;
+            }
+        }
+        return sum;
+    }
+}
