@@ -144,7 +144,7 @@ public final class WorkerChannel implements AutoCloseable {
             c.write(WorkerProtocol.hello());
             Reply r = c.next();
             if (r.header().kind() != Kind.HELLO) {
-                throw c.refuse("expected the worker's \"hello\" but found \"" + r.header().kind().wire() + "\"");
+                throw c.refuse("kind", "expected the worker's \"hello\" but found \"" + r.header().kind().wire() + "\"");
             }
             return c;
         } catch (RuntimeException | Error e) {
@@ -346,10 +346,10 @@ public final class WorkerChannel implements AutoCloseable {
             Reply r = next();
             WorkerProtocol.Message h = r.header();
             if (h.kind() != Kind.RESULT && h.kind() != Kind.ERROR) {
-                throw refuse("expected a \"result\" or \"error\" but found \"" + h.kind().wire() + "\"");
+                throw refuse("kind", "expected a \"result\" or \"error\" but found \"" + h.kind().wire() + "\"");
             }
             if (h.seq() != received + 1) {
-                throw refuse("expected the answer to call " + (received + 1) + " but found one to call " + h.seq());
+                throw refuse("seq", "expected the answer to call " + (received + 1) + " but found one to call " + h.seq());
             }
             received++;
             if (h.kind() == Kind.ERROR) {
@@ -405,8 +405,8 @@ public final class WorkerChannel implements AutoCloseable {
         }
     }
 
-    private ValidationException refuse(String message) {
-        ValidationException e = new ValidationException(Category.STRUCTURE, "kind", message);
+    private ValidationException refuse(String path, String message) {
+        ValidationException e = new ValidationException(Category.STRUCTURE, path, message);
         state.refused(e);
         return e;
     }
@@ -444,7 +444,7 @@ public final class WorkerChannel implements AutoCloseable {
                     continue;
                 }
                 if (r.header().kind() != Kind.ERROR) {
-                    throw refuse("expected the worker's \"bye\" but found \"" + r.header().kind().wire() + "\"");
+                    throw refuse("kind", "expected the worker's \"bye\" but found \"" + r.header().kind().wire() + "\"");
                 }
             }
         } catch (PeerException e) {

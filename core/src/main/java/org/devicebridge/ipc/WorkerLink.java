@@ -173,11 +173,14 @@ final class WorkerLink implements AutoCloseable {
             return;
         }
         end = e;
-        replies.add(e);
-        if (refused != null) {
-            events.refused(refused);
-        } else {
-            events.gone(e.failure());
+        try { // the channel's state first: whoever takes the end from the queue sees it
+            if (refused != null) {
+                events.refused(refused);
+            } else {
+                events.gone(e.failure());
+            }
+        } finally {
+            replies.add(e);
         }
     }
 

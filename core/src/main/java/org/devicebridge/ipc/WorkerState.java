@@ -79,15 +79,20 @@ final class WorkerState implements WorkerLink.Events {
     private RuntimeException failure;
 
     /**
-     * @throws HandleClosedException if the channel is closed, or ended on a stall or a refused line
+     * @throws HandleClosedException if the channel is closed, or ended on a stall
+     * @throws ValidationException the refusal that ended the channel, if one did
      * @throws PeerException {@code EXITED} if the worker is gone
      */
     synchronized void requireOpen() {
         switch (state) {
             case OPEN -> { }
             case GONE -> throw new PeerException(PeerException.Reason.EXITED, "the worker is gone", failure);
-            case STALLED -> throw new HandleClosedException("the worker channel ended on an earlier failure: "
-                    + (failure == null ? "a timeout" : failure.getMessage()), failure);
+            case STALLED -> {
+                if (failure != null) {
+                    throw failure; // the refusal that ended the channel, as the link gives it to every later read
+                }
+                throw new HandleClosedException("the worker channel ended when the worker stalled");
+            }
             default -> throw new HandleClosedException("the worker channel is closed");
         }
     }
