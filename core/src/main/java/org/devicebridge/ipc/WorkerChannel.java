@@ -9,13 +9,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.HandleBusyException;
 import org.devicebridge.HandleClosedException;
 import org.devicebridge.ValidationException;
-import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.cuda.CudaStream;
@@ -60,14 +58,11 @@ import org.devicebridge.ipc.WorkerProtocol.Payload;
  * the channel goes on. A line the protocol refuses is a {@link ValidationException} and ends the channel as a
  * stall does.
  *
- * <p>Thread safety: every method may be called from any thread; calls are numbered in the order their sends
- * take a lock, and results are handed out in that order. The channel owns two daemon threads (a reader and a
- * writer) and, after {@link #open}, both streams.
+ * <p>Thread-safe; calls are numbered as their sends take a lock, results handed out in that order. The channel
+ * owns two daemon threads (a reader and a writer) and, after {@link #open}, both streams.
  */
 public final class WorkerChannel implements AutoCloseable {
-    /** The resource name of the Python worker module, beside this class. */
-    static final String MODULE = "devicebridge_worker.py";
-
+    static final String MODULE = "devicebridge_worker.py"; // a resource beside this class
     /** Why a worker did not answer as the protocol says. */
     public static final class PeerException extends DeviceBridgeException {
         private static final long serialVersionUID = 1L;
@@ -97,21 +92,18 @@ public final class WorkerChannel implements AutoCloseable {
         }
 
         /** {@return what happened to the worker} */
-        public Reason reason() {
-            return reason;
-        }
+        public Reason reason() { return reason; }
     }
 
     private final WorkerLink link;
-    private final Duration timeout;
     private final WorkerState state = new WorkerState();
+    private final WorkerReplies replies;
     private final Object sendLock = new Object();
     private long sent;
-    private long received;
 
     private WorkerChannel(InputStream fromWorker, OutputStream toWorker, Duration timeout) {
-        this.timeout = timeout;
         this.link = new WorkerLink(fromWorker, toWorker, state);
+        this.replies = new WorkerReplies(link, state, timeout);
     }
 
     /**
@@ -141,10 +133,10 @@ public final class WorkerChannel implements AutoCloseable {
         WorkerChannel c = new WorkerChannel(fromWorker, toWorker, timeout);
         c.link.start();
         try {
-            c.write(WorkerProtocol.hello());
-            Reply r = c.next();
+            c.replies.write(WorkerProtocol.hello());
+            Reply r = c.replies.next();
             if (r.header().kind() != Kind.HELLO) {
-                throw c.refuse("kind", "expected the worker's \"hello\" but found \"" + r.header().kind().wire() + "\"");
+                throw c.replies.refuse("kind", "expected the worker's \"hello\" but found \"" + r.header().kind().wire() + "\"");
             }
             return c;
         } catch (RuntimeException | Error e) {
@@ -201,8 +193,8 @@ public final class WorkerChannel implements AutoCloseable {
             allocations.add(k == export.copyHandle() ? null : export.allocation(k));
         }
         String id = export.descriptor().id();
-        post(id, WorkerState.Sent.of(export), Payload.ARROW_BATCH, handles, allocations,
-                export.descriptor().toJson());
+        post(new Call(id, WorkerState.Sent.of(export), Payload.ARROW_BATCH, handles, allocations,
+                export.descriptor().toJson()));
         return export;
     }
 
@@ -227,28 +219,32 @@ public final class WorkerChannel implements AutoCloseable {
         Objects.requireNonNull(stream, "stream");
         state.requireOpen();
         IpcTensorExport export = IpcTensorExport.export(buffer, spec, stream);
-        post(export.descriptor().id(), WorkerState.Sent.of(export), Payload.TENSOR,
-                List.of(export.descriptor().memHandle()), List.of(buffer), export.descriptor().toJson());
+        post(new Call(export.descriptor().id(), WorkerState.Sent.of(export), Payload.TENSOR,
+                List.of(export.descriptor().memHandle()), List.of(buffer), export.descriptor().toJson()));
         return export;
     }
 
+    /**
+     * A call to write: the export's id and handle on it, what it carries, its handles and the allocations they
+     * name (null for one the worker must not keep mapped), and the descriptor line.
+     */
+    private record Call(String id, WorkerState.Sent export, Payload payload, List<byte[]> handles,
+                        List<DeviceBuffer> allocations, String descriptor) {}
+
     /** Registers the export, picks what the worker may keep mapped or must unmap, and writes the call. */
-    private void post(String id, WorkerState.Sent export, Payload payload, List<byte[]> handles,
-                      List<DeviceBuffer> allocations, String descriptor) {
-        String header;
+    private void post(Call c) {
         try {
             synchronized (sendLock) {
-                state.register(id, export);
+                state.register(c.id(), c.export());
                 List<Integer> transientHandles = new ArrayList<>();
-                List<String> unmap = state.keepMapped(handles, allocations, transientHandles);
-                header = WorkerProtocol.call(++sent, payload, unmap, transientHandles);
-                link.post(header, descriptor);
+                List<String> unmap = state.keepMapped(c.handles(), c.allocations(), transientHandles);
+                link.post(WorkerProtocol.call(++sent, c.payload(), unmap, transientHandles), c.descriptor());
             }
         } catch (RuntimeException | Error e) {
-            state.forget(id, e);
+            state.forget(c.id(), e);
             throw e;
         }
-        write(); // waits for the queue to drain up to the call: a worker that does not read is a stall
+        replies.write(); // waits for the queue to drain up to the call: a worker that does not read is a stall
     }
 
     /**
@@ -274,13 +270,7 @@ public final class WorkerChannel implements AutoCloseable {
         Objects.requireNonNull(level, "level");
         Reply r = nextResult(Payload.ARROW_BATCH);
         IpcBatchDescriptor d = IpcBatchDescriptor.parse(r.descriptor());
-        AtomicBoolean told = new AtomicBoolean();
-        Runnable tell = () -> {
-            if (told.compareAndSet(false, true)) {
-                state.resultUnmapped(link, d.closeMessage());
-            }
-        };
-        state.resultMapped();
+        Runnable tell = teller(d.closeMessage());
         try {
             return IpcBatchImport.open(d, new IpcBatchImport.Target(level, stream, transfer), tell).batch();
         } catch (RuntimeException | Error e) {
@@ -298,28 +288,32 @@ public final class WorkerChannel implements AutoCloseable {
      * @param stream the stream the caller will use the tensor on; borrowed
      * @param options what to accept
      * @return the worker's result
-     * @throws PeerException as {@link #receive(CudaStream, ValidationLevel, HostDeviceTransfer)}
-     * @throws ValidationException if the result breaks the protocol or the descriptor format
-     * @throws HandleClosedException if the channel is closed or ended by an earlier failure
+     * @throws PeerException as {@link #receive(CudaStream, ValidationLevel, HostDeviceTransfer)}, and its other
+     *         exceptions ({@link ValidationException}, {@link HandleClosedException}) alike
      */
     public ImportedTensor receiveTensor(CudaStream stream, ImportOptions options) {
         Objects.requireNonNull(stream, "stream");
         Objects.requireNonNull(options, "options");
         Reply r = nextResult(Payload.TENSOR);
         IpcTensorDescriptor d = IpcTensorDescriptor.parse(r.descriptor());
-        AtomicBoolean told = new AtomicBoolean();
-        Runnable tell = () -> {
-            if (told.compareAndSet(false, true)) {
-                state.resultUnmapped(link, d.closeMessage());
-            }
-        };
-        state.resultMapped();
+        Runnable tell = teller(d.closeMessage());
         try {
             return IpcTensorImport.open(d, stream, options, tell);
         } catch (RuntimeException | Error e) {
             tell.run();
             throw e;
         }
+    }
+
+    /** Counts a result mapped; {@return what tells the worker, once, that it is unmapped} */
+    private Runnable teller(String closeMessage) {
+        state.resultMapped();
+        AtomicBoolean told = new AtomicBoolean();
+        return () -> {
+            if (told.compareAndSet(false, true)) {
+                state.resultUnmapped(link, closeMessage);
+            }
+        };
     }
 
     /**
@@ -341,74 +335,7 @@ public final class WorkerChannel implements AutoCloseable {
 
     /** The next reply, which must be the result (or error) of the next call, with {@code payload}. */
     Reply nextResult(Payload payload) {
-        state.requireOpen();
-        synchronized (this) { // results are taken in order
-            Reply r = next();
-            WorkerProtocol.Message h = r.header();
-            if (h.kind() != Kind.RESULT && h.kind() != Kind.ERROR) {
-                throw refuse("kind", "expected a \"result\" or \"error\" but found \"" + h.kind().wire() + "\"");
-            }
-            if (h.seq() != received + 1) {
-                throw refuse("seq", "expected the answer to call " + (received + 1) + " but found one to call " + h.seq());
-            }
-            received++;
-            if (h.kind() == Kind.ERROR) {
-                throw new PeerException(PeerException.Reason.FAILED, "the worker's function raised on call " + h.seq()
-                        + ": " + h.error(), null);
-            }
-            if (h.payload() != payload) {
-                state.resultUnmapped(link, closeMessageOf(r));
-                throw new ValidationException(Category.FORMAT, "payload", "expected a result of kind \"" + payload.wire
-                        + "\" but found \"" + h.payload().wire + "\"");
-            }
-            return r;
-        }
-    }
-
-    /** The close message of a result that is not opened, so that the worker frees it; null if unreadable. */
-    private static String closeMessageOf(Reply r) {
-        try {
-            return r.header().payload() == Payload.TENSOR ? IpcTensorDescriptor.parse(r.descriptor()).closeMessage()
-                    : IpcBatchDescriptor.parse(r.descriptor()).closeMessage();
-        } catch (ValidationException e) {
-            return null;
-        }
-    }
-
-    private Reply next() {
-        try {
-            return link.next(timeout);
-        } catch (TimeoutException e) {
-            state.stalled();
-            throw new PeerException(PeerException.Reason.TIMED_OUT, "no answer from the worker within " + timeout
-                    + "; end its process, then forceClose() the channel", e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new PeerException(PeerException.Reason.TIMED_OUT, "interrupted while waiting for the worker", e);
-        }
-    }
-
-    /** Writes {@code lines} (nothing: waits for what is queued) within the timeout. */
-    private void write(String... lines) {
-        try {
-            link.write(timeout, lines);
-        } catch (TimeoutException e) {
-            state.stalled();
-            throw new PeerException(PeerException.Reason.TIMED_OUT, "the worker did not read what was sent within "
-                    + timeout + "; end its process, then forceClose() the channel", e);
-        } catch (IOException e) {
-            throw new PeerException(PeerException.Reason.EXITED, "the worker's end of the channel is closed: "
-                    + e.getMessage(), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new PeerException(PeerException.Reason.TIMED_OUT, "interrupted while writing to the worker", e);
-        }
-    }
-
-    private ValidationException refuse(String path, String message) {
-        ValidationException e = new ValidationException(Category.STRUCTURE, path, message);
-        state.refused(e);
-        return e;
+        return replies.nextResult(payload);
     }
 
     /**
@@ -431,20 +358,17 @@ public final class WorkerChannel implements AutoCloseable {
                 forceClose();
                 return;
             }
-            case BYE -> { }
+            case BYE -> { } // below
         }
         try {
-            write(WorkerProtocol.bye());
+            replies.write(WorkerProtocol.bye());
             while (true) {
-                Reply r = next();
+                Reply r = replies.next();
                 if (r.header().kind() == Kind.BYE) {
                     break;
-                }
-                if (r.header().kind() == Kind.RESULT) { // sent but never received: the worker frees it at bye
-                    continue;
-                }
-                if (r.header().kind() != Kind.ERROR) {
-                    throw refuse("kind", "expected the worker's \"bye\" but found \"" + r.header().kind().wire() + "\"");
+                } // a result or error of a call never received is skipped: the worker frees results at bye
+                if (r.header().kind() != Kind.ERROR && r.header().kind() != Kind.RESULT) {
+                    throw replies.refuse("kind", "expected the worker's \"bye\" but found \"" + r.header().kind().wire() + "\"");
                 }
             }
         } catch (PeerException e) {
@@ -467,6 +391,8 @@ public final class WorkerChannel implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "WorkerChannel[" + state + ", " + sent + " calls sent, " + received + " results received]";
+        synchronized (sendLock) {
+            return "WorkerChannel[" + state + ", " + sent + " calls sent, " + replies + "]";
+        }
     }
 }
