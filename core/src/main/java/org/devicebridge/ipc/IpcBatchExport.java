@@ -65,11 +65,19 @@ public final class IpcBatchExport implements AutoCloseable {
     private final IpcBatchDescriptor descriptor;
     private final long copiedBytes;
     private final Acknowledgement gate;
+    private final List<DeviceBuffer> byHandle;
+    private final int copyHandle;
 
-    /** {@code held} are our references: the shared allocations, the sources of copies, the copy. */
-    private IpcBatchExport(IpcBatchDescriptor descriptor, List<DeviceBuffer> held, CudaEvent event, long copiedBytes) {
+    /**
+     * The planner's {@code held} are our references (the shared allocations, the sources of copies, the copy);
+     * its {@code byHandle} the same references of the allocations the handles name, in handle order.
+     */
+    private IpcBatchExport(IpcBatchDescriptor descriptor, IpcExportPlanner p, CudaEvent event) {
         this.descriptor = descriptor;
-        this.copiedBytes = copiedBytes;
+        this.copiedBytes = p.copyBytes;
+        this.byHandle = List.copyOf(p.byHandle);
+        this.copyHandle = p.copyHandle;
+        List<DeviceBuffer> held = List.copyOf(p.held);
         this.gate = new Acknowledgement(descriptor.id(), "IPC batch export", "mappings", () -> release(event, held));
     }
 
@@ -135,7 +143,7 @@ public final class IpcBatchExport implements AutoCloseable {
             byte[] eventHandle = event.ipcHandle();
             IpcBatchDescriptor d = new IpcBatchDescriptor(UUID.randomUUID().toString(), batch.device(), schema,
                     p.handles, p.node(root), eventHandle);
-            return new IpcBatchExport(d, List.copyOf(p.held), event, p.copyBytes);
+            return new IpcBatchExport(d, p, event);
         } catch (RuntimeException | Error e) {
             if (event != null) {
                 try {
@@ -153,6 +161,19 @@ public final class IpcBatchExport implements AutoCloseable {
     /** {@return the descriptor to send to the importer ({@link IpcBatchDescriptor#toJson()})} */
     public IpcBatchDescriptor descriptor() {
         return descriptor;
+    }
+
+    /**
+     * {@return the export's reference to the allocation handle {@code k} names: borrowed, valid until the export is
+     * released} (for {@link WorkerChannel}, which retains what the worker keeps mapped)
+     */
+    DeviceBuffer allocation(int k) {
+        return byHandle.get(k);
+    }
+
+    /** {@return the index of the handle of the export's own copy, or -1 when nothing was copied} */
+    int copyHandle() {
+        return copyHandle;
     }
 
     /** {@return the bytes copied into the export's own allocation; 0 when every buffer was shared in place} */

@@ -88,6 +88,21 @@ public final class IpcBatchImport implements AutoCloseable {
      */
     public static IpcBatchImport open(IpcBatchDescriptor descriptor, ValidationLevel level, CudaStream stream,
                                       HostDeviceTransfer transfer) {
+        return open(descriptor, new Target(level, stream, transfer), null);
+    }
+
+    /** Where and how {@link #open} imports: the public parameters, grouped. */
+    record Target(ValidationLevel level, CudaStream stream, HostDeviceTransfer transfer) {}
+
+    /**
+     * {@link #open(IpcBatchDescriptor, ValidationLevel, CudaStream, HostDeviceTransfer)}, and {@code onUnmapped}
+     * (if not null) runs once every mapping is closed, on the thread that closes the last one; it must not throw.
+     * After a throw it does not run (nothing was mapped).
+     */
+    static IpcBatchImport open(IpcBatchDescriptor descriptor, Target target, Runnable onUnmapped) {
+        ValidationLevel level = target.level();
+        CudaStream stream = target.stream();
+        HostDeviceTransfer transfer = target.transfer();
         requireNativeAccess();
         requireArrowJava("IpcBatchImport.open");
         Cuda.require();
@@ -138,6 +153,9 @@ public final class IpcBatchImport implements AutoCloseable {
                     Closing.closeAll(mapped, DeviceBuffer::close);
                 } finally {
                     unmapped.countDown();
+                    if (onUnmapped != null) {
+                        onUnmapped.run();
+                    }
                 }
             });
             handedOver = true; // the struct's release closes the mappings from now on

@@ -30,6 +30,10 @@ final class IpcExportPlanner {
     private final IpcBatchExport.Memory policy;
     final List<byte[]> handles = new ArrayList<>();
     final List<DeviceBuffer> held = new ArrayList<>();
+    /** The reference in {@link #held} of each handle's allocation, in handle order. */
+    final List<DeviceBuffer> byHandle = new ArrayList<>();
+    /** The index of the handle of the export's own copy, or -1 when nothing is copied. */
+    int copyHandle = -1;
     private final Map<Long, Integer> handleOf = new HashMap<>(); // allocation address -> handle index
     private final Map<Long, DeviceBuffer> unshareable = new HashMap<>(); // address -> our reference
     private final Map<ArrayNode, BufferRef[]> refs = new IdentityHashMap<>();
@@ -114,6 +118,7 @@ final class IpcExportPlanner {
         held.add(ref);
         h = handles.size();
         handles.add(handle);
+        byHandle.add(ref);
         handleOf.put(key, h);
         return h;
     }
@@ -137,6 +142,8 @@ final class IpcExportPlanner {
         held.add(copy);
         int h = handles.size();
         handles.add(copy.ipcHandle());
+        byHandle.add(copy);
+        copyHandle = h;
         // the copies' sources and destination outlive them even if the export is force-closed at once: the
         // stream holds references of its own until an event after the copies completed
         List<DeviceBuffer> read = new ArrayList<>(unshareable.values());

@@ -44,6 +44,16 @@ public final class IpcTensorImport {
      * @throws org.devicebridge.cuda.CudaException if the driver refuses (a stale handle, a handle of this process)
      */
     public static ImportedTensor open(IpcTensorDescriptor descriptor, CudaStream consumer, ImportOptions options) {
+        return open(descriptor, consumer, options, null);
+    }
+
+    /**
+     * {@link #open(IpcTensorDescriptor, CudaStream, ImportOptions)}, and {@code onUnmapped} (if not null) runs once
+     * the mapping is closed by the tensor's release; it must not throw. After a throw it has not run or has run
+     * once (the caller tells the exporter either way: nothing stays mapped).
+     */
+    static ImportedTensor open(IpcTensorDescriptor descriptor, CudaStream consumer, ImportOptions options,
+                               Runnable onUnmapped) {
         requireNativeAccess();
         Objects.requireNonNull(descriptor, "descriptor");
         Objects.requireNonNull(consumer, "consumer");
@@ -67,7 +77,13 @@ public final class IpcTensorImport {
                     : MemorySegment.ofAddress(first).reinterpret(descriptor.nbytes()); // sized from the checked range
             TensorSpec spec = TensorSpec.of(data, descriptor.dtype(), descriptor.shape())
                     .withStrides(descriptor.strides()).withDevice(Device.cuda(device));
-            ExportedTensor exported = DLPack.exportVersioned(spec, mapped);
+            ExportedTensor exported = DLPack.exportVersioned(spec, onUnmapped == null ? mapped : () -> {
+                try {
+                    mapped.close();
+                } finally {
+                    onUnmapped.run();
+                }
+            });
             return DLPack.importTensor(exported, options); // closes the mapping on a throw
         } catch (RuntimeException | Error e) {
             if (mapped.isLive()) {

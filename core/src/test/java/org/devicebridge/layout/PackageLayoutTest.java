@@ -136,7 +136,9 @@ class PackageLayoutTest {
                 .toList();
         assertEquals(List.of(), arrowJava);
         List<String> tensorSide = imports("ipc").stream()
+                // WorkerChannel carries batches and tensors alike; Arrow Java is reached only through IpcBatch*
                 .filter(i -> !i.startsWith("IpcBatch") && !i.startsWith("IpcExportPlanner.java: ")
+                        && !i.startsWith("WorkerChannel.java: ")
                         && !i.startsWith("IpcSchemas.java: ") && !i.startsWith("SchemaMessageVerifier.java: "))
                 .filter(i -> i.contains(" org.apache.arrow.") || i.contains(" org.devicebridge.arrow."))
                 .toList();
@@ -289,7 +291,7 @@ class PackageLayoutTest {
      * The most public types (top-level and nested, counted where every enclosing type is public too) the exported
      * packages may hold together. Lower it when a type goes; raising it needs a reason in the API review.
      */
-    private static final int PUBLIC_TYPE_CEILING = 103;
+    private static final int PUBLIC_TYPE_CEILING = 106; // + WorkerChannel, its PeerException and Reason (issue 31)
 
     @Test
     void theExportedPackagesHoldAtMostTheCeilingOfPublicTypes() throws Exception {

@@ -1,0 +1,165 @@
+package org.devicebridge.ipc;
+
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.devicebridge.ValidationException;
+import org.devicebridge.ValidationException.Category;
+
+/**
+ * The worker protocol's messages (format in {@code docs/ipc-format.md}, section "Worker channel"): one JSON
+ * object per line, either a header ({@code {"devicebridge_worker": 1, "kind": ...}}) or a close message of the
+ * descriptor format. A {@code call} or {@code result} header is followed by exactly one descriptor line of the
+ * payload it names. This class writes the JVM's headers and reads the worker's, with {@link StrictJson}, every
+ * field range-checked. Stateless.
+ */
+final class WorkerProtocol {
+    /** The protocol version written in {@code devicebridge_worker}. */
+    static final int VERSION = 1;
+    static final String KEY = "devicebridge_worker";
+    /** The longest header or close message line, in bytes (the channel's ASCII or UTF-8 encoded text). */
+    static final int MAX_HEADER_BYTES = 1 << 16;
+    /** The most handles one {@code unmap} or {@code unmapped} list names. */
+    static final int MAX_HANDLE_LIST = 256;
+    /** The longest error text of an {@code error} header, in UTF-16 code units. */
+    static final int MAX_ERROR_CHARS = 1 << 14;
+    private static final HexFormat HEX = HexFormat.of();
+
+    /** What a header line is. */
+    enum Kind {
+        HELLO, CALL, RESULT, ERROR, BYE;
+
+        String wire() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    /** What a {@code call} or {@code result} carries on its descriptor line. */
+    enum Payload {
+        ARROW_BATCH(IpcBatchDescriptor.KIND, IpcBatchDescriptor.MAX_JSON_CHARS),
+        TENSOR(IpcTensorDescriptor.KIND, IpcTensorDescriptor.MAX_JSON_CHARS);
+
+        final String wire;
+        final int maxLineBytes;
+
+        Payload(String wire, int maxLineBytes) {
+            this.wire = wire;
+            this.maxLineBytes = maxLineBytes;
+        }
+    }
+
+    /**
+     * A line the worker sent: a header (then {@code closedId} is null) or a close message (then only
+     * {@code closedId} is set).
+     *
+     * @param kind the header's kind, or {@code null} for a close message
+     * @param seq the call a {@code result} or {@code error} answers; 0 otherwise
+     * @param payload what the descriptor line after a {@code result} holds; null otherwise
+     * @param unmapped the handles (lower-case hex) the worker closed since its last header
+     * @param error the error text of an {@code error} header; null otherwise
+     * @param closedId the export id a close message names; null for a header
+     */
+    record Message(Kind kind, long seq, Payload payload, List<String> unmapped, String error, String closedId) {}
+
+    private WorkerProtocol() {}
+
+    /** {@return the JVM's {@code hello} header} */
+    static String hello() {
+        return "{\"" + KEY + "\": " + VERSION + ", \"kind\": \"hello\"}";
+    }
+
+    /** {@return the JVM's {@code bye} header: the worker closes every mapping, answers {@code bye} and stops} */
+    static String bye() {
+        return "{\"" + KEY + "\": " + VERSION + ", \"kind\": \"bye\"}";
+    }
+
+    /**
+     * {@return the JVM's {@code call} header}
+     *
+     * @param seq the call's number: 1 for the first call of a channel, then one more per call
+     * @param payload what the next line holds
+     * @param unmap handles (hex) of allocations the worker mapped earlier and must close before it answers
+     * @param transientHandles indices into the descriptor's handles that the worker closes after this call
+     *        instead of keeping them mapped
+     */
+    static String call(long seq, Payload payload, List<String> unmap, List<Integer> transientHandles) {
+        if (unmap.size() > MAX_HANDLE_LIST) {
+            throw new IllegalArgumentException("at most " + MAX_HANDLE_LIST + " handles per unmap list");
+        }
+        StringBuilder b = new StringBuilder(160 + 132 * unmap.size());
+        b.append("{\"").append(KEY).append("\": ").append(VERSION).append(", \"kind\": \"call\", \"seq\": ").append(seq)
+                .append(", \"payload\": \"").append(payload.wire).append("\", \"unmap\": [");
+        for (int k = 0; k < unmap.size(); k++) {
+            b.append(k == 0 ? "\"" : ", \"").append(unmap.get(k)).append('"');
+        }
+        b.append("], \"transient\": [");
+        for (int k = 0; k < transientHandles.size(); k++) {
+            b.append(k == 0 ? "" : ", ").append(transientHandles.get(k));
+        }
+        return b.append("]}").toString();
+    }
+
+    /** {@return the lower-case hex of a 64-byte handle, as the protocol names handles} */
+    static String hex(byte[] handle) {
+        return HEX.formatHex(handle);
+    }
+
+    /**
+     * Reads one line the worker sent (a header or a close message).
+     *
+     * @param line the line, without its line feed
+     * @return the message
+     * @throws ValidationException with the key path for anything the format refuses
+     */
+    static Message read(String line) {
+        Map<String, Object> m = StrictJson.object(line, MAX_HEADER_BYTES);
+        if (m.containsKey("devicebridge_ipc_closed") && !m.containsKey(KEY)) {
+            return new Message(null, 0, null, List.of(), null, Acknowledgement.closedId(line));
+        }
+        long version = JsonFields.integer(m, KEY, "", Long.MIN_VALUE, Long.MAX_VALUE, Category.VERSION);
+        if (version != VERSION) {
+            throw new ValidationException(Category.VERSION, KEY, "expected worker protocol version " + VERSION
+                    + " but found " + version);
+        }
+        String k = JsonFields.string(m, "kind", "");
+        Kind kind = switch (k) {
+            case "hello" -> Kind.HELLO;
+            case "result" -> Kind.RESULT;
+            case "error" -> Kind.ERROR;
+            case "bye" -> Kind.BYE;
+            default -> throw new ValidationException(Category.FORMAT, "kind", "expected \"hello\", \"result\","
+                    + " \"error\" or \"bye\" from a worker but found " + JsonFields.describe(k));
+        };
+        long seq = 0;
+        Payload payload = null;
+        String error = null;
+        if (kind == Kind.RESULT || kind == Kind.ERROR) {
+            seq = JsonFields.integer(m, "seq", "", 1, Long.MAX_VALUE, Category.SIZE);
+        }
+        if (kind == Kind.RESULT) {
+            String p = JsonFields.string(m, "payload", "");
+            payload = switch (p) {
+                case IpcBatchDescriptor.KIND -> Payload.ARROW_BATCH;
+                case IpcTensorDescriptor.KIND -> Payload.TENSOR;
+                default -> throw new ValidationException(Category.FORMAT, "payload", "expected \""
+                        + IpcBatchDescriptor.KIND + "\" or \"" + IpcTensorDescriptor.KIND + "\" but found "
+                        + JsonFields.describe(p));
+            };
+        }
+        if (kind == Kind.ERROR) {
+            error = JsonFields.text(JsonFields.string(m, "message", ""), "message", MAX_ERROR_CHARS);
+        }
+        List<String> unmapped = List.of();
+        if (m.containsKey("unmapped")) {
+            List<?> l = JsonFields.list(m.get("unmapped"), "unmapped", MAX_HANDLE_LIST);
+            List<String> out = new ArrayList<>(l.size());
+            for (int i = 0; i < l.size(); i++) {
+                out.add(hex(JsonFields.hex(l.get(i), "unmapped[" + i + "]", IpcBatchDescriptor.HANDLE_SIZE)));
+            }
+            unmapped = List.copyOf(out);
+        }
+        return new Message(kind, seq, payload, unmapped, error, null);
+    }
+}

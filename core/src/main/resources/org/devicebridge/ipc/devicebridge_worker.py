@@ -1,0 +1,415 @@
+"""devicebridge worker: the Python side of org.devicebridge.ipc.WorkerChannel.
+
+A JVM hands device batches (Arrow record batches on a CUDA device) or tensors to this process through CUDA IPC
+and takes the results back the same way; only one line of JSON travels each way per call, over stdin/stdout
+(the protocol is the "Worker channel" section of devicebridge's docs/ipc-format.md). Run it as
+
+    python devicebridge_worker.py [--function module:callable]
+
+or import it and call serve(function). The function gets a DeviceBatch (or a cupy.ndarray for a tensor) whose
+buffers are CuPy arrays over the JVM's memory, zero-copy, ready on the current CuPy stream (the worker's stream
+waited on the JVM's event), and returns a DeviceBatch (or a cupy.ndarray). Without --function the result is the
+input itself (identity); buffers of the result that lie in the JVM's memory are copied once into memory of this
+process (CUDA IPC cannot share memory a process mapped from another), the others are shared in place.
+
+Lifetime: the worker keeps every allocation it mapped open between calls (keyed by its handle), so that only the
+first call pays the driver's cold open, and closes one when the JVM says that allocation is gone ("unmap").
+It tells the JVM it is done with a call's data (the close message) once its stream has finished with it. Its
+results stay alive until the JVM's close message for them. Needs CuPy; pyarrow (the schema as a pa.Schema) and
+torch (as_torch) are optional. stdout is the channel: what the function prints goes to stderr.
+"""
+import base64
+import ctypes
+import importlib
+import json
+import os
+import sys
+import traceback
+import uuid
+
+import cupy
+
+PROTOCOL = 1
+MAX_HEADER_BYTES = 1 << 16
+MAX_DESCRIPTOR_BYTES = {"arrow_batch": 1 << 22, "tensor": 1 << 16}
+MAX_HANDLE_LIST = 256
+MAX_ERROR_CHARS = 1 << 14
+_ALIGN = 64
+_D2D = 3  # cudaMemcpyDeviceToDevice
+
+try:
+    import pyarrow as _pa
+except ImportError:  # the schema stays bytes
+    _pa = None
+
+_cuda = ctypes.CDLL("libcuda.so.1")
+
+
+class ProtocolError(Exception):
+    """What the JVM sent breaks the protocol: the worker stops."""
+
+
+def _address_range(ptr):
+    base, size = ctypes.c_uint64(), ctypes.c_size_t()
+    rc = _cuda.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(ptr))
+    if rc != 0:
+        raise RuntimeError("cuMemGetAddressRange failed with CUresult %d for 0x%x" % (rc, ptr))
+    return base.value, size.value
+
+
+def as_torch(array):
+    """A torch tensor over a CuPy array, zero-copy (DLPack)."""
+    import torch
+    return torch.from_dlpack(array)
+
+
+class Node:
+    """One node of a batch, as the C Data Interface has it: buffers are CuPy uint8 arrays (or None)."""
+    __slots__ = ("length", "null_count", "offset", "buffers", "children")
+
+    def __init__(self, length, null_count, offset, buffers, children=()):
+        self.length, self.null_count, self.offset = length, null_count, offset
+        self.buffers, self.children = list(buffers), list(children)
+
+    def values(self, dtype, buffer=1):
+        """The node's elements of a fixed-width type as a typed CuPy view (offset and length applied)."""
+        b = self.buffers[buffer]
+        item = cupy.dtype(dtype).itemsize
+        return b[: b.nbytes // item * item].view(dtype)[self.offset:self.offset + self.length]
+
+
+class DeviceBatch:
+    """A record batch on a CUDA device: an Arrow IPC schema message and a root struct node of columns."""
+
+    def __init__(self, schema, root, device=None):
+        if _pa is not None and isinstance(schema, _pa.Schema):
+            schema = schema.serialize().to_pybytes()
+        self.schema_message = bytes(schema)
+        self.root = root
+        self.device = cupy.cuda.runtime.getDevice() if device is None else device
+
+    @property
+    def schema(self):
+        """The schema as a pyarrow.Schema (needs pyarrow)."""
+        return _pa.ipc.read_schema(_pa.py_buffer(self.schema_message))
+
+    @property
+    def num_rows(self):
+        return self.root.length
+
+    @property
+    def columns(self):
+        return self.root.children
+
+    def column(self, name):
+        return self.root.children[self.schema.names.index(name)]
+
+
+def identity(data):
+    return data
+
+
+def _loads(line, limit, what):
+    if len(line) > limit:
+        raise ProtocolError("%s: expected at most %d bytes but found more" % (what, limit))
+
+    def pairs(kv):
+        keys = [k for k, _ in kv]
+        if len(set(keys)) != len(keys):
+            raise ProtocolError("%s: a key appears twice" % what)
+        return dict(kv)
+
+    def no_float(text):
+        raise ProtocolError("%s: expected integers but found %s" % (what, text))
+
+    try:
+        obj = json.loads(line.decode("utf-8"), object_pairs_hook=pairs, parse_float=no_float, parse_constant=no_float)
+    except (ValueError, RecursionError) as e:
+        raise ProtocolError("%s: not strict JSON: %s" % (what, e))
+    if not isinstance(obj, dict):
+        raise ProtocolError("%s: expected a JSON object" % what)
+    return obj
+
+
+class Worker:
+    def __init__(self, function, fin, fout):
+        self.function = function
+        self.fin, self.fout = fin, fout
+        self.mapped = {}  # handle hex -> (base pointer, mapped size): open for the worker's life unless unmapped
+        self.results = {}  # export id -> what keeps a result alive until the JVM's close message
+        self.events = []  # interprocess events free for reuse
+        self.stream = None
+
+    # ---- the channel
+    def _read(self, limit):
+        line = self.fin.readline(limit + 2)
+        if not line:
+            return None
+        if not line.endswith(b"\n"):
+            if len(line) > limit:
+                raise ProtocolError("expected a line of at most %d bytes but found more" % limit)
+            return None  # a partial last line: the JVM went away
+        return line[:-1]
+
+    def _send(self, *objs):
+        self.fout.write(b"".join(json.dumps(o).encode("ascii") + b"\n" for o in objs))
+        self.fout.flush()
+
+    def _header(self, kind, **fields):
+        h = {"devicebridge_worker": PROTOCOL, "kind": kind}
+        h.update(fields)
+        return h
+
+    # ---- mappings
+    def _map(self, hexhandle):
+        hit = self.mapped.get(hexhandle)
+        if hit is None:
+            ptr = cupy.cuda.runtime.ipcOpenMemHandle(bytes.fromhex(hexhandle))
+            hit = (ptr, _address_range(ptr)[1])
+            self.mapped[hexhandle] = hit
+        return hit
+
+    def _unmap(self, hexhandles):
+        for h in hexhandles:
+            hit = self.mapped.pop(h.lower(), None)
+            if hit is not None:
+                cupy.cuda.runtime.ipcCloseMemHandle(hit[0])
+        return [h.lower() for h in hexhandles]
+
+    def _inside_mapped(self, ptr):
+        return any(base <= ptr < base + size for base, size in self.mapped.values())
+
+    def _wait(self, event_handle):
+        if event_handle is not None:
+            ev = cupy.cuda.runtime.ipcOpenEventHandle(bytes.fromhex(event_handle))
+            cupy.cuda.runtime.streamWaitEvent(self.stream.ptr, ev, 0)
+            cupy.cuda.runtime.eventDestroy(ev)  # the wait is queued; the driver frees it after
+
+    def _event(self):
+        ev = self.events.pop() if self.events else cupy.cuda.Event(block=False, disable_timing=True, interprocess=True)
+        ev.record(self.stream)
+        return ev, cupy.cuda.runtime.ipcGetEventHandle(ev.ptr).hex()
+
+    # ---- batches
+    def _view(self, bases, ref, path):
+        if ref is None:
+            return None
+        h, off, size = ref
+        if not (0 <= h < len(bases)) or off < 0 or size < 0 or off + size > bases[h][1]:
+            raise ProtocolError("%s: [%r, %r, %r] lies outside its mapped allocation" % (path, h, off, size))
+        if size == 0:
+            return cupy.empty(0, cupy.uint8)
+        mem = cupy.cuda.UnownedMemory(bases[h][0] + off, size, None)
+        return cupy.ndarray((size,), cupy.uint8, cupy.cuda.MemoryPointer(mem, 0))
+
+    def _node(self, bases, n, path, depth=0):
+        if depth > 64:
+            raise ProtocolError("%s: nested deeper than 64" % path)
+        if n.get("dictionary") is not None:
+            raise ProtocolError("%s: dictionary-encoded fields are not supported in version 1" % path)
+        return Node(n["length"], n["null_count"], n["offset"],
+                    [self._view(bases, r, "%s.buffers[%d]" % (path, i)) for i, r in enumerate(n["buffers"])],
+                    [self._node(bases, c, "%s.children[%d]" % (path, k), depth + 1)
+                     for k, c in enumerate(n["children"])])
+
+    def _export(self, buffers, keep):
+        """Handles and [handle, offset, size] refs for CuPy arrays; copies what lies in mapped memory."""
+        handles, by_base, refs, copies, total = [], {}, [], [], 0
+
+        def handle_of(ptr):
+            base, _ = _address_range(ptr)
+            if base not in by_base:
+                by_base[base] = len(handles)
+                handles.append(cupy.cuda.runtime.ipcGetMemHandle(base).hex())
+            return by_base[base], ptr - base
+
+        for b in buffers:
+            if b is None:
+                refs.append(None)
+                continue
+            if not b.flags.c_contiguous:
+                b = cupy.ascontiguousarray(b)
+            keep.append(b)
+            if b.nbytes == 0:
+                refs.append("empty")
+            elif self._inside_mapped(b.data.ptr):
+                copies.append((len(refs), b))
+                refs.append(None)
+                total += (b.nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
+            else:
+                h, off = handle_of(b.data.ptr)
+                refs.append([h, off, b.nbytes])
+        copied = 0
+        if copies or (not handles and "empty" in refs):
+            arena = cupy.empty(max(total, _ALIGN), cupy.uint8)
+            keep.append(arena)
+            h, at = handle_of(arena.data.ptr)
+            for i, b in copies:
+                cupy.cuda.runtime.memcpyAsync(arena.data.ptr + copied, b.data.ptr, b.nbytes, _D2D, self.stream.ptr)
+                refs[i] = [h, at + copied, b.nbytes]
+                copied += (b.nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
+        refs = [[0, 0, 0] if r == "empty" else r for r in refs]
+        return handles, refs, sum(b.nbytes for _, b in copies)
+
+    def _batch_result(self, out, keep):
+        if not isinstance(out, DeviceBatch):
+            raise TypeError("the function must return a DeviceBatch for a batch, not %s" % type(out).__name__)
+        flat = []
+
+        def walk(n):
+            flat.extend(n.buffers)
+            for c in n.children:
+                walk(c)
+
+        walk(out.root)
+        handles, refs, copied = self._export(flat, keep)
+        it = iter(refs)
+
+        def node(n):
+            return {"length": n.length, "null_count": n.null_count, "offset": n.offset,
+                    "buffers": [next(it) for _ in n.buffers], "children": [node(c) for c in n.children],
+                    "dictionary": None}
+
+        array = node(out.root)
+        return {"devicebridge_ipc": 1, "kind": "arrow_batch", "device": out.device,
+                "schema": base64.b64encode(out.schema_message).decode("ascii"), "handles": handles,
+                "array": array}, copied
+
+    # ---- tensors
+    def _tensor(self, d):
+        base, size = self._map(d["mem_handle"].lower())
+        if d["offset"] < 0 or d["nbytes"] < 0 or d["offset"] + d["nbytes"] > size:
+            raise ProtocolError("tensor: offset + nbytes lies outside the mapped allocation")
+        if d["typestr"] is None:
+            raise ProtocolError("tensor: a dtype without a NumPy name is not supported by this worker")
+        dtype = cupy.dtype(d["typestr"])
+        mem = cupy.cuda.UnownedMemory(base + d["offset"], d["nbytes"], None)
+        return cupy.ndarray(tuple(d["shape"]), dtype, cupy.cuda.MemoryPointer(mem, 0),
+                            strides=tuple(s * dtype.itemsize for s in d["strides"]))
+
+    def _tensor_result(self, out, keep):
+        if not isinstance(out, cupy.ndarray):
+            raise TypeError("the function must return a cupy.ndarray for a tensor, not %s" % type(out).__name__)
+        copied = 0
+        if not out.flags.c_contiguous or self._inside_mapped(out.data.ptr):
+            out = out.copy()
+            copied = out.nbytes
+        keep.append(out)
+        base, _ = _address_range(out.data.ptr) if out.nbytes else _address_range(cupy.empty(_ALIGN).data.ptr)
+        code = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}[out.dtype.kind]
+        item = out.dtype.itemsize
+        return {"devicebridge_ipc": 1, "kind": "tensor", "device": out.device.id,
+                "mem_handle": cupy.cuda.runtime.ipcGetMemHandle(base).hex(),
+                "offset": (out.data.ptr - base) if out.nbytes else 0, "nbytes": out.nbytes,
+                "dtype": [code, 8 * item, 1], "typestr": out.dtype.str, "shape": list(out.shape),
+                "strides": [s // item for s in out.strides]}, copied
+
+    # ---- the loop
+    def _call(self, header, d):
+        payload = header["payload"]
+        if d.get("devicebridge_ipc") != 1 or d.get("kind") != payload:
+            raise ProtocolError("call %d: expected a version 1 %s descriptor" % (header["seq"], payload))
+        with cupy.cuda.Device(d["device"]):
+            if self.stream is None:
+                self.stream = cupy.cuda.Stream(non_blocking=True)
+            unmapped = self._unmap(header.get("unmap", []))
+            keep, answer = [], None
+            try:
+                with self.stream:
+                    if payload == "arrow_batch":
+                        bases = [self._map(h.lower()) for h in d["handles"]]
+                        self._wait(d["event_handle"])
+                        data = DeviceBatch(base64.b64decode(d["schema"]), self._node(bases, d["array"], "array"),
+                                           d["device"])
+                        out, copied = self._batch_result(self.function(data), keep)
+                    else:
+                        data = self._tensor(d)
+                        self._wait(d["event_handle"])
+                        out, copied = self._tensor_result(self.function(data), keep)
+                    event, event_handle = self._event()
+                    out["id"] = "py-" + str(uuid.uuid4())
+                    out["event_handle"] = event_handle
+                self.stream.synchronize()  # the call's data is read: the JVM may free it
+                self.results[out["id"]] = (keep, event)
+                answer = [self._header("result", seq=header["seq"], payload=payload, unmapped=unmapped,
+                                       copied_bytes=copied), out]
+            except ProtocolError:
+                raise
+            except Exception as e:
+                traceback.print_exc(file=sys.stderr)
+                self.stream.synchronize()
+                text = ("%s: %s" % (type(e).__name__, e))[:MAX_ERROR_CHARS] or "error"
+                answer = [self._header("error", seq=header["seq"], message=text, unmapped=unmapped)]
+            finally:
+                handles = d.get("handles") or [d.get("mem_handle")]
+                self._unmap([handles[k] for k in header.get("transient", []) if 0 <= k < len(handles)])
+            self._send(*answer, {"devicebridge_ipc_closed": d["id"]})
+
+    def run(self):
+        seq = 0
+        while True:
+            line = self._read(MAX_HEADER_BYTES)
+            if line is None:
+                return  # the JVM went away; exiting frees everything
+            m = _loads(line, MAX_HEADER_BYTES, "header")
+            if "devicebridge_ipc_closed" in m and "devicebridge_worker" not in m:
+                kept = self.results.pop(m["devicebridge_ipc_closed"], None)
+                if kept is not None:
+                    self.events.append(kept[1])
+                continue
+            if m.get("devicebridge_worker") != PROTOCOL:
+                raise ProtocolError("expected worker protocol version %d but found %r"
+                                    % (PROTOCOL, m.get("devicebridge_worker")))
+            kind = m.get("kind")
+            if kind == "hello":
+                self._send(self._header("hello", pid=os.getpid()))
+            elif kind == "call":
+                seq += 1
+                if m.get("seq") != seq or m.get("payload") not in MAX_DESCRIPTOR_BYTES:
+                    raise ProtocolError("expected call %d with a known payload but found %r" % (seq, m))
+                if len(m.get("unmap", [])) > MAX_HANDLE_LIST:
+                    raise ProtocolError("expected at most %d handles to unmap" % MAX_HANDLE_LIST)
+                line = self._read(MAX_DESCRIPTOR_BYTES[m["payload"]])
+                if line is None:
+                    return
+                self._call(m, _loads(line, MAX_DESCRIPTOR_BYTES[m["payload"]], "descriptor"))
+            elif kind == "bye":
+                if self.stream is not None:
+                    self.stream.synchronize()
+                self.results.clear()
+                unmapped = self._unmap(list(self.mapped))
+                self._send(self._header("bye", unmapped=unmapped[:MAX_HANDLE_LIST]))
+                return
+            else:
+                raise ProtocolError("unknown message kind %r" % (kind,))
+
+
+def serve(function=identity, fin=None, fout=None):
+    """Runs the worker loop on stdin/stdout until the JVM says bye or goes away. stdout becomes stderr for the
+    function (the channel keeps the original)."""
+    if fout is None:
+        fout = os.fdopen(os.dup(1), "wb")
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    if fin is None:
+        fin = sys.stdin.buffer
+    Worker(function, fin, fout).run()
+
+
+def _function(spec):
+    module, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module), attr or "function")
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    fn = identity
+    if len(args) == 2 and args[0] == "--function":
+        sys.path.insert(0, os.getcwd())
+        fn = _function(args[1])
+    elif args:
+        sys.exit("usage: python devicebridge_worker.py [--function module:callable]")
+    try:
+        serve(fn)
+    except ProtocolError as e:
+        sys.exit("devicebridge worker: %s" % e)

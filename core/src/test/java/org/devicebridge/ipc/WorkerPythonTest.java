@@ -1,0 +1,222 @@
+package org.devicebridge.ipc;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.apache.arrow.vector.extension.UuidType;
+import org.apache.arrow.vector.types.pojo.ExtensionTypeRegistry;
+import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.cuda.CudaArrowBatch;
+import org.devicebridge.arrow.cuda.CudaArrowDownload;
+import org.devicebridge.arrow.cuda.CudaArrowRoundTripTest;
+import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.java.ExportTestSupport;
+import org.devicebridge.cuda.CudaStream;
+import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.cuda.StreamKind;
+import org.devicebridge.internal.CudaCounters;
+import org.devicebridge.internal.HandleTracker;
+import org.devicebridge.ipc.WorkerChannel.PeerException;
+import org.devicebridge.testing.RequiresCuda;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A real worker process ({@code devicebridge_worker.py} from the jar, identity function) on a {@link WorkerChannel}:
+ * every Arrow type family the IPC descriptor carries (all but dictionaries), with nulls, with rows and empty, and
+ * sliced, goes JVM -> worker -> JVM (uploaded pool memory, copied once by the export; the worker maps it, copies
+ * the buffers into its own memory and shares that back) and is compared value by value after download. Then the
+ * worker is killed with a call in flight: the channel reports {@code EXITED}, and device memory, handles and
+ * exports on this side are back to their baselines (the worker's side is freed by the driver when its process
+ * ends). The worker's stderr is attached to every failure. Skipped without a GPU, or where the interpreter
+ * ({@code DEVICEBRIDGE_PYTHON}, else {@code python3}) cannot import CuPy and pyarrow with a GPU.
+ */
+@RequiresCuda
+class WorkerPythonTest {
+    private static final int DEVICE = 0;
+    private static final Duration TIMEOUT = Duration.ofSeconds(120);
+
+    private BufferAllocator allocator;
+    private ExportTestSupport.Baseline baseline;
+    private long liveBefore;
+    private long deviceBytesBefore;
+    private CudaStream stream;
+    private HostDeviceTransfer transfer;
+
+    @BeforeAll
+    static void registerExtension() {
+        ExtensionTypeRegistry.register(UuidType.INSTANCE);
+    }
+
+    @BeforeEach
+    void setUp() {
+        baseline = new ExportTestSupport.Baseline();
+        allocator = ExportTestSupport.allocator();
+        liveBefore = HandleTracker.liveHandles();
+        deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
+        stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+        transfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
+    }
+
+    @AfterEach
+    void tearDown() {
+        stream.synchronize();
+        transfer.close();
+        stream.close();
+        assertEquals(liveBefore, HandleTracker.liveHandles(), "live handles");
+        assertEquals(deviceBytesBefore, CudaCounters.snapshot().deviceBytesOutstanding(), "device memory freed");
+        baseline.assertNothingLeaked(allocator);
+        allocator.close();
+    }
+
+    private static String python() {
+        String p = System.getenv("DEVICEBRIDGE_PYTHON");
+        return p == null || p.isBlank() ? "python3" : p;
+    }
+
+    private static boolean hasModules() {
+        try {
+            Process p = new ProcessBuilder(python(), "-c", "import cupy, pyarrow;"
+                    + " assert cupy.cuda.runtime.getDeviceCount() > 0")
+                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            return p.waitFor(120, TimeUnit.SECONDS) && p.exitValue() == 0;
+        } catch (IOException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** A started worker, its stderr in a file. */
+    private record Worker(Process process, Path stderr) {
+        static Worker start(Path dir) throws IOException {
+            Path module = WorkerChannel.writeWorkerModule(dir);
+            Path err = dir.resolve("worker.stderr");
+            Process p = new ProcessBuilder(python(), module.toString()).redirectError(err.toFile()).start();
+            return new Worker(p, err);
+        }
+
+        WorkerChannel open() {
+            return WorkerChannel.open(process.getInputStream(), process.getOutputStream(), TIMEOUT);
+        }
+
+        /** Runs {@code body}; a failure carries the worker's stderr. */
+        void run(Body body) throws Exception {
+            try {
+                body.run();
+            } catch (Throwable t) {
+                t.addSuppressed(new AssertionError("the worker's stderr:\n" + (Files.exists(stderr)
+                        ? Files.readString(stderr) : "(none)")));
+                throw t;
+            } finally {
+                process.destroyForcibly();
+                process.waitFor(60, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    @FunctionalInterface
+    private interface Body {
+        void run() throws Exception;
+    }
+
+    /** Uploads {@code root}, hands it to the worker and compares what comes back; the export copied pool memory. */
+    private void roundTrip(WorkerChannel channel, VectorSchemaRoot root, String what) {
+        try (CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream)) {
+            channel.send(batch, stream);
+            try (CudaArrowBatch back = channel.receive(stream, ValidationLevel.DEFAULT, transfer);
+                 VectorSchemaRoot down = CudaArrowDownload.download(back, allocator, transfer, stream)) {
+                assertEquals(root.getRowCount(), down.getRowCount(), what);
+                assertEquals(root.getFieldVectors().size(), down.getFieldVectors().size(), what);
+                for (int i = 0; i < root.getFieldVectors().size(); i++) {
+                    FieldVector want = root.getVector(i);
+                    FieldVector got = down.getVector(i);
+                    CudaArrowRoundTripTest.assertSameFieldOrStorage(want.getField(), got.getField());
+                    for (int r = 0; r < root.getRowCount(); r++) {
+                        final int row = r;
+                        assertTrue(Objects.deepEquals(CudaArrowRoundTripTest.valueOf(want, r),
+                                CudaArrowRoundTripTest.valueOf(got, r)), () -> what + ": " + want.getName() + "[" + row + "]");
+                    }
+                }
+                stream.synchronize(); // the last use of the worker's memory, before its close message
+            }
+        }
+    }
+
+    @Test
+    void everyTypeFamilyRoundTripsThroughARealWorkerWithRowsEmptyAndSliced(@TempDir Path dir) throws Exception {
+        assumeTrue(hasModules(), python() + " cannot import CuPy and pyarrow with a GPU");
+        Worker w = Worker.start(dir);
+        w.run(() -> {
+            try (WorkerChannel channel = w.open()) {
+                List<String> families = new ArrayList<>(ExportTestSupport.FAMILIES);
+                families.remove("dictionary"); // not in descriptor version 1
+                for (String family : families) {
+                    for (int rows : new int[] {37, 0}) {
+                        DictionaryProvider.MapDictionaryProvider none = new DictionaryProvider.MapDictionaryProvider();
+                        try (VectorSchemaRoot root = new VectorSchemaRoot(ExportTestSupport.family(family, allocator,
+                                rows, true, none))) {
+                            root.setRowCount(rows);
+                            roundTrip(channel, root, family + " rows=" + rows);
+                            if (rows > 0) {
+                                try (VectorSchemaRoot slice = root.slice(5, 19)) {
+                                    roundTrip(channel, slice, family + " sliced [5, 24)");
+                                }
+                            }
+                        } finally {
+                            ExportTestSupport.closeDictionaries(none);
+                        }
+                    }
+                }
+            }
+            assertTrue(w.process().waitFor(60, TimeUnit.SECONDS), "the worker exits after the goodbye");
+            assertEquals(0, w.process().exitValue(), "the worker's exit status");
+        });
+    }
+
+    @Test
+    void killingTheWorkerMidCallIsExitedAndLeavesNothingHeldHere(@TempDir Path dir) throws Exception {
+        assumeTrue(hasModules(), python() + " cannot import CuPy and pyarrow with a GPU");
+        Worker w = Worker.start(dir);
+        w.run(() -> {
+            WorkerChannel channel = w.open();
+            try (VectorSchemaRoot root = new VectorSchemaRoot(ExportTestSupport.family("integers", allocator, 4096,
+                    true, new DictionaryProvider.MapDictionaryProvider()))) {
+                root.setRowCount(4096);
+                roundTrip(channel, root, "before the kill"); // the worker now keeps the first allocation mapped
+                try (CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream)) {
+                    assertTrue(channel.send(batch, stream).copiedBytes() > 0, "uploaded pool memory is copied once");
+                    w.process().destroyForcibly();
+                    assertTrue(w.process().waitFor(60, TimeUnit.SECONDS), "the worker is gone");
+                    PeerException e = assertThrows(PeerException.class,
+                            () -> channel.receive(stream, ValidationLevel.DEFAULT, transfer).close());
+                    assertEquals(PeerException.Reason.EXITED, e.reason(), e.getMessage());
+                    assertThrows(PeerException.class, () -> channel.send(batch, stream), "the channel stays ended");
+                }
+            }
+            stream.synchronize();
+            channel.close(); // only releases what was left: the worker is gone
+            assertEquals(deviceBytesBefore, CudaCounters.snapshot().deviceBytesOutstanding(),
+                    "0 device bytes held for the dead worker");
+            assertEquals(liveBefore, HandleTracker.liveHandles(), "0 handles held for the dead worker");
+        });
+    }
+}
