@@ -77,6 +77,7 @@ public final class WorkerChannel implements AutoCloseable {
             FAILED
         }
 
+        /** What happened to the worker. */
         private final Reason reason;
 
         /**
