@@ -77,7 +77,9 @@ class WorkerPythonTest {
 
     @AfterEach
     void tearDown() {
-        stream.synchronize();
+        if (stream.isLive()) {
+            stream.synchronize();
+        }
         transfer.close();
         stream.close();
         assertEquals(liveBefore, HandleTracker.liveHandles(), "live handles");
@@ -214,6 +216,8 @@ class WorkerPythonTest {
             }
             stream.synchronize();
             channel.close(); // only releases what was left: the worker is gone
+            transfer.close(); // the test's own handles, so that what is left is what the dead worker held
+            stream.close();
             assertEquals(deviceBytesBefore, CudaCounters.snapshot().deviceBytesOutstanding(),
                     "0 device bytes held for the dead worker");
             assertEquals(liveBefore, HandleTracker.liveHandles(), "0 handles held for the dead worker");
