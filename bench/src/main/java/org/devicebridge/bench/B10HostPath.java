@@ -62,7 +62,7 @@ final class B10HostPath implements AutoCloseable {
         Path err = dir.resolve("host_peer.stderr");
         try {
             server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1);
-            server.setSoTimeout(o.timeoutSeconds() * 1000);
+            server.setSoTimeout(500); // accept in short waits, to notice a peer that died before it connected
             watchdog.guard(server);
             List<String> cmd = new ArrayList<>(List.of(o.python(), o.pythonDir().resolve("b10_host_peer.py").toString(),
                     "--port", Integer.toString(server.getLocalPort()), "--function", o.function(),
@@ -72,7 +72,19 @@ final class B10HostPath implements AutoCloseable {
             }
             peer = B10Support.Children.start(cmd, err, o.pythonDir());
             watchdog.guard(peer);
-            socket = server.accept();
+            long deadline = System.nanoTime() + o.timeoutSeconds() * 1_000_000_000L;
+            while (socket == null) {
+                try {
+                    socket = server.accept();
+                } catch (java.net.SocketTimeoutException e) {
+                    if (!peer.isAlive()) {
+                        throw new IOException("the peer exited with " + peer.exitValue() + " before it connected");
+                    }
+                    if (System.nanoTime() - deadline > 0) {
+                        throw new IOException("the peer did not connect within " + o.timeoutSeconds() + " s");
+                    }
+                }
+            }
             socket.setSoTimeout(o.timeoutSeconds() * 1000);
             socket.setTcpNoDelay(true);
             watchdog.guard(socket);
