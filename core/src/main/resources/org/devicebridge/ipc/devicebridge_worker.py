@@ -402,6 +402,9 @@ def _function(spec):
 
 
 if __name__ == "__main__":
+    # A user's function imports this module by name: let that import find this very module (run as __main__),
+    # not load a second copy whose DeviceBatch class the checks here would not recognise.
+    sys.modules.setdefault("devicebridge_worker", sys.modules[__name__])
     args = sys.argv[1:]
     fn = identity
     if len(args) == 2 and args[0] == "--function":
