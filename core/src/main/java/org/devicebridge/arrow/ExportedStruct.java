@@ -1,8 +1,14 @@
 package org.devicebridge.arrow;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.foreign.ForeignImport;
+import org.devicebridge.internal.Native;
 
 /**
  * An exported Arrow C struct in memory this library allocated; one subclass per struct kind.
@@ -25,6 +31,21 @@ public abstract sealed class ExportedStruct extends NativeHandle
     ExportedStruct(ForeignImport.Kind kind, MemorySegment struct) {
         super("exported " + kind.cName(), releaseAction(kind, struct.reinterpret(kind.byteSize())));
         this.struct = struct;
+    }
+
+    /** The one allocate-fill-wrap step of every {@code allocate}: the struct is freed if {@code fill} throws. */
+    static <T extends ExportedStruct> T allocate(ForeignImport.Kind kind, Consumer<MemorySegment> fill,
+                                                 Function<MemorySegment, T> wrap) {
+        requireNativeAccess();
+        Objects.requireNonNull(fill, "fill");
+        MemorySegment s = Native.calloc(kind.byteSize());
+        try {
+            fill.accept(s);
+        } catch (RuntimeException | Error e) {
+            Native.free(s);
+            throw e;
+        }
+        return wrap.apply(s);
     }
 
     /** Captures the struct, never the handle. */

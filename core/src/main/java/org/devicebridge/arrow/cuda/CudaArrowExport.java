@@ -22,7 +22,6 @@ import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
-import org.devicebridge.foreign.CudaStructs;
 import org.devicebridge.foreign.OutStructs;
 import org.devicebridge.foreign.StreamExport;
 import org.devicebridge.generated.arrow.ArrowArray;
@@ -91,7 +90,7 @@ public final class CudaArrowExport {
             slot.set(ValueLayout.JAVA_LONG, 0, event.address());
             CudaEvent ev = event;
             MemorySegment sl = slot;
-            CudaStructs.write(root, Nodes::address, out.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof()),
+            Nodes.write(root, Nodes::address, out.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof()),
                     () -> freeExport(refs, ev, sl));
         } catch (RuntimeException | Error e) {
             freeExport(refs, event, slot);

@@ -7,8 +7,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Iterator;
 import java.util.Objects;
-import java.util.function.Consumer;
-import java.util.function.Function;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
@@ -22,14 +20,11 @@ import org.devicebridge.arrow.ExportedDeviceArray;
 import org.devicebridge.arrow.ExportedDeviceStream;
 import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ExportedStream;
-import org.devicebridge.foreign.Access;
-import org.devicebridge.foreign.ArrowAccess;
 import org.devicebridge.foreign.OutStructs;
 import org.devicebridge.foreign.StreamExport;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
-import org.devicebridge.internal.Native;
 
 /**
  * Zero-copy export of Arrow Java data through the Arrow C Data Interface ({@code ArrowSchema},
@@ -60,7 +55,6 @@ import org.devicebridge.internal.Native;
 public final class ArrowExport {
     /** What this class needs of the generated bindings, made on first use (never while this class loads). */
     private static final class Bindings {
-        static final ArrowAccess ARROW = Access.arrow();
         static final long STREAM_SIZE = ArrowArrayStream.sizeof();
         static final long DEVICE_STREAM_SIZE = ArrowDeviceArrayStream.sizeof();
     }
@@ -128,8 +122,7 @@ public final class ArrowExport {
         requireNativeAccess();
         requireArrowJava("ArrowExport.exportSchema");
         Objects.requireNonNull(schema, "schema");
-        return allocated(ExportRuntime.SCHEMA_SIZE,
-                s -> ExportSchemaWriter.export(schema, provider, s), Bindings.ARROW::exportedSchema);
+        return ExportedSchema.allocate(s -> ExportSchemaWriter.export(schema, provider, s));
     }
 
     /**
@@ -156,8 +149,7 @@ public final class ArrowExport {
         requireNativeAccess();
         requireArrowJava("ArrowExport.exportField");
         Objects.requireNonNull(field, "field");
-        return allocated(ExportRuntime.SCHEMA_SIZE, s -> ExportSchemaWriter.export(field, provider, s),
-                Bindings.ARROW::exportedSchema);
+        return ExportedSchema.allocate(s -> ExportSchemaWriter.export(field, provider, s));
     }
 
     // ------------------------------------------------------------------ arrays
@@ -219,8 +211,7 @@ public final class ArrowExport {
         requireNativeAccess();
         requireArrowJava("ArrowExport.exportVector");
         Objects.requireNonNull(vector, "vector");
-        return allocated(ExportRuntime.ARRAY_SIZE, s -> ExportArrayWriter.exportVector(vector, provider, s),
-                Bindings.ARROW::exportedArray);
+        return ExportedArray.allocate(s -> ExportArrayWriter.exportVector(vector, provider, s));
     }
 
     /**
@@ -281,15 +272,7 @@ public final class ArrowExport {
         requireNativeAccess();
         requireArrowJava("ArrowExport.exportRoot");
         Objects.requireNonNull(root, "root");
-        return allocated(ExportRuntime.ARRAY_SIZE, s -> ExportArrayWriter.exportRoot(root, provider, s),
-                Bindings.ARROW::exportedArray);
-    }
-
-    /** {@link #exportRoot(VectorSchemaRoot, DictionaryProvider)} with the bitmaps' null counts left -1 (see {@link PackageAccess}). */
-    static ExportedArray exportRootNullCountsUnknown(VectorSchemaRoot root, DictionaryProvider provider) {
-        Objects.requireNonNull(root, "root");
-        return allocated(ExportRuntime.ARRAY_SIZE, s -> ExportArrayWriter.exportRoot(root, provider, s, true),
-                Bindings.ARROW::exportedArray);
+        return ExportedArray.allocate(s -> ExportArrayWriter.exportRoot(root, provider, s));
     }
 
     /**
@@ -351,8 +334,7 @@ public final class ArrowExport {
         requireNativeAccess();
         requireArrowJava("ArrowExport.exportDeviceArray");
         Objects.requireNonNull(root, "root");
-        return allocated(ArrowDeviceArray.sizeof(), s -> exportDeviceArrayInto(root, provider, s),
-                Bindings.ARROW::exportedDeviceArray);
+        return ExportedDeviceArray.allocate(s -> exportDeviceArrayInto(root, provider, s));
     }
 
     /**
@@ -411,8 +393,7 @@ public final class ArrowExport {
         requireNativeAccess();
         requireArrowJava("ArrowExport.exportStream");
         Objects.requireNonNull(reader, "reader");
-        return allocated(Bindings.STREAM_SIZE, s -> StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot), s),
-                Bindings.ARROW::exportedStream);
+        return ExportedStream.allocate(s -> StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot), s));
     }
 
     /**
@@ -468,9 +449,8 @@ public final class ArrowExport {
         requireNativeAccess();
         requireArrowJava("ArrowExport.exportDeviceStream");
         Objects.requireNonNull(reader, "reader");
-        return allocated(Bindings.DEVICE_STREAM_SIZE,
-                s -> StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), DeviceKind.CPU, s),
-                Bindings.ARROW::exportedDeviceStream);
+        return ExportedDeviceStream.allocate(
+                s -> StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), DeviceKind.CPU, s));
     }
 
     /**
@@ -499,17 +479,6 @@ public final class ArrowExport {
      * A library-allocated struct of {@code size} bytes, filled by {@code fill} and owned by the handle
      * {@code wrap} makes of it; after a throw of {@code fill} the struct is freed and nothing is held.
      */
-    private static <T> T allocated(long size, Consumer<MemorySegment> fill, Function<MemorySegment, T> wrap) {
-        MemorySegment s = Native.calloc(size);
-        try {
-            fill.accept(s);
-        } catch (RuntimeException | Error e) {
-            Native.free(s);
-            throw e;
-        }
-        return wrap.apply(s);
-    }
-
     /**
      * Releases again the schema an export wrote into {@code schema} (unless {@code null}) before its array
      * failed, so that after the throw both outputs are untouched and nothing is held.

@@ -18,8 +18,6 @@ import org.devicebridge.arrow.ArrowDataType.TypeId;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.foreign.Access;
-import org.devicebridge.foreign.ArrowAccess;
 
 /**
  * Zero-copy import of validated arrays into Arrow Java ({@code arrow-vector}, an optional dependency).
@@ -63,7 +61,6 @@ import org.devicebridge.foreign.ArrowAccess;
  * {@link org.devicebridge.ValidationException} naming the field, the array released.
  */
 public final class ArrowJavaImport {
-    private static final ArrowAccess ARROW = Access.arrow();
 
     private ArrowJavaImport() {}
 
@@ -142,7 +139,7 @@ public final class ArrowJavaImport {
             Objects.requireNonNull(allocator, "allocator");
             root = array.root();
             fields = prepare(root, array, dictionaries);
-            ARROW.checkContentsArrowJavaTrusts(array); // what Arrow Java trusts, checked once where the level did not
+            array.checkIndices(); // what Arrow Java trusts, checked once where the level did not
             if (recordBatch) {
                 requireRecordBatch(root);
             }
@@ -150,7 +147,7 @@ public final class ArrowJavaImport {
             array.close();
             throw e;
         }
-        VectorLoader loader = new VectorLoader(allocator, ARROW.transfer(array), dictionaries, fields);
+        VectorLoader loader = new VectorLoader(allocator, array.detach(), dictionaries, fields);
         boolean failed = true;
         try {
             T result = body.load(loader, fields, root);

@@ -119,7 +119,7 @@ class CudaArrowImportValidationTest {
             source.put(fromA.get(k), k % 2 == 1 ? fromB.get(k) : fromA.get(k));
         }
         MemorySegment d = arena.allocate(ArrowDeviceArray.layout());
-        CudaStructs.write(a.root(), (node, i) -> Nodes.address(source.get(node), i),
+        Nodes.write(a.root(), (node, i) -> Nodes.address(source.get(node), i),
                 d.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof()), () -> { });
         ArrowDeviceArray.device_type(d, DeviceKind.CUDA.code());
         ArrowDeviceArray.device_id(d, (long) DEVICE);

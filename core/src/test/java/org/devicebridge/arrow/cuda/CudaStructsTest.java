@@ -86,7 +86,7 @@ class CudaStructsTest {
         AtomicInteger freed = new AtomicInteger();
         try (Source src = source(41); Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ArrowArray.layout());
-            CudaStructs.write(src.array().root(), Nodes::address, out, freed::incrementAndGet);
+            Nodes.write(src.array().root(), Nodes::address, out, freed::incrementAndGet);
             assertEquals(treesBefore + 1, CudaStructs.TREES.size());
             ImportedArray again = ArrowImport.importArray(src.schema(), out, ValidationLevel.FULL);
             try (VectorSchemaRoot back = ArrowJavaImport.importVectorSchemaRoot(allocator, again, null)) {
@@ -136,7 +136,7 @@ class CudaStructsTest {
             try (ExportedArray ea = ArrowExport.exportRoot(root, dictionaries);
                  ImportedArray host = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 MemorySegment out = arena.allocate(ArrowArray.layout());
-                CudaStructs.write(host.root(), Nodes::address, out, freed::incrementAndGet);
+                Nodes.write(host.root(), Nodes::address, out, freed::incrementAndGet);
                 ImportedArray again = ArrowImport.importArray(schema, out, ValidationLevel.FULL);
                 try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, again, back)) {
                     assertEquals(rows, down.getRowCount());
@@ -166,7 +166,7 @@ class CudaStructsTest {
         AtomicInteger freed = new AtomicInteger();
         try (Source src = source(9); Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ArrowArray.layout());
-            CudaStructs.write(src.array().root(), Nodes::address, out, freed::incrementAndGet);
+            Nodes.write(src.array().root(), Nodes::address, out, freed::incrementAndGet);
             MemorySegment moved = moveFirstChild(arena, out);
             Callbacks.invokeVoidPointer(ArrowArray.release(out), out);
             assertEquals(MemorySegment.NULL, ArrowArray.release(out), "root marked released");
@@ -182,7 +182,7 @@ class CudaStructsTest {
             AtomicInteger freed = new AtomicInteger();
             try (Source src = source(5); Arena arena = Arena.ofShared()) {
                 MemorySegment out = arena.allocate(ArrowArray.layout());
-                CudaStructs.write(src.array().root(), Nodes::address, out, freed::incrementAndGet);
+                Nodes.write(src.array().root(), Nodes::address, out, freed::incrementAndGet);
                 MemorySegment moved = moveFirstChild(arena, out);
                 CountDownLatch start = new CountDownLatch(1);
                 Thread a = new Thread(() -> await(start, () -> Callbacks.invokeVoidPointer(ArrowArray.release(out), out)));
