@@ -56,7 +56,7 @@ public final class ArrowImport {
      * between threads.
      *
      * <p>Ownership: after a return the caller owns the returned {@link ImportedArray} (close it, or hand it
-     * to {@link org.devicebridge.arrow.java.ArrowJavaImport}); after a throw the struct has already been released.
+     * to {@link org.devicebridge.arrow.java.ArrowJava}); after a throw the struct has already been released.
      *
      * @param schema the field the array is read with (for a batch, an imported schema's root; borrowed)
      * @param arrowArrayPtr the producer's {@code ArrowArray}

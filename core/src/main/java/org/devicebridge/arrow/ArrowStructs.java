@@ -13,7 +13,7 @@ import org.devicebridge.generated.arrow.ArrowSchema;
 
 /**
  * Allocates empty Arrow C structs for the caller-allocated forms of
- * {@link org.devicebridge.arrow.java.ArrowExport} and for native producers that fill a struct the consumer owns. Each segment is zeroed, sized and aligned as the C ABI
+ * {@link org.devicebridge.arrow.java.ArrowJava} and for native producers that fill a struct the consumer owns. Each segment is zeroed, sized and aligned as the C ABI
  * requires, and starts in the released state ({@code release == NULL}).
  *
  * <p>Ownership: the arena owns the struct's memory, never what a producer puts into it; whoever holds a

@@ -22,8 +22,7 @@ import org.devicebridge.arrow.flight.DeviceFlight;
 import org.devicebridge.arrow.flight.DeviceFlightClient;
 import org.devicebridge.arrow.flight.PutOptions;
 import org.devicebridge.arrow.flight.PutPolicy;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.arrow.java.DLPackArrow;
 import org.devicebridge.arrow.java.PooledArrowMemory;
@@ -93,10 +92,10 @@ public final class AccessChild {
             case "pythonAvailable" -> Boolean.toString(PythonRuntime.isAvailable());
             case "python" -> PythonRuntime.get().toString();
             case "arrowExport" -> {
-                ArrowExport.exportRoot((org.apache.arrow.vector.VectorSchemaRoot) null, null, null);
+                ArrowJava.exportRoot((org.apache.arrow.vector.VectorSchemaRoot) null, null, null);
                 yield "";
             }
-            case "arrowJavaImport" -> ArrowJavaImport.toField(null).toString();
+            case "arrowJavaImport" -> ArrowJava.toField(null).toString();
             case "dlpackArrow" -> DLPackArrow.importVector(null, null, null).toString();
             case "cudaArrowIpc" -> CudaArrowStreamFormat.readStream(new ByteArrayInputStream(new byte[0]), null, null, null).toString();
             case "cudaArrowDownload" -> CudaArrowDownload.download(null, null, null, null).toString();

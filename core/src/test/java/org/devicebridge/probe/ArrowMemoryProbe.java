@@ -12,8 +12,7 @@ import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ArrowStructs;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.arrow.java.ArrowMemoryException;
 
@@ -84,9 +83,9 @@ public final class ArrowMemoryProbe {
             try (Arena structs = Arena.ofConfined()) {
                 MemorySegment schema = ArrowStructs.allocateSchema(structs);
                 MemorySegment array = ArrowStructs.allocateArray(structs);
-                ArrowExport.exportRoot(table, array, schema);
+                ArrowJava.exportRoot(table, array, schema);
                 try (ImportedSchema s = ArrowImport.importSchema(schema);
-                     VectorSchemaRoot back = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                     VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
                              ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
                     if (!table.contentToTSVString().equals(back.contentToTSVString())) {
                         System.out.println("RESULT mismatch");

@@ -17,7 +17,7 @@ import org.devicebridge.arrow.AsyncDeviceStreamConsumer;
 import org.devicebridge.arrow.AsyncDeviceStreamExport;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
 
 public class AsyncStreams {
@@ -38,7 +38,7 @@ public class AsyncStreams {
 
             // Any ArrowDeviceArrayStream is a source: here two Arrow Java batches.
             MemorySegment stream = ArrowStructs.allocateDeviceArrayStream(structs);
-            ArrowExport.exportDeviceStream(a.getSchema(), List.of(a, b).iterator(), null, stream);
+            ArrowJava.exportDeviceStream(a.getSchema(), List.of(a, b).iterator(), null, stream);
 
             // The consumer: a handler the library implements, at most 2 batches requested ahead.
             try (AsyncDeviceStreamConsumer consumer = AsyncDeviceStreamConsumer.open(2, ValidationLevel.FULL)) {

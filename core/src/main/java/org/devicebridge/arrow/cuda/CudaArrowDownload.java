@@ -22,7 +22,7 @@ import org.devicebridge.arrow.ArrowDataType.TypeId;
 import org.devicebridge.arrow.DeviceCopier;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
@@ -102,7 +102,7 @@ public final class CudaArrowDownload {
                 public void copy(CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives) {
                     copier.copy(pieces, block, whileRestArrives);
                 }
-            }, host -> ArrowJavaImport.importVectorSchemaRoot(allocator, host, dictionaries)); // releases host on a throw
+            }, host -> ArrowJava.importVectorSchemaRoot(allocator, host, dictionaries)); // releases host on a throw
         }
     }
 
@@ -257,7 +257,7 @@ public final class CudaArrowDownload {
 
     /**
      * {@code true} for buffer {@code i} of {@code node} if no check at DEFAULT reads it ({@link ImportedArray#ofHostCopies})
-     * and Arrow Java's import ({@link ArrowJavaImport}) only wraps it, whatever the node's offset: the values of
+     * and Arrow Java's import ({@link ArrowJava}) only wraps it, whatever the node's offset: the values of
      * fixed-width types (not decimal32 and decimal64, which the import widens; not dictionary indices, which it
      * checks; not run ends, which the caller excludes) and of fixed-size binaries, the data of strings and
      * binaries. Never a bitmap, offsets, views, type ids or sizes. A download may still be copying these

@@ -41,8 +41,7 @@ import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
@@ -171,7 +170,7 @@ class CudaArrowDownloadHostTest {
                                           ValidationLevel level, DeviceCopier sizing) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment d = arena.allocate(ArrowDeviceArray.layout());
-            ArrowExport.exportDeviceArray(root, dictionaries, d);
+            ArrowJava.exportDeviceArray(root, dictionaries, d);
             ArrowDeviceArray.device_type(d, CUDA);
             ArrowDeviceArray.device_id(d, 0);
             return ArrowImport.importDeviceArray(schema, d, level, null, sizing);
@@ -179,7 +178,7 @@ class CudaArrowDownloadHostTest {
     }
 
     private static SchemaNode schemaOf(VectorSchemaRoot root, DictionaryProvider dictionaries) {
-        try (ExportedSchema es = ArrowExport.exportSchema(root.getSchema(), dictionaries);
+        try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema(), dictionaries);
              ImportedSchema is = ArrowImport.importSchema(es.segment())) {
             return is.root();
         }
@@ -250,7 +249,7 @@ class CudaArrowDownloadHostTest {
                 VectorSchemaRoot imported = CudaArrowDownload.toHost(new CudaArrowDownload.Source(device.root(), device, sizing), allocator, batch,
                         host -> {
                             views.add(host);
-                            return ArrowJavaImport.importVectorSchemaRoot(allocator, host, back);
+                            return ArrowJava.importVectorSchemaRoot(allocator, host, back);
                         });
                 assertTrue(sizing.batches - importBatches <= (level == ValidationLevel.MINIMAL ? 1 : 0),
                         "at most one batch of offsets to size a batch imported at MINIMAL, none otherwise");
@@ -368,7 +367,7 @@ class CudaArrowDownloadHostTest {
                 assertEquals(1, sizing.batches - importBatches, "one batch of offsets sized the download");
                 assertEquals(1, batch.batches, "then one batch of every buffer");
                 assertEquals(5, host.root().children().get(0).bufferLength(2), "sized by the validated copy");
-                try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, null)) {
+                try (VectorSchemaRoot down = ArrowJava.importVectorSchemaRoot(allocator, host, null)) {
                     assertEquals(List.of("ab", "cde", ""), values(down));
                 }
             } finally {
@@ -391,7 +390,7 @@ class CudaArrowDownloadHostTest {
             };
             try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.DEFAULT, sizing)) {
                 ImportedArray host = toHost(device.root(), device, sizing, batch);
-                try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, null)) {
+                try (VectorSchemaRoot down = ArrowJava.importVectorSchemaRoot(allocator, host, null)) {
                     assertEquals(List.of("ab", "cde", "f"), values(down));
                 }
             } finally {
@@ -404,7 +403,7 @@ class CudaArrowDownloadHostTest {
     void aViewBuiltHereIsMovedToItsCopiesWithoutAReread() {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
             SchemaNode schema = schemaOf(root, null);
-            try (ExportedArray ea = ArrowExport.exportRoot(root);
+            try (ExportedArray ea = ArrowJava.exportRoot(root);
                  ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 ArrayNode uploaded = source.root().relocated(Map.of()); // as an upload's view: not host-readable
                 assertFalse(uploaded.isHostAccessible());
@@ -412,7 +411,7 @@ class CudaArrowDownloadHostTest {
                 ImportedArray host = toHost(uploaded, null, sizing, batch);
                 assertEquals(0, sizing.batches);
                 assertEquals(1, batch.batches);
-                try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, null)) {
+                try (VectorSchemaRoot down = ArrowJava.importVectorSchemaRoot(allocator, host, null)) {
                     assertEquals(List.of("ab", "cde", "f"), values(down));
                 }
             }
@@ -424,7 +423,7 @@ class CudaArrowDownloadHostTest {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
             SchemaNode schema = schemaOf(root, null);
             MemorySegment offsets = offsets(root);
-            try (ExportedArray ea = ArrowExport.exportRoot(root);
+            try (ExportedArray ea = ArrowJava.exportRoot(root);
                  ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 ArrayNode uploaded = source.root().relocated(Map.of()); // as an upload's view
                 HostBatch batch = new HostBatch();
@@ -447,7 +446,7 @@ class CudaArrowDownloadHostTest {
     void aViewBuiltHereWithoutLengthsIsRefusedBeforeAnyCopy() {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
             SchemaNode schema = schemaOf(root, null);
-            try (ExportedArray ea = ArrowExport.exportRoot(root);
+            try (ExportedArray ea = ArrowJava.exportRoot(root);
                  ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.MINIMAL)) {
                 ArrayNode unsized = source.root().relocated(Map.of());
                 HostBatch batch = new HostBatch();
@@ -529,7 +528,7 @@ class CudaArrowDownloadHostTest {
              ImportedArray device = asDevice(root, null, schemaOf(root, null), ValidationLevel.DEFAULT, sizing)) {
             ImportedArray host = ImportedArray.ofHostCopies(device.root(), ValidationLevel.DEFAULT, copyAll(device.root(), arena),
                     freed::incrementAndGet);
-            try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, null)) {
+            try (VectorSchemaRoot down = ArrowJava.importVectorSchemaRoot(allocator, host, null)) {
                 assertEquals(NativeHandle.State.CONSUMED, host.state());
                 assertEquals(List.of("ab", "cde", "f"), values(down));
                 assertEquals(0, freed.get(), "held while Arrow Java holds the buffers");

@@ -203,9 +203,9 @@ class ArrowMemoryTest {
             try (Arena structs = Arena.ofConfined()) {
                 MemorySegment schema = ArrowStructs.allocateSchema(structs);
                 MemorySegment array = ArrowStructs.allocateArray(structs);
-                ArrowExport.exportRoot(table, array, schema);
+                ArrowJava.exportRoot(table, array, schema);
                 try (ImportedSchema s = ArrowImport.importSchema(schema);
-                     VectorSchemaRoot back = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                     VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
                              ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
                     assertEquals(table.contentToTSVString(), back.contentToTSVString());
                     assertNotEquals(0, allocator.getAllocatedMemory());

@@ -65,7 +65,7 @@ class ExportNullCountTest {
         try (VectorSchemaRoot root = root(vectors, rows, bitsPastLength); Arena arena = Arena.ofConfined()) {
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(org.devicebridge.generated.arrow.ArrowSchema.layout());
-            ArrowExport.exportRoot(root, dictionaries, array, schema);
+            ArrowJava.exportRoot(root, dictionaries, array, schema);
             try {
                 for (int i = 0; i < vectors.size(); i++) {
                     MemorySegment child = child(array, vectors.size(), i);
