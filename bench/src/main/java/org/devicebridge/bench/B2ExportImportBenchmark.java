@@ -10,7 +10,6 @@ import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.memory.netty.NettyAllocationManager;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrowImport;
-import org.devicebridge.arrow.ArrowStructs;
 import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
@@ -204,7 +203,7 @@ public class B2ExportImportBenchmark {
         public void setUp() {
             CBaseline.prepareB2(columns, rows);
             arena = Arena.ofConfined();
-            MemorySegment struct = ArrowStructs.allocateArrayStream(arena);
+            MemorySegment struct = ArrowImport.allocateArrayStream(arena);
             CBaseline.openB2Stream(columns, struct);
             stream = ArrowImport.importStream(struct);
         }

@@ -5,10 +5,12 @@ import java.util.function.Consumer;
 import org.devicebridge.foreign.ForeignImport;
 
 /**
- * An exported {@code struct ArrowDeviceArray} in memory this library allocated; see {@link ExportedStruct}.
- *
- * <p>Thread safety and ownership as for every {@link ExportedStruct}: the handle owns the struct's memory
- * until {@code close()}, which is idempotent and thread-safe.
+ * An exported {@code struct ArrowDeviceArray} in memory this library allocated (off the Java heap), owned by this
+ * handle until {@link #close()}. Hand {@link #address()} or {@link #segment()} to a consumer: it may read the
+ * struct in place, or <em>move</em> it (copy it and set the original's {@code release} to NULL), and releases
+ * it by calling its {@code release} callback. {@code close()} then calls {@code release} only if no consumer
+ * released or moved the struct, and frees the struct's memory; it is idempotent and thread-safe. Do not close
+ * the handle while a consumer still reads the struct in place.
  */
 public final class ExportedDeviceArray extends ExportedStruct {
     ExportedDeviceArray(MemorySegment struct) {

@@ -11,7 +11,8 @@ import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.internal.Native;
 
 /**
- * An exported Arrow C struct in memory this library allocated; one subclass per struct kind.
+ * An exported Arrow C struct in memory this library allocated; one subclass per struct kind (public, each
+ * with this contract in its own comment).
  *
  * <p>The handle owns the struct's memory (library-allocated, off the Java heap) until {@link #close()}.
  * Hand {@link #address()} or {@link #segment()} to a consumer: it may read the struct in place, or
@@ -23,7 +24,7 @@ import org.devicebridge.internal.Native;
  * <p>The release step is the one every owned Arrow struct has ({@link ForeignImport.Kind#release}): call
  * {@code release} if it is still set, then free the struct's memory.
  */
-public abstract sealed class ExportedStruct extends NativeHandle
+abstract sealed class ExportedStruct extends NativeHandle
         permits ExportedArray, ExportedDeviceArray, ExportedDeviceStream, ExportedSchema, ExportedStream {
     private final MemorySegment struct;
 

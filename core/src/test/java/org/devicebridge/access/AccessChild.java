@@ -11,7 +11,6 @@ import java.util.Locale;
 import org.devicebridge.Device;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.ArrowImport;
-import org.devicebridge.arrow.ArrowStructs;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrowDownload;
@@ -72,7 +71,7 @@ public final class AccessChild {
         return switch (scenario) {
             case "values" -> values();
             case "arrowStructs" -> {
-                ArrowStructs.allocateSchema(Arena.ofAuto());
+                ArrowImport.allocateSchema(Arena.ofAuto());
                 yield "";
             }
             case "arrowImport" -> {
@@ -202,11 +201,11 @@ public final class AccessChild {
      */
     private static String cudaArrowImport() {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment schema = ArrowStructs.allocateSchema(arena);
+            MemorySegment schema = ArrowImport.allocateSchema(arena);
             ArrowSchema.format(schema, arena.allocateFrom("l"));
             ArrowSchema.name(schema, arena.allocateFrom("x"));
             ArrowSchema.release(schema, Callbacks.RELEASE_SCHEMA);
-            MemorySegment device = ArrowStructs.allocateDeviceArray(arena);
+            MemorySegment device = ArrowImport.allocateDeviceArray(arena);
             MemorySegment array = ArrowDeviceArray.array(device);
             ArrowArray.n_buffers(array, 2);
             ArrowArray.buffers(array, arena.allocate(ValueLayout.ADDRESS, 2));

@@ -197,7 +197,7 @@ class AsyncArrowCppTest {
                     v.setValueCount(len);
                     roots.add(VectorSchemaRoot.of(v));
                 }
-                MemorySegment stream = ArrowStructs.allocateDeviceArrayStream(arena);
+                MemorySegment stream = ArrowImport.allocateDeviceArrayStream(arena);
                 ArrowJava.exportDeviceStream(roots.get(0).getSchema(), roots.iterator(), null, stream);
                 MemorySegment handler = (MemorySegment) start.invokeExact(3);
                 CompletableFuture<Void> done = AsyncDeviceStreamExport.exportStream(stream, handler, exec);
@@ -239,7 +239,7 @@ class AsyncArrowCppTest {
                     batches.add(CudaArrowUpload.upload(root, transfer, stream));
                 }
             }
-            MemorySegment source = ArrowStructs.allocateDeviceArrayStream(arena);
+            MemorySegment source = ArrowImport.allocateDeviceArrayStream(arena);
             CudaArrowExport.exportDeviceStream(schema, batches.iterator(), stream, source); // the stream owns them
             int seen = 0;
             try (AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(2, ValidationLevel.MINIMAL)) {

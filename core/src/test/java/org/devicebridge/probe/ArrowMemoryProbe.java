@@ -9,7 +9,6 @@ import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrowImport;
-import org.devicebridge.arrow.ArrowStructs;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.java.ArrowJava;
@@ -81,8 +80,8 @@ public final class ArrowMemoryProbe {
             VectorSchemaRoot table = VectorSchemaRoot.of(ids, names);
             long live = ArrowMemory.liveBytes();
             try (Arena structs = Arena.ofConfined()) {
-                MemorySegment schema = ArrowStructs.allocateSchema(structs);
-                MemorySegment array = ArrowStructs.allocateArray(structs);
+                MemorySegment schema = ArrowImport.allocateSchema(structs);
+                MemorySegment array = ArrowImport.allocateArray(structs);
                 ArrowJava.exportRoot(table, array, schema);
                 try (ImportedSchema s = ArrowImport.importSchema(schema);
                      VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,

@@ -8,7 +8,6 @@ import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowImport;
-import org.devicebridge.arrow.ArrowStructs;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
@@ -26,8 +25,8 @@ public class QuickStartArrow {
             ids.setNull(2);
             ids.setValueCount(3);
             VectorSchemaRoot table = VectorSchemaRoot.of(ids);
-            MemorySegment schema = ArrowStructs.allocateSchema(structs);
-            MemorySegment array = ArrowStructs.allocateArray(structs);
+            MemorySegment schema = ArrowImport.allocateSchema(structs);
+            MemorySegment array = ArrowImport.allocateArray(structs);
 
             // Export (zero-copy), then import: the handles own the structs, close() releases them.
             ArrowJava.exportRoot(table, array, schema);
