@@ -10,14 +10,12 @@ import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.memory.netty.NettyAllocationManager;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrowImport;
-import org.devicebridge.arrow.ArrowStructs;
 import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
@@ -45,7 +43,7 @@ import org.openjdk.jmh.annotations.Warmup;
  *
  * <ul>
  *   <li>{@link #newBatch}: the batch built anew (allocated, filled) and freed: the allocation manager alone.</li>
- *   <li>{@link #view}: {@code ArrowExport.exportRoot} into caller-allocated structs, then
+ *   <li>{@link #view}: {@code ArrowJava.exportRoot} into caller-allocated structs, then
  *       {@code ArrowImport.importArray(schema, ptr, DEFAULT, arena)} into a confined arena per batch (the
  *       flat view), whose close releases the struct: the fastest way a user writes it.</li>
  *   <li>{@link #exportRelease}: the export alone, into a library-allocated struct released by its handle's
@@ -60,7 +58,7 @@ import org.openjdk.jmh.annotations.Warmup;
  *       close; beside {@link #cStreamBaseline}, the C consumer of the same stream ({@code b2_stream_loop}).</li>
  *   <li>{@link #intoRoot}: the same export, import at DEFAULT without an arena (a hand-over to Arrow Java
  *       needs a handle-owned scope: an import bound to the caller's arena cannot change owner), then
- *       {@code ArrowJavaImport.importVectorSchemaRoot} (no copy), then close the root (which releases the
+ *       {@code ArrowJava.importVectorSchemaRoot} (no copy), then close the root (which releases the
  *       struct).</li>
  *   <li>{@link #arrowCData}: arrow-c-data's JNI-free Java implementation: export into
  *       {@code org.apache.arrow.c.ArrowArray}/{@code ArrowSchema} (allocated per batch: its import frees them),
@@ -133,7 +131,7 @@ public class B2ExportImportBenchmark {
             array = ArrowArray.allocate(arena);
             schemaStruct = ArrowSchema.allocate(arena);
             if (!includeSchema) {
-                ArrowExport.exportSchema(root.getSchema(), schemaStruct);
+                ArrowJava.exportSchema(root.getSchema(), schemaStruct);
                 importedSchema = ArrowImport.importSchema(schemaStruct);
                 cTarget = VectorSchemaRoot.create(root.getSchema(), allocator);
             }
@@ -158,12 +156,12 @@ public class B2ExportImportBenchmark {
          */
         ImportedArray exportAndImport(Arena scope) {
             if (includeSchema) {
-                ArrowExport.exportRoot(root, array, schemaStruct);
+                ArrowJava.exportRoot(root, array, schemaStruct);
                 try (ImportedSchema s = ArrowImport.importSchema(schemaStruct)) {
                     return ArrowImport.importArray(s, array, ValidationLevel.DEFAULT, scope);
                 }
             }
-            ArrowExport.exportRoot(root, array, null);
+            ArrowJava.exportRoot(root, array, null);
             return ArrowImport.importArray(importedSchema, array, ValidationLevel.DEFAULT, scope);
         }
     }
@@ -205,7 +203,7 @@ public class B2ExportImportBenchmark {
         public void setUp() {
             CBaseline.prepareB2(columns, rows);
             arena = Arena.ofConfined();
-            MemorySegment struct = ArrowStructs.allocateArrayStream(arena);
+            MemorySegment struct = ArrowImport.allocateArrayStream(arena);
             CBaseline.openB2Stream(columns, struct);
             stream = ArrowImport.importStream(struct);
         }
@@ -265,11 +263,11 @@ public class B2ExportImportBenchmark {
 
     /**
      * The export alone (a diagnostic for the export's share of {@link #viewRead}): the batch exported into a
-     * struct this library allocates ({@code ArrowExport.exportRoot(root)}), then released by the handle's close.
+     * struct this library allocates ({@code ArrowJava.exportRoot(root)}), then released by the handle's close.
      */
     @Benchmark
     public long exportRelease(Batch b) {
-        try (ExportedArray e = ArrowExport.exportRoot(b.root)) {
+        try (ExportedArray e = ArrowJava.exportRoot(b.root)) {
             return e.segment().get(ValueLayout.JAVA_LONG, 0);
         }
     }
@@ -297,7 +295,7 @@ public class B2ExportImportBenchmark {
 
     @Benchmark
     public int intoRoot(Batch b) {
-        try (VectorSchemaRoot r = ArrowJavaImport.importVectorSchemaRoot(b.allocator, b.exportAndImport(null), null)) {
+        try (VectorSchemaRoot r = ArrowJava.importVectorSchemaRoot(b.allocator, b.exportAndImport(null), null)) {
             return r.getRowCount();
         }
     }

@@ -21,7 +21,7 @@ import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.arrow.cuda.CudaArrowExport;
 import org.devicebridge.arrow.cuda.CudaArrowImport;
 import org.devicebridge.arrow.cuda.CudaArrowUpload;
-import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.StreamKind;
@@ -50,7 +50,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * <p>{@link #cpu}: {@code ArrowImport.importArray} + close of an {@code ArrowArray} that points at the Arrow
  * Java vector's buffers, built once in setup with a no-op {@code release} (a Java upcall, the same for both
  * sizes); each operation re-arms {@code release} (the import marks the source released) and imports it.
- * {@link #cpuExportImport}: {@code ArrowExport.exportVector} + import + release, for the record: the export
+ * {@link #cpuExportImport}: {@code ArrowJava.exportVector} + import + release, for the record: the export
  * computes {@code null_count} exactly ({@code getNullCount()}, a popcount of the validity bitmap, as
  * arrow-c-data does), which is O(rows / 8) though no data byte is copied. {@link #cuda}: a batch
  * uploaded once in setup, {@code CudaArrowExport.exportDeviceArray} (records a pooled event) +
@@ -85,7 +85,7 @@ public class B3ZeroCopyBenchmark {
             arena = Arena.ofShared();
             array = ArrowArray.allocate(arena);
             MemorySegment schemaStruct = ArrowSchema.allocate(arena);
-            ArrowExport.exportField(root.getVector(0).getField(), null, schemaStruct);
+            ArrowJava.exportField(root.getVector(0).getField(), null, schemaStruct);
             schema = ArrowImport.importSchema(schemaStruct);
             BigIntVector v = (BigIntVector) root.getVector(0);
             noopRelease = Linker.nativeLinker().upcallStub(NOOP, FunctionDescriptor.ofVoid(ValueLayout.ADDRESS), arena);
@@ -138,7 +138,7 @@ public class B3ZeroCopyBenchmark {
             try (VectorSchemaRoot root = Batches.int64Root(allocator, 1, Math.toIntExact(bytes / 8))) {
                 batch = CudaArrowUpload.upload(root, transfer, stream);
                 MemorySegment schemaStruct = ArrowSchema.allocate(arena);
-                ArrowExport.exportSchema(root.getSchema(), schemaStruct);
+                ArrowJava.exportSchema(root.getSchema(), schemaStruct);
                 schema = ArrowImport.importSchema(schemaStruct);
             }
             stream.synchronize();
@@ -187,7 +187,7 @@ public class B3ZeroCopyBenchmark {
 
     @Benchmark
     public long cpuExportImport(Host h) {
-        ArrowExport.exportVector((BigIntVector) h.root.getVector(0), h.array);
+        ArrowJava.exportVector((BigIntVector) h.root.getVector(0), h.array);
         try (ImportedArray imported = ArrowImport.importArray(h.schema.root(), h.array, ValidationLevel.DEFAULT)) {
             return imported.root().length();
         }

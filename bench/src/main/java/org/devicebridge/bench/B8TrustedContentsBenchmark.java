@@ -13,8 +13,7 @@ import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -80,7 +79,7 @@ public class B8TrustedContentsBenchmark {
         arena = Arena.ofShared();
         array = ArrowArray.allocate(arena);
         schemaStruct = ArrowSchema.allocate(arena);
-        ArrowExport.exportSchema(root.getSchema(), schemaStruct);
+        ArrowJava.exportSchema(root.getSchema(), schemaStruct);
         importedSchema = ArrowImport.importSchema(schemaStruct);
     }
 
@@ -108,7 +107,7 @@ public class B8TrustedContentsBenchmark {
     }
 
     private ImportedArray exportAndImport(ValidationLevel level, Arena scope) {
-        ArrowExport.exportRoot(root, array, null);
+        ArrowJava.exportRoot(root, array, null);
         return ArrowImport.importArray(importedSchema, array, level, scope);
     }
 
@@ -128,7 +127,7 @@ public class B8TrustedContentsBenchmark {
 
     @Benchmark
     public int intoRootDefault() {
-        try (VectorSchemaRoot r = ArrowJavaImport.importVectorSchemaRoot(allocator,
+        try (VectorSchemaRoot r = ArrowJava.importVectorSchemaRoot(allocator,
                 exportAndImport(ValidationLevel.DEFAULT, null), null)) {
             return r.getRowCount();
         }
@@ -136,7 +135,7 @@ public class B8TrustedContentsBenchmark {
 
     @Benchmark
     public int intoRootFull() {
-        try (VectorSchemaRoot r = ArrowJavaImport.importVectorSchemaRoot(allocator,
+        try (VectorSchemaRoot r = ArrowJava.importVectorSchemaRoot(allocator,
                 exportAndImport(ValidationLevel.FULL, null), null)) {
             return r.getRowCount();
         }

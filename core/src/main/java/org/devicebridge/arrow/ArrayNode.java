@@ -3,7 +3,9 @@ package org.devicebridge.arrow;
 import java.lang.foreign.MemorySegment;
 import java.util.AbstractList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 
 /**
@@ -155,6 +157,35 @@ public final class ArrayNode {
     /** {@return {@code true} if the buffers are in memory this process can read (CPU)} */
     public boolean isHostAccessible() {
         return table.host;
+    }
+
+    /**
+     * A copy of the view under this node whose buffers moved elsewhere (for example to device memory, after a
+     * copy of each buffer): buffer {@code i} of node {@code n} is at {@code pointers.get(n).get(i)}, with the
+     * same length; nodes absent from the map keep their addresses. Null counts, offsets and lengths are
+     * unchanged, and the copy's buffers are device memory (not readable as segments: use
+     * {@link #bufferPointer}). Nothing is copied or owned: the caller keeps the memory behind the new
+     * addresses alive while the view is used.
+     *
+     * @param pointers for each node to move (of this view), its new buffer addresses as zero-length segments,
+     *     {@link MemorySegment#NULL} for a NULL buffer, as many as the node has buffers; only read
+     * @return the node of the copy that stands where this one does
+     * @throws org.devicebridge.InvalidArgumentException if a node is of another view or its list has the
+     *     wrong number of buffers
+     */
+    public ArrayNode relocated(Map<ArrayNode, List<MemorySegment>> pointers) {
+        Objects.requireNonNull(pointers, "pointers");
+        ArrayTable copy = table.derive(false);
+        pointers.forEach((node, addresses) -> {
+            if (node.table != table || addresses.size() != node.bufferCount()) {
+                throw new InvalidArgumentException("pointers", "expected a node of this view with "
+                        + node.bufferCount() + " buffers but found " + node.path() + " with " + addresses.size());
+            }
+            for (int i = 0; i < addresses.size(); i++) {
+                copy.setBuffer(node.index, i, addresses.get(i).address(), node.bufferLength(i));
+            }
+        });
+        return copy.node(index);
     }
 
     ArrayTable table() {

@@ -1,7 +1,6 @@
 package org.devicebridge.arrow;
 
 import java.util.Arrays;
-import org.devicebridge.foreign.SegmentSource;
 
 /**
  * The validated fields of a whole imported array tree in a few flat arrays, one row per node in the

@@ -11,7 +11,10 @@ import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
+import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
+import org.devicebridge.generated.arrow.ArrowSchema;
 
 /**
  * Imports Arrow C Data Interface structs produced by any native code into handles that own them. Every
@@ -56,7 +59,7 @@ public final class ArrowImport {
      * between threads.
      *
      * <p>Ownership: after a return the caller owns the returned {@link ImportedArray} (close it, or hand it
-     * to {@link org.devicebridge.arrow.java.ArrowJavaImport}); after a throw the struct has already been released.
+     * to {@link org.devicebridge.arrow.java.ArrowJava}); after a throw the struct has already been released.
      *
      * @param schema the field the array is read with (for a batch, an imported schema's root; borrowed)
      * @param arrowArrayPtr the producer's {@code ArrowArray}
@@ -324,5 +327,59 @@ public final class ArrowImport {
                     + " for validation level " + level + " (it reads buffer contents) but found device type "
                     + deviceType.code() + ": import device memory at NONE or MINIMAL");
         }
+    }
+
+    // Empty structs for the caller-allocated forms of the exports and for native producers that fill a struct
+    // the consumer owns: zeroed, sized and aligned as the C ABI requires, in the released state
+    // (release == NULL). The arena owns the struct's memory, never what a producer puts into it.
+
+    /**
+     * {@return a zeroed {@code struct ArrowSchema} in {@code arena}, in the released state}
+     *
+     * @param arena the arena that owns the struct's memory; the caller keeps owning it
+     */
+    public static MemorySegment allocateSchema(Arena arena) {
+        requireNativeAccess();
+        return Objects.requireNonNull(arena, "arena").allocate(ArrowSchema.layout());
+    }
+
+    /**
+     * {@return a zeroed {@code struct ArrowArray} in {@code arena}, in the released state}
+     *
+     * @param arena the arena that owns the struct's memory; the caller keeps owning it
+     */
+    public static MemorySegment allocateArray(Arena arena) {
+        requireNativeAccess();
+        return Objects.requireNonNull(arena, "arena").allocate(ArrowArray.layout());
+    }
+
+    /**
+     * {@return a zeroed {@code struct ArrowDeviceArray} in {@code arena}, in the released state}
+     *
+     * @param arena the arena that owns the struct's memory; the caller keeps owning it
+     */
+    public static MemorySegment allocateDeviceArray(Arena arena) {
+        requireNativeAccess();
+        return Objects.requireNonNull(arena, "arena").allocate(ArrowDeviceArray.layout());
+    }
+
+    /**
+     * {@return a zeroed {@code struct ArrowArrayStream} in {@code arena}, in the released state}
+     *
+     * @param arena the arena that owns the struct's memory; the caller keeps owning it
+     */
+    public static MemorySegment allocateArrayStream(Arena arena) {
+        requireNativeAccess();
+        return Objects.requireNonNull(arena, "arena").allocate(ArrowArrayStream.layout());
+    }
+
+    /**
+     * {@return a zeroed {@code struct ArrowDeviceArrayStream} in {@code arena}, in the released state}
+     *
+     * @param arena the arena that owns the struct's memory; the caller keeps owning it
+     */
+    public static MemorySegment allocateDeviceArrayStream(Arena arena) {
+        requireNativeAccess();
+        return Objects.requireNonNull(arena, "arena").allocate(ArrowDeviceArrayStream.layout());
     }
 }

@@ -16,7 +16,7 @@ import org.devicebridge.internal.Errno;
  * The producer side of the Arrow C async device stream: drives a native consumer's
  * {@code ArrowAsyncDeviceStreamHandler} from a C device stream. The source is any
  * {@code ArrowDeviceArrayStream}: one this library exported (Arrow Java batches through
- * {@code org.devicebridge.arrow.java.ArrowExport}, CUDA batches through {@code org.devicebridge.arrow.cuda})
+ * {@code org.devicebridge.arrow.java.ArrowJava}, CUDA batches through {@code org.devicebridge.arrow.cuda})
  * or a native one.
  *
  * <p>What the consumer sees: {@code producer} set, then {@code on_schema} with the stream's schema; after each

@@ -1,16 +1,36 @@
 package org.devicebridge.arrow;
 
 import java.lang.foreign.MemorySegment;
+import java.util.function.Consumer;
 import org.devicebridge.foreign.ForeignImport;
 
 /**
- * An exported {@code struct ArrowArray} in memory this library allocated; see {@link ExportedStruct}.
- *
- * <p>Thread safety and ownership as for every {@link ExportedStruct}: the handle owns the struct's memory
- * until {@code close()}, which is idempotent and thread-safe.
+ * An exported {@code struct ArrowArray} in memory this library allocated (off the Java heap), owned by this
+ * handle until {@link #close()}. Hand {@link #address()} or {@link #segment()} to a consumer: it may read the
+ * struct in place, or <em>move</em> it (copy it and set the original's {@code release} to NULL), and releases
+ * it by calling its {@code release} callback. {@code close()} then calls {@code release} only if no consumer
+ * released or moved the struct, and frees the struct's memory; it is idempotent and thread-safe. Do not close
+ * the handle while a consumer still reads the struct in place.
  */
 public final class ExportedArray extends ExportedStruct {
     ExportedArray(MemorySegment struct) {
         super(ForeignImport.Kind.ARROW_ARRAY, struct);
+    }
+
+    /**
+     * The FFM-only export: allocates a zeroed {@code struct ArrowArray} (released state) off the Java heap, has
+     * {@code fill} write it (every field, {@code release} last: a producer's callbacks and private data), and
+     * returns the handle that owns it. For a producer written on the FFM API, and for this library's own
+     * exports.
+     *
+     * <p>Ownership: after a return the caller owns the handle (and through it the struct until a consumer
+     * releases or moves it). If {@code fill} throws, it must leave the struct released ({@code release} NULL,
+     * nothing held); the struct's memory is then freed and the throw propagates, nothing held.
+     *
+     * @param fill writes the struct; called once, on this thread
+     * @return the owning handle of the filled struct
+     */
+    public static ExportedArray allocate(Consumer<MemorySegment> fill) {
+        return allocate(ForeignImport.Kind.ARROW_ARRAY, fill, ExportedArray::new);
     }
 }

@@ -1,11 +1,18 @@
 package org.devicebridge.arrow;
 
+import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
+
 import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.foreign.ForeignImport;
+import org.devicebridge.internal.Native;
 
 /**
- * An exported Arrow C struct in memory this library allocated; one subclass per struct kind.
+ * An exported Arrow C struct in memory this library allocated; one subclass per struct kind (public, each
+ * with this contract in its own comment).
  *
  * <p>The handle owns the struct's memory (library-allocated, off the Java heap) until {@link #close()}.
  * Hand {@link #address()} or {@link #segment()} to a consumer: it may read the struct in place, or
@@ -17,7 +24,7 @@ import org.devicebridge.foreign.ForeignImport;
  * <p>The release step is the one every owned Arrow struct has ({@link ForeignImport.Kind#release}): call
  * {@code release} if it is still set, then free the struct's memory.
  */
-public abstract sealed class ExportedStruct extends NativeHandle
+abstract sealed class ExportedStruct extends NativeHandle
         permits ExportedArray, ExportedDeviceArray, ExportedDeviceStream, ExportedSchema, ExportedStream {
     private final MemorySegment struct;
 
@@ -25,6 +32,21 @@ public abstract sealed class ExportedStruct extends NativeHandle
     ExportedStruct(ForeignImport.Kind kind, MemorySegment struct) {
         super("exported " + kind.cName(), releaseAction(kind, struct.reinterpret(kind.byteSize())));
         this.struct = struct;
+    }
+
+    /** The one allocate-fill-wrap step of every {@code allocate}: the struct is freed if {@code fill} throws. */
+    static <T extends ExportedStruct> T allocate(ForeignImport.Kind kind, Consumer<MemorySegment> fill,
+                                                 Function<MemorySegment, T> wrap) {
+        requireNativeAccess();
+        Objects.requireNonNull(fill, "fill");
+        MemorySegment s = Native.calloc(kind.byteSize());
+        try {
+            fill.accept(s);
+        } catch (RuntimeException | Error e) {
+            Native.free(s);
+            throw e;
+        }
+        return wrap.apply(s);
     }
 
     /** Captures the struct, never the handle. */

@@ -2,12 +2,14 @@ package org.devicebridge.arrow;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Locale;
+import java.util.Objects;
 import org.devicebridge.DeviceKind;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.foreign.ForeignImport;
-import org.devicebridge.foreign.SegmentSource;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 
@@ -17,8 +19,8 @@ import org.devicebridge.generated.arrow.ArrowDeviceArray;
  * device array's buffers (a download). Owns the moved struct and calls its {@code release} exactly once
  * (or, for host copies, frees them once): when its arena closes (see {@link NativeHandle}: {@link #close()} for
  * an import without an arena, the caller's {@code Arena.close()} for an import given one), or, after the
- * array was handed to Arrow Java ({@link org.devicebridge.arrow.java.ArrowJavaImport}), when the last Arrow
- * buffer is released.
+ * array was {@linkplain #detach() detached} (as Arrow Java's import does), when the consumer runs the release
+ * step (for Arrow Java: when the last Arrow buffer is released).
  *
  * <p>Thread safety: the view is immutable and may be read from any thread; buffer segments follow the
  * arena's rules. An import without an arena keeps them in a confined arena owned by the thread that takes
@@ -111,48 +113,71 @@ public final class ImportedArray extends NativeHandle {
     }
 
     /**
-     * Runs, once, the FULL content checks Arrow Java relies on that this array's level did not run (see
-     * {@link TrustedContents#check}): nothing for an array validated at FULL. For the Arrow Java bridge,
-     * before it reads the view. The array stays owned by this handle either way; the caller releases it on
-     * a throw.
+     * Checks every index this array's data holds against what it points into, where its level did not: every
+     * offset, view and list-view bound, union type id and offset, run end and dictionary index (the FULL
+     * checks except UTF-8 and null counts). A reader that follows indices without bounds checks (Arrow Java
+     * does) needs them; nothing is checked again for an array validated at FULL. The array stays owned by
+     * this handle after a return and after a throw.
      *
-     * @throws ValidationException if a check fails
+     * @throws ValidationException with the category and field path of the first problem found
      * @throws UnsupportedFeatureException if the array is device memory or was validated below DEFAULT
      * @throws org.devicebridge.HandleClosedException if the array was closed
      */
-    void checkContentsArrowJavaTrusts() {
+    public void checkIndices() {
         ensureLive();
         if (level == ValidationLevel.FULL && table.host) {
             return;
         }
         if (!table.host || level != ValidationLevel.DEFAULT) {
-            throw new UnsupportedFeatureException("", "expected host memory validated at DEFAULT or FULL for Arrow"
-                    + " Java but found " + (table.host ? level : "device memory"));
+            throw new UnsupportedFeatureException("", "expected host memory validated at DEFAULT or FULL but found "
+                    + (table.host ? level : "device memory"));
         }
         TrustedContents.check(table);
     }
 
     /**
-     * Passes ownership of the struct (or of the host copies) to a consumer (Arrow Java), which must run the
-     * returned action exactly once. The handle becomes CONSUMED first; segments handed out before become
-     * unusable.
+     * Ends this handle's ownership without releasing anything, for a consumer that reads the buffers through
+     * their addresses ({@link ArrayNode#bufferPointer}) and frees them later (Arrow Java's import does): the
+     * handle becomes consumed first (closing it then does nothing; reading it, or a segment taken from it,
+     * throws), and the view's node objects stay readable as values.
+     *
+     * <p>Ownership: after a return the caller owns the returned release step and must run it exactly once;
+     * it calls the struct's {@code release} (or frees the host copies). After a throw this handle still owns
+     * everything.
+     *
+     * @return the step that releases what this handle owned
+     * @throws org.devicebridge.HandleClosedException if the array was closed or detached already
+     * @throws org.devicebridge.HandleBusyException if a native call still holds one of its segments
+     * @throws org.devicebridge.HandleConfinedException if its segments are confined to another thread
+     * @throws UnsupportedFeatureException if the caller's arena owns the release (imported with an arena)
      */
-    Runnable transfer() {
+    public Runnable detach() {
         markConsumed();
         return release;
     }
 
     /**
-     * The view of this device array read again at {@code level} through {@code copier}, as an import at
-     * that level reads it (see {@link DeviceContents}): for a batch imported below DEFAULT whose consumer
-     * needs the sizes of its data buffers. This handle keeps owning the struct.
+     * The view of this device array read again at {@code level} through {@code copier} (as an import with
+     * that copier reads it: {@link DeviceCopier#prepare} first, then host copies of what the level reads), as
+     * nanoarrow's {@code ArrowDeviceArrayViewSetArray} does: for a consumer of an array imported below DEFAULT
+     * that needs the sizes of its data buffers, or that wants the contents checked again after the producer
+     * may have changed them. This handle keeps owning the struct after a return and after a throw; the view
+     * is valid while it is live.
      *
+     * @param level the level to read the array at
+     * @param copier copies the device ranges the level reads; only used during this call
+     * @return the root of the new view
+     * @throws ValidationException if the contents are malformed
+     * @throws UnsupportedFeatureException if this is not an imported {@code ArrowDeviceArray} of device memory
      * @throws org.devicebridge.HandleClosedException if the array was closed
      */
-    ArrayNode reread(ValidationLevel level, DeviceCopier copier) {
+    public ArrayNode view(ValidationLevel level, DeviceCopier copier) {
+        Objects.requireNonNull(level, "level");
+        Objects.requireNonNull(copier, "copier");
         ensureLive();
         if (kind != ForeignImport.Kind.ARROW_DEVICE_ARRAY || table.host) {
-            throw new IllegalStateException("expected an imported ArrowDeviceArray of device memory");
+            throw new UnsupportedFeatureException("", "expected an imported ArrowDeviceArray of device memory but found "
+                    + (table.host ? "host memory" : "a plain ArrowArray"));
         }
         MemorySegment array = owned.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());
         // The producer's root address only served the cycle check, which the import already ran on this tree.
@@ -160,5 +185,67 @@ public final class ImportedArray extends NativeHandle {
                 deviceType, deviceId, syncEvent);
         reread.ownedBy(table.source());
         return reread.node(0);
+    }
+
+    /**
+     * The host array a consumer reads after copying a device array to the host: the view under
+     * {@code deviceView} (the root of a device array's view whose every non-NULL buffer has a known length,
+     * validated at {@code level}) with each buffer moved to its host copy, {@code copies.find(address, length)}
+     * for the very length the view validated, so that what the consumer reads is what was validated (a copy
+     * that does not cover a validated buffer is refused). Nothing is copied here. The contents are checked
+     * again where they lie (DEFAULT, or FULL if asked), since the device memory may have changed since the
+     * view was validated; contents that imply more bytes than a buffer has are refused before any read. The
+     * result is host memory of device type CPU, validated at {@code level}.
+     *
+     * <p>Ownership: after a return the returned array owns {@code release} (the step that frees the copies),
+     * which runs exactly once: when the array is closed, or after {@link #detach()} when the consumer runs it.
+     * After a throw the caller still owns the copies and {@code release} has not run.
+     *
+     * @param deviceView the root of a validated device view; borrowed
+     * @param level the level the view was validated at
+     * @param copies the host copies of the buffers; read during this call, then through the result while it is live
+     * @param release frees the copies; owned by the result after a return
+     * @return the host array
+     * @throws ValidationException {@code DEVICE} if no copy covers a buffer's validated bytes; {@code CONTENT}
+     *         (or another category) if the copied contents fail the checks
+     * @throws UnsupportedFeatureException if a non-NULL buffer's length is unknown
+     * @throws InvalidArgumentException if {@code deviceView} is not the root of its view
+     */
+    public static ImportedArray ofHostCopies(ArrayNode deviceView, ValidationLevel level, HostCopies copies,
+                                             Runnable release) {
+        Objects.requireNonNull(deviceView, "deviceView");
+        Objects.requireNonNull(level, "level");
+        Objects.requireNonNull(copies, "copies");
+        Objects.requireNonNull(release, "release");
+        if (deviceView.index() != 0) {
+            throw new InvalidArgumentException("deviceView",
+                    "expected the root of a view but found " + deviceView.path());
+        }
+        ArrayTable device = deviceView.table();
+        ArrayTable host = device.derive(true);
+        for (int n = 0; n < device.size(); n++) {
+            for (int i = 0; i < device.bufferCount(n); i++) {
+                long address = device.bufferAddress(n, i);
+                if (address == 0) {
+                    continue;
+                }
+                long length = device.bufferLength(n, i);
+                String path = device.layout.path(n, "buffers[" + i + "]");
+                if (length < 0) {
+                    throw new UnsupportedFeatureException(path, "expected a known buffer length but found none");
+                }
+                MemorySegment copy = copies.find(address, length);
+                if (copy == null || copy.byteSize() < length || copy.address() == 0) {
+                    throw new ValidationException(ValidationException.Category.DEVICE, path, String.format(
+                            Locale.ROOT, "expected a host copy of the %d validated bytes at 0x%x but found none",
+                            length, address));
+                }
+                host.setBuffer(n, i, copy.address(), length);
+            }
+        }
+        // What the consumer will read is checked where it lies: the producer (or the caller's own device work)
+        // may have changed it since the view was validated.
+        ArrayReader.recheck(host, level == ValidationLevel.FULL ? ValidationLevel.FULL : ValidationLevel.DEFAULT);
+        return new ImportedArray(host, level, release);
     }
 }

@@ -3,8 +3,11 @@
  * CUDA types: import of foreign structs into validated views ({@link org.devicebridge.arrow.ArrowImport},
  * {@link org.devicebridge.arrow.ImportedArray}, {@link org.devicebridge.arrow.ArrayNode}), the validation
  * levels, the device types ({@link org.devicebridge.DeviceKind}), empty structs for
- * caller-allocated exports ({@link org.devicebridge.arrow.ArrowStructs}) and the handles of library-allocated
- * exports. The Arrow Java bridge is {@code org.devicebridge.arrow.java}; Arrow on CUDA is
+ * caller-allocated exports ({@code ArrowImport.allocate…}), the handles of library-allocated exports and the
+ * FFM-only export ({@link org.devicebridge.arrow.ExportedArray#allocate} and its siblings), and the device
+ * array view a device layer uses as any user would ({@link org.devicebridge.arrow.ImportedArray#view},
+ * {@link org.devicebridge.arrow.ImportedArray#ofHostCopies}, {@link org.devicebridge.arrow.ArrayNode#relocated},
+ * through a {@link org.devicebridge.arrow.DeviceCopier}). The Arrow Java bridge is {@code org.devicebridge.arrow.java}; Arrow on CUDA is
  * {@code org.devicebridge.arrow.cuda}.
  *
  * <p>Ownership: every {@code import...} moves the foreign struct first; after a return the returned handle

@@ -1,6 +1,6 @@
 package org.devicebridge.foreign;
 
-import org.devicebridge.arrow.java.ArrowJavaUnavailableException;
+import org.devicebridge.ArrowJavaUnavailableException;
 
 /**
  * Whether Arrow Java (an optional dependency) can be loaded: checked once, by name, so that an entry point that

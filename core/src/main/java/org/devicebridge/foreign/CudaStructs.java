@@ -5,7 +5,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.util.List;
-import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.internal.ExportRegistry;
 import org.devicebridge.internal.FieldPath;
@@ -51,11 +50,6 @@ public final class CudaStructs {
         }
     }
 
-    /** Gives the address of buffer {@code i} of a node in the written tree. */
-    public interface Addresses {
-        long address(ArrayNode node, int i);
-    }
-
     /**
      * What the writer reads of a node of type {@code N}: the {@code ArrowArray} fields, with buffer addresses.
      * Lets one writer (and one release upcall) serve the import views and the IPC batch descriptor.
@@ -78,50 +72,6 @@ public final class CudaStructs {
     }
 
     private CudaStructs() {}
-
-    /**
-     * Writes the tree of {@code root} into {@code out} (an {@code ArrowArray}, zero or garbage) with buffer
-     * addresses from {@code addresses}. After a return the tree owns {@code onFree} (run once when the last
-     * node is released); after a throw {@code out} is untouched and {@code onFree} was not run.
-     */
-    public static void write(ArrayNode root, Addresses addresses, MemorySegment out, Runnable onFree) {
-        write(root, new Shape<ArrayNode>() {
-            @Override
-            public long length(ArrayNode n) {
-                return n.length();
-            }
-
-            @Override
-            public long nullCount(ArrayNode n) {
-                return n.nullCount();
-            }
-
-            @Override
-            public long offset(ArrayNode n) {
-                return n.offset();
-            }
-
-            @Override
-            public int bufferCount(ArrayNode n) {
-                return n.bufferCount();
-            }
-
-            @Override
-            public long address(ArrayNode n, int i) {
-                return addresses.address(n, i);
-            }
-
-            @Override
-            public List<ArrayNode> children(ArrayNode n) {
-                return n.children();
-            }
-
-            @Override
-            public ArrayNode dictionary(ArrayNode n) {
-                return n.dictionary();
-            }
-        }, out, onFree);
-    }
 
     /**
      * Writes the tree of {@code root}, read through {@code shape}, into {@code out} (an {@code ArrowArray},

@@ -112,7 +112,7 @@ public final class IpcBatchExport implements AutoCloseable {
      * @throws org.devicebridge.HandleClosedException if the batch or the stream is closed
      * @throws CudaException if the driver fails
      * @throws CudaUnavailableException without a CUDA driver
-     * @throws org.devicebridge.arrow.java.ArrowJavaUnavailableException without Arrow Java (it writes the
+     * @throws org.devicebridge.ArrowJavaUnavailableException without Arrow Java (it writes the
      *         schema message)
      */
     public static IpcBatchExport export(CudaArrowBatch batch, CudaStream stream, Memory memory) {

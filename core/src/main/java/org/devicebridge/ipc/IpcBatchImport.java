@@ -83,7 +83,7 @@ public final class IpcBatchImport implements AutoCloseable {
      *         for a batch that does not match its schema or fails the level's checks
      * @throws org.devicebridge.UnsupportedFeatureException for a dictionary-encoded field
      * @throws CudaUnavailableException without a CUDA driver
-     * @throws org.devicebridge.arrow.java.ArrowJavaUnavailableException without Arrow Java (it reads the schema)
+     * @throws org.devicebridge.ArrowJavaUnavailableException without Arrow Java (it reads the schema)
      * @throws NullPointerException without a transfer at DEFAULT or FULL (nothing is mapped then)
      */
     public static IpcBatchImport open(IpcBatchDescriptor descriptor, ValidationLevel level, CudaStream stream,

@@ -18,8 +18,7 @@ import org.devicebridge.arrow.ArrowDataType;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.generated.arrow.ArrowSchema;
 
 /**
@@ -42,7 +41,7 @@ final class IpcSchemas {
                     + root.type() + ": CUDA IPC batches carry their type as an Arrow IPC schema");
         }
         checkNoDictionary(root, "");
-        Field field = ArrowJavaImport.toField(root);
+        Field field = ArrowJava.toField(root);
         Schema schema = new Schema(field.getChildren(), field.getMetadata());
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         try {
@@ -84,7 +83,7 @@ final class IpcSchemas {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment c = arena.allocate(ArrowSchema.layout());
-            ArrowExport.exportSchema(schema, c);
+            ArrowJava.exportSchema(schema, c);
             try (ImportedSchema imported = ArrowImport.importSchema(c)) {
                 return imported.root(); // plain Java data, usable after close
             }

@@ -36,8 +36,7 @@ import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
@@ -105,10 +104,10 @@ final class ArrowSelfCheck implements SelfCheckSection {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment schema = ArrowSchema.allocate(arena);
             MemorySegment array = ArrowArray.allocate(arena);
-            ArrowExport.exportRoot(table, array, schema);
+            ArrowJava.exportRoot(table, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema)) {
                 ImportedArray a = ArrowImport.importArray(s, array, ValidationLevel.FULL);
-                return ArrowJavaImport.importVectorSchemaRoot(allocator, a, null);
+                return ArrowJava.importVectorSchemaRoot(allocator, a, null);
             }
         }
     }
@@ -117,11 +116,11 @@ final class ArrowSelfCheck implements SelfCheckSection {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment schema = ArrowSchema.allocate(arena);
             MemorySegment array = ArrowDeviceArray.allocate(arena);
-            ArrowExport.exportSchema(table.getSchema(), schema);
-            ArrowExport.exportDeviceArray(table, array);
+            ArrowJava.exportSchema(table.getSchema(), schema);
+            ArrowJava.exportDeviceArray(table, array);
             try (ImportedSchema s = ArrowImport.importSchema(schema)) {
                 ImportedArray a = ArrowImport.importDeviceArray(s, array, ValidationLevel.FULL);
-                return ArrowJavaImport.importVectorSchemaRoot(allocator, a, null);
+                return ArrowJava.importVectorSchemaRoot(allocator, a, null);
             }
         }
     }
@@ -130,10 +129,10 @@ final class ArrowSelfCheck implements SelfCheckSection {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment stream = ArrowArrayStream.allocate(arena);
             Iterator<VectorSchemaRoot> one = List.of(table).iterator();
-            ArrowExport.exportStream(table.getSchema(), one, null, stream);
+            ArrowJava.exportStream(table.getSchema(), one, null, stream);
             try (ImportedArrayStream s = ArrowImport.importStream(stream)) {
                 ImportedArray a = s.next(ValidationLevel.FULL);
-                VectorSchemaRoot back = ArrowJavaImport.importVectorSchemaRoot(allocator, a, null);
+                VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator, a, null);
                 if (s.next(ValidationLevel.FULL) != null) {
                     back.close();
                     throw new IllegalStateException("the stream returned more than one batch");

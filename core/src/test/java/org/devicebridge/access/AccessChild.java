@@ -11,7 +11,6 @@ import java.util.Locale;
 import org.devicebridge.Device;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.ArrowImport;
-import org.devicebridge.arrow.ArrowStructs;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrowDownload;
@@ -22,8 +21,7 @@ import org.devicebridge.arrow.flight.DeviceFlight;
 import org.devicebridge.arrow.flight.DeviceFlightClient;
 import org.devicebridge.arrow.flight.PutOptions;
 import org.devicebridge.arrow.flight.PutPolicy;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.arrow.java.DLPackArrow;
 import org.devicebridge.arrow.java.PooledArrowMemory;
@@ -73,7 +71,7 @@ public final class AccessChild {
         return switch (scenario) {
             case "values" -> values();
             case "arrowStructs" -> {
-                ArrowStructs.allocateSchema(Arena.ofAuto());
+                ArrowImport.allocateSchema(Arena.ofAuto());
                 yield "";
             }
             case "arrowImport" -> {
@@ -93,10 +91,10 @@ public final class AccessChild {
             case "pythonAvailable" -> Boolean.toString(PythonRuntime.isAvailable());
             case "python" -> PythonRuntime.get().toString();
             case "arrowExport" -> {
-                ArrowExport.exportRoot((org.apache.arrow.vector.VectorSchemaRoot) null, null, null);
+                ArrowJava.exportRoot((org.apache.arrow.vector.VectorSchemaRoot) null, null, null);
                 yield "";
             }
-            case "arrowJavaImport" -> ArrowJavaImport.toField(null).toString();
+            case "arrowJavaImport" -> ArrowJava.toField(null).toString();
             case "dlpackArrow" -> DLPackArrow.importVector(null, null, null).toString();
             case "cudaArrowIpc" -> CudaArrowStreamFormat.readStream(new ByteArrayInputStream(new byte[0]), null, null, null).toString();
             case "cudaArrowDownload" -> CudaArrowDownload.download(null, null, null, null).toString();
@@ -203,11 +201,11 @@ public final class AccessChild {
      */
     private static String cudaArrowImport() {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment schema = ArrowStructs.allocateSchema(arena);
+            MemorySegment schema = ArrowImport.allocateSchema(arena);
             ArrowSchema.format(schema, arena.allocateFrom("l"));
             ArrowSchema.name(schema, arena.allocateFrom("x"));
             ArrowSchema.release(schema, Callbacks.RELEASE_SCHEMA);
-            MemorySegment device = ArrowStructs.allocateDeviceArray(arena);
+            MemorySegment device = ArrowImport.allocateDeviceArray(arena);
             MemorySegment array = ArrowDeviceArray.array(device);
             ArrowArray.n_buffers(array, 2);
             ArrowArray.buffers(array, arena.allocate(ValueLayout.ADDRESS, 2));

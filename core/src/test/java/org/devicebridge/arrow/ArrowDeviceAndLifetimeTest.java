@@ -19,7 +19,7 @@ import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.junit.jupiter.api.Test;
@@ -49,7 +49,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
             assertEquals(DeviceKind.CPU, array.deviceType());
             assertEquals(MemorySegment.NULL, array.syncEvent());
             assertEquals(MemorySegment.NULL, ArrowArray.release(d.asSlice(ArrowDeviceArray.array$offset())), "moved");
-            try (FieldVector imported = ArrowJavaImport.importFieldVector(allocator, array, null)) {
+            try (FieldVector imported = ArrowJava.importFieldVector(allocator, array, null)) {
                 for (int i = 0; i < TestVectors.N; i++) {
                     assertEquals(String.valueOf(original.getObject(i)), String.valueOf(imported.getObject(i)));
                 }
@@ -116,7 +116,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
                 assertEquals(0, root.bufferPointer(1).byteSize(), "a device pointer is not dereferenceable");
                 assertThrows(UnsupportedFeatureException.class, () -> root.buffer(1));
                 assertThrows(UnsupportedFeatureException.class,
-                        () -> ArrowJavaImport.importFieldVector(allocator, array, null));
+                        () -> ArrowJava.importFieldVector(allocator, array, null));
                 assertFalse(array.isLive(), "refused by Arrow Java and released: the input is released on every throw");
             }
         }
@@ -134,7 +134,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
                 ArrowArray.length(e.arrayStruct(), 5);
                 ArrowArray.null_count(e.arrayStruct(), 0);
                 try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
-                     VectorSchemaRoot root = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                     VectorSchemaRoot root = ArrowJava.importVectorSchemaRoot(allocator,
                              ArrowImport.importArray(schema, e.arrayPtr(), ValidationLevel.FULL), null)) {
                     assertEquals(5, root.getRowCount());
                     IntVector x = (IntVector) root.getVector("x");
@@ -164,7 +164,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
             ArrowArray.offset(array, 2);
             SchemaNode int32 = new SchemaNode("", "x", ArrowFormat.parse("i", ""), 0, java.util.Map.of(),
                     java.util.List.of(), null);
-            FieldVector imported = ArrowJavaImport.importFieldVector(allocator,
+            FieldVector imported = ArrowJava.importFieldVector(allocator,
                     ArrowImport.importArray(int32, array, ValidationLevel.FULL), null);
             TransferPair pair = imported.getTransferPair(allocator);
             pair.splitAndTransfer(1, 2);
@@ -194,7 +194,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
                 assertEquals(1L << 40, view.root().buffer(1).getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, 4));
             }
             MemorySegment a2 = HandMade.rootArray(HandMade.array(arena, 5, new MemorySegment[] {MemorySegment.NULL, values}));
-            try (FieldVector v = ArrowJavaImport.importFieldVector(allocator,
+            try (FieldVector v = ArrowJava.importFieldVector(allocator,
                     ArrowImport.importArray(int64, a2, ValidationLevel.FULL), null)) {
                 assertEquals(1L << 30, v.getObject(3));
             }

@@ -26,7 +26,7 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.HandleClosedException;
 import org.devicebridge.ValidationException;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.internal.Native;
 import org.junit.jupiter.api.BeforeEach;
@@ -114,7 +114,7 @@ class ArrowStreamImportTest extends ArrowTestSupport {
             try (ImportedArrayStream stream = ArrowImport.importStream(MemorySegment.ofAddress(exported.memoryAddress()))) {
                 assertEquals(List.of("i", "s"), stream.schema().children().stream().map(SchemaNode::name).toList());
                 for (int batch = 0; batch < 2; batch++) {
-                    try (VectorSchemaRoot got = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                    try (VectorSchemaRoot got = ArrowJava.importVectorSchemaRoot(allocator,
                             stream.next(ValidationLevel.FULL), null)) {
                         assertEquals(3 + batch, got.getRowCount());
                         for (int k = 0; k < 3 + batch; k++) {

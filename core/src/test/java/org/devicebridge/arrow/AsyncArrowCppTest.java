@@ -31,7 +31,7 @@ import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.arrow.cuda.CudaArrowExport;
 import org.devicebridge.arrow.cuda.CudaArrowUpload;
-import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
@@ -197,8 +197,8 @@ class AsyncArrowCppTest {
                     v.setValueCount(len);
                     roots.add(VectorSchemaRoot.of(v));
                 }
-                MemorySegment stream = ArrowStructs.allocateDeviceArrayStream(arena);
-                ArrowExport.exportDeviceStream(roots.get(0).getSchema(), roots.iterator(), null, stream);
+                MemorySegment stream = ArrowImport.allocateDeviceArrayStream(arena);
+                ArrowJava.exportDeviceStream(roots.get(0).getSchema(), roots.iterator(), null, stream);
                 MemorySegment handler = (MemorySegment) start.invokeExact(3);
                 CompletableFuture<Void> done = AsyncDeviceStreamExport.exportStream(stream, handler, exec);
                 assertNull(done.get(30, TimeUnit.SECONDS));
@@ -239,7 +239,7 @@ class AsyncArrowCppTest {
                     batches.add(CudaArrowUpload.upload(root, transfer, stream));
                 }
             }
-            MemorySegment source = ArrowStructs.allocateDeviceArrayStream(arena);
+            MemorySegment source = ArrowImport.allocateDeviceArrayStream(arena);
             CudaArrowExport.exportDeviceStream(schema, batches.iterator(), stream, source); // the stream owns them
             int seen = 0;
             try (AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(2, ValidationLevel.MINIMAL)) {

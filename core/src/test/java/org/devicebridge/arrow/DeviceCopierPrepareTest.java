@@ -14,7 +14,6 @@ import org.apache.arrow.vector.FieldVector;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.foreign.Access;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.junit.jupiter.api.Test;
@@ -25,7 +24,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * The device layer's hook into a device import ({@link DeviceCopier#prepare}): called once, at every
  * level, after the structure is read and before any copy, with the array's device, sync event and
  * structure; a throw from it rejects the import and releases the struct once. And the re-read of a device
- * array imported below DEFAULT ({@code ArrowAccess.reread}), through the same copier path.
+ * array imported below DEFAULT ({@link ImportedArray#view}), through the same copier path.
  */
 class DeviceCopierPrepareTest extends ArrowTestSupport {
     private static final int CUDA = 2;
@@ -134,7 +133,7 @@ class DeviceCopierPrepareTest extends ArrowTestSupport {
              ImportedArray device = ArrowImport.importDeviceArray(schema.root(),
                      asCudaArray(arena, onDevice, MemorySegment.NULL), ValidationLevel.MINIMAL, null, copier)) {
             assertEquals(-1, device.root().bufferLength(2));
-            ArrayNode sized = Access.arrow().reread(device, ValidationLevel.DEFAULT, copier);
+            ArrayNode sized = device.view(ValidationLevel.DEFAULT, copier);
             assertEquals(List.of("prepare", "prepare", "copy"), copier.calls, "one more prepare, one batch of copies");
             assertEquals(host.root().bufferLength(2), sized.bufferLength(2));
             assertEquals(host.root().bufferLength(1), sized.bufferLength(1));
@@ -154,7 +153,7 @@ class DeviceCopierPrepareTest extends ArrowTestSupport {
             MemorySegment offsets = MemorySegment.ofAddress(offsetsOf(v)).reinterpret(4L * (TestVectors.N + 1));
             offsets.setAtIndex(ValueLayout.JAVA_INT, 0, 1000); // above the last offset
             ValidationException ex = assertThrows(ValidationException.class,
-                    () -> Access.arrow().reread(device, ValidationLevel.DEFAULT, copier));
+                    () -> device.view(ValidationLevel.DEFAULT, copier));
             assertEquals(Category.CONTENT, ex.category(), ex.getMessage());
             assertTrue(ex.path().startsWith("buffers[1]"), ex.getMessage());
             assertTrue(device.isLive(), "a failed re-read leaves the import to its owner");

@@ -15,7 +15,7 @@ import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.IntVector;
 import org.devicebridge.Device;
 import org.devicebridge.NativeHandle;
-import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DType;
 import org.devicebridge.dlpack.ExportedTensor;
@@ -62,7 +62,7 @@ class ConcurrencyTest {
             long held = allocator.getAllocatedMemory();
             for (int i = 0; i < N; i++) {
                 MemorySegment out = arena.allocate(ArrowArray.layout());
-                ArrowExport.exportVector(v, out);
+                ArrowJava.exportVector(v, out);
                 assertEquals(exports + 1, ExportRegistry.outstandingExports(), "outstanding exports while exported");
                 NativeThreads.runOnNativeThread(ArrowArray.release(out), out);
                 assertEquals(MemorySegment.NULL, ArrowArray.release(out), "release marks the struct released");
@@ -129,7 +129,7 @@ class ConcurrencyTest {
                     for (int i = 0; i < N; i++) {
                         int id = i;
                         MemorySegment array = arena.allocate(ArrowArray.layout());
-                        ArrowExport.exportVector(v, array);
+                        ArrowJava.exportVector(v, array);
                         ExportedTensor t = DLPack.exportVersioned(TensorSpec.of(data, DType.FLOAT32, 4),
                                 () -> owners.incrementAndGet(id));
                         queue.put(new MemorySegment[] {array, t.transferOwnership().reinterpret(DLManagedTensorVersioned.sizeof())});

@@ -19,8 +19,7 @@ import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.fuzz.FuzzOracle.Check;
 import org.devicebridge.fuzz.FuzzOracle.Outcome;
 import org.devicebridge.fuzz.MalformedArrow.Malformation;
@@ -281,7 +280,7 @@ final class ArrowOracle {
         DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
         FieldVector vector;
         try {
-            vector = ArrowJavaImport.importFieldVector(allocator, array, dictionaries);
+            vector = ArrowJava.importFieldVector(allocator, array, dictionaries);
         } catch (UnsupportedFeatureException e) {
             closeDictionaries(dictionaries);
             if (level == ValidationLevel.FULL) {
@@ -289,7 +288,7 @@ final class ArrowOracle {
             } else {
                 stats.bridgeUnsupportedDefault++;
             }
-            c.check("ArrowJavaImport threw but left its input live", !array.isLive());
+            c.check("ArrowJava threw but left its input live", !array.isLive());
             return new Bridge(null, e);
         } catch (ValidationException e) {
             closeDictionaries(dictionaries);
@@ -297,7 +296,7 @@ final class ArrowOracle {
                 throw c.fail(FuzzOracle.Kind.BRIDGE, level, "the Arrow Java bridge refused an input FULL accepted", e);
             }
             stats.bridgeRefusedDefault++;
-            c.check("ArrowJavaImport threw but left its input live", !array.isLive());
+            c.check("ArrowJava threw but left its input live", !array.isLive());
             return new Bridge(null, e);
         } catch (RuntimeException | Error e) {
             closeDictionaries(dictionaries);
@@ -329,7 +328,7 @@ final class ArrowOracle {
     }
 
     /**
-     * The values of {@code vector} exported by {@code ArrowExport.exportVector} with its own field and imported
+     * The values of {@code vector} exported by {@code ArrowJava.exportVector} with its own field and imported
      * back at FULL through the bridge; {@code null} where the export refuses typed as unsupported (counted).
      */
     private List<String> exportedBack(FieldVector vector, DictionaryProvider dictionaries, Check c) {
@@ -337,22 +336,22 @@ final class ArrowOracle {
             MemorySegment outArray = arena.allocate(ArrowArray.layout());
             MemorySegment outSchema = arena.allocate(org.devicebridge.generated.arrow.ArrowSchema.layout());
             try {
-                ArrowExport.exportVector(vector, dictionaries, outArray, outSchema);
+                ArrowJava.exportVector(vector, dictionaries, outArray, outSchema);
             } catch (UnsupportedFeatureException e) {
                 stats.exportUnsupported++;
                 return null;
             } catch (RuntimeException | Error e) {
                 throw c.fail(FuzzOracle.Kind.BRIDGE, ValidationLevel.FULL,
-                        "ArrowExport.exportVector refused what the bridge loaded at FULL", e);
+                        "ArrowJava.exportVector refused what the bridge loaded at FULL", e);
             }
             DictionaryProvider.MapDictionaryProvider backDictionaries = new DictionaryProvider.MapDictionaryProvider();
             try (ImportedSchema schema = ArrowImport.importSchema(outSchema);
-                 FieldVector back = ArrowJavaImport.importFieldVector(allocator,
+                 FieldVector back = ArrowJava.importFieldVector(allocator,
                          ArrowImport.importArray(schema, outArray, ValidationLevel.FULL), backDictionaries)) {
                 return ArrowJavaValues.of(back, backDictionaries);
             } catch (RuntimeException | Error e) {
                 throw c.fail(FuzzOracle.Kind.BRIDGE, ValidationLevel.FULL,
-                        "what ArrowExport.exportVector wrote failed to import back at FULL", e);
+                        "what ArrowJava.exportVector wrote failed to import back at FULL", e);
             } finally {
                 closeDictionaries(backDictionaries);
             }

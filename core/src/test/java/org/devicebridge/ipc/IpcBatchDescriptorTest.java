@@ -42,8 +42,7 @@ import org.devicebridge.arrow.cuda.CudaArrowRoundTripTest;
 import org.devicebridge.foreign.CudaStructs;
 import org.devicebridge.ipc.IpcBatchDescriptor.BufferRef;
 import org.devicebridge.ipc.IpcBatchDescriptor.Node;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
@@ -255,11 +254,11 @@ class IpcBatchDescriptorTest {
         try (VectorSchemaRoot root = new VectorSchemaRoot(vectors); Arena arena = Arena.ofConfined()) {
             root.setRowCount(rows);
             SchemaNode schema;
-            try (ExportedSchema es = ArrowExport.exportSchema(root.getSchema());
+            try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema());
                  ImportedSchema is = ArrowImport.importSchema(es.segment())) {
                 schema = is.root();
             }
-            try (ExportedArray ea = ArrowExport.exportRoot(root);
+            try (ExportedArray ea = ArrowJava.exportRoot(root);
                  ImportedArray host = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 List<Long> bases = new ArrayList<>();
                 Node described = describe(host.root(), bases);
@@ -267,7 +266,7 @@ class IpcBatchDescriptorTest {
                         IpcSchemas.serialize(schema), bases.stream().map(b -> handle(b.intValue())).toList(), described,
                         null).toJson());
                 SchemaNode type = IpcSchemas.deserialize(d.schema());
-                assertEquals(ArrowJavaImport.toField(schema), ArrowJavaImport.toField(type), "the schema message");
+                assertEquals(ArrowJava.toField(schema), ArrowJava.toField(type), "the schema message");
                 long[] sizes = new long[bases.size()];
                 Arrays.fill(sizes, Long.MAX_VALUE);
                 IpcBatchImport.checkInside(d.array(), sizes, "array");
@@ -276,7 +275,7 @@ class IpcBatchDescriptorTest {
                         struct, freed::incrementAndGet);
                 MemorySegment array = struct.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());
                 ImportedArray again = ArrowImport.importArray(type, array, ValidationLevel.FULL);
-                try (VectorSchemaRoot back = ArrowJavaImport.importVectorSchemaRoot(allocator, again, null)) {
+                try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator, again, null)) {
                     assertEquals(rows, back.getRowCount());
                     for (int i = 0; i < vectors.size(); i++) { // compared as the CUDA round trip compares them
                         FieldVector o = vectors.get(i);

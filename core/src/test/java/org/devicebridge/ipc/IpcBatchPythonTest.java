@@ -54,7 +54,7 @@ import org.devicebridge.arrow.cuda.CudaArrowUpload;
 import org.devicebridge.foreign.CudaStructs;
 import org.devicebridge.ipc.IpcBatchDescriptor.BufferRef;
 import org.devicebridge.ipc.IpcBatchDescriptor.Node;
-import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaCopies;
@@ -204,7 +204,7 @@ class IpcBatchPythonTest {
 
     /** The schema of {@code root} as the library imports it. */
     private static SchemaNode schemaOf(VectorSchemaRoot root) {
-        try (ExportedSchema es = ArrowExport.exportSchema(root.getSchema());
+        try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema());
              ImportedSchema is = ArrowImport.importSchema(es.segment())) {
             return is.root();
         }
@@ -216,7 +216,7 @@ class IpcBatchPythonTest {
      */
     private static CudaArrowBatch inMemAlloc(VectorSchemaRoot root, CudaStream stream, HostDeviceTransfer transfer) {
         SchemaNode schema = schemaOf(root);
-        try (ExportedArray ea = ArrowExport.exportRoot(root);
+        try (ExportedArray ea = ArrowJava.exportRoot(root);
              ImportedArray host = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT);
              Arena arena = Arena.ofConfined()) {
             List<MemorySegment> sources = new ArrayList<>();

@@ -2,7 +2,7 @@ package org.devicebridge.ipc;
 
 import org.apache.arrow.vector.types.pojo.Field;
 import org.devicebridge.arrow.SchemaNode;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 
 /**
  * The driver-free half of {@link IpcBatchImport#open} for tests outside this package (the IPC fuzzer): what
@@ -28,6 +28,6 @@ public final class IpcParsing {
 
     /** {@return {@code root} as an Arrow Java field, for comparing two types} */
     public static Field field(SchemaNode root) {
-        return ArrowJavaImport.toField(root);
+        return ArrowJava.toField(root);
     }
 }

@@ -145,6 +145,77 @@ class PackageLayoutTest {
         assertEquals(List.of(), tensorSide);
     }
 
+    /** A reference to a class of this library, by package: an import, a static import or a qualified name in code. */
+    private static final Pattern QUALIFIED = Pattern.compile("\\borg\\.devicebridge((?:\\.[a-z]\\w*)*)\\.[A-Z]");
+
+    /** Every main package (as "org.devicebridge[.sub]") with the library packages its code refers to. */
+    private static java.util.Map<String, Set<String>> packageGraph() throws IOException {
+        java.util.Map<String, Set<String>> graph = new java.util.TreeMap<>();
+        try (Stream<Path> files = Files.walk(MAIN)) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".java")).sorted().toList()) {
+                String pkg = ("org.devicebridge." + MAIN.relativize(f.getParent()).toString().replace('\\', '/')
+                        .replace('/', '.')).replaceAll("\\.$", "");
+                // comments name classes for the reader (a {@link} is no dependency); the code is what links
+                String code = Files.readString(f).replaceAll("(?s)/\\*.*?\\*/", "").replaceAll("//[^\\n]*", "");
+                Set<String> out = graph.computeIfAbsent(pkg, k -> new TreeSet<>());
+                Matcher m = QUALIFIED.matcher(code);
+                while (m.find()) {
+                    String target = "org.devicebridge" + m.group(1);
+                    if (!target.equals(pkg) && !target.startsWith("org.devicebridge.generated")) {
+                        out.add(target);
+                    }
+                }
+            }
+        }
+        return graph;
+    }
+
+    @Test
+    void noTwoMainPackagesDependOnEachOtherEvenThroughOthers() throws IOException {
+        // DESIGN 9: dependencies point down; a cycle (a package lending its private methods to one above it
+        // through a plumbing package, say) is a back door. Tarjan's strongly connected components of the graph
+        java.util.Map<String, Set<String>> graph = packageGraph();
+        assertTrue(graph.size() >= 10 && graph.get("org.devicebridge.arrow.cuda").contains("org.devicebridge.arrow"),
+                "the package graph was read: " + graph);
+        List<Set<String>> cycles = new ArrayList<>();
+        java.util.Map<String, Integer> index = new java.util.HashMap<>();
+        java.util.Map<String, Integer> low = new java.util.HashMap<>();
+        java.util.Deque<String> stack = new java.util.ArrayDeque<>();
+        for (String start : graph.keySet()) {
+            if (!index.containsKey(start)) {
+                strongConnect(start, graph, index, low, stack, cycles);
+            }
+        }
+        assertEquals(List.of(), cycles, "package cycles among main code");
+    }
+
+    private static void strongConnect(String v, java.util.Map<String, Set<String>> graph,
+                                      java.util.Map<String, Integer> index, java.util.Map<String, Integer> low,
+                                      java.util.Deque<String> stack, List<Set<String>> cycles) {
+        index.put(v, index.size());
+        low.put(v, index.get(v));
+        stack.push(v);
+        for (String w : graph.getOrDefault(v, Set.of())) {
+            if (!index.containsKey(w)) {
+                strongConnect(w, graph, index, low, stack, cycles);
+                low.put(v, Math.min(low.get(v), low.get(w)));
+            } else if (stack.contains(w)) {
+                low.put(v, Math.min(low.get(v), index.get(w)));
+            }
+        }
+        if (low.get(v).equals(index.get(v))) {
+            Set<String> component = new TreeSet<>();
+            String w;
+            do {
+                w = stack.pop();
+                component.add(w);
+            } while (!w.equals(v));
+            if (component.size() > 1) {
+                cycles.add(component);
+            }
+        }
+    }
+
     @Test
     void theModuleExportsThePublicPackagesOnly() throws IOException {
         String descriptor = Files.readString(Path.of("src/main/jpms/module-info.java"));
@@ -174,9 +245,9 @@ class PackageLayoutTest {
 
     /** Files over the limit for now, by path under org/devicebridge, each with why. */
     private static final Set<String> OVER_LIMIT_FOR_NOW = Set.of(
-            // not split yet (issue 29 item 3): the public export facade, almost all Javadoc of public methods; it
+            // not split yet (issue 29 item 3): the Arrow Java facade (export and import), almost all Javadoc of public methods; it
             // shrinks when the 1.0 surface (issue 29 item 1) moves its jobs, not by moving private helpers out
-            "arrow/java/ArrowExport.java");
+            "arrow/java/ArrowJava.java");
 
     @Test
     void noMainFileIsOver400Lines() throws IOException {
@@ -201,7 +272,8 @@ class PackageLayoutTest {
      */
     private static final Set<String> OVER_FIVE_PARAMETERS_FOR_NOW = Set.of(
             // the Arrow C Data package: its import and validation are rebuilt by the 1.0 surface (issue 29 item 1)
-            "org.devicebridge.arrow.ArrayReader.read", "org.devicebridge.arrow.ArrayTable.setNode",
+            "org.devicebridge.arrow.ArrayReader.read", "org.devicebridge.arrow.ArrayReader.readGeneral",
+            "org.devicebridge.arrow.ArrayTable.setNode",
             "org.devicebridge.arrow.ArrowImport.importDeviceArray", "org.devicebridge.arrow.BufferSizer.sizeAndCheckContents",
             "org.devicebridge.arrow.ContentChecks.checkDictionaryIndices", "org.devicebridge.arrow.ContentChecks.checkListViews",
             "org.devicebridge.arrow.ContentChecks.checkNullCount", "org.devicebridge.arrow.ContentChecks.checkUnion",
@@ -291,7 +363,7 @@ class PackageLayoutTest {
      * The most public types (top-level and nested, counted where every enclosing type is public too) the exported
      * packages may hold together. Lower it when a type goes; raising it needs a reason in the API review.
      */
-    private static final int PUBLIC_TYPE_CEILING = 106; // + WorkerChannel, its PeerException and Reason (issue 31)
+    private static final int PUBLIC_TYPE_CEILING = 105;
 
     @Test
     void theExportedPackagesHoldAtMostTheCeilingOfPublicTypes() throws Exception {

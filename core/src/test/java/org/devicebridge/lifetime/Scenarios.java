@@ -27,7 +27,7 @@ import org.devicebridge.HandleBusyException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.NativeHandle.State;
 import org.devicebridge.arrow.ImportedArray;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.DLPackArrow;
 import org.devicebridge.dlpack.ImportedTensor;
 import org.devicebridge.internal.HandleTracker;
@@ -314,11 +314,11 @@ final class Scenarios {
 
     /** The public hand-overs that consume a handle which hands out segments, each into an Arrow Java vector. */
     enum HandOver {
-        /** {@link ArrowJavaImport#importFieldVector}: the {@link ImportedArray} becomes CONSUMED. */
+        /** {@link ArrowJava#importFieldVector}: the {@link ImportedArray} becomes CONSUMED. */
         ARROW_JAVA_IMPORT {
             @Override
             FieldVector apply(NativeHandle h, BufferAllocator allocator) {
-                return ArrowJavaImport.importFieldVector(allocator, (ImportedArray) h, null);
+                return ArrowJava.importFieldVector(allocator, (ImportedArray) h, null);
             }
         },
         /** {@link DLPackArrow#importVector}: the {@link ImportedTensor} becomes CONSUMED. */

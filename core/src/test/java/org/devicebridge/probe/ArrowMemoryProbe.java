@@ -9,11 +9,9 @@ import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrowImport;
-import org.devicebridge.arrow.ArrowStructs;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.arrow.java.ArrowMemoryException;
 
@@ -82,11 +80,11 @@ public final class ArrowMemoryProbe {
             VectorSchemaRoot table = VectorSchemaRoot.of(ids, names);
             long live = ArrowMemory.liveBytes();
             try (Arena structs = Arena.ofConfined()) {
-                MemorySegment schema = ArrowStructs.allocateSchema(structs);
-                MemorySegment array = ArrowStructs.allocateArray(structs);
-                ArrowExport.exportRoot(table, array, schema);
+                MemorySegment schema = ArrowImport.allocateSchema(structs);
+                MemorySegment array = ArrowImport.allocateArray(structs);
+                ArrowJava.exportRoot(table, array, schema);
                 try (ImportedSchema s = ArrowImport.importSchema(schema);
-                     VectorSchemaRoot back = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                     VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
                              ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
                     if (!table.contentToTSVString().equals(back.contentToTSVString())) {
                         System.out.println("RESULT mismatch");

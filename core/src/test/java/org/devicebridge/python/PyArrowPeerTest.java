@@ -30,8 +30,7 @@ import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.devicebridge.internal.HandleTracker;
@@ -54,7 +53,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  *       with the source, then exports it again for Java to read and compare; each Java export is released
  *       exactly once;</li>
  *   <li>{@code pyarrow->ArrowJava->(view|pyarrow)}: the Arrow Java bridge where Arrow Java can hold the
- *       type: the view is imported into a {@code VectorSchemaRoot}, exported back with {@code ArrowExport},
+ *       type: the view is imported into a {@code VectorSchemaRoot}, exported back with {@code ArrowJava},
  *       and read both by Java's view (values compared in Java) and by pyarrow (compared in Python). A type
  *       the bridge refuses with the typed {@link UnsupportedFeatureException} is reported, not failed.</li>
  * </ol>
@@ -357,29 +356,29 @@ class PyArrowPeerTest {
         DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
         try (BufferAllocator allocator = new RootAllocator()) {
             try (View view = View.of(src)) {
-                ArrowJavaImport.toField(view.schema().root()); // a typed refusal is reported, not failed
+                ArrowJava.toField(view.schema().root()); // a typed refusal is reported, not failed
                 long rows = view.array().root().length();
-                try (VectorSchemaRoot root = ArrowJavaImport.importVectorSchemaRoot(allocator, view.array(), dictionaries)) {
+                try (VectorSchemaRoot root = ArrowJava.importVectorSchemaRoot(allocator, view.array(), dictionaries)) {
                     if (root.getRowCount() != rows) {
                         problems.add("Arrow Java holds " + root.getRowCount() + " rows");
                     }
                     try (Arena arena = Arena.ofConfined()) {
                         MemorySegment cs = arena.allocate(ArrowSchema.layout());
                         MemorySegment ca = arena.allocate(ArrowArray.layout());
-                        ArrowExport.exportRoot(root, dictionaries, ca, cs);
+                        ArrowJava.exportRoot(root, dictionaries, ca, cs);
                         try (View back = View.of(cs, ca)) {
                             String p = compare(back, expectedValues, expectedSchema);
                             if (!p.isEmpty()) {
-                                problems.add("Java view of ArrowExport: " + p);
+                                problems.add("Java view of ArrowJava: " + p);
                             }
                         }
                     }
                     try (PyObjectRef obj = PythonExport.builder().arrowArray((requested, schemaOut, arrayOut) ->
-                            ArrowExport.exportRoot(root, dictionaries, arrayOut, schemaOut)).build()) {
+                            ArrowJava.exportRoot(root, dictionaries, arrayOut, schemaOut)).build()) {
                         python.set(ns, "obj", obj);
                         String p = text("peer_check(peer_import(obj), src)");
                         if (!p.isEmpty()) {
-                            problems.add((p.startsWith("NOTE: ") ? "" : "pyarrow on ArrowExport: ") + p);
+                            problems.add((p.startsWith("NOTE: ") ? "" : "pyarrow on ArrowJava: ") + p);
                         }
                     } finally {
                         python.exec("obj = None\ngc.collect()", ns);

@@ -12,12 +12,12 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowStructs;
+import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.AsyncDeviceStreamConsumer;
 import org.devicebridge.arrow.AsyncDeviceStreamExport;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
 
 public class AsyncStreams {
@@ -37,8 +37,8 @@ public class AsyncStreams {
             VectorSchemaRoot b = VectorSchemaRoot.of(second);
 
             // Any ArrowDeviceArrayStream is a source: here two Arrow Java batches.
-            MemorySegment stream = ArrowStructs.allocateDeviceArrayStream(structs);
-            ArrowExport.exportDeviceStream(a.getSchema(), List.of(a, b).iterator(), null, stream);
+            MemorySegment stream = ArrowImport.allocateDeviceArrayStream(structs);
+            ArrowJava.exportDeviceStream(a.getSchema(), List.of(a, b).iterator(), null, stream);
 
             // The consumer: a handler the library implements, at most 2 batches requested ahead.
             try (AsyncDeviceStreamConsumer consumer = AsyncDeviceStreamConsumer.open(2, ValidationLevel.FULL)) {

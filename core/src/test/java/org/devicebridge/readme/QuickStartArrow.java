@@ -8,12 +8,10 @@ import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowImport;
-import org.devicebridge.arrow.ArrowStructs;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
 
 public class QuickStartArrow {
@@ -27,22 +25,20 @@ public class QuickStartArrow {
             ids.setNull(2);
             ids.setValueCount(3);
             VectorSchemaRoot table = VectorSchemaRoot.of(ids);
-            MemorySegment schema = ArrowStructs.allocateSchema(structs);
-            MemorySegment array = ArrowStructs.allocateArray(structs);
+            MemorySegment schema = ArrowImport.allocateSchema(structs);
+            MemorySegment array = ArrowImport.allocateArray(structs);
 
             // Export (zero-copy), then import: the handles own the structs, close() releases them.
-            ArrowExport.exportRoot(table, array, schema);
+            ArrowJava.exportRoot(table, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
                  ImportedArray batch = ArrowImport.importArray(s, array, ValidationLevel.FULL)) {
                 ArrayNode id = batch.root().children().get(0);
                 System.out.println("id[1] = " + id.buffer(1).getAtIndex(ValueLayout.JAVA_LONG, id.offset() + 1));
             }
 
-            // Or into Arrow Java, zero-copy: released with the last Arrow buffer.
-            ArrowExport.exportRoot(table, array, schema);
-            try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 VectorSchemaRoot back = ArrowJavaImport.importVectorSchemaRoot(allocator,
-                         ArrowImport.importArray(s, array, ValidationLevel.DEFAULT), null)) {
+            // Or into Arrow Java in one call, zero-copy: released with the last Arrow buffer.
+            ArrowJava.exportRoot(table, array, schema);
+            try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator, array, schema, null)) {
                 System.out.print(back.contentToTSVString());
             }
         }

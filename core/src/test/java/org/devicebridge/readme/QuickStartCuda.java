@@ -5,7 +5,7 @@ import java.lang.foreign.MemorySegment;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.devicebridge.arrow.ArrowStructs;
+import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.arrow.cuda.CudaArrowDownload;
@@ -33,7 +33,7 @@ public class QuickStartCuda {
                  CudaArrowBatch onGpu = CudaArrowUpload.upload(table, transfer, stream);
                  Arena structs = Arena.ofConfined()) {
                 // Export as a CUDA ArrowDeviceArray (zero-copy, sync event on `stream`).
-                MemorySegment deviceArray = ArrowStructs.allocateDeviceArray(structs);
+                MemorySegment deviceArray = ArrowImport.allocateDeviceArray(structs);
                 CudaArrowExport.exportDeviceArray(onGpu, stream, deviceArray);
 
                 // A consumer (cuDF...) takes it; here devicebridge imports it and downloads it.

@@ -14,8 +14,7 @@ import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.junit.jupiter.api.Test;
@@ -31,10 +30,10 @@ class ArrowSelfCheckTest {
                 try (VectorSchemaRoot one = VectorSchemaRoot.of(v); Arena arena = Arena.ofConfined()) {
                     MemorySegment schema = ArrowSchema.allocate(arena);
                     MemorySegment array = ArrowArray.allocate(arena);
-                    ArrowExport.exportRoot(one, array, schema);
+                    ArrowJava.exportRoot(one, array, schema);
                     try (ImportedSchema s = ArrowImport.importSchema(schema)) {
                         ImportedArray a = ArrowImport.importArray(s, array, ValidationLevel.FULL);
-                        try (VectorSchemaRoot back = ArrowJavaImport.importVectorSchemaRoot(allocator, a, null)) {
+                        try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator, a, null)) {
                             if (!back.equals(one)) {
                                 failures.add(v.getName() + ": values differ");
                             }

@@ -48,17 +48,6 @@ public final class CudaArrowBatch extends NativeHandle {
         this.deviceType = deviceType;
         this.memory = List.copyOf(memory);
         this.imported = imported;
-        org.devicebridge.foreign.Access.arrow().bind(root, new org.devicebridge.foreign.SegmentSource() {
-            @Override
-            public java.lang.foreign.MemorySegment segment(long address, long byteSize) {
-                return CudaArrowBatch.this.segment(address, byteSize);
-            }
-
-            @Override
-            public void ensureLive() {
-                CudaArrowBatch.this.ensureLive();
-            }
-        });
     }
 
     static String describe(String what, ArrayNode root, int device) {

@@ -22,13 +22,11 @@ import org.devicebridge.arrow.ArrowDataType.TypeId;
 import org.devicebridge.arrow.DeviceCopier;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.foreign.Access;
-import org.devicebridge.foreign.ArrowAccess;
 import org.devicebridge.internal.FieldPath;
 
 /**
@@ -39,8 +37,6 @@ import org.devicebridge.internal.FieldPath;
  * Stateless; thread-safe as far as its arguments are (a transfer serialises its batches).
  */
 public final class CudaArrowDownload {
-    private static final ArrowAccess ARROW = Access.arrow();
-
     private CudaArrowDownload() {}
 
     /**
@@ -106,7 +102,7 @@ public final class CudaArrowDownload {
                 public void copy(CopyPlan.Pieces pieces, MemorySegment block, Runnable whileRestArrives) {
                     copier.copy(pieces, block, whileRestArrives);
                 }
-            }, host -> ArrowJavaImport.importVectorSchemaRoot(allocator, host, dictionaries)); // releases host on a throw
+            }, host -> ArrowJava.importVectorSchemaRoot(allocator, host, dictionaries)); // releases host on a throw
         }
     }
 
@@ -169,7 +165,7 @@ public final class CudaArrowDownload {
      * {@code copier} into one {@link DownloadedBuffers} block; for an imported batch its struct read again at
      * DEFAULT with those copies as the contents, for a batch built here ({@code imported} null: an upload,
      * which validated its source at DEFAULT and knows every size) the view as it is; then that view moved to
-     * the copies ({@link ArrowAccess#hostView}) and given to {@code consume}.
+     * the copies ({@link ImportedArray#ofHostCopies}) and given to {@code consume}.
      *
      * <p>The buffers that no check at DEFAULT reads and Arrow Java's import only wraps ({@link #onlyWrapped})
      * are copied last, and, into page-locked memory, the checks and {@code consume} run while they may still
@@ -189,7 +185,7 @@ public final class CudaArrowDownload {
         if (!lengthsKnown && imported == null) {
             throw new UnsupportedFeatureException("", "expected known buffer lengths in a batch built here");
         }
-        ArrayNode sized = lengthsKnown ? root : ARROW.reread(imported, ValidationLevel.DEFAULT, sizing);
+        ArrayNode sized = lengthsKnown ? root : imported.view(ValidationLevel.DEFAULT, sizing);
         List<ArrayNode> nodes = Nodes.collect(sized);
         Set<ArrayNode> runEnds = new HashSet<>();
         for (ArrayNode node : nodes) {
@@ -233,8 +229,8 @@ public final class CudaArrowDownload {
                     // The offsets the copies hold may differ from those that sized the download (the producer
                     // may write device memory meanwhile): the view Arrow Java gets is validated from the copies.
                     ArrayNode validated = imported == null ? sized
-                            : ARROW.reread(imported, ValidationLevel.DEFAULT, copies);
-                    result.add(consume.apply(ARROW.hostView(validated, ValidationLevel.DEFAULT, copies, copies::free)));
+                            : imported.view(ValidationLevel.DEFAULT, copies);
+                    result.add(consume.apply(ImportedArray.ofHostCopies(validated, ValidationLevel.DEFAULT, copies, copies::free)));
                 });
             } finally {
                 copies.arrived();
@@ -260,8 +256,8 @@ public final class CudaArrowDownload {
     record Source(ArrayNode root, ImportedArray imported, DeviceCopier sizing) {}
 
     /**
-     * {@code true} for buffer {@code i} of {@code node} if no check at DEFAULT reads it ({@link ArrowAccess#hostView})
-     * and Arrow Java's import ({@link ArrowJavaImport}) only wraps it, whatever the node's offset: the values of
+     * {@code true} for buffer {@code i} of {@code node} if no check at DEFAULT reads it ({@link ImportedArray#ofHostCopies})
+     * and Arrow Java's import ({@link ArrowJava}) only wraps it, whatever the node's offset: the values of
      * fixed-width types (not decimal32 and decimal64, which the import widens; not dictionary indices, which it
      * checks; not run ends, which the caller excludes) and of fixed-size binaries, the data of strings and
      * binaries. Never a bitmap, offsets, views, type ids or sizes. A download may still be copying these

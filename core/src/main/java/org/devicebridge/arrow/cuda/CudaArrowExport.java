@@ -16,13 +16,12 @@ import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
-import org.devicebridge.foreign.CudaStructs;
 import org.devicebridge.foreign.OutStructs;
 import org.devicebridge.foreign.StreamExport;
 import org.devicebridge.generated.arrow.ArrowArray;
@@ -91,7 +90,7 @@ public final class CudaArrowExport {
             slot.set(ValueLayout.JAVA_LONG, 0, event.address());
             CudaEvent ev = event;
             MemorySegment sl = slot;
-            CudaStructs.write(root, Nodes::address, out.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof()),
+            Nodes.write(root, Nodes::address, out.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof()),
                     () -> freeExport(refs, ev, sl));
         } catch (RuntimeException | Error e) {
             freeExport(refs, event, slot);
@@ -115,7 +114,7 @@ public final class CudaArrowExport {
      * fields are zero. Each buffer that holds bytes is checked with the driver's pointer attributes
      * ({@code cuPointerGetAttributes}, asked each time: {@code CU_MEMORYTYPE_HOST}), including the narrowed copy an export
      * makes of decimal32/decimal64 values (made from the vector's allocator); ordinary host memory is refused.
-     * The export holds a reference to every buffer, as {@link ArrowExport#exportDeviceArray} does, and the
+     * The export holds a reference to every buffer, as {@link ArrowJava#exportDeviceArray} does, and the
      * consumer's {@code release} (any thread, once) drops them.
      *
      * <p>Ownership: after a return the consumer owns the struct; the caller still owns {@code root} (closing
@@ -127,8 +126,8 @@ public final class CudaArrowExport {
      * @param outDeviceArray an {@code ArrowDeviceArray} (a zero-length segment is taken to point at a whole one)
      * @throws CudaUnavailableException without a CUDA driver
      * @throws ValidationException ({@code DEVICE}) naming the first buffer that is not pinned host memory, or
-     *         as {@link ArrowExport#exportDeviceArray} for a batch that cannot be exported
-     * @throws org.devicebridge.UnsupportedFeatureException as {@link ArrowExport#exportDeviceArray}
+     *         as {@link ArrowJava#exportDeviceArray} for a batch that cannot be exported
+     * @throws org.devicebridge.UnsupportedFeatureException as {@link ArrowJava#exportDeviceArray}
      */
     public static void exportPinnedHost(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment outDeviceArray) {
         Cuda.require();
@@ -136,7 +135,7 @@ public final class CudaArrowExport {
         MemorySegment out = OutStructs.sized(outDeviceArray, ArrowDeviceArray.sizeof(), "outDeviceArray");
         MemorySegment staged = Native.calloc(ArrowDeviceArray.sizeof());
         try {
-            ArrowExport.exportDeviceArray(root, provider, staged);
+            ArrowJava.exportDeviceArray(root, provider, staged);
             int device;
             try {
                 device = PinnedCheck.requirePinned(root, provider, staged.asSlice(ArrowDeviceArray.array$offset(),
@@ -207,7 +206,7 @@ public final class CudaArrowExport {
                                DeviceKind deviceType) implements StreamExport.Source {
         @Override
         public void exportSchema(MemorySegment out) {
-            ArrowExport.exportSchema(schema, out);
+            ArrowJava.exportSchema(schema, out);
         }
 
         @Override

@@ -22,7 +22,7 @@ import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaException;
 import org.devicebridge.cuda.CudaStream;
@@ -203,7 +203,7 @@ public final class CudaArrowUpload {
      */
     private record Inputs(ExportedArray export, ImportedArray host) implements AutoCloseable {
         static Inputs of(VectorSchemaRoot root, DictionaryProvider provider, SchemaNode schema) {
-            ExportedArray ea = ArrowExport.exportRoot(root, provider);
+            ExportedArray ea = ArrowJava.exportRoot(root, provider);
             try {
                 return new Inputs(ea, ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT));
             } catch (RuntimeException | Error e) {
@@ -274,7 +274,7 @@ public final class CudaArrowUpload {
             return last.node();
         }
         SchemaNode node;
-        try (ExportedSchema es = ArrowExport.exportSchema(schema, provider);
+        try (ExportedSchema es = ArrowJava.exportSchema(schema, provider);
              ImportedSchema is = ArrowImport.importSchema(es.segment())) {
             node = is.root();
         }

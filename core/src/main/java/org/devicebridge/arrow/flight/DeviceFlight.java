@@ -37,7 +37,7 @@ import org.devicebridge.cuda.CudaUnavailableException;
  * from the peer) pass through unchanged.
  *
  * <p>Without {@code flight-core} (or Arrow Java) every entry point throws
- * {@link org.devicebridge.arrow.java.ArrowJavaUnavailableException} naming the missing jar, on every call: this
+ * {@link org.devicebridge.ArrowJavaUnavailableException} naming the missing jar, on every call: this
  * class names Flight's types only in its signatures, and the bodies that link against them are loaded after
  * the check.
  */

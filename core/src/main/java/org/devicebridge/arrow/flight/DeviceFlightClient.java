@@ -31,7 +31,7 @@ import org.devicebridge.cuda.CudaUnavailableException;
  * object). Thread-safe as the client is: concurrent calls are separate Flight calls.
  *
  * <p>Without {@code flight-core} (or Arrow Java) {@link #of} throws
- * {@link org.devicebridge.arrow.java.ArrowJavaUnavailableException} naming the missing jar, on every call: this
+ * {@link org.devicebridge.ArrowJavaUnavailableException} naming the missing jar, on every call: this
  * class names Flight's types only in its signatures, and the calls that link against them are loaded after
  * the check.
  */

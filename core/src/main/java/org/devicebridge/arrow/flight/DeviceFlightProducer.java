@@ -48,7 +48,7 @@ import org.devicebridge.cuda.CudaEvent;
  * <p>Needs {@code flight-core} to load at all: this class extends Flight's {@code NoOpFlightProducer}, so
  * without Flight on the class or module path the JVM throws {@code NoClassDefFoundError} where it is first
  * named, before any check of this library can run (the other classes of this package throw
- * {@link org.devicebridge.arrow.java.ArrowJavaUnavailableException} instead). A server that hands this
+ * {@link org.devicebridge.ArrowJavaUnavailableException} instead). A server that hands this
  * producer to a {@code FlightServer} has Flight anyway.
  */
 public final class DeviceFlightProducer extends NoOpFlightProducer implements AutoCloseable {

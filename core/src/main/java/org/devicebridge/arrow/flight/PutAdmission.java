@@ -27,7 +27,7 @@ import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJava;
 
 /**
  * What a {@code DoPut} to a producer may do, under {@link PutOptions}: the policy is asked before the first
@@ -251,13 +251,13 @@ final class PutAdmission {
         private final ImportedSchema schema;
 
         FullCheck(Schema schema) {
-            try (ExportedSchema exported = ArrowExport.exportSchema(schema)) {
+            try (ExportedSchema exported = ArrowJava.exportSchema(schema)) {
                 this.schema = ArrowImport.importSchema(exported.segment());
             }
         }
 
         void check(VectorSchemaRoot root) {
-            try (ExportedArray exported = ArrowExport.exportRoot(root);
+            try (ExportedArray exported = ArrowJava.exportRoot(root);
                  ImportedArray checked = ArrowImport.importArray(schema, exported.segment(), ValidationLevel.FULL)) {
                 // the import is the check; the handles release the structs (the root keeps its buffers)
             }

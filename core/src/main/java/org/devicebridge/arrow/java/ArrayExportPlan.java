@@ -24,8 +24,6 @@ final class ArrayExportPlan extends ExportPlan {
     /** Buffers this export made (narrowed decimals, zero-padded views): the plan's reference, dropped when the export ends. */
     ArrowBuf[] made = new ArrowBuf[4];
     int madeTotal;
-    /** Null counts left -1 (unknown) where a bitmap holds them, for a caller that counts them later. */
-    boolean nullCountsUnknown;
     private static final int MAX_KEPT_IMAGE = 1 << 16;
     /** The block as {@link ExportBlock} composes it before copying it out. */
     private long[] image = new long[256];
@@ -59,7 +57,6 @@ final class ArrayExportPlan extends ExportPlan {
         Arrays.fill(retained, 0, retainedTotal, null);
         Arrays.fill(made, 0, madeTotal, null);
         madeTotal = 0;
-        nullCountsUnknown = false;
         bufferTotal = 0;
         variadicTotal = 0;
         retainedTotal = 0;

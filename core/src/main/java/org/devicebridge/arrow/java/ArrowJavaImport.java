@@ -18,52 +18,12 @@ import org.devicebridge.arrow.ArrowDataType.TypeId;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.foreign.Access;
-import org.devicebridge.foreign.ArrowAccess;
 
 /**
- * Zero-copy import of validated arrays into Arrow Java ({@code arrow-vector}, an optional dependency).
- *
- * <p>Every Arrow buffer points at the producer's memory: all buffers of one import are slices of one
- * allocation made with {@link BufferAllocator#wrapForeignAllocation} (as the buffers of a vector Arrow Java
- * allocates itself share one), and the C struct is released exactly once, when the last of them is
- * released (closing the returned vectors and every vector the data was transferred to). The foreign bytes
- * are accounted to the allocator, as one allocation. The Arrow Java fields of a schema without
- * dictionaries are made once per thread and reused by the next import of that schema, or of an equal one.
- *
- * <p>Offsets: Arrow Java has no offset, so non-zero offsets (the array's own and those nested arrays
- * inherit from their parents) are applied here. Fixed-width, view, type-id and list-view buffers are
- * sliced without copying. Copied into {@code allocator} memory are: a validity or boolean bitmap whose first
- * element is not at a multiple of 8 bits (shifted into place), an offsets buffer whose first offset is not 0
- * (rebased to start at 0, while the data buffer is sliced), and decimal32/decimal64 values (widened). Arrow Java also
- * allocates validity buffers itself for nodes with no nulls or only nulls.
- *
- * <p>Where Arrow Java 19 holds a type its own way, the import holds it as Arrow Java's own readers (its IPC
- * reader, arrow-c-data) do, exactly: decimal32 and decimal64 keep their declared type over Arrow Java's 16-byte
- * {@code DecimalVector} (the values are widened into {@code allocator} memory); children of a struct that share
- * a name are all kept; a union directly under a fixed-size list is made whole (Arrow Java's own
- * {@code Field.createVector} cannot). The record batch's schema ({@link #importVectorSchemaRoot}) is the
- * imported schema exactly: names (non-canonical map and list child names included), metadata of every field
- * and of the schema, union type ids; the vectors' own {@code getField()} is Arrow Java's (canonical list and
- * map child names, unique names for union children that share one, minor-type numbers as sparse union ids).
- * The fields are plain Arrow Java {@link Field}s ({@code Schema.toJson()} is the source's). A field whose
- * {@code ARROW:extension:name} is registered in Arrow Java's {@code ExtensionTypeRegistry} comes back as that
- * extension type (and its vector as that extension's vector), as arrow-c-data gives it; an unregistered name keeps
- * the storage type and the metadata. Every buffer is readable to its length ({@code readableBytes()},
- * {@code nioBuffer()}), as Arrow Java's own import makes it.
- *
- * <p>What Arrow Java 19 cannot hold exactly raises {@link UnsupportedFeatureException} naming the field: a
- * sparse union its {@code UnionVector} would read from the wrong child (two children of one minor type, or a
- * struct, list or list-view child not named as its minor type; Arrow Java's own readers load those and then
- * read wrong values), run-end encoded arrays with a non-zero offset, a field whose registered extension type
- * refuses its storage type or metadata. The Arrow Java path needs host memory
- * validated at {@link ValidationLevel#DEFAULT} or {@link ValidationLevel#FULL}. Arrow Java trusts every offset,
- * union type id and offset, run end, dictionary index and view: for an array validated at DEFAULT the import
- * first runs those of FULL's checks (not UTF-8) once, and refuses malformed contents with a
- * {@link org.devicebridge.ValidationException} naming the field, the array released.
+ * The import into Arrow Java behind {@link ArrowJava}'s import methods (see its class comment for what is
+ * copied and what Arrow Java cannot hold).
  */
-public final class ArrowJavaImport {
-    private static final ArrowAccess ARROW = Access.arrow();
+final class ArrowJavaImport {
 
     private ArrowJavaImport() {}
 
@@ -74,9 +34,9 @@ public final class ArrowJavaImport {
      * @param schema the imported field to convert; only read
      * @throws UnsupportedFeatureException if Arrow Java cannot represent a type of the tree exactly
      */
-    public static Field toField(SchemaNode schema) {
+    static Field toField(SchemaNode schema) {
         requireNativeAccess();
-        requireArrowJava("ArrowJavaImport.toField");
+        requireArrowJava("ArrowJava.toField");
         return JavaFields.field(Objects.requireNonNull(schema, "schema"));
     }
 
@@ -96,10 +56,10 @@ public final class ArrowJavaImport {
      * @throws UnsupportedFeatureException see above, or if {@code array} is device memory or was validated
      *         below DEFAULT
      */
-    public static FieldVector importFieldVector(BufferAllocator allocator, ImportedArray array,
+    static FieldVector importFieldVector(BufferAllocator allocator, ImportedArray array,
                                                 DictionaryProvider.MapDictionaryProvider dictionaries) {
         requireNativeAccess();
-        requireArrowJava("ArrowJavaImport.importFieldVector");
+        requireArrowJava("ArrowJava.importFieldVector");
         return importInto(allocator, array, dictionaries, false, ArrowJavaImport::loadVector);
     }
 
@@ -114,10 +74,10 @@ public final class ArrowJavaImport {
      * @param dictionaries receives the dictionaries; may be {@code null} if the schema has none
      * @return the batch, owned by the caller
      */
-    public static VectorSchemaRoot importVectorSchemaRoot(BufferAllocator allocator, ImportedArray array,
+    static VectorSchemaRoot importVectorSchemaRoot(BufferAllocator allocator, ImportedArray array,
                                                           DictionaryProvider.MapDictionaryProvider dictionaries) {
         requireNativeAccess();
-        requireArrowJava("ArrowJavaImport.importVectorSchemaRoot");
+        requireArrowJava("ArrowJava.importVectorSchemaRoot");
         return importInto(allocator, array, dictionaries, true, ArrowJavaImport::loadRoot);
     }
 
@@ -142,7 +102,7 @@ public final class ArrowJavaImport {
             Objects.requireNonNull(allocator, "allocator");
             root = array.root();
             fields = prepare(root, array, dictionaries);
-            ARROW.checkContentsArrowJavaTrusts(array); // what Arrow Java trusts, checked once where the level did not
+            array.checkIndices(); // what Arrow Java trusts, checked once where the level did not
             if (recordBatch) {
                 requireRecordBatch(root);
             }
@@ -150,7 +110,7 @@ public final class ArrowJavaImport {
             array.close();
             throw e;
         }
-        VectorLoader loader = new VectorLoader(allocator, ARROW.transfer(array), dictionaries, fields);
+        VectorLoader loader = new VectorLoader(allocator, array.detach(), dictionaries, fields);
         boolean failed = true;
         try {
             T result = body.load(loader, fields, root);

@@ -59,20 +59,9 @@ final class ExportArrayWriter {
 
     /** Exports {@code root} as a struct array (the record batch) into {@code out}. */
     static void exportRoot(VectorSchemaRoot batch, DictionaryProvider provider, MemorySegment out) {
-        exportRoot(batch, provider, out, false);
-    }
-
-    /**
-     * As {@link #exportRoot(VectorSchemaRoot, DictionaryProvider, MemorySegment)}; with {@code nullCountsUnknown}
-     * every null count its validity bitmap holds is written as -1 (unknown, which the C Data Interface allows),
-     * for a caller that counts them itself while other work runs.
-     */
-    static void exportRoot(VectorSchemaRoot batch, DictionaryProvider provider, MemorySegment out,
-                           boolean nullCountsUnknown) {
         ArrayExportPlan p = ArrayExportPlan.take();
         try {
             p.reserveRoot();
-            p.nullCountsUnknown = nullCountsUnknown;
             int rows = batch.getRowCount();
             List<Field> fields = batch.getSchema().getFields(); // the schema exported with it: as many as vectors
             int n = fields.size();

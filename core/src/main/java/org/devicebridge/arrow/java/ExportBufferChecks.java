@@ -29,8 +29,7 @@ final class ExportBufferChecks {
 
     /**
      * The nulls of {@code len} elements whose validity bitmap is {@code validity}: its zero bits among the first
-     * {@code len} ({@link Bitmaps#countSet}: a word at a time, on the worker threads for large bitmaps), or -1
-     * (unknown) where {@code p} leaves the counts to its caller; every element where the bitmap is missing or
+     * {@code len} ({@link Bitmaps#countSet}: a word at a time, on the worker threads for large bitmaps); every element where the bitmap is missing or
      * too short, which {@link #validity} then rejects by name.
      */
     static long nullCount(ArrayExportPlan p, ArrowBuf validity, long len) {
@@ -39,9 +38,6 @@ final class ExportBufferChecks {
         }
         if (validity == null || validity.memoryAddress() == 0 || validity.capacity() < ceilDiv8(len)) {
             return len;
-        }
-        if (p.nullCountsUnknown) {
-            return -1;
         }
         return len - Bitmaps.countSet(ExportRuntime.ALL, validity.memoryAddress(), 0, len);
     }

@@ -60,7 +60,7 @@ final class FfmAllocationManager extends AllocationManager {
     /**
      * A root allocator over {@code factory}, at most {@code limit} bytes. Here rather than in {@link ArrowMemory}:
      * passing the built configuration makes the verifier load Arrow's {@code BaseAllocator.Config}, and a public
-     * class whose verification needs Arrow Java could not throw {@link ArrowJavaUnavailableException} first.
+     * class whose verification needs Arrow Java could not throw {@link org.devicebridge.ArrowJavaUnavailableException} first.
      */
     static RootAllocator newRootAllocator(AllocationManager.Factory factory, long limit) {
         return new RootAllocator(RootAllocator.configBuilder().allocationManagerFactory(factory).maxAllocation(limit).build());

@@ -21,7 +21,7 @@ import org.apache.arrow.vector.util.CallBack;
 /**
  * The fields Arrow Java vectors are made from ({@link Field#createVector}), where they must differ from the
  * exact field of the schema for Arrow Java 19 to build the vector at all. The exact field stays the
- * schema's ({@code VectorSchemaRoot.getSchema()}, {@link ArrowJavaImport#toField}); only the vectors are
+ * schema's ({@code VectorSchemaRoot.getSchema()}, {@link ArrowJava#toField}); only the vectors are
  * made from these:
  * <ul>
  *   <li>a struct whose children share a name: Arrow Java's {@code StructVector} replaces a child by a later

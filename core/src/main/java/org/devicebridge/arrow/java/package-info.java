@@ -1,8 +1,8 @@
 /**
  * The Arrow Java bridge (Arrow Java is an optional dependency): zero-copy export of
  * {@code VectorSchemaRoot}s, vectors, schemas and readers as Arrow C structs and streams
- * ({@link org.devicebridge.arrow.java.ArrowExport}), and zero-copy import of validated arrays into Arrow Java
- * ({@link org.devicebridge.arrow.java.ArrowJavaImport}), and zero-copy conversions between Arrow Java vectors
+ * ({@link org.devicebridge.arrow.java.ArrowJava}), and zero-copy import of validated arrays into Arrow Java
+ * ({@link org.devicebridge.arrow.java.ArrowJava}), and zero-copy conversions between Arrow Java vectors
  * and DLPack tensors ({@link org.devicebridge.arrow.java.DLPackArrow}).
  *
  * <p>Arrow Java memory without Netty: {@link org.devicebridge.arrow.java.ArrowMemory} is an allocation
@@ -12,9 +12,9 @@
  * export holds; {@code import...} consumes the {@link org.devicebridge.arrow.ImportedArray} after a return
  * and has released it after a throw.
  *
- * <p><b>Start here:</b> {@link org.devicebridge.arrow.java.ArrowExport#exportRoot(org.apache.arrow.vector.VectorSchemaRoot,
+ * <p><b>Start here:</b> {@link org.devicebridge.arrow.java.ArrowJava#exportRoot(org.apache.arrow.vector.VectorSchemaRoot,
  * java.lang.foreign.MemorySegment, java.lang.foreign.MemorySegment)} to hand a batch to C, and
- * {@link org.devicebridge.arrow.java.ArrowJavaImport#importVectorSchemaRoot} to take one from C after
+ * {@link org.devicebridge.arrow.java.ArrowJava#importVectorSchemaRoot} to take one from C after
  * {@link org.devicebridge.arrow.ArrowImport#importArray(org.devicebridge.arrow.SchemaNode,
  * java.lang.foreign.MemorySegment, org.devicebridge.arrow.ValidationLevel)}.
  */

@@ -26,6 +26,7 @@ import org.apache.arrow.vector.extension.UuidType;
 import org.apache.arrow.vector.types.pojo.ExtensionTypeRegistry;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.HandleClosedException;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
@@ -40,11 +41,8 @@ import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ExportTestSupport;
-import org.devicebridge.foreign.Access;
-import org.devicebridge.foreign.ArrowAccess;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.junit.jupiter.api.AfterEach;
@@ -56,13 +54,12 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The host half of a CUDA download, on the CPU, with host memory standing in for device memory: the batch's
- * own struct re-read at DEFAULT from the downloaded copies ({@link ArrowAccess#reread}), then the validated
- * view moved to those copies ({@link ArrowAccess#hostView}) and handed to Arrow Java. What Arrow Java reads
+ * own struct re-read at DEFAULT from the downloaded copies ({@link ImportedArray#view}), then the validated
+ * view moved to those copies ({@link ImportedArray#ofHostCopies}) and handed to Arrow Java. What Arrow Java reads
  * is what was validated: device memory changed between the copies that sized the download and the download
  * itself is refused or validated from the copy, and a change after the download never reaches it.
  */
 class CudaArrowDownloadHostTest {
-    private static final ArrowAccess ARROW = Access.arrow();
     private static final int CUDA = 2;
 
     private BufferAllocator allocator;
@@ -173,7 +170,7 @@ class CudaArrowDownloadHostTest {
                                           ValidationLevel level, DeviceCopier sizing) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment d = arena.allocate(ArrowDeviceArray.layout());
-            ArrowExport.exportDeviceArray(root, dictionaries, d);
+            ArrowJava.exportDeviceArray(root, dictionaries, d);
             ArrowDeviceArray.device_type(d, CUDA);
             ArrowDeviceArray.device_id(d, 0);
             return ArrowImport.importDeviceArray(schema, d, level, null, sizing);
@@ -181,7 +178,7 @@ class CudaArrowDownloadHostTest {
     }
 
     private static SchemaNode schemaOf(VectorSchemaRoot root, DictionaryProvider dictionaries) {
-        try (ExportedSchema es = ArrowExport.exportSchema(root.getSchema(), dictionaries);
+        try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema(), dictionaries);
              ImportedSchema is = ArrowImport.importSchema(es.segment())) {
             return is.root();
         }
@@ -252,7 +249,7 @@ class CudaArrowDownloadHostTest {
                 VectorSchemaRoot imported = CudaArrowDownload.toHost(new CudaArrowDownload.Source(device.root(), device, sizing), allocator, batch,
                         host -> {
                             views.add(host);
-                            return ArrowJavaImport.importVectorSchemaRoot(allocator, host, back);
+                            return ArrowJava.importVectorSchemaRoot(allocator, host, back);
                         });
                 assertTrue(sizing.batches - importBatches <= (level == ValidationLevel.MINIMAL ? 1 : 0),
                         "at most one batch of offsets to size a batch imported at MINIMAL, none otherwise");
@@ -370,7 +367,7 @@ class CudaArrowDownloadHostTest {
                 assertEquals(1, sizing.batches - importBatches, "one batch of offsets sized the download");
                 assertEquals(1, batch.batches, "then one batch of every buffer");
                 assertEquals(5, host.root().children().get(0).bufferLength(2), "sized by the validated copy");
-                try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, null)) {
+                try (VectorSchemaRoot down = ArrowJava.importVectorSchemaRoot(allocator, host, null)) {
                     assertEquals(List.of("ab", "cde", ""), values(down));
                 }
             } finally {
@@ -393,7 +390,7 @@ class CudaArrowDownloadHostTest {
             };
             try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.DEFAULT, sizing)) {
                 ImportedArray host = toHost(device.root(), device, sizing, batch);
-                try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, null)) {
+                try (VectorSchemaRoot down = ArrowJava.importVectorSchemaRoot(allocator, host, null)) {
                     assertEquals(List.of("ab", "cde", "f"), values(down));
                 }
             } finally {
@@ -406,15 +403,15 @@ class CudaArrowDownloadHostTest {
     void aViewBuiltHereIsMovedToItsCopiesWithoutAReread() {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
             SchemaNode schema = schemaOf(root, null);
-            try (ExportedArray ea = ArrowExport.exportRoot(root);
+            try (ExportedArray ea = ArrowJava.exportRoot(root);
                  ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
-                ArrayNode uploaded = ARROW.relocated(source.root(), Map.of(), Map.of()); // as an upload's view: not host-readable
+                ArrayNode uploaded = source.root().relocated(Map.of()); // as an upload's view: not host-readable
                 assertFalse(uploaded.isHostAccessible());
                 HostBatch batch = new HostBatch();
                 ImportedArray host = toHost(uploaded, null, sizing, batch);
                 assertEquals(0, sizing.batches);
                 assertEquals(1, batch.batches);
-                try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, null)) {
+                try (VectorSchemaRoot down = ArrowJava.importVectorSchemaRoot(allocator, host, null)) {
                     assertEquals(List.of("ab", "cde", "f"), values(down));
                 }
             }
@@ -426,9 +423,9 @@ class CudaArrowDownloadHostTest {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
             SchemaNode schema = schemaOf(root, null);
             MemorySegment offsets = offsets(root);
-            try (ExportedArray ea = ArrowExport.exportRoot(root);
+            try (ExportedArray ea = ArrowJava.exportRoot(root);
                  ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
-                ArrayNode uploaded = ARROW.relocated(source.root(), Map.of(), Map.of()); // as an upload's view
+                ArrayNode uploaded = source.root().relocated(Map.of()); // as an upload's view
                 HostBatch batch = new HostBatch();
                 // the caller's own device work points the last value past the data buffer before the download
                 batch.before = () -> offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 1 << 20);
@@ -449,9 +446,9 @@ class CudaArrowDownloadHostTest {
     void aViewBuiltHereWithoutLengthsIsRefusedBeforeAnyCopy() {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
             SchemaNode schema = schemaOf(root, null);
-            try (ExportedArray ea = ArrowExport.exportRoot(root);
+            try (ExportedArray ea = ArrowJava.exportRoot(root);
                  ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.MINIMAL)) {
-                ArrayNode unsized = ARROW.relocated(source.root(), Map.of(), Map.of());
+                ArrayNode unsized = source.root().relocated(Map.of());
                 HostBatch batch = new HostBatch();
                 assertThrows(UnsupportedFeatureException.class,
                         () -> toHost(unsized, null, sizing, batch));
@@ -496,7 +493,7 @@ class CudaArrowDownloadHostTest {
              Arena arena = Arena.ofConfined();
              ImportedArray device = asDevice(root, null, schemaOf(root, null), ValidationLevel.DEFAULT, sizing)) {
             HostCopies copies = copyAll(device.root(), arena);
-            ImportedArray host = ARROW.hostView(device.root(), ValidationLevel.DEFAULT, copies, freed::incrementAndGet);
+            ImportedArray host = ImportedArray.ofHostCopies(device.root(), ValidationLevel.DEFAULT, copies, freed::incrementAndGet);
             ArrayNode column = host.root().children().get(0);
             ArrayNode onDevice = device.root().children().get(0);
             assertTrue(column.isHostAccessible());
@@ -529,9 +526,9 @@ class CudaArrowDownloadHostTest {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier();
              Arena arena = Arena.ofConfined();
              ImportedArray device = asDevice(root, null, schemaOf(root, null), ValidationLevel.DEFAULT, sizing)) {
-            ImportedArray host = ARROW.hostView(device.root(), ValidationLevel.DEFAULT, copyAll(device.root(), arena),
+            ImportedArray host = ImportedArray.ofHostCopies(device.root(), ValidationLevel.DEFAULT, copyAll(device.root(), arena),
                     freed::incrementAndGet);
-            try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, host, null)) {
+            try (VectorSchemaRoot down = ArrowJava.importVectorSchemaRoot(allocator, host, null)) {
                 assertEquals(NativeHandle.State.CONSUMED, host.state());
                 assertEquals(List.of("ab", "cde", "f"), values(down));
                 assertEquals(0, freed.get(), "held while Arrow Java holds the buffers");
@@ -552,7 +549,7 @@ class CudaArrowDownloadHostTest {
             HostCopies noData = (address, size) -> address == data ? null : all.find(address, size);
             for (HostCopies copies : List.of(shortData, noData)) {
                 ValidationException e = assertThrows(ValidationException.class,
-                        () -> ARROW.hostView(device.root(), ValidationLevel.DEFAULT, copies, freed::incrementAndGet));
+                        () -> ImportedArray.ofHostCopies(device.root(), ValidationLevel.DEFAULT, copies, freed::incrementAndGet));
                 assertEquals(Category.DEVICE, e.category());
                 assertEquals("children[0].buffers[2]", e.path());
             }
@@ -569,10 +566,10 @@ class CudaArrowDownloadHostTest {
             try (ImportedArray minimal = asDevice(root, null, schema, ValidationLevel.MINIMAL, sizing)) {
                 HostCopies any = (address, size) -> arena.allocate(size + 1).asSlice(0, size);
                 UnsupportedFeatureException e = assertThrows(UnsupportedFeatureException.class,
-                        () -> ARROW.hostView(minimal.root(), ValidationLevel.DEFAULT, any, freed::incrementAndGet));
+                        () -> ImportedArray.ofHostCopies(minimal.root(), ValidationLevel.DEFAULT, any, freed::incrementAndGet));
                 assertTrue(e.getMessage().startsWith("children[0].buffers[2]"), e.getMessage());
-                ArrayNode sized = ARROW.reread(minimal, ValidationLevel.DEFAULT, sizing);
-                assertThrows(IllegalArgumentException.class, () -> ARROW.hostView(sized.children().get(0),
+                ArrayNode sized = minimal.view(ValidationLevel.DEFAULT, sizing);
+                assertThrows(InvalidArgumentException.class, () -> ImportedArray.ofHostCopies(sized.children().get(0),
                         ValidationLevel.DEFAULT, copyAll(sized, arena), freed::incrementAndGet));
             }
             assertEquals(0, freed.get());

@@ -25,7 +25,7 @@ import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
@@ -93,7 +93,7 @@ class CudaArrowImportValidationTest {
     }
 
     private static SchemaNode schemaOf(VectorSchemaRoot root) {
-        try (ExportedSchema es = ArrowExport.exportSchema(root.getSchema());
+        try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema());
              ImportedSchema is = ArrowImport.importSchema(es.segment())) {
             return is.root();
         }
@@ -119,7 +119,7 @@ class CudaArrowImportValidationTest {
             source.put(fromA.get(k), k % 2 == 1 ? fromB.get(k) : fromA.get(k));
         }
         MemorySegment d = arena.allocate(ArrowDeviceArray.layout());
-        CudaStructs.write(a.root(), (node, i) -> Nodes.address(source.get(node), i),
+        Nodes.write(a.root(), (node, i) -> Nodes.address(source.get(node), i),
                 d.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof()), () -> { });
         ArrowDeviceArray.device_type(d, DeviceKind.CUDA.code());
         ArrowDeviceArray.device_id(d, (long) DEVICE);

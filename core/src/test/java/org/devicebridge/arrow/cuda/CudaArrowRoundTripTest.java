@@ -42,8 +42,7 @@ import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
@@ -125,7 +124,7 @@ public class CudaArrowRoundTripTest {
     }
 
     private static SchemaNode schemaOf(VectorSchemaRoot root, DictionaryProvider provider) {
-        try (ExportedSchema es = ArrowExport.exportSchema(root.getSchema(), provider);
+        try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema(), provider);
              ImportedSchema is = ArrowImport.importSchema(es.segment())) {
             return is.root();
         }
@@ -200,7 +199,7 @@ public class CudaArrowRoundTripTest {
      * has the null count a counting export of the root writes, none is left -1.
      */
     static void assertSameNullCounts(VectorSchemaRoot root, DictionaryProvider provider, CudaArrowBatch batch) {
-        try (ExportedArray ea = ArrowExport.exportRoot(root, provider);
+        try (ExportedArray ea = ArrowJava.exportRoot(root, provider);
              ImportedArray host = ArrowImport.importArray(batch.schema(), ea.segment(), ValidationLevel.FULL)) {
             List<ArrayNode> want = Nodes.collect(host.root());
             List<ArrayNode> got = Nodes.collect(batch.root());
@@ -240,7 +239,7 @@ public class CudaArrowRoundTripTest {
 
     /**
      * {@link ExportTestSupport#assertSameField}, except that an extension type may come back as its
-     * storage type with the extension metadata: {@link ArrowJavaImport} (not this code) does not rebuild
+     * storage type with the extension metadata: {@link ArrowJava} (not this code) does not rebuild
      * registered extension types.
      */
     public static void assertSameFieldOrStorage(org.apache.arrow.vector.types.pojo.Field want,
@@ -332,7 +331,7 @@ public class CudaArrowRoundTripTest {
             MemorySegment in = arena.allocate(ArrowDeviceArray.layout());
             int nodesBefore = ExportTestSupport.exportedArrays();
             long releasesBefore = ExportTestSupport.arrayReleases();
-            ArrowExport.exportDeviceArray(root, in); // CPU buffers ...
+            ArrowJava.exportDeviceArray(root, in); // CPU buffers ...
             int nodes = ExportTestSupport.exportedArrays() - nodesBefore;
             ArrowDeviceArray.device_type(in, DeviceKind.CUDA.code()); // ... labelled CUDA
             ArrowDeviceArray.device_id(in, (long) DEVICE);

@@ -19,7 +19,7 @@ import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaUnavailableException;
@@ -91,14 +91,14 @@ class CudaArrowWithoutDriverTest {
     void importReleasesItsInputExactlyOnce(ValidationLevel level) {
         try (VectorSchemaRoot root = table(); Arena arena = Arena.ofConfined()) {
             SchemaNode schema;
-            try (ExportedSchema es = ArrowExport.exportSchema(root.getSchema());
+            try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema());
                  ImportedSchema is = ArrowImport.importSchema(es.segment())) {
                 schema = is.root();
             }
             MemorySegment in = arena.allocate(ArrowDeviceArray.layout());
             int nodesBefore = ExportTestSupport.exportedArrays();
             long releasesBefore = ExportTestSupport.arrayReleases();
-            ArrowExport.exportDeviceArray(root, in);
+            ArrowJava.exportDeviceArray(root, in);
             int nodes = ExportTestSupport.exportedArrays() - nodesBefore;
             ArrowDeviceArray.device_type(in, DeviceKind.CUDA.code());
             ArrowDeviceArray.device_id(in, 0L);

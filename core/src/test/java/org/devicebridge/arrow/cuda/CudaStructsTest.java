@@ -22,8 +22,7 @@ import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowExport;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.foreign.CudaStructs;
 import org.devicebridge.generated.arrow.ArrowArray;
@@ -72,11 +71,11 @@ class CudaStructsTest {
         VectorSchemaRoot root = new VectorSchemaRoot(vectors);
         root.setRowCount(rows);
         SchemaNode schema;
-        try (ExportedSchema es = ArrowExport.exportSchema(root.getSchema());
+        try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema());
              ImportedSchema is = ArrowImport.importSchema(es.segment())) {
             schema = is.root();
         }
-        try (ExportedArray ea = ArrowExport.exportRoot(root)) {
+        try (ExportedArray ea = ArrowJava.exportRoot(root)) {
             return new Source(vectors, root, schema, ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT));
         }
     }
@@ -86,10 +85,10 @@ class CudaStructsTest {
         AtomicInteger freed = new AtomicInteger();
         try (Source src = source(41); Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ArrowArray.layout());
-            CudaStructs.write(src.array().root(), Nodes::address, out, freed::incrementAndGet);
+            Nodes.write(src.array().root(), Nodes::address, out, freed::incrementAndGet);
             assertEquals(treesBefore + 1, CudaStructs.TREES.size());
             ImportedArray again = ArrowImport.importArray(src.schema(), out, ValidationLevel.FULL);
-            try (VectorSchemaRoot back = ArrowJavaImport.importVectorSchemaRoot(allocator, again, null)) {
+            try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator, again, null)) {
                 assertEquals(41, back.getRowCount());
                 for (int i = 0; i < src.vectors().size(); i++) {
                     assertTrue(VectorEqualsVisitor.vectorEquals(src.vectors().get(i), back.getVector(i)),
@@ -129,16 +128,16 @@ class CudaStructsTest {
         try (VectorSchemaRoot root = new VectorSchemaRoot(vectors); Arena arena = Arena.ofConfined()) {
             root.setRowCount(rows);
             SchemaNode schema;
-            try (ExportedSchema es = ArrowExport.exportSchema(root.getSchema(), dictionaries);
+            try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema(), dictionaries);
                  ImportedSchema is = ArrowImport.importSchema(es.segment())) {
                 schema = is.root();
             }
-            try (ExportedArray ea = ArrowExport.exportRoot(root, dictionaries);
+            try (ExportedArray ea = ArrowJava.exportRoot(root, dictionaries);
                  ImportedArray host = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 MemorySegment out = arena.allocate(ArrowArray.layout());
-                CudaStructs.write(host.root(), Nodes::address, out, freed::incrementAndGet);
+                Nodes.write(host.root(), Nodes::address, out, freed::incrementAndGet);
                 ImportedArray again = ArrowImport.importArray(schema, out, ValidationLevel.FULL);
-                try (VectorSchemaRoot down = ArrowJavaImport.importVectorSchemaRoot(allocator, again, back)) {
+                try (VectorSchemaRoot down = ArrowJava.importVectorSchemaRoot(allocator, again, back)) {
                     assertEquals(rows, down.getRowCount());
                     for (int i = 0; i < vectors.size(); i++) {
                         FieldVector o = vectors.get(i);
@@ -166,7 +165,7 @@ class CudaStructsTest {
         AtomicInteger freed = new AtomicInteger();
         try (Source src = source(9); Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ArrowArray.layout());
-            CudaStructs.write(src.array().root(), Nodes::address, out, freed::incrementAndGet);
+            Nodes.write(src.array().root(), Nodes::address, out, freed::incrementAndGet);
             MemorySegment moved = moveFirstChild(arena, out);
             Callbacks.invokeVoidPointer(ArrowArray.release(out), out);
             assertEquals(MemorySegment.NULL, ArrowArray.release(out), "root marked released");
@@ -182,7 +181,7 @@ class CudaStructsTest {
             AtomicInteger freed = new AtomicInteger();
             try (Source src = source(5); Arena arena = Arena.ofShared()) {
                 MemorySegment out = arena.allocate(ArrowArray.layout());
-                CudaStructs.write(src.array().root(), Nodes::address, out, freed::incrementAndGet);
+                Nodes.write(src.array().root(), Nodes::address, out, freed::incrementAndGet);
                 MemorySegment moved = moveFirstChild(arena, out);
                 CountDownLatch start = new CountDownLatch(1);
                 Thread a = new Thread(() -> await(start, () -> Callbacks.invokeVoidPointer(ArrowArray.release(out), out)));

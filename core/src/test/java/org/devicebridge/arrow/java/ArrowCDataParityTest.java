@@ -142,9 +142,9 @@ class ArrowCDataParityTest extends ArrowTestSupport {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
-            ArrowExport.exportRoot(source, dictionaries, array, schema);
+            ArrowJava.exportRoot(source, dictionaries, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                return ArrowJavaImport.importVectorSchemaRoot(allocator,
+                return ArrowJava.importVectorSchemaRoot(allocator,
                         ArrowImport.importArray(s, array, ValidationLevel.FULL), into);
             }
         }
@@ -221,7 +221,7 @@ class ArrowCDataParityTest extends ArrowTestSupport {
                 ArrowArray.length(e.arrayStruct(), 4);
             }
             try (ImportedSchema s = ArrowImport.importSchema(forUs.schemaPtr());
-                 FieldVector ours = ArrowJavaImport.importFieldVector(allocator,
+                 FieldVector ours = ArrowJava.importFieldVector(allocator,
                          ArrowImport.importArray(s, forUs.arrayPtr(), ValidationLevel.FULL), null);
                  CDataDictionaryProvider p = new CDataDictionaryProvider();
                  FieldVector peer = Data.importVector(allocator, org.apache.arrow.c.ArrowArray.wrap(forThem.arrayPtr().address()),
@@ -243,7 +243,7 @@ class ArrowCDataParityTest extends ArrowTestSupport {
             }
             ValidationException ours = assertThrows(ValidationException.class, () -> {
                 try (ImportedSchema s = ArrowImport.importSchema(sa[0][0])) {
-                    ArrowJavaImport.importFieldVector(allocator, ArrowImport.importArray(s, sa[0][1], ValidationLevel.FULL), null)
+                    ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s, sa[0][1], ValidationLevel.FULL), null)
                             .close();
                 }
             });
@@ -271,7 +271,7 @@ class ArrowCDataParityTest extends ArrowTestSupport {
                     h.array(0, 0, 0, new MemorySegment[] {null, null})));
             try (ImportedSchema s = ArrowImport.importSchema(schemas[0])) {
                 UnsupportedFeatureException e = assertThrows(UnsupportedFeatureException.class, () ->
-                        ArrowJavaImport.importVectorSchemaRoot(allocator, ArrowImport.importArray(s, array, ValidationLevel.FULL),
+                        ArrowJava.importVectorSchemaRoot(allocator, ArrowImport.importArray(s, array, ValidationLevel.FULL),
                                 null).close());
                 assertEquals("children[0]", e.path());
                 assertTrue(HandBuilt.released(array, false), "released on the throw");
@@ -292,7 +292,7 @@ class ArrowCDataParityTest extends ArrowTestSupport {
                 schemas[k] = HandBuilt.rootSchema(HandBuilt.withDictionary(h.schema("i", "id", 2, md), h.schema("w:16", "")));
             }
             try (ImportedSchema s = ArrowImport.importSchema(schemas[0])) {
-                Field ours = ArrowJavaImport.toField(s.root());
+                Field ours = ArrowJava.toField(s.root());
                 assertEquals(new org.apache.arrow.vector.types.pojo.ArrowType.Int(32, true), ours.getType());
                 assertNotNull(ours.getDictionary());
                 assertEquals(md, ours.getMetadata());
@@ -316,7 +316,7 @@ class ArrowCDataParityTest extends ArrowTestSupport {
             try (Arena arena = Arena.ofConfined()) { // the bridge's export of the same vector is valid at FULL
                 MemorySegment array = arena.allocate(ArrowArray.layout());
                 MemorySegment schema = arena.allocate(ArrowSchema.layout());
-                ArrowExport.exportVector(u, null, array, schema);
+                ArrowJava.exportVector(u, null, array, schema);
                 try (ImportedSchema s = ArrowImport.importSchema(schema)) {
                     ArrowImport.importArray(s, array, ValidationLevel.FULL).close();
                 }

@@ -116,7 +116,7 @@ class ArrowExportLifecycleTest {
     void schemaExportedOnceThenSeveralBatchesExportedAlone() {
         MemorySegment schema = newSchema();
         try (VectorSchemaRoot root = intsAndStrings(5, 0)) {
-            ArrowExport.exportSchema(root.getSchema(), schema);
+            ArrowJava.exportSchema(root.getSchema(), schema);
             try (CDataDictionaryProvider dp = new CDataDictionaryProvider();
                  VectorSchemaRoot target = Data.importVectorSchemaRoot(allocator,
                          org.apache.arrow.c.ArrowSchema.wrap(schema.address()), dp)) {
@@ -125,7 +125,7 @@ class ArrowExportLifecycleTest {
                     fill((IntVector) root.getVector(0), (VarCharVector) root.getVector(1), batch * 4, batch);
                     root.setRowCount(batch * 4);
                     MemorySegment array = newArray();
-                    ArrowExport.exportRoot(root, array, null);
+                    ArrowJava.exportRoot(root, array, null);
                     Data.importIntoVectorSchemaRoot(allocator, org.apache.arrow.c.ArrowArray.wrap(array.address()),
                             target, dp);
                     assertEquals(rowsOf(root), rowsOf(target), "batch " + batch);
@@ -141,7 +141,7 @@ class ArrowExportLifecycleTest {
         List<Object> expected;
         try (VectorSchemaRoot root = intsAndStrings(50, 7)) {
             expected = rowsOf(root);
-            ArrowExport.exportRoot(root, array, schema);
+            ArrowJava.exportRoot(root, array, schema);
         } // the producer's vectors are closed here; the export still holds its buffer references
         assertTrue(allocator.getAllocatedMemory() > 0, "the export keeps the buffers alive");
         try (CDataDictionaryProvider dp = new CDataDictionaryProvider();
@@ -162,7 +162,7 @@ class ArrowExportLifecycleTest {
         MemorySegment array = newArray();
         long before = ExportTestSupport.arrayReleases();
         try (VectorSchemaRoot root = intsAndStrings(10, 1)) {
-            ArrowExport.exportRoot(root, array, null);
+            ArrowJava.exportRoot(root, array, null);
         }
         MemorySegment release = ArrowArray.release(array);
         MemorySegment thread = arena.allocate(ValueLayout.JAVA_LONG);
@@ -201,7 +201,7 @@ class ArrowExportLifecycleTest {
             try (VectorSchemaRoot root = intsAndStrings(8, 2)) {
                 for (int i = 0; i < batches; i++) {
                     MemorySegment a = shared.allocate(ArrowArray.layout());
-                    ArrowExport.exportRoot(root, a, null);
+                    ArrowJava.exportRoot(root, a, null);
                     queue.put(a);
                 }
             }
@@ -216,7 +216,7 @@ class ArrowExportLifecycleTest {
     void aChildMovedOutByTheConsumerOutlivesItsParentAndIsReleasedAlone() {
         MemorySegment array = newArray();
         try (VectorSchemaRoot root = intsAndStrings(6, 3)) {
-            ArrowExport.exportRoot(root, array, null);
+            ArrowJava.exportRoot(root, array, null);
         }
         int live = ExportTestSupport.exportedArrays();
         MemorySegment child = ArrowArray.children(array).reinterpret(16).get(ValueLayout.ADDRESS, 8)
@@ -246,8 +246,8 @@ class ArrowExportLifecycleTest {
         List<Object> expected;
         try (VectorSchemaRoot root = intsAndStrings(9, 4)) {
             expected = rowsOf(root);
-            ArrowExport.exportDeviceArray(root, device);
-            ArrowExport.exportSchema(root.getSchema(), schema);
+            ArrowJava.exportDeviceArray(root, device);
+            ArrowJava.exportSchema(root.getSchema(), schema);
         }
         assertEquals(1, ArrowDeviceArray.device_type(device), "ARROW_DEVICE_CPU");
         assertEquals(-1L, ArrowDeviceArray.device_id(device));
@@ -314,7 +314,7 @@ class ArrowExportLifecycleTest {
     void streamOfAnArrowReaderReadsBackThroughArrowCData() throws Exception {
         MemorySegment stream = arena.allocate(ArrowArrayStream.layout());
         TestReader reader = new TestReader(allocator, 4, -1);
-        ArrowExport.exportStream(reader, stream);
+        ArrowJava.exportStream(reader, stream);
         int batches = 0;
         try (ArrowReader back = Data.importArrayStream(allocator,
                 org.apache.arrow.c.ArrowArrayStream.wrap(stream.address()))) {
@@ -335,7 +335,7 @@ class ArrowExportLifecycleTest {
     void readerExceptionBecomesGetNextErrnoAndGetLastErrorMessage() {
         MemorySegment stream = arena.allocate(ArrowArrayStream.layout());
         TestReader reader = new TestReader(allocator, 4, 1);
-        ArrowExport.exportStream(reader, stream);
+        ArrowJava.exportStream(reader, stream);
         MemorySegment out = newArray();
         MemorySegment schema = newSchema();
         assertEquals(0, ArrowArrayStream.get_schema.invoke(ArrowArrayStream.get_schema(stream), stream, schema));
@@ -359,7 +359,7 @@ class ArrowExportLifecycleTest {
     void readerExceptionReachesArrowCDataAsAnIOExceptionWithTheMessage() throws Exception {
         MemorySegment stream = arena.allocate(ArrowArrayStream.layout());
         TestReader reader = new TestReader(allocator, 4, 2);
-        ArrowExport.exportStream(reader, stream);
+        ArrowJava.exportStream(reader, stream);
         try (ArrowReader back = Data.importArrayStream(allocator,
                 org.apache.arrow.c.ArrowArrayStream.wrap(stream.address()))) {
             assertTrue(back.loadNextBatch());
@@ -374,7 +374,7 @@ class ArrowExportLifecycleTest {
     void deviceStreamIsCpuAndYieldsCpuDeviceArraysThenTheEnd() {
         MemorySegment stream = arena.allocate(ArrowDeviceArrayStream.layout());
         TestReader reader = new TestReader(allocator, 2, -1);
-        ArrowExport.exportDeviceStream(reader, stream);
+        ArrowJava.exportDeviceStream(reader, stream);
         assertEquals(1, ArrowDeviceArrayStream.device_type(stream));
         MemorySegment schema = newSchema();
         assertEquals(0, ArrowDeviceArrayStream.get_schema.invoke(ArrowDeviceArrayStream.get_schema(stream), stream, schema));
@@ -401,7 +401,7 @@ class ArrowExportLifecycleTest {
     void iteratorStreamExportsEachRootOnDemand() throws Exception {
         MemorySegment stream = arena.allocate(ArrowArrayStream.layout());
         try (VectorSchemaRoot a = intsAndStrings(2, 1); VectorSchemaRoot b = intsAndStrings(4, 2)) {
-            ArrowExport.exportStream(a.getSchema(), List.of(a, b).iterator(), null, stream);
+            ArrowJava.exportStream(a.getSchema(), List.of(a, b).iterator(), null, stream);
             try (ArrowReader back = Data.importArrayStream(allocator,
                     org.apache.arrow.c.ArrowArrayStream.wrap(stream.address()))) {
                 assertTrue(back.loadNextBatch());
@@ -418,7 +418,7 @@ class ArrowExportLifecycleTest {
         long before = ExportTestSupport.arrayReleases();
         ExportedArray handle;
         try (VectorSchemaRoot root = intsAndStrings(3, 5)) {
-            handle = ArrowExport.exportRoot(root);
+            handle = ArrowJava.exportRoot(root);
         }
         assertNotEquals(0L, handle.address());
         assertEquals(3, ArrowArray.length(handle.segment()));
@@ -432,8 +432,8 @@ class ArrowExportLifecycleTest {
     void libraryAllocatedStructsMovedByArrowCDataAreReleasedByItAndClosedByUs() {
         List<Object> expected;
         try (VectorSchemaRoot root = intsAndStrings(12, 6);
-             ExportedArray array = ArrowExport.exportRoot(root);
-             ExportedSchema schema = ArrowExport.exportSchema(root.getSchema())) {
+             ExportedArray array = ArrowJava.exportRoot(root);
+             ExportedSchema schema = ArrowJava.exportSchema(root.getSchema())) {
             expected = rowsOf(root);
             long before = ExportTestSupport.arrayReleases();
             try (CDataDictionaryProvider dp = new CDataDictionaryProvider();
@@ -450,17 +450,17 @@ class ArrowExportLifecycleTest {
     @Test
     void libraryAllocatedStreamClosedUnusedClosesTheReader() {
         TestReader reader = new TestReader(allocator, 1, -1);
-        try (ExportedStream s = ArrowExport.exportStream(reader)) {
+        try (ExportedStream s = ArrowJava.exportStream(reader)) {
             assertFalse(reader.closed);
         }
         assertTrue(reader.closed);
         TestReader reader2 = new TestReader(allocator, 1, -1);
-        try (ExportedDeviceStream s = ArrowExport.exportDeviceStream(reader2)) {
+        try (ExportedDeviceStream s = ArrowJava.exportDeviceStream(reader2)) {
             assertEquals(1, ArrowDeviceArrayStream.device_type(s.segment()));
         }
         assertTrue(reader2.closed);
         try (VectorSchemaRoot root = intsAndStrings(2, 1);
-             ExportedDeviceArray d = ArrowExport.exportDeviceArray(root)) {
+             ExportedDeviceArray d = ArrowJava.exportDeviceArray(root)) {
             assertEquals(-1L, ArrowDeviceArray.device_id(d.segment()));
         }
     }
@@ -473,7 +473,7 @@ class ArrowExportLifecycleTest {
             int live = ExportRuntime.liveNodes();
             long memory = allocator.getAllocatedMemory();
             ValidationException e = assertThrows(ValidationException.class,
-                    () -> ArrowExport.exportRoot(root, array, null));
+                    () -> ArrowJava.exportRoot(root, array, null));
             assertEquals(ValidationException.Category.LENGTH, e.category());
             assertEquals("children[1]", e.path());
             assertEquals(live, ExportRuntime.liveNodes());
@@ -487,7 +487,7 @@ class ArrowExportLifecycleTest {
         DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
         try (FieldVector v = ExportTestSupport.dictionaryEncoded(allocator, 3, false, dictionaries)) {
             ValidationException e = assertThrows(ValidationException.class,
-                    () -> ArrowExport.exportVector(v, null, newArray(), newSchema()));
+                    () -> ArrowJava.exportVector(v, null, newArray(), newSchema()));
             assertEquals(ValidationException.Category.SCHEMA, e.category());
             assertEquals(ExportTestSupport.Baseline.class, baseline.getClass());
         } finally {
@@ -499,12 +499,12 @@ class ArrowExportLifecycleTest {
     void outputStructsThatAreTooSmallOrOnTheHeapAreRejected() {
         try (VectorSchemaRoot root = intsAndStrings(1, 1)) {
             ValidationException small = assertThrows(ValidationException.class,
-                    () -> ArrowExport.exportRoot(root, arena.allocate(40), null));
+                    () -> ArrowJava.exportRoot(root, arena.allocate(40), null));
             assertEquals(ValidationException.Category.SIZE, small.category());
             assertEquals("outArray: expected at least 80 bytes but found 40", small.getMessage());
             assertThrows(ValidationException.class,
-                    () -> ArrowExport.exportRoot(root, MemorySegment.ofArray(new byte[80]), null));
-            assertThrows(ValidationException.class, () -> ArrowExport.exportRoot(root, MemorySegment.NULL, null));
+                    () -> ArrowJava.exportRoot(root, MemorySegment.ofArray(new byte[80]), null));
+            assertThrows(ValidationException.class, () -> ArrowJava.exportRoot(root, MemorySegment.NULL, null));
         }
     }
 
@@ -517,7 +517,7 @@ class ArrowExportLifecycleTest {
             v.setNull(1);
             v.set(2, 3);
             v.setValueCount(3);
-            ArrowExport.exportVector(v, array);
+            ArrowJava.exportVector(v, array);
             assertEquals(1, ArrowArray.null_count(array));
             MemorySegment buffers = ArrowArray.buffers(array).reinterpret(16);
             assertEquals(v.getValidityBuffer().memoryAddress(), buffers.get(ValueLayout.JAVA_LONG, 0), "zero-copy");
@@ -526,7 +526,7 @@ class ArrowExportLifecycleTest {
         }
         try (VarCharVector empty = new VarCharVector("e", allocator)) {
             empty.setValueCount(0);
-            ArrowExport.exportVector(empty, array);
+            ArrowJava.exportVector(empty, array);
             MemorySegment buffers = ArrowArray.buffers(array).reinterpret(24);
             assertEquals(0L, buffers.get(ValueLayout.JAVA_LONG, 0), "no validity needed without values");
             assertNotEquals(0L, buffers.get(ValueLayout.JAVA_LONG, 8), "offsets: one zero, never NULL");
@@ -543,7 +543,7 @@ class ArrowExportLifecycleTest {
         try (FieldVector v = ExportTestSupport.dictionaryEncoded(allocator, 3, false, dictionaries)) {
             Field f = new Field("enc", new FieldType(false, v.getField().getType(), v.getField().getDictionary(),
                     Map.of("k", "vé")), null);
-            ArrowExport.exportField(f, dictionaries, schema);
+            ArrowJava.exportField(f, dictionaries, schema);
             assertEquals("i", Native.string(ArrowSchema.format(schema)));
             assertEquals(SchemaNode.FLAG_DICTIONARY_ORDERED, ArrowSchema.flags(schema));
             MemorySegment dict = ArrowSchema.dictionary(schema).reinterpret(ArrowSchema.sizeof());
@@ -580,7 +580,7 @@ class ArrowExportLifecycleTest {
         };
         for (Object[] c : cases) {
             MemorySegment schema = newSchema();
-            ArrowExport.exportField(Field.nullable("x", (ArrowType) c[0]), null, schema);
+            ArrowJava.exportField(Field.nullable("x", (ArrowType) c[0]), null, schema);
             assertEquals(c[1], Native.string(ArrowSchema.format(schema)), c[0].toString());
             assertEquals(SchemaNode.FLAG_NULLABLE, ArrowSchema.flags(schema));
             assertEquals(MemorySegment.NULL, ArrowSchema.metadata(schema), "no metadata is NULL, not empty");
@@ -590,14 +590,14 @@ class ArrowExportLifecycleTest {
         Field map = new Field("m", FieldType.notNullable(new ArrowType.Map(true)), List.of(new Field("entries",
                 FieldType.notNullable(ArrowType.Struct.INSTANCE), List.of(
                         Field.notNullable("key", ArrowType.Utf8.INSTANCE), Field.nullable("value", ArrowType.Utf8.INSTANCE)))));
-        ArrowExport.exportField(map, null, schema);
+        ArrowJava.exportField(map, null, schema);
         assertEquals("+m", Native.string(ArrowSchema.format(schema)));
         assertEquals(SchemaNode.FLAG_MAP_KEYS_SORTED, ArrowSchema.flags(schema));
         Callbacks.invokeVoidPointer(ArrowSchema.release(schema), schema);
         Field union = new Field("u", FieldType.nullable(new ArrowType.Union(org.apache.arrow.vector.types.UnionMode.Sparse,
                 new int[] {4, 5})), List.of(Field.nullable("a", new ArrowType.Int(32, true)),
                 Field.nullable("b", new ArrowType.FloatingPoint(org.apache.arrow.vector.types.FloatingPointPrecision.SINGLE))));
-        ArrowExport.exportField(union, null, schema);
+        ArrowJava.exportField(union, null, schema);
         assertEquals("+us:4,5", Native.string(ArrowSchema.format(schema)));
         assertNull(null);
         Callbacks.invokeVoidPointer(ArrowSchema.release(schema), schema);
@@ -608,7 +608,7 @@ class ArrowExportLifecycleTest {
         DictionaryEncoding enc = new DictionaryEncoding(1L, false, new ArrowType.Int(16, true));
         Field f = new Field("bad", new FieldType(true, new ArrowType.Int(32, true), enc), null);
         ValidationException e = assertThrows(ValidationException.class,
-                () -> ArrowExport.exportField(f, new DictionaryProvider.MapDictionaryProvider(), newSchema()));
+                () -> ArrowJava.exportField(f, new DictionaryProvider.MapDictionaryProvider(), newSchema()));
         assertEquals(ValidationException.Category.SCHEMA, e.category());
     }
 
@@ -633,7 +633,7 @@ class ArrowExportLifecycleTest {
             ExportTestSupport.closeDictionaries(dictionaries);
         }
         MemorySegment stream = arena.allocate(ArrowArrayStream.layout());
-        ArrowExport.exportStream(new org.apache.arrow.vector.ipc.ArrowStreamReader(
+        ArrowJava.exportStream(new org.apache.arrow.vector.ipc.ArrowStreamReader(
                 new java.io.ByteArrayInputStream(bytes.toByteArray()), allocator), stream);
         try (ArrowReader back = Data.importArrayStream(allocator,
                 org.apache.arrow.c.ArrowArrayStream.wrap(stream.address()))) {

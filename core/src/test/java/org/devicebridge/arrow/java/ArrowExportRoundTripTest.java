@@ -82,7 +82,7 @@ class ArrowExportRoundTripTest {
             long schemaReleasesBefore = ExportTestSupport.schemaReleases();
             int schemaNodesBefore = ExportTestSupport.exportedSchemas();
 
-            ArrowExport.exportRoot(root, dictionaries, array, schema);
+            ArrowJava.exportRoot(root, dictionaries, array, schema);
             int arrayNodes = ExportTestSupport.exportedArrays() - nodesBefore;
             int schemaNodes = ExportTestSupport.exportedSchemas() - schemaNodesBefore;
             assertTrue(arrayNodes >= 1 + vectors.size(), "one node per struct at least");

@@ -68,9 +68,9 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
-            ArrowExport.exportVector(v, null, array, schema);
+            ArrowJava.exportVector(v, null, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                return ArrowJavaImport.importFieldVector(allocator, ArrowImport.importArray(s, array, ValidationLevel.FULL), null);
+                return ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s, array, ValidationLevel.FULL), null);
             }
         }
     }
@@ -104,7 +104,7 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
         try (Arena arena = Arena.ofConfined();
              org.apache.arrow.c.ArrowSchema peer = org.apache.arrow.c.ArrowSchema.allocateNew(allocator)) {
             MemorySegment ours = arena.allocate(ArrowSchema.layout());
-            ArrowExport.exportField(v.getField(), null, ours);
+            ArrowJava.exportField(v.getField(), null, ours);
             Data.exportField(allocator, v.getField(), null, peer);
             try {
                 MemorySegment theirs = MemorySegment.ofAddress(peer.memoryAddress()).reinterpret(ArrowSchema.sizeof());
@@ -179,9 +179,9 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             assertExportedLikeArrowCData(original, "l");
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
-            ArrowExport.exportRoot(root, array, schema);
+            ArrowJava.exportRoot(root, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 VectorSchemaRoot ours = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                 VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
                          ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
                 assertEquals(root.getSchema(), ours.getSchema());
                 assertEquals(new LengthType("km"), ours.getSchema().getFields().get(0).getType(), "the unit deserialized");
@@ -251,7 +251,7 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             MemorySegment array = HandBuilt.rootArray(h.array(2, 1, 3, new MemorySegment[] {
                 h.bits(true, true, true, false, true), h.ints(0, 1, 2, 3, 5, 8), h.utf8("abcdefgh")}));
             try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 FieldVector v = ArrowJavaImport.importFieldVector(allocator,
+                 FieldVector v = ArrowJava.importFieldVector(allocator,
                          ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
                 assertEquals(List.of("null", "fgh"), List.of(String.valueOf(v.getObject(0)), String.valueOf(v.getObject(1))));
                 assertEquals(1, v.getValidityBuffer().readableBytes());
@@ -278,14 +278,14 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             try (VectorSchemaRoot root = new VectorSchemaRoot(schema, List.of(list, struct, map, ints), 6)) {
                 MemorySegment array = arena.allocate(ArrowArray.layout());
                 MemorySegment schemaStruct = arena.allocate(ArrowSchema.layout());
-                ArrowExport.exportRoot(root, array, schemaStruct);
+                ArrowJava.exportRoot(root, array, schemaStruct);
                 try (ImportedSchema s = ArrowImport.importSchema(schemaStruct);
-                     VectorSchemaRoot ours = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                     VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
                              ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
                     assertEquals(schema.toJson(), ours.getSchema().toJson(), "character for character");
                     ours.getSchema().getFields().forEach(ArrowJavaFidelityTest::assertPlain);
                     ours.getFieldVectors().forEach(v -> assertPlain(v.getField()));
-                    assertPlain(ArrowJavaImport.toField(s.root().children().get(0)));
+                    assertPlain(ArrowJava.toField(s.root().children().get(0)));
                 }
             }
         }
@@ -311,7 +311,7 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             assertEquals(UNION_VALUES, values(original));
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
-            ArrowExport.exportVector(original, null, array, schema);
+            ArrowJava.exportVector(original, null, array, schema);
             // the exported rows select a child that is null there (the int child: the first)
             MemorySegment types = ArrowArray.buffers(array).reinterpret(8).get(ValueLayout.ADDRESS, 0).reinterpret(6);
             int intId = MinorType.INT.ordinal();
@@ -320,11 +320,11 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             }
             assertEquals(0, original.getTypeValue(1), "the vector itself is not written");
             try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 FieldVector ours = ArrowJavaImport.importFieldVector(allocator,
+                 FieldVector ours = ArrowJava.importFieldVector(allocator,
                          ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
                 assertEquals(UNION_VALUES, values(ours));
                 // and back through arrow-c-data: the same values
-                ArrowExport.exportVector(ours, null, array, schema);
+                ArrowJava.exportVector(ours, null, array, schema);
                 try (CDataDictionaryProvider p = new CDataDictionaryProvider();
                      FieldVector peer = Data.importVector(allocator, org.apache.arrow.c.ArrowArray.wrap(array.address()),
                              org.apache.arrow.c.ArrowSchema.wrap(schema.address()), p)) {
@@ -341,10 +341,10 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             root.setRowCount(6);
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
             MemorySegment array = arena.allocate(ArrowArray.layout());
-            ArrowExport.exportSchema(root.getSchema(), schema); // once, as a stream does, before any batch
-            ArrowExport.exportRoot(root, array, null);
+            ArrowJava.exportSchema(root.getSchema(), schema); // once, as a stream does, before any batch
+            ArrowJava.exportRoot(root, array, null);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 VectorSchemaRoot ours = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                 VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
                          ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
                 assertEquals(root.getSchema(), ours.getSchema(), "no child added: the schema is the vector's");
                 assertEquals(UNION_VALUES, values(ours.getVector(0)));
@@ -358,12 +358,12 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             u.getIntVector().setSafe(3, 1); // every child now holds a value at unset row 3
             u.getBigIntVector().setSafe(3, 1L);
             MemorySegment array = arena.allocate(ArrowArray.layout());
-            ValidationException e = assertThrows(ValidationException.class, () -> ArrowExport.exportVector(u, array));
+            ValidationException e = assertThrows(ValidationException.class, () -> ArrowJava.exportVector(u, array));
             assertEquals(ValidationException.Category.CONTENT, e.category());
             assertTrue(e.getMessage().contains("index 3") && e.getMessage().contains("no child is null"), e.getMessage());
             assertEquals(0L, ArrowArray.release(array).address(), "the output is untouched");
             u.getTypeBuffer().setByte(3, 99); // no minor type has that number
-            e = assertThrows(ValidationException.class, () -> ArrowExport.exportVector(u, array));
+            e = assertThrows(ValidationException.class, () -> ArrowJava.exportVector(u, array));
             assertTrue(e.getMessage().contains("type id 99 at index 3"), e.getMessage());
         }
     }

@@ -58,25 +58,25 @@ class ArrowJavaImportReuseTest extends ArrowTestSupport {
     private VectorSchemaRoot roundTrip(VectorSchemaRoot root, Arena arena) {
         MemorySegment array = arena.allocate(ArrowArray.layout());
         MemorySegment schema = arena.allocate(ArrowSchema.layout());
-        ArrowExport.exportRoot(root, array, schema);
+        ArrowJava.exportRoot(root, array, schema);
         ImportedArray imported;
         try (ImportedSchema s = ArrowImport.importSchema(schema)) {
             imported = ArrowImport.importArray(s, array, ValidationLevel.DEFAULT);
         }
-        return ArrowJavaImport.importVectorSchemaRoot(allocator, imported, null);
+        return ArrowJava.importVectorSchemaRoot(allocator, imported, null);
     }
 
     @Test
     void theSameSchemaImportedAgainReusesItsFieldsAndAnEqualOneToo() {
         try (Arena arena = Arena.ofConfined(); VectorSchemaRoot producer = batch("c", 3, 7)) {
             MemorySegment schemaStruct = arena.allocate(ArrowSchema.layout());
-            ArrowExport.exportSchema(producer.getSchema(), schemaStruct);
+            ArrowJava.exportSchema(producer.getSchema(), schemaStruct);
             try (ImportedSchema schema = ArrowImport.importSchema(schemaStruct)) {
                 List<Field> first;
                 for (int round = 0; round < 2; round++) {
                     MemorySegment array = arena.allocate(ArrowArray.layout());
-                    ArrowExport.exportRoot(producer, array, null);
-                    try (VectorSchemaRoot back = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                    ArrowJava.exportRoot(producer, array, null);
+                    try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
                             ArrowImport.importArray(schema, array, ValidationLevel.DEFAULT), null)) {
                         assertEquals(producer.getSchema(), back.getSchema());
                         assertEquals(producer.contentToTSVString(), back.contentToTSVString());
@@ -84,11 +84,11 @@ class ArrowJavaImportReuseTest extends ArrowTestSupport {
                 }
                 MemorySegment a1 = arena.allocate(ArrowArray.layout());
                 MemorySegment a2 = arena.allocate(ArrowArray.layout());
-                ArrowExport.exportRoot(producer, a1, null);
-                ArrowExport.exportRoot(producer, a2, null);
-                try (VectorSchemaRoot b1 = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                ArrowJava.exportRoot(producer, a1, null);
+                ArrowJava.exportRoot(producer, a2, null);
+                try (VectorSchemaRoot b1 = ArrowJava.importVectorSchemaRoot(allocator,
                         ArrowImport.importArray(schema, a1, ValidationLevel.DEFAULT), null);
-                     VectorSchemaRoot b2 = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                     VectorSchemaRoot b2 = ArrowJava.importVectorSchemaRoot(allocator,
                              ArrowImport.importArray(schema, a2, ValidationLevel.DEFAULT), null)) {
                     first = b1.getSchema().getFields();
                     assertSame(b1.getSchema(), b2.getSchema(), "same SchemaNode: the same Schema");
@@ -151,12 +151,12 @@ class ArrowJavaImportReuseTest extends ArrowTestSupport {
                 for (int round = 0; round < 2; round++) {
                     MemorySegment array = arena.allocate(ArrowArray.layout());
                     MemorySegment schema = arena.allocate(ArrowSchema.layout());
-                    ArrowExport.exportRoot(producer, provider, array, schema);
+                    ArrowJava.exportRoot(producer, provider, array, schema);
                     ImportedArray imported;
                     try (ImportedSchema s = ArrowImport.importSchema(schema)) {
                         imported = ArrowImport.importArray(s, array, ValidationLevel.DEFAULT);
                     }
-                    try (VectorSchemaRoot back = ArrowJavaImport.importVectorSchemaRoot(allocator, imported, received)) {
+                    try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator, imported, received)) {
                         ids.add(back.getSchema().getFields().get(0).getDictionary().getId());
                         VarCharVector words = (VarCharVector) received.lookup(ids.get(round)).getVector();
                         assertEquals("word1", words.getObject(1).toString());

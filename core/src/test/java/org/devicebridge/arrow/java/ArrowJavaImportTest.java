@@ -55,12 +55,12 @@ class ArrowJavaImportTest extends ArrowTestSupport {
                 if (name.equals("run_end_encoded") && offset != 0) {
                     try (array) {
                         assertThrows(UnsupportedFeatureException.class,
-                                () -> ArrowJavaImport.importFieldVector(allocator, array, null));
+                                () -> ArrowJava.importFieldVector(allocator, array, null));
                         assertTrue(!array.isLive(), "the input is released on every throw, an unsupported feature too");
                     }
                     return;
                 }
-                try (FieldVector imported = ArrowJavaImport.importFieldVector(allocator, array, null)) {
+                try (FieldVector imported = ArrowJava.importFieldVector(allocator, array, null)) {
                     assertTrue(!array.isLive(), "the array is consumed by the Arrow Java import");
                     assertEquals(length, imported.getValueCount());
                     assertEquals(normalizedType(original), normalizedType(imported));
@@ -93,7 +93,7 @@ class ArrowJavaImportTest extends ArrowTestSupport {
     void decimal32And64KeepTheirDeclaredWidthInTheField(String format, int bits) {
         // Arrow Java 19's own readers hold them this way: the declared type over a 16-byte DecimalVector.
         SchemaNode node = field("d", format, SchemaNode.FLAG_NULLABLE);
-        assertEquals(bits, ((ArrowType.Decimal) ArrowJavaImport.toField(node).getType()).getBitWidth());
+        assertEquals(bits, ((ArrowType.Decimal) ArrowJava.toField(node).getType()).getBitWidth());
     }
 
     static Stream<Arguments> narrowDecimals() {
@@ -106,7 +106,7 @@ class ArrowJavaImportTest extends ArrowTestSupport {
             long exportedBytes = allocator.getAllocatedMemory();
             FieldVector moved;
             try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
-                 FieldVector imported = ArrowJavaImport.importFieldVector(allocator,
+                 FieldVector imported = ArrowJava.importFieldVector(allocator,
                          ArrowImport.importArray(schema, e.arrayPtr(), ValidationLevel.DEFAULT), null)) {
                 moved = (FieldVector) imported.getTransferPair(allocator).getTo();
                 imported.makeTransferPair(moved).transfer();
@@ -146,7 +146,7 @@ class ArrowJavaImportTest extends ArrowTestSupport {
              ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
              DictionaryProvider.MapDictionaryProvider dicts = new DictionaryProvider.MapDictionaryProvider()) {
             assertEquals("u", schema.root().dictionary().format());
-            try (FieldVector imported = ArrowJavaImport.importFieldVector(allocator,
+            try (FieldVector imported = ArrowJava.importFieldVector(allocator,
                     ArrowImport.importArray(schema, e.arrayPtr(), ValidationLevel.FULL), dicts)) {
                 long id = imported.getField().getDictionary().getId();
                 FieldVector decodedDict = dicts.lookup(id).getVector();

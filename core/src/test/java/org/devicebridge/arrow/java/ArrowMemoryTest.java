@@ -22,7 +22,6 @@ import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.arrow.ArrowImport;
-import org.devicebridge.arrow.ArrowStructs;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.testing.ArrowMemorySessionListener;
@@ -201,11 +200,11 @@ class ArrowMemoryTest {
             names.setValueCount(1000);
             VectorSchemaRoot table = VectorSchemaRoot.of(ids, names);
             try (Arena structs = Arena.ofConfined()) {
-                MemorySegment schema = ArrowStructs.allocateSchema(structs);
-                MemorySegment array = ArrowStructs.allocateArray(structs);
-                ArrowExport.exportRoot(table, array, schema);
+                MemorySegment schema = ArrowImport.allocateSchema(structs);
+                MemorySegment array = ArrowImport.allocateArray(structs);
+                ArrowJava.exportRoot(table, array, schema);
                 try (ImportedSchema s = ArrowImport.importSchema(schema);
-                     VectorSchemaRoot back = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                     VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
                              ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
                     assertEquals(table.contentToTSVString(), back.contentToTSVString());
                     assertNotEquals(0, allocator.getAllocatedMemory());

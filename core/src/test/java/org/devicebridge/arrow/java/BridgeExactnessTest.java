@@ -101,14 +101,14 @@ class BridgeExactnessTest extends ArrowTestSupport {
         try (VectorSchemaRoot original = mapRoot(rows); Arena arena = Arena.ofConfined()) {
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
-            ArrowExport.exportRoot(original, array, schema);
+            ArrowJava.exportRoot(original, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 VectorSchemaRoot ours = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                 VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
                          ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
                 assertEquals(original.getSchema(), ours.getSchema(), "names, field and schema metadata kept");
                 assertEquals(original.contentToTSVString(), ours.contentToTSVString());
                 // the other way: ours exported again, read by arrow-c-data, which keeps them the same way
-                ArrowExport.exportRoot(ours, array, schema);
+                ArrowJava.exportRoot(ours, array, schema);
                 try (CDataDictionaryProvider p = new CDataDictionaryProvider();
                      VectorSchemaRoot peer = Data.importVectorSchemaRoot(allocator,
                              org.apache.arrow.c.ArrowArray.wrap(array.address()), org.apache.arrow.c.ArrowSchema.wrap(schema.address()), p)) {
@@ -135,7 +135,7 @@ class BridgeExactnessTest extends ArrowTestSupport {
                 sa[k] = new MemorySegment[] {schema, array};
             }
             try (ImportedSchema s = ArrowImport.importSchema(sa[0][0]);
-                 VectorSchemaRoot ours = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                 VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
                          ArrowImport.importArray(s, sa[0][1], ValidationLevel.DEFAULT), null);
                  CDataDictionaryProvider p = new CDataDictionaryProvider();
                  VectorSchemaRoot peer = Data.importVectorSchemaRoot(allocator,
@@ -189,7 +189,7 @@ class BridgeExactnessTest extends ArrowTestSupport {
         try (DecimalVector original = decimals(bits, nulls, 11); Arena arena = Arena.ofConfined()) {
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
-            ArrowExport.exportVector(original, null, array, schema);
+            ArrowJava.exportVector(original, null, array, schema);
             assertEquals("d:" + (bits == 32 ? 9 : 18) + ",2," + bits, ArrowSchema.format(schema).getString(0));
             MemorySegment data = ArrowArray.buffers(array).reinterpret(16).getAtIndex(ValueLayout.ADDRESS, 1)
                     .reinterpret(11L * bits / 8);
@@ -202,7 +202,7 @@ class BridgeExactnessTest extends ArrowTestSupport {
             ArrowArray.length(array, length);
             ArrowArray.null_count(array, -1);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 FieldVector back = ArrowJavaImport.importFieldVector(allocator,
+                 FieldVector back = ArrowJava.importFieldVector(allocator,
                          ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
                 assertEquals(original.getField().getType(), back.getField().getType(), "declared width kept");
                 assertTrue(back instanceof DecimalVector, "Arrow Java's own layout: " + back.getClass());
@@ -223,8 +223,8 @@ class BridgeExactnessTest extends ArrowTestSupport {
             MemorySegment a64 = HandBuilt.rootArray(h.array(2, 0, 2, new MemorySegment[] {null,
                     h.longs(0, 0, Long.MIN_VALUE / 10, 999_999_999_999_999_999L)}));
             try (ImportedSchema i32 = ArrowImport.importSchema(s32); ImportedSchema i64 = ArrowImport.importSchema(s64);
-                 FieldVector v32 = ArrowJavaImport.importFieldVector(allocator, ArrowImport.importArray(i32, a32, ValidationLevel.FULL), null);
-                 FieldVector v64 = ArrowJavaImport.importFieldVector(allocator, ArrowImport.importArray(i64, a64, ValidationLevel.DEFAULT), null)) {
+                 FieldVector v32 = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(i32, a32, ValidationLevel.FULL), null);
+                 FieldVector v64 = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(i64, a64, ValidationLevel.DEFAULT), null)) {
                 assertEquals(new BigDecimal("-9999999.99"), v32.getObject(0));
                 assertEquals(null, v32.getObject(1));
                 assertEquals(new BigDecimal("1.23"), v32.getObject(2));
@@ -241,7 +241,7 @@ class BridgeExactnessTest extends ArrowTestSupport {
             v.getDataBuffer().setLong(2 * 16 + 8, 0);
             MemorySegment array = arena.allocate(ArrowArray.layout());
             ValidationException e = assertThrows(ValidationException.class,
-                    () -> ArrowExport.exportVector(v, null, array, null));
+                    () -> ArrowJava.exportVector(v, null, array, null));
             assertEquals(ValidationException.Category.CONTENT, e.category());
             assertTrue(e.getMessage().contains("index 2"), e.getMessage());
             assertEquals(0L, ArrowArray.release(array).address(), "the output is untouched");
@@ -286,15 +286,15 @@ class BridgeExactnessTest extends ArrowTestSupport {
 
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
-            ArrowExport.exportVector(column, dicts, array, schema);
+            ArrowJava.exportVector(column, dicts, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
                  DictionaryProvider.MapDictionaryProvider ours = new DictionaryProvider.MapDictionaryProvider();
-                 FieldVector back = ArrowJavaImport.importFieldVector(allocator,
+                 FieldVector back = ArrowJava.importFieldVector(allocator,
                          ArrowImport.importArray(s, array, ValidationLevel.FULL), ours)) {
                 assertEquals(want, decode(back, ours));
                 assertEquals(2, ours.getDictionaryIds().size(), "both dictionaries, each under its own id");
                 // and ours exported again, read by arrow-c-data (which renumbers ids: it decodes the same)
-                ArrowExport.exportVector(back, ours, array, schema);
+                ArrowJava.exportVector(back, ours, array, schema);
                 try (CDataDictionaryProvider p = new CDataDictionaryProvider();
                      FieldVector peer = Data.importVector(allocator, org.apache.arrow.c.ArrowArray.wrap(array.address()),
                              org.apache.arrow.c.ArrowSchema.wrap(schema.address()), p)) {

@@ -91,7 +91,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             List<String> want = List.of(ROW_VALUES).subList(offset, offset + length);
             int releases = HandBuilt.ARRAY_RELEASES.get();
             try (ImportedSchema s = ArrowImport.importSchema(sa[0]);
-                 FieldVector v = ArrowJavaImport.importFieldVector(allocator, ArrowImport.importArray(s, sa[1], level), null)) {
+                 FieldVector v = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s, sa[1], level), null)) {
                 assertEquals(want, values(v));
                 assertEquals(releases, HandBuilt.ARRAY_RELEASES.get(), "the vectors hold the struct");
                 assertEquals(want, roundTrip(v), "exported by this library and imported back");
@@ -115,7 +115,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             MemorySegment array = HandBuilt.rootArray(h.array(0, 0, 0, new MemorySegment[] {null, null},
                     h.array(0, 0, 0, new MemorySegment[] {null, null}), h.array(0, 0, 0, new MemorySegment[] {null, null, null})));
             try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 FieldVector v = ArrowJavaImport.importFieldVector(allocator, ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                 FieldVector v = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
                 assertEquals(0, v.getValueCount());
                 assertEquals(2, v.getChildrenFromFields().size(), "both children kept");
             }
@@ -155,7 +155,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             HandBuilt.rootSchema(schema);
             HandBuilt.rootArray(array);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 FieldVector v = ArrowJavaImport.importFieldVector(allocator, ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                 FieldVector v = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
                 FieldVector union = outer.startsWith("+w") ? v.getChildrenFromFields().get(0) : v;
                 List<String> got = outer.startsWith("+w") ? values(union) : values(v);
                 assertEquals(want, got);
@@ -189,7 +189,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
                     org.devicebridge.generated.arrow.ArrowArray.length(e.arrayStruct(), w[1]);
                     org.devicebridge.generated.arrow.ArrowArray.null_count(e.arrayStruct(), -1);
                     try (ImportedSchema s = ArrowImport.importSchema(e.schemaPtr());
-                         FieldVector v = ArrowJavaImport.importFieldVector(allocator, ArrowImport.importArray(s, e.arrayPtr(), level), null)) {
+                         FieldVector v = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s, e.arrayPtr(), level), null)) {
                         assertEquals(w[1], v.getValueCount());
                         for (int i = 0; i < w[1]; i++) {
                             assertEquals(String.valueOf(list.getObject(w[0] + i)), String.valueOf(v.getObject(i)));
@@ -254,7 +254,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             List<String> expected = values(v);
             assertEquals(expected, roundTrip(v));
             MemorySegment array = arena.allocate(org.devicebridge.generated.arrow.ArrowArray.layout());
-            ArrowExport.exportVector(v, array);
+            ArrowJava.exportVector(v, array);
             try (ImportedSchema s = ArrowImport.importSchema(exportedSchema(v, arena))) {
                 MemorySegment buffers = array.get(java.lang.foreign.ValueLayout.ADDRESS,
                         org.devicebridge.generated.arrow.ArrowArray.buffers$offset()).reinterpret(8);
@@ -266,7 +266,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             v.getTypeBuffer().setByte(1, 100); // no minor type 100, no declared id 100
             MemorySegment untouched = arena.allocate(org.devicebridge.generated.arrow.ArrowArray.layout());
             org.devicebridge.ValidationException e = assertThrows(org.devicebridge.ValidationException.class,
-                    () -> ArrowExport.exportVector(v, untouched));
+                    () -> ArrowJava.exportVector(v, untouched));
             assertEquals(org.devicebridge.ValidationException.Category.CONTENT, e.category());
             assertTrue(e.getMessage().contains("type id 100 at index 1"), e.getMessage());
             assertEquals(0, untouched.get(java.lang.foreign.ValueLayout.ADDRESS,
@@ -284,7 +284,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
 
     private static MemorySegment exportedSchema(FieldVector v, Arena arena) {
         MemorySegment schema = arena.allocate(org.devicebridge.generated.arrow.ArrowSchema.layout());
-        ArrowExport.exportField(v.getField(), null, schema);
+        ArrowJava.exportField(v.getField(), null, schema);
         return schema;
     }
 
@@ -314,7 +314,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
         }
         try (ImportedSchema s = ArrowImport.importSchema(schema)) {
             ImportedArray a = ArrowImport.importArray(s, array, ValidationLevel.FULL);
-            try (VectorSchemaRoot r = ArrowJavaImport.importVectorSchemaRoot(allocator, a, null)) {
+            try (VectorSchemaRoot r = ArrowJava.importVectorSchemaRoot(allocator, a, null)) {
                 assertFalse(a.isLive());
                 assertEquals(format.substring(4), joinIds((ArrowType.Union) r.getSchema().getFields().get(0).getType()),
                         "the schema keeps the declared type ids");
@@ -351,9 +351,9 @@ class BridgeLayoutsTest extends ArrowTestSupport {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment array = arena.allocate(org.devicebridge.generated.arrow.ArrowArray.layout());
             MemorySegment schema = arena.allocate(org.devicebridge.generated.arrow.ArrowSchema.layout());
-            ArrowExport.exportRoot(r, null, array, schema);
+            ArrowJava.exportRoot(r, null, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 VectorSchemaRoot back = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                 VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
                          ArrowImport.importArray(s, array, ValidationLevel.DEFAULT), null)) {
                 return values(back.getVector(0));
             }
@@ -365,9 +365,9 @@ class BridgeLayoutsTest extends ArrowTestSupport {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment array = arena.allocate(org.devicebridge.generated.arrow.ArrowArray.layout());
             MemorySegment schema = arena.allocate(org.devicebridge.generated.arrow.ArrowSchema.layout());
-            ArrowExport.exportVector(v, null, array, schema);
+            ArrowJava.exportVector(v, null, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 FieldVector back = ArrowJavaImport.importFieldVector(allocator,
+                 FieldVector back = ArrowJava.importFieldVector(allocator,
                          ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
                 return values(back);
             }

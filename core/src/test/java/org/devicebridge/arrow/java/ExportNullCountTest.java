@@ -1,7 +1,6 @@
 package org.devicebridge.arrow.java;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -14,9 +13,7 @@ import org.apache.arrow.vector.BitVectorHelper;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
-import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.generated.arrow.ArrowArray;
-import org.devicebridge.internal.Bitmaps;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -30,10 +27,6 @@ import org.junit.jupiter.params.provider.MethodSource;
  * neither may count).
  */
 class ExportNullCountTest {
-    /** Families whose every column the export counts from its validity bitmap. */
-    private static final List<String> COUNTED_BY_BITMAP = List.of("integers", "bool", "strings", "views", "lists",
-            "listViews", "struct", "fixedSizeBinary");
-
     private BufferAllocator allocator;
     private ExportTestSupport.Baseline baseline;
 
@@ -72,7 +65,7 @@ class ExportNullCountTest {
         try (VectorSchemaRoot root = root(vectors, rows, bitsPastLength); Arena arena = Arena.ofConfined()) {
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(org.devicebridge.generated.arrow.ArrowSchema.layout());
-            ArrowExport.exportRoot(root, dictionaries, array, schema);
+            ArrowJava.exportRoot(root, dictionaries, array, schema);
             try {
                 for (int i = 0; i < vectors.size(); i++) {
                     MemorySegment child = child(array, vectors.size(), i);
@@ -80,37 +73,6 @@ class ExportNullCountTest {
                 }
             } finally {
                 ExportTestSupport.releaseIfLive(array, schema);
-            }
-        } finally {
-            ExportTestSupport.closeDictionaries(dictionaries);
-        }
-    }
-
-    @ParameterizedTest(name = "{0} nulls={1} rows={2} set bits past the length={3}")
-    @MethodSource("cases")
-    void anExportForAnUploadLeavesEveryBitmapsCountUnknownAndWritesTheOthers(String family, boolean nulls, int rows,
-                                                                           boolean bitsPastLength) {
-        DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
-        List<FieldVector> vectors = ExportTestSupport.family(family, allocator, rows, nulls, dictionaries);
-        try (VectorSchemaRoot root = root(vectors, rows, bitsPastLength)) {
-            try (ExportedArray ea = ArrowExport.exportRootNullCountsUnknown(root, dictionaries)) {
-                for (int i = 0; i < vectors.size(); i++) {
-                    FieldVector v = vectors.get(i);
-                    MemorySegment child = child(ea.segment(), vectors.size(), i);
-                    long written = ArrowArray.null_count(child);
-                    MemorySegment bitmap = ArrowArray.buffers(child).reinterpret(8).get(ValueLayout.ADDRESS, 0);
-                    if (written == -1) {
-                        assertTrue(rows > 0 && bitmap.address() != 0, v.getName() + ": unknown only where a bitmap holds it");
-                        long set = Bitmaps.countSet(bitmap.reinterpret((rows + 7) / 8), 0, rows);
-                        assertEquals(v.getNullCount(), rows - set, v.getName() + ": the bitmap holds Arrow Java's count");
-                    } else {
-                        assertEquals(v.getNullCount(), written, v.getName());
-                    }
-                    if (rows > 0 && v.getValidityBuffer() != null && v.getValidityBuffer().memoryAddress() != 0
-                            && COUNTED_BY_BITMAP.contains(family)) {
-                        assertEquals(-1, written, v.getName() + ": its bitmap's count is left to the caller");
-                    }
-                }
             }
         } finally {
             ExportTestSupport.closeDictionaries(dictionaries);

@@ -77,7 +77,7 @@ class ViewPaddingExportTest extends ArrowTestSupport {
 
     private void assertImportsAtFullWithTheSameValues(FieldVector original, MemorySegment array, MemorySegment schema) {
         try (ImportedSchema s = ArrowImport.importSchema(schema);
-             FieldVector back = ArrowJavaImport.importFieldVector(allocator,
+             FieldVector back = ArrowJava.importFieldVector(allocator,
                      ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
             assertEquals(original.getValueCount(), back.getValueCount());
             for (int i = 0; i < original.getValueCount(); i++) {
@@ -91,7 +91,7 @@ class ViewPaddingExportTest extends ArrowTestSupport {
         try (ViewVarCharVector v = strings(); Arena arena = Arena.ofConfined()) {
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
-            ArrowExport.exportVector(v, null, array, schema);
+            ArrowJava.exportVector(v, null, array, schema);
             assertEquals(v.getDataBuffer().memoryAddress(), exportedViews(array).address(), "zero copy");
             assertImportsAtFullWithTheSameValues(v, array, schema);
         }
@@ -103,7 +103,7 @@ class ViewPaddingExportTest extends ArrowTestSupport {
             poison(v);
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
-            ArrowExport.exportVector(v, null, array, schema);
+            ArrowJava.exportVector(v, null, array, schema);
             MemorySegment views = exportedViews(array).reinterpret(16L * VALUES.size());
             boolean copied = v.getDataBuffer().memoryAddress() != views.address();
             for (int i = 0; i < VALUES.size(); i++) {
@@ -139,9 +139,9 @@ class ViewPaddingExportTest extends ArrowTestSupport {
                 try (VectorSchemaRoot slice = root.slice(1, 5); Arena arena = Arena.ofConfined()) {
                     MemorySegment array = arena.allocate(ArrowArray.layout());
                     MemorySegment schema = arena.allocate(ArrowSchema.layout());
-                    ArrowExport.exportRoot(slice, array, schema);
+                    ArrowJava.exportRoot(slice, array, schema);
                     try (ImportedSchema is = ArrowImport.importSchema(schema);
-                         VectorSchemaRoot back = ArrowJavaImport.importVectorSchemaRoot(allocator,
+                         VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
                                  ArrowImport.importArray(is, array, ValidationLevel.FULL), null)) {
                         for (int i = 0; i < slice.getRowCount(); i++) {
                             assertEquals(slice.getVector(0).getObject(i), back.getVector(0).getObject(i), "row " + i);

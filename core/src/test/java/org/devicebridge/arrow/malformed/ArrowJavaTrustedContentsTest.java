@@ -22,7 +22,7 @@ import org.devicebridge.arrow.ArrowTestSupport;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.java.ArrowJavaImport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -40,7 +40,7 @@ class ArrowJavaTrustedContentsTest extends ArrowTestSupport {
             ImportedArray imported = ArrowImport.importArray(schema, fx.root(array.apply(fx)), ValidationLevel.DEFAULT);
             DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
             ValidationException e = assertThrows(ValidationException.class,
-                    () -> ArrowJavaImport.importFieldVector(allocator, imported, dictionaries));
+                    () -> ArrowJava.importFieldVector(allocator, imported, dictionaries));
             assertEquals(Category.CONTENT, e.category(), e.getMessage());
             assertEquals(path, e.path(), e.getMessage());
             if (message != null) {
@@ -67,7 +67,7 @@ class ArrowJavaTrustedContentsTest extends ArrowTestSupport {
             ImportedArray imported = ArrowImport.importArray(schema, fx.root(fx.array(2, 0, 0, bufs(NULL),
                     fx.array(2, 0, 0, bufs(NULL, fx.ints(0, 9, 3)), i32(fx, 1, 2, 3)))), ValidationLevel.DEFAULT);
             ValidationException e = assertThrows(ValidationException.class,
-                    () -> ArrowJavaImport.importVectorSchemaRoot(allocator, imported, null));
+                    () -> ArrowJava.importVectorSchemaRoot(allocator, imported, null));
             assertEquals("children[0].buffers[1]", e.path());
             assertFalse(imported.isLive());
             assertEquals(1, fx.releases.get());
@@ -130,7 +130,7 @@ class ArrowJavaTrustedContentsTest extends ArrowTestSupport {
             SchemaNode schema = listOfInt().apply(fx);
             ImportedArray imported = ArrowImport.importArray(schema,
                     fx.root(fx.array(2, 0, 0, bufs(NULL, fx.ints(0, 1, 3)), i32(fx, 7, 8, 9))), ValidationLevel.DEFAULT);
-            try (FieldVector v = ArrowJavaImport.importFieldVector(allocator, imported, null)) {
+            try (FieldVector v = ArrowJava.importFieldVector(allocator, imported, null)) {
                 assertEquals(List.of(7), v.getObject(0));
                 assertEquals(List.of(8, 9), v.getObject(1));
             }
@@ -145,12 +145,12 @@ class ArrowJavaTrustedContentsTest extends ArrowTestSupport {
                         fx.root(fx.array(2, 0, 0, bufs(NULL, offsets), i32(fx, 7, 8, 9))), level);
                 offsets.setAtIndex(ValueLayout.JAVA_INT, 1, 5);
                 if (level == ValidationLevel.FULL) {
-                    try (FieldVector v = ArrowJavaImport.importFieldVector(allocator, imported, null)) {
+                    try (FieldVector v = ArrowJava.importFieldVector(allocator, imported, null)) {
                         assertEquals(2, v.getValueCount());
                     }
                 } else {
                     ValidationException e = assertThrows(ValidationException.class,
-                            () -> ArrowJavaImport.importFieldVector(allocator, imported, null));
+                            () -> ArrowJava.importFieldVector(allocator, imported, null));
                     assertEquals("buffers[1]", e.path());
                 }
                 assertFalse(imported.isLive());
@@ -160,7 +160,7 @@ class ArrowJavaTrustedContentsTest extends ArrowTestSupport {
         try (Fx fx = new Fx()) {
             ImportedArray imported = ArrowImport.importArray(fx.type(fx.schema("+s", fx.schema("i"))),
                     fx.root(fx.array(2, 0, 0, bufs(NULL), i32(fx, 4, 5))), ValidationLevel.DEFAULT);
-            try (VectorSchemaRoot root = ArrowJavaImport.importVectorSchemaRoot(allocator, imported, null)) {
+            try (VectorSchemaRoot root = ArrowJava.importVectorSchemaRoot(allocator, imported, null)) {
                 assertEquals(5, root.getVector(0).getObject(1));
             }
             assertEquals(1, fx.releases.get());

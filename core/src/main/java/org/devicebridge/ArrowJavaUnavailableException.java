@@ -1,9 +1,7 @@
-package org.devicebridge.arrow.java;
-
-import org.devicebridge.DeviceBridgeException;
+package org.devicebridge;
 
 /**
- * Arrow Java is not there: an entry point that takes or returns Arrow Java types ({@code VectorSchemaRoot},
+ * Arrow Java (or Arrow Flight) is not there: an entry point that takes or returns Arrow Java types ({@code VectorSchemaRoot},
  * {@code FieldVector}, {@code BufferAllocator}, Arrow IPC) was called in a JVM where
  * {@code org.apache.arrow:arrow-vector} cannot be loaded (not on the class path, or on the module path but not
  * resolved). Thrown before anything is allocated or taken over: the caller still owns whatever it passed.

@@ -7,8 +7,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Iterator;
 import java.util.Objects;
-import java.util.function.Consumer;
-import java.util.function.Function;
+import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
@@ -16,23 +15,35 @@ import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.DeviceKind;
+import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
+import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ExportedDeviceArray;
 import org.devicebridge.arrow.ExportedDeviceStream;
 import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ExportedStream;
-import org.devicebridge.foreign.Access;
-import org.devicebridge.foreign.ArrowAccess;
+import org.devicebridge.arrow.ImportedArray;
+import org.devicebridge.arrow.ImportedSchema;
+import org.devicebridge.arrow.SchemaNode;
+import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.foreign.OutStructs;
 import org.devicebridge.foreign.StreamExport;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
-import org.devicebridge.internal.Native;
 
 /**
- * Zero-copy export of Arrow Java data through the Arrow C Data Interface ({@code ArrowSchema},
+ * Arrow Java and the Arrow C Data, Device and Stream interfaces, in one call per job, as Arrow Java's own
+ * {@code org.apache.arrow.c.Data} does: export a schema, field, vector or root ({@code export…}), and import
+ * into a root or a vector ({@link #importVectorSchemaRoot(BufferAllocator, MemorySegment, MemorySegment,
+ * DictionaryProvider.MapDictionaryProvider)}, {@link #importFieldVector(BufferAllocator, MemorySegment,
+ * MemorySegment, DictionaryProvider.MapDictionaryProvider)}), or from an array already imported and viewed
+ * with {@link org.devicebridge.arrow.ArrowImport}. Arrow Java's memory on the FFM API is
+ * {@link ArrowMemory} (plain) and {@link PooledArrowMemory} (recycled blocks).
+ *
+ * <p><b>Export.</b> Zero-copy export of Arrow Java data through the Arrow C Data Interface ({@code ArrowSchema},
  * {@code ArrowArray}), the C Device Data Interface ({@code ArrowDeviceArray} with
  * {@code device_type = ARROW_DEVICE_CPU}) and the C Stream Interface ({@code ArrowArrayStream},
  * {@code ArrowDeviceArrayStream}).
@@ -56,16 +67,55 @@ import org.devicebridge.internal.Native;
  * last offsets, child lengths, a vector's value count against the root's row count); a problem is a
  * {@link ValidationException} or {@link org.devicebridge.UnsupportedFeatureException} thrown before
  * anything is written, so after a throw the output struct is untouched and nothing is held.
+ *
+ * <p><b>Import.</b> Zero-copy import of validated arrays into Arrow Java ({@code arrow-vector}, an optional dependency).
+ *
+ * <p>Every Arrow buffer points at the producer's memory: all buffers of one import are slices of one
+ * allocation made with {@link BufferAllocator#wrapForeignAllocation} (as the buffers of a vector Arrow Java
+ * allocates itself share one), and the C struct is released exactly once, when the last of them is
+ * released (closing the returned vectors and every vector the data was transferred to). The foreign bytes
+ * are accounted to the allocator, as one allocation. The Arrow Java fields of a schema without
+ * dictionaries are made once per thread and reused by the next import of that schema, or of an equal one.
+ *
+ * <p>Offsets: Arrow Java has no offset, so non-zero offsets (the array's own and those nested arrays
+ * inherit from their parents) are applied here. Fixed-width, view, type-id and list-view buffers are
+ * sliced without copying. Copied into {@code allocator} memory are: a validity or boolean bitmap whose first
+ * element is not at a multiple of 8 bits (shifted into place), an offsets buffer whose first offset is not 0
+ * (rebased to start at 0, while the data buffer is sliced), and decimal32/decimal64 values (widened). Arrow Java also
+ * allocates validity buffers itself for nodes with no nulls or only nulls.
+ *
+ * <p>Where Arrow Java 19 holds a type its own way, the import holds it as Arrow Java's own readers (its IPC
+ * reader, arrow-c-data) do, exactly: decimal32 and decimal64 keep their declared type over Arrow Java's 16-byte
+ * {@code DecimalVector} (the values are widened into {@code allocator} memory); children of a struct that share
+ * a name are all kept; a union directly under a fixed-size list is made whole (Arrow Java's own
+ * {@code Field.createVector} cannot). The record batch's schema ({@link #importVectorSchemaRoot}) is the
+ * imported schema exactly: names (non-canonical map and list child names included), metadata of every field
+ * and of the schema, union type ids; the vectors' own {@code getField()} is Arrow Java's (canonical list and
+ * map child names, unique names for union children that share one, minor-type numbers as sparse union ids).
+ * The fields are plain Arrow Java {@link Field}s ({@code Schema.toJson()} is the source's). A field whose
+ * {@code ARROW:extension:name} is registered in Arrow Java's {@code ExtensionTypeRegistry} comes back as that
+ * extension type (and its vector as that extension's vector), as arrow-c-data gives it; an unregistered name keeps
+ * the storage type and the metadata. Every buffer is readable to its length ({@code readableBytes()},
+ * {@code nioBuffer()}), as Arrow Java's own import makes it.
+ *
+ * <p>What Arrow Java 19 cannot hold exactly raises {@link UnsupportedFeatureException} naming the field: a
+ * sparse union its {@code UnionVector} would read from the wrong child (two children of one minor type, or a
+ * struct, list or list-view child not named as its minor type; Arrow Java's own readers load those and then
+ * read wrong values), run-end encoded arrays with a non-zero offset, a field whose registered extension type
+ * refuses its storage type or metadata. The Arrow Java path needs host memory
+ * validated at {@link ValidationLevel#DEFAULT} or {@link ValidationLevel#FULL}. Arrow Java trusts every offset,
+ * union type id and offset, run end, dictionary index and view: for an array validated at DEFAULT the import
+ * first runs those of FULL's checks (not UTF-8) once, and refuses malformed contents with a
+ * {@link org.devicebridge.ValidationException} naming the field, the array released.
  */
-public final class ArrowExport {
+public final class ArrowJava {
     /** What this class needs of the generated bindings, made on first use (never while this class loads). */
     private static final class Bindings {
-        static final ArrowAccess ARROW = Access.arrow();
         static final long STREAM_SIZE = ArrowArrayStream.sizeof();
         static final long DEVICE_STREAM_SIZE = ArrowDeviceArrayStream.sizeof();
     }
 
-    private ArrowExport() {}
+    private ArrowJava() {}
 
     // ------------------------------------------------------------------ schema
 
@@ -79,7 +129,7 @@ public final class ArrowExport {
      */
     public static void exportSchema(Schema schema, MemorySegment outSchema) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportSchema");
+        requireArrowJava("ArrowJava.exportSchema");
         exportSchema(schema, null, outSchema);
     }
 
@@ -94,7 +144,7 @@ public final class ArrowExport {
      */
     public static void exportSchema(Schema schema, DictionaryProvider provider, MemorySegment outSchema) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportSchema");
+        requireArrowJava("ArrowJava.exportSchema");
         Objects.requireNonNull(schema, "schema");
         ExportSchemaWriter.export(schema, provider, OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema"));
     }
@@ -110,7 +160,7 @@ public final class ArrowExport {
      */
     public static void exportField(Field field, DictionaryProvider provider, MemorySegment outSchema) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportField");
+        requireArrowJava("ArrowJava.exportField");
         Objects.requireNonNull(field, "field");
         ExportSchemaWriter.export(field, provider, OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema"));
     }
@@ -126,10 +176,9 @@ public final class ArrowExport {
      */
     public static ExportedSchema exportSchema(Schema schema, DictionaryProvider provider) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportSchema");
+        requireArrowJava("ArrowJava.exportSchema");
         Objects.requireNonNull(schema, "schema");
-        return allocated(ExportRuntime.SCHEMA_SIZE,
-                s -> ExportSchemaWriter.export(schema, provider, s), Bindings.ARROW::exportedSchema);
+        return ExportedSchema.allocate(s -> ExportSchemaWriter.export(schema, provider, s));
     }
 
     /**
@@ -140,7 +189,7 @@ public final class ArrowExport {
      */
     public static ExportedSchema exportSchema(Schema schema) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportSchema");
+        requireArrowJava("ArrowJava.exportSchema");
         return exportSchema(schema, (DictionaryProvider) null);
     }
 
@@ -154,10 +203,9 @@ public final class ArrowExport {
      */
     public static ExportedSchema exportField(Field field, DictionaryProvider provider) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportField");
+        requireArrowJava("ArrowJava.exportField");
         Objects.requireNonNull(field, "field");
-        return allocated(ExportRuntime.SCHEMA_SIZE, s -> ExportSchemaWriter.export(field, provider, s),
-                Bindings.ARROW::exportedSchema);
+        return ExportedSchema.allocate(s -> ExportSchemaWriter.export(field, provider, s));
     }
 
     // ------------------------------------------------------------------ arrays
@@ -173,7 +221,7 @@ public final class ArrowExport {
      */
     public static void exportVector(FieldVector vector, MemorySegment outArray) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportVector");
+        requireArrowJava("ArrowJava.exportVector");
         exportVector(vector, null, outArray, null);
     }
 
@@ -191,7 +239,7 @@ public final class ArrowExport {
     public static void exportVector(FieldVector vector, DictionaryProvider provider, MemorySegment outArray,
                                     MemorySegment outSchema) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportVector");
+        requireArrowJava("ArrowJava.exportVector");
         Objects.requireNonNull(vector, "vector");
         MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
         MemorySegment schema = outSchema == null ? null
@@ -217,10 +265,9 @@ public final class ArrowExport {
      */
     public static ExportedArray exportVector(FieldVector vector, DictionaryProvider provider) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportVector");
+        requireArrowJava("ArrowJava.exportVector");
         Objects.requireNonNull(vector, "vector");
-        return allocated(ExportRuntime.ARRAY_SIZE, s -> ExportArrayWriter.exportVector(vector, provider, s),
-                Bindings.ARROW::exportedArray);
+        return ExportedArray.allocate(s -> ExportArrayWriter.exportVector(vector, provider, s));
     }
 
     /**
@@ -236,7 +283,7 @@ public final class ArrowExport {
      */
     public static void exportRoot(VectorSchemaRoot root, MemorySegment outArray, MemorySegment outSchema) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportRoot");
+        requireArrowJava("ArrowJava.exportRoot");
         exportRoot(root, null, outArray, outSchema);
     }
 
@@ -253,7 +300,7 @@ public final class ArrowExport {
     public static void exportRoot(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment outArray,
                                   MemorySegment outSchema) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportRoot");
+        requireArrowJava("ArrowJava.exportRoot");
         Objects.requireNonNull(root, "root");
         MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
         MemorySegment schema = outSchema == null ? null
@@ -279,17 +326,9 @@ public final class ArrowExport {
      */
     public static ExportedArray exportRoot(VectorSchemaRoot root, DictionaryProvider provider) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportRoot");
+        requireArrowJava("ArrowJava.exportRoot");
         Objects.requireNonNull(root, "root");
-        return allocated(ExportRuntime.ARRAY_SIZE, s -> ExportArrayWriter.exportRoot(root, provider, s),
-                Bindings.ARROW::exportedArray);
-    }
-
-    /** {@link #exportRoot(VectorSchemaRoot, DictionaryProvider)} with the bitmaps' null counts left -1 (see {@link PackageAccess}). */
-    static ExportedArray exportRootNullCountsUnknown(VectorSchemaRoot root, DictionaryProvider provider) {
-        Objects.requireNonNull(root, "root");
-        return allocated(ExportRuntime.ARRAY_SIZE, s -> ExportArrayWriter.exportRoot(root, provider, s, true),
-                Bindings.ARROW::exportedArray);
+        return ExportedArray.allocate(s -> ExportArrayWriter.exportRoot(root, provider, s));
     }
 
     /**
@@ -300,7 +339,7 @@ public final class ArrowExport {
      */
     public static ExportedArray exportRoot(VectorSchemaRoot root) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportRoot");
+        requireArrowJava("ArrowJava.exportRoot");
         return exportRoot(root, null);
     }
 
@@ -321,7 +360,7 @@ public final class ArrowExport {
     public static void exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider,
                                          MemorySegment outDeviceArray) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportDeviceArray");
+        requireArrowJava("ArrowJava.exportDeviceArray");
         Objects.requireNonNull(root, "root");
         exportDeviceArrayInto(root, provider, OutStructs.sized(outDeviceArray, ArrowDeviceArray.sizeof(), "outDeviceArray"));
     }
@@ -335,7 +374,7 @@ public final class ArrowExport {
      */
     public static void exportDeviceArray(VectorSchemaRoot root, MemorySegment outDeviceArray) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportDeviceArray");
+        requireArrowJava("ArrowJava.exportDeviceArray");
         exportDeviceArray(root, null, outDeviceArray);
     }
 
@@ -349,10 +388,9 @@ public final class ArrowExport {
      */
     public static ExportedDeviceArray exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportDeviceArray");
+        requireArrowJava("ArrowJava.exportDeviceArray");
         Objects.requireNonNull(root, "root");
-        return allocated(ArrowDeviceArray.sizeof(), s -> exportDeviceArrayInto(root, provider, s),
-                Bindings.ARROW::exportedDeviceArray);
+        return ExportedDeviceArray.allocate(s -> exportDeviceArrayInto(root, provider, s));
     }
 
     /**
@@ -363,7 +401,7 @@ public final class ArrowExport {
      */
     public static ExportedDeviceArray exportDeviceArray(VectorSchemaRoot root) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportDeviceArray");
+        requireArrowJava("ArrowJava.exportDeviceArray");
         return exportDeviceArray(root, (DictionaryProvider) null);
     }
 
@@ -393,7 +431,7 @@ public final class ArrowExport {
      */
     public static void exportStream(ArrowReader reader, MemorySegment outStream) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportStream");
+        requireArrowJava("ArrowJava.exportStream");
         Objects.requireNonNull(reader, "reader");
         StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot),
                 OutStructs.sized(outStream, Bindings.STREAM_SIZE, "outStream"));
@@ -409,10 +447,9 @@ public final class ArrowExport {
      */
     public static ExportedStream exportStream(ArrowReader reader) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportStream");
+        requireArrowJava("ArrowJava.exportStream");
         Objects.requireNonNull(reader, "reader");
-        return allocated(Bindings.STREAM_SIZE, s -> StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot), s),
-                Bindings.ARROW::exportedStream);
+        return ExportedStream.allocate(s -> StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot), s));
     }
 
     /**
@@ -431,7 +468,7 @@ public final class ArrowExport {
     public static void exportStream(Schema schema, Iterator<? extends VectorSchemaRoot> batches,
                                     DictionaryProvider provider, MemorySegment outStream) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportStream");
+        requireArrowJava("ArrowJava.exportStream");
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(batches, "batches");
         StreamExport.exportHost(Sources.of(schema, batches, provider, ExportArrayWriter::exportRoot),
@@ -450,9 +487,9 @@ public final class ArrowExport {
      */
     public static void exportDeviceStream(ArrowReader reader, MemorySegment outStream) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportDeviceStream");
+        requireArrowJava("ArrowJava.exportDeviceStream");
         Objects.requireNonNull(reader, "reader");
-        StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), DeviceKind.CPU,
+        StreamExport.exportDevice(Sources.of(reader, ArrowJava::exportDeviceArrayInto), DeviceKind.CPU,
                 OutStructs.sized(outStream, Bindings.DEVICE_STREAM_SIZE, "outStream"));
     }
 
@@ -466,11 +503,10 @@ public final class ArrowExport {
      */
     public static ExportedDeviceStream exportDeviceStream(ArrowReader reader) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportDeviceStream");
+        requireArrowJava("ArrowJava.exportDeviceStream");
         Objects.requireNonNull(reader, "reader");
-        return allocated(Bindings.DEVICE_STREAM_SIZE,
-                s -> StreamExport.exportDevice(Sources.of(reader, ArrowExport::exportDeviceArrayInto), DeviceKind.CPU, s),
-                Bindings.ARROW::exportedDeviceStream);
+        return ExportedDeviceStream.allocate(
+                s -> StreamExport.exportDevice(Sources.of(reader, ArrowJava::exportDeviceArrayInto), DeviceKind.CPU, s));
     }
 
     /**
@@ -485,10 +521,10 @@ public final class ArrowExport {
     public static void exportDeviceStream(Schema schema, Iterator<? extends VectorSchemaRoot> batches,
                                           DictionaryProvider provider, MemorySegment outStream) {
         requireNativeAccess();
-        requireArrowJava("ArrowExport.exportDeviceStream");
+        requireArrowJava("ArrowJava.exportDeviceStream");
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(batches, "batches");
-        StreamExport.exportDevice(Sources.of(schema, batches, provider, ArrowExport::exportDeviceArrayInto),
+        StreamExport.exportDevice(Sources.of(schema, batches, provider, ArrowJava::exportDeviceArrayInto),
                 DeviceKind.CPU,
                 OutStructs.sized(outStream, Bindings.DEVICE_STREAM_SIZE, "outStream"));
     }
@@ -499,17 +535,6 @@ public final class ArrowExport {
      * A library-allocated struct of {@code size} bytes, filled by {@code fill} and owned by the handle
      * {@code wrap} makes of it; after a throw of {@code fill} the struct is freed and nothing is held.
      */
-    private static <T> T allocated(long size, Consumer<MemorySegment> fill, Function<MemorySegment, T> wrap) {
-        MemorySegment s = Native.calloc(size);
-        try {
-            fill.accept(s);
-        } catch (RuntimeException | Error e) {
-            Native.free(s);
-            throw e;
-        }
-        return wrap.apply(s);
-    }
-
     /**
      * Releases again the schema an export wrote into {@code schema} (unless {@code null}) before its array
      * failed, so that after the throw both outputs are untouched and nothing is held.
@@ -518,5 +543,137 @@ public final class ArrowExport {
         if (schema != null) {
             ExportRuntime.release(ExportRuntime.SCHEMA, schema);
         }
+    }
+
+    // ------------------------------------------------------------------ import
+
+    /**
+     * Imports a record batch from C structs into a new {@link VectorSchemaRoot} in one call, without copying
+     * (see the class comment for the exceptions): moves and validates {@code arrowSchemaPtr} and
+     * {@code arrowArrayPtr} (a struct array, validated at {@link ValidationLevel#DEFAULT} plus the index
+     * checks Arrow Java relies on), then hands the array to Arrow Java, as Arrow Java's
+     * {@code Data.importVectorSchemaRoot} does. Dictionaries of dictionary-encoded fields go into
+     * {@code dictionaries}.
+     *
+     * <p>Ownership: after a return the caller owns the root (and the dictionaries added); the schema struct
+     * was released, and the array struct is released when the last Arrow buffer is. After a throw both
+     * structs have been released (a null allocator, or a struct that was NULL, already released or not native memory, is left
+     * as it was), and nothing new is held.
+     *
+     * @param allocator allocates the Arrow Java buffers of the result; the caller keeps owning it
+     * @param arrowArrayPtr the producer's {@code ArrowArray}; moved by this call
+     * @param arrowSchemaPtr the producer's {@code ArrowSchema}; moved by this call
+     * @param dictionaries receives the dictionaries; may be {@code null} if the schema has none
+     * @return the batch, owned by the caller
+     * @throws ValidationException if a struct is malformed, naming the field
+     * @throws UnsupportedFeatureException if Arrow Java cannot hold a type exactly
+     */
+    public static VectorSchemaRoot importVectorSchemaRoot(BufferAllocator allocator, MemorySegment arrowArrayPtr,
+                                                          MemorySegment arrowSchemaPtr,
+                                                          DictionaryProvider.MapDictionaryProvider dictionaries) {
+        requireNativeAccess();
+        requireArrowJava("ArrowJava.importVectorSchemaRoot");
+        Objects.requireNonNull(allocator, "allocator");
+        try (ImportedSchema schema = importSchemaOrRelease(arrowSchemaPtr, arrowArrayPtr)) {
+            return ArrowJavaImport.importVectorSchemaRoot(allocator,
+                    ArrowImport.importArray(schema.root(), arrowArrayPtr, ValidationLevel.DEFAULT), dictionaries);
+        }
+    }
+
+    /**
+     * Imports one array from C structs into a new Arrow Java vector in one call, without copying: as
+     * {@link #importVectorSchemaRoot(BufferAllocator, MemorySegment, MemorySegment,
+     * DictionaryProvider.MapDictionaryProvider)}, for any type. Ownership as there: after a return the
+     * caller owns the vector, the schema struct was released and the array struct is released with the last
+     * Arrow buffer; after a throw both were released and nothing new is held.
+     *
+     * @param allocator allocates the Arrow Java buffers of the result; the caller keeps owning it
+     * @param arrowArrayPtr the producer's {@code ArrowArray}; moved by this call
+     * @param arrowSchemaPtr the producer's {@code ArrowSchema}; moved by this call
+     * @param dictionaries receives the dictionaries; may be {@code null} if the schema has none
+     * @return the vector, owned by the caller
+     * @throws ValidationException if a struct is malformed, naming the field
+     * @throws UnsupportedFeatureException if Arrow Java cannot hold a type exactly
+     */
+    public static FieldVector importFieldVector(BufferAllocator allocator, MemorySegment arrowArrayPtr,
+                                                MemorySegment arrowSchemaPtr,
+                                                DictionaryProvider.MapDictionaryProvider dictionaries) {
+        requireNativeAccess();
+        requireArrowJava("ArrowJava.importFieldVector");
+        Objects.requireNonNull(allocator, "allocator");
+        try (ImportedSchema schema = importSchemaOrRelease(arrowSchemaPtr, arrowArrayPtr)) {
+            return ArrowJavaImport.importFieldVector(allocator,
+                    ArrowImport.importArray(schema.root(), arrowArrayPtr, ValidationLevel.DEFAULT), dictionaries);
+        }
+    }
+
+    /**
+     * The schema of a one-call import; if it is refused, the array struct is released too (moved, then its
+     * {@code release} called), so that after the throw the caller owns neither struct.
+     */
+    private static ImportedSchema importSchemaOrRelease(MemorySegment arrowSchemaPtr, MemorySegment arrowArrayPtr) {
+        try {
+            return ArrowImport.importSchema(arrowSchemaPtr);
+        } catch (RuntimeException | Error e) {
+            try {
+                ForeignImport.take(ForeignImport.Kind.ARROW_ARRAY, arrowArrayPtr, owned -> {
+                    ForeignImport.Kind.ARROW_ARRAY.release(owned);
+                    return null;
+                });
+            } catch (RuntimeException more) {
+                e.addSuppressed(more);
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Imports an array already imported with {@link ArrowImport} (host memory, validated at DEFAULT or FULL)
+     * into a new Arrow Java vector, without copying: for a caller that read the view first. Dictionaries of
+     * dictionary-encoded fields are put into {@code dictionaries} (with fresh ids above the ones it holds);
+     * the caller closes them.
+     *
+     * <p>Ownership: after a return the caller owns the vector (and the dictionaries it added), and
+     * {@code array} is consumed: its struct is released when the last Arrow buffer is. After a throw
+     * {@code array} has already been released (closed), whatever the exception, as after every import.
+     *
+     * @param allocator allocates the Arrow Java buffers of the result; the caller keeps owning it
+     * @param array the imported array; consumed by this call
+     * @param dictionaries receives the dictionaries; may be {@code null} if the schema has none
+     * @return the vector, owned by the caller
+     * @throws UnsupportedFeatureException if Arrow Java cannot hold a type exactly, or if {@code array} is
+     *         device memory or was validated below DEFAULT
+     */
+    public static FieldVector importFieldVector(BufferAllocator allocator, ImportedArray array,
+                                                DictionaryProvider.MapDictionaryProvider dictionaries) {
+        return ArrowJavaImport.importFieldVector(allocator, array, dictionaries);
+    }
+
+    /**
+     * Imports an array already imported with {@link ArrowImport} (a struct array: a record batch) into a new
+     * {@link VectorSchemaRoot}, without copying; the struct's validity must have no nulls and its children
+     * become the root's vectors. Ownership and exceptions as in
+     * {@link #importFieldVector(BufferAllocator, ImportedArray, DictionaryProvider.MapDictionaryProvider)}:
+     * after a return the caller owns the root; after a throw {@code array} has already been released.
+     *
+     * @param allocator allocates the Arrow Java buffers of the result; the caller keeps owning it
+     * @param array the imported array; consumed by this call
+     * @param dictionaries receives the dictionaries; may be {@code null} if the schema has none
+     * @return the batch, owned by the caller
+     */
+    public static VectorSchemaRoot importVectorSchemaRoot(BufferAllocator allocator, ImportedArray array,
+                                                          DictionaryProvider.MapDictionaryProvider dictionaries) {
+        return ArrowJavaImport.importVectorSchemaRoot(allocator, array, dictionaries);
+    }
+
+    /**
+     * {@return the Arrow Java field for {@code schema}, exactly (names, metadata, type ids), for callers that
+     * build vectors themselves} Dictionary ids are assigned from 0 in depth-first order.
+     *
+     * @param schema the imported field to convert; only read
+     * @throws UnsupportedFeatureException if Arrow Java cannot represent a type of the tree exactly
+     */
+    public static Field toField(SchemaNode schema) {
+        return ArrowJavaImport.toField(schema);
     }
 }

@@ -1,4 +1,4 @@
-package org.devicebridge.foreign;
+package org.devicebridge.arrow;
 
 import java.lang.foreign.MemorySegment;
 
@@ -6,7 +6,7 @@ import java.lang.foreign.MemorySegment;
  * Hands out segments over the host buffers of a view, bounded by the lifetime of the handle that owns the
  * memory (its arena), and checks that handle is live.
  */
-public interface SegmentSource {
+interface SegmentSource {
     /** A segment of {@code byteSize} bytes at {@code address} in the owner's arena. */
     MemorySegment segment(long address, long byteSize);
 
