@@ -13,7 +13,7 @@ import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.arrow.cuda.CudaArrowImport;
-import org.devicebridge.arrow.java.ArrowExport;
+import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
@@ -83,7 +83,7 @@ final class B10DefaultAllocBatch implements AutoCloseable {
             }
             stream.synchronize();
             MemorySegment schemaStruct = org.devicebridge.generated.arrow.ArrowSchema.allocate(arena);
-            ArrowExport.exportSchema(arrowSchema, schemaStruct);
+            ArrowJava.exportSchema(arrowSchema, schemaStruct);
             schema = ArrowImport.importSchema(schemaStruct);
             MemorySegment deviceArray = fill(arena, owned, uploaded.length(), device);
             int before = RELEASES.get();
