@@ -2,7 +2,6 @@ package org.devicebridge;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import org.devicebridge.NativeHandle.ReleaseAction;
 import org.devicebridge.internal.Allocations;
 import org.devicebridge.internal.HandleTracker;
 
@@ -18,13 +17,13 @@ final class Lifecycle implements Runnable {
     static final int RELEASED = 2;
 
     final String description;
-    private final ReleaseAction action;
+    private final AutoCloseable action;
     private final boolean callerArena;
     private volatile Arena arena; // the caller's, or ours once made; written under this monitor
     // written under this monitor; starts LIVE (0), not written here: a volatile store costs a fence
     volatile int state;
 
-    Lifecycle(String description, ReleaseAction action, Arena callerArena) {
+    Lifecycle(String description, AutoCloseable action, Arena callerArena) {
         this.description = description;
         this.action = action;
         this.callerArena = callerArena != null;
@@ -122,7 +121,7 @@ final class Lifecycle implements Runnable {
         state = RELEASED;
         HandleTracker.closed();
         try {
-            action.release();
+            action.close();
         } catch (Throwable t) {
             HandleTracker.releaseFailed(description, t);
         }

@@ -56,17 +56,6 @@ public abstract class NativeHandle implements AutoCloseable {
         RELEASED
     }
 
-    /** Frees what a handle owns. Runs at most once; an exception it throws is recorded, never lost. */
-    @FunctionalInterface
-    public interface ReleaseAction {
-        /**
-         * Frees the resources.
-         *
-         * @throws Exception any failure; the handle records it and reports it to the thread that closed it
-         */
-        void release() throws Exception;
-    }
-
     private final Lifecycle lifecycle;
     private final HandleCleaner.Registration cleanable; // null when the caller's arena owns the release
     private final boolean confinedToFirstUser;
@@ -81,9 +70,10 @@ public abstract class NativeHandle implements AutoCloseable {
      * A handle that owns its arena (made lazily, shared): for handles that are not imports.
      *
      * @param description what this handle is, for leak reports and error messages (e.g. "imported ArrowArray")
-     * @param action frees the handle's resources; must not capture this handle
+     * @param action frees the handle's resources, at most once (an exception it throws is recorded and
+     *     reported to the thread that closed the handle, never lost); must not capture this handle
      */
-    protected NativeHandle(String description, ReleaseAction action) {
+    protected NativeHandle(String description, AutoCloseable action) {
         this(description, action, null, false);
     }
 
@@ -92,18 +82,19 @@ public abstract class NativeHandle implements AutoCloseable {
      * a confined arena made by the first segment taken, on the thread that takes it.
      *
      * @param description what this handle is, for leak reports and error messages
-     * @param action frees the handle's resources; must not capture this handle
+     * @param action frees the handle's resources, at most once (an exception it throws is recorded and
+     *     reported to the thread that closed the handle, never lost); must not capture this handle
      * @param arena the caller's arena whose closing releases this handle (the caller keeps owning the
      *     arena), or {@code null} for a handle that owns a confined arena
      * @throws HandleClosedException if {@code arena} is already closed
      * @throws WrongThreadException if {@code arena} is confined to another thread
      */
-    protected NativeHandle(String description, ReleaseAction action, Arena arena) {
+    protected NativeHandle(String description, AutoCloseable action, Arena arena) {
         this(description, action, arena, arena == null);
     }
 
     @SuppressWarnings("this-escape") // safe: the Cleaner keeps a phantom reference only; its action never sees this
-    private NativeHandle(String description, ReleaseAction action, Arena arena, boolean confinedToFirstUser) {
+    private NativeHandle(String description, AutoCloseable action, Arena arena, boolean confinedToFirstUser) {
         requireLibraryType(getClass());
         this.confinedToFirstUser = confinedToFirstUser;
         this.lifecycle = new Lifecycle(Objects.requireNonNull(description, "description"),

@@ -17,7 +17,7 @@ import org.devicebridge.bench.B10Support.Watchdog;
 import org.devicebridge.bench.B10WorkerHandOff.Options;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.ipc.IpcBatchExport;
+import org.devicebridge.ipc.IpcExport;
 import org.devicebridge.ipc.WorkerChannel;
 
 /**
@@ -55,7 +55,7 @@ final class B10Phases {
             ch = WorkerChannel.open(p.getInputStream(), p.getOutputStream(), B10WorkerHandOff.timeout(o));
             for (int i = 0; i < t.length; i++) {
                 long t0 = System.nanoTime();
-                IpcBatchExport e = ch.send(batch, stream);
+                IpcExport e = ch.send(batch, stream);
                 try (CudaArrowBatch r = ch.receive(stream, ValidationLevel.MINIMAL, null)) {
                     stream.synchronize(); // the worker's result is ready here; our last use before closing it
                 }

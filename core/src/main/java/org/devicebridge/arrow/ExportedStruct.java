@@ -50,7 +50,7 @@ abstract sealed class ExportedStruct extends NativeHandle
     }
 
     /** Captures the struct, never the handle. */
-    private static ReleaseAction releaseAction(ForeignImport.Kind kind, MemorySegment struct) {
+    private static AutoCloseable releaseAction(ForeignImport.Kind kind, MemorySegment struct) {
         return () -> kind.release(struct);
     }
 

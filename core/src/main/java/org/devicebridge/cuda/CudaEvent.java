@@ -22,7 +22,7 @@ public final class CudaEvent extends NativeHandle {
     private final MemorySegment raw;
     private final int device;
 
-    private CudaEvent(MemorySegment raw, int device, String description, ReleaseAction release) {
+    private CudaEvent(MemorySegment raw, int device, String description, AutoCloseable release) {
         super(description, release);
         this.raw = raw;
         this.device = device;

@@ -27,7 +27,7 @@ public final class PinnedHostBuffer extends NativeHandle {
     private final long byteSize;
     private volatile MemorySegment segment; // in this handle's arena, made on the first segment() call
 
-    private PinnedHostBuffer(long address, long byteSize, String description, ReleaseAction release) {
+    private PinnedHostBuffer(long address, long byteSize, String description, AutoCloseable release) {
         super(description, release);
         this.address = address;
         this.byteSize = byteSize;

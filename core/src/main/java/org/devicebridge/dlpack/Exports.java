@@ -5,7 +5,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.util.concurrent.atomic.AtomicLong;
-import org.devicebridge.NativeHandle;
 import org.devicebridge.foreign.LocalCallbacks;
 import org.devicebridge.internal.ExportRegistry;
 import org.devicebridge.internal.Native;
@@ -30,13 +29,13 @@ final class Exports {
     private static final System.Logger LOG = System.getLogger("org.devicebridge.dlpack");
 
     /** What one export holds; also its handle's release step while no consumer took it. */
-    record State(MemorySegment block, AutoCloseable owner, String what) implements NativeHandle.ReleaseAction {
+    record State(MemorySegment block, AutoCloseable owner, String what) implements AutoCloseable {
         /**
          * Frees the block (kept for this thread's next export: the handle is closed on a Java thread), then
          * closes the owner; never throws (see {@link Exports#release(State, boolean)}).
          */
         @Override
-        public void release() {
+        public void close() {
             Exports.release(this, true);
         }
 
@@ -61,7 +60,7 @@ final class Exports {
      * its struct block: the exporter's owner, if any. Never throws: a failing owner is logged, as the
      * deleter does.
      */
-    static final class LocalRelease implements NativeHandle.ReleaseAction, Runnable {
+    static final class LocalRelease implements AutoCloseable, Runnable {
         /** For an export without an owner: nothing. */
         static final LocalRelease NOTHING = new LocalRelease(null, "");
 
@@ -79,7 +78,7 @@ final class Exports {
         }
 
         @Override
-        public void release() {
+        public void close() {
             run();
         }
 

@@ -53,7 +53,7 @@ import org.devicebridge.internal.FieldPath;
  * @param array the root node: a struct whose children are the columns
  * @param eventHandle the 64 bytes of the event handle, or {@code null} when the data was ready at export
  */
-public record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> handles, Node array,
+record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> handles, Node array,
                                  byte[] eventHandle) {
     /** The format version written in {@code devicebridge_ipc}. */
     public static final int FORMAT_VERSION = Acknowledgement.FORMAT_VERSION;

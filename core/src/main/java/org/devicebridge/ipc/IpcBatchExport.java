@@ -22,6 +22,7 @@ import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.internal.Closing;
+import org.devicebridge.ipc.IpcExport.Memory;
 
 /**
  * A device batch shared with another process (a JVM, or CPython with CuPy and pyarrow) through CUDA IPC: the
@@ -50,17 +51,7 @@ import org.devicebridge.internal.Closing;
  * <p>Thread safety: every method may be called from any thread; {@code acknowledge} typically runs on the
  * thread that reads the channel while another waits in {@code awaitClosed}.
  */
-public final class IpcBatchExport implements AutoCloseable {
-    /** What {@link #export} does with buffers in memory CUDA IPC cannot share. */
-    public enum Memory {
-        /** Share every buffer in place, zero-copy; a buffer in memory CUDA IPC cannot share is refused. */
-        SHARE_ONLY,
-        /**
-         * Share in place what CUDA IPC can share; copy the other buffers, device to device on the caller's
-         * stream, into one new {@code cuMemAlloc} allocation the export owns (one allocation per export).
-         */
-        COPY_UNSHAREABLE
-    }
+final class IpcBatchExport implements AutoCloseable {
 
     private final IpcBatchDescriptor descriptor;
     private final long copiedBytes;
@@ -117,7 +108,7 @@ public final class IpcBatchExport implements AutoCloseable {
      */
     public static IpcBatchExport export(CudaArrowBatch batch, CudaStream stream, Memory memory) {
         requireNativeAccess();
-        requireArrowJava("IpcBatchExport.export");
+        requireArrowJava("IpcExport.exportBatch");
         Cuda.require();
         Objects.requireNonNull(batch, "batch");
         Objects.requireNonNull(stream, "stream");
@@ -157,6 +148,11 @@ public final class IpcBatchExport implements AutoCloseable {
         }
     }
 
+
+    /** {@return the export's acknowledgement gate, which {@link IpcExport} shares} */
+    Acknowledgement gate() {
+        return gate;
+    }
 
     /** {@return the descriptor to send to the importer ({@link IpcBatchDescriptor#toJson()})} */
     public IpcBatchDescriptor descriptor() {

@@ -51,7 +51,7 @@ import org.devicebridge.internal.Closing;
  * <p>Thread safety: every method may be called from any thread. This object owns the batch (and through it
  * the mappings); the caller owns this object.
  */
-public final class IpcBatchImport implements AutoCloseable {
+final class IpcBatchImport implements AutoCloseable {
     private final IpcBatchDescriptor descriptor;
     private final CudaArrowBatch batch;
     private final CountDownLatch unmapped;
@@ -104,7 +104,7 @@ public final class IpcBatchImport implements AutoCloseable {
         CudaStream stream = target.stream();
         HostDeviceTransfer transfer = target.transfer();
         requireNativeAccess();
-        requireArrowJava("IpcBatchImport.open");
+        requireArrowJava("IpcImport.importBatch");
         Cuda.require();
         Objects.requireNonNull(descriptor, "descriptor");
         Objects.requireNonNull(level, "level");

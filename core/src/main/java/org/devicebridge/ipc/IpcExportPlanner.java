@@ -27,7 +27,7 @@ import org.devicebridge.internal.Closing;
  */
 final class IpcExportPlanner {
     private final List<DeviceBuffer> memory;
-    private final IpcBatchExport.Memory policy;
+    private final IpcExport.Memory policy;
     final List<byte[]> handles = new ArrayList<>();
     final List<DeviceBuffer> held = new ArrayList<>();
     /** The reference in {@link #held} of each handle's allocation, in handle order. */
@@ -44,7 +44,7 @@ final class IpcExportPlanner {
     /** A buffer to copy: node {@code node}'s buffer {@code buffer} from {@code source} to {@code offset}. */
     private record Pending(ArrayNode node, int buffer, DeviceRange source, long offset) {}
 
-    IpcExportPlanner(List<DeviceBuffer> memory, IpcBatchExport.Memory policy) {
+    IpcExportPlanner(List<DeviceBuffer> memory, IpcExport.Memory policy) {
         this.memory = memory;
         this.policy = policy;
     }
@@ -104,7 +104,7 @@ final class IpcExportPlanner {
         try {
             handle = holder.ipcHandle();
         } catch (UnsupportedFeatureException | CudaException e) {
-            if (policy == IpcBatchExport.Memory.SHARE_ONLY) {
+            if (policy == IpcExport.Memory.SHARE_ONLY) {
                 throw new UnsupportedFeatureException(path, "expected cuMemAlloc memory CUDA IPC can share but"
                         + " found memory it cannot (" + e.getMessage() + "): export with Memory.COPY_UNSHAREABLE"
                         + " to copy such buffers");

@@ -51,7 +51,7 @@ import org.devicebridge.dlpack.TensorSpec;
  * @param strides the strides in elements
  * @param eventHandle the 64 bytes of the event handle, or {@code null} when the data was ready at export
  */
-public record IpcTensorDescriptor(String id, int device, byte[] memHandle, long offset, long nbytes, DType dtype,
+record IpcTensorDescriptor(String id, int device, byte[] memHandle, long offset, long nbytes, DType dtype,
                                   long[] shape, long[] strides, byte[] eventHandle) {
     /** The format version written in {@code devicebridge_ipc}. */
     public static final int FORMAT_VERSION = Acknowledgement.FORMAT_VERSION;

@@ -34,7 +34,7 @@ import org.devicebridge.dlpack.TensorSpec;
  * <p>Thread safety: every method may be called from any thread; {@code acknowledge} typically runs on the
  * thread that reads the channel while another waits in {@code awaitClosed}.
  */
-public final class IpcTensorExport implements AutoCloseable {
+final class IpcTensorExport implements AutoCloseable {
     private final IpcTensorDescriptor descriptor;
     private final Acknowledgement gate;
 
@@ -101,6 +101,11 @@ public final class IpcTensorExport implements AutoCloseable {
             ref.close();
             throw e;
         }
+    }
+
+    /** {@return the export's acknowledgement gate, which {@link IpcExport} shares} */
+    Acknowledgement gate() {
+        return gate;
     }
 
     /** {@return the descriptor to send to the importer ({@link IpcTensorDescriptor#toJson()})} */

@@ -23,7 +23,7 @@ import org.devicebridge.dlpack.TensorSpec;
  *
  * <p>Stateless and thread-safe.
  */
-public final class IpcTensorImport {
+final class IpcTensorImport {
     private IpcTensorImport() {}
 
     /**

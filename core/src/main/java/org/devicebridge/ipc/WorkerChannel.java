@@ -33,14 +33,14 @@ import org.devicebridge.ipc.WorkerProtocol.Payload;
  * crosses host memory but one line of JSON each way per call. The protocol, with its bounds, is the "Worker
  * channel" section of {@code docs/ipc-format.md}; the guide is {@code docs/worker.md}.
  *
- * <p><b>A call.</b> {@link #send(CudaArrowBatch, CudaStream)} exports the batch ({@link IpcBatchExport}, with
- * {@link IpcBatchExport.Memory#COPY_UNSHAREABLE}: {@code cuMemAlloc} memory is shared zero-copy, stream-ordered
- * pool memory is copied once into shareable memory and {@link IpcBatchExport#copiedBytes()} says how much) and
+ * <p><b>A call.</b> {@link #send(CudaArrowBatch, CudaStream)} exports the batch ({@link IpcExport#exportBatch}, with
+ * {@link IpcExport.Memory#COPY_UNSHAREABLE}: {@code cuMemAlloc} memory is shared zero-copy, stream-ordered
+ * pool memory is copied once into shareable memory and {@link IpcExport#copiedBytes()} says how much) and
  * writes its descriptor; {@link #receive(CudaStream, ValidationLevel, HostDeviceTransfer)} reads the worker's
  * result and maps it as a {@link CudaArrowBatch}; {@link #call(CudaArrowBatch, CudaStream)} does both. Results
  * come back in the order of the calls; several calls may be sent before their results are received.
  *
- * <p><b>Lifetime.</b> The acknowledgement rule of {@link IpcBatchExport} holds: each export keeps its memory until
+ * <p><b>Lifetime.</b> The acknowledgement rule of {@link IpcExport} holds: each export keeps its memory until
  * the worker's close message, which the channel passes on as it arrives (then it closes the export). The worker
  * keeps the allocations it mapped open between calls, so that only the first call pays the open; the channel
  * therefore holds its own reference to each such allocation, and once nothing else in this process holds it, the
@@ -167,12 +167,12 @@ public final class WorkerChannel implements AutoCloseable {
     }
 
     /**
-     * Hands {@code batch} to the worker: exports it ({@link IpcBatchExport#export} with
-     * {@link IpcBatchExport.Memory#COPY_UNSHAREABLE}, its event recorded on {@code stream}) and writes the call.
+     * Hands {@code batch} to the worker: exports it ({@link IpcExport#exportBatch} with
+     * {@link IpcExport.Memory#COPY_UNSHAREABLE}, its event recorded on {@code stream}) and writes the call.
      *
      * <p>Ownership: after a return the channel owns the export (it closes it when the worker's close message
      * comes, force-closes it when the worker is gone); the returned export is borrowed, to read
-     * {@link IpcBatchExport#copiedBytes()} or {@link IpcBatchExport#isAcknowledged()}. The caller keeps owning
+     * {@link IpcExport#copiedBytes()} or {@link IpcExport#isAcknowledged()}. The caller keeps owning
      * {@code batch} (it may close it at once) and {@code stream}. After a throw nothing was exported, or (a
      * {@link PeerException} while writing) the export stays with the channel as above.
      *
@@ -181,13 +181,13 @@ public final class WorkerChannel implements AutoCloseable {
      * @return the export, owned by the channel
      * @throws PeerException if the worker is gone or does not read within the timeout
      * @throws HandleClosedException if the channel is closed or ended by an earlier failure
-     * @throws org.devicebridge.UnsupportedFeatureException and the other failures of {@link IpcBatchExport#export}
+     * @throws org.devicebridge.UnsupportedFeatureException and the other failures of {@link IpcExport#exportBatch}
      */
-    public IpcBatchExport send(CudaArrowBatch batch, CudaStream stream) {
+    public IpcExport send(CudaArrowBatch batch, CudaStream stream) {
         Objects.requireNonNull(batch, "batch");
         Objects.requireNonNull(stream, "stream");
         state.requireOpen();
-        IpcBatchExport export = IpcBatchExport.export(batch, stream, IpcBatchExport.Memory.COPY_UNSHAREABLE);
+        IpcBatchExport export = IpcBatchExport.export(batch, stream, IpcExport.Memory.COPY_UNSHAREABLE);
         List<byte[]> handles = export.descriptor().handles();
         List<DeviceBuffer> allocations = new ArrayList<>(handles.size());
         for (int k = 0; k < handles.size(); k++) {
@@ -196,12 +196,12 @@ public final class WorkerChannel implements AutoCloseable {
         String id = export.descriptor().id();
         post(new Call(id, WorkerState.Sent.of(export), Payload.ARROW_BATCH, handles, allocations,
                 export.descriptor().toJson()));
-        return export;
+        return new IpcExport(export);
     }
 
     /**
      * Hands the tensor {@code spec} describes, in {@code buffer} (a {@code cuMemAlloc} allocation), to the worker:
-     * exports it ({@link IpcTensorExport#export}, its event recorded on {@code stream}) and writes the call.
+     * exports it ({@link IpcExport#exportTensor}, its event recorded on {@code stream}) and writes the call.
      *
      * <p>Ownership: as {@link #send(CudaArrowBatch, CudaStream)}: the channel owns the returned export; the
      * caller keeps {@code buffer} and {@code stream}.
@@ -212,9 +212,9 @@ public final class WorkerChannel implements AutoCloseable {
      * @return the export, owned by the channel
      * @throws PeerException if the worker is gone or does not read within the timeout
      * @throws HandleClosedException if the channel is closed or ended by an earlier failure
-     * @throws org.devicebridge.UnsupportedFeatureException and the other failures of {@link IpcTensorExport#export}
+     * @throws org.devicebridge.UnsupportedFeatureException and the other failures of {@link IpcExport#exportTensor}
      */
-    public IpcTensorExport send(DeviceBuffer buffer, TensorSpec spec, CudaStream stream) {
+    public IpcExport send(DeviceBuffer buffer, TensorSpec spec, CudaStream stream) {
         Objects.requireNonNull(buffer, "buffer");
         Objects.requireNonNull(spec, "spec");
         Objects.requireNonNull(stream, "stream");
@@ -222,7 +222,7 @@ public final class WorkerChannel implements AutoCloseable {
         IpcTensorExport export = IpcTensorExport.export(buffer, spec, stream);
         post(new Call(export.descriptor().id(), WorkerState.Sent.of(export), Payload.TENSOR,
                 List.of(export.descriptor().memHandle()), List.of(buffer), export.descriptor().toJson()));
-        return export;
+        return new IpcExport(export);
     }
 
     /**
@@ -249,7 +249,7 @@ public final class WorkerChannel implements AutoCloseable {
     }
 
     /**
-     * Takes the worker's next result and maps it as a batch (see {@link IpcBatchImport#open}: the worker's
+     * Takes the worker's next result and maps it as a batch (see {@link IpcImport#importBatch}: the worker's
      * memory, zero-copy; {@code stream} waits on the worker's event). Closing the batch unmaps the memory and
      * sends the worker its close message.
      *
@@ -281,7 +281,7 @@ public final class WorkerChannel implements AutoCloseable {
     }
 
     /**
-     * Takes the worker's next result as a tensor (see {@link IpcTensorImport#open}). Closing the tensor unmaps
+     * Takes the worker's next result as a tensor (see {@link IpcImport#importTensor}). Closing the tensor unmaps
      * the memory and sends the worker its close message.
      *
      * <p>Ownership: after a return the caller owns the tensor; after a throw nothing is mapped.

@@ -4,14 +4,16 @@
  * with its version, is in {@code docs/ipc-format.md}; the guide in {@code docs/ipc.md}.
  *
  * <ul>
- *   <li>A batch (an Arrow record batch on a CUDA device): {@link org.devicebridge.ipc.IpcBatchExport#export}
- *       gives an {@link org.devicebridge.ipc.IpcBatchExport} whose {@link org.devicebridge.ipc.IpcBatchDescriptor}
- *       goes to the other process; there {@link org.devicebridge.ipc.IpcBatchImport#open} maps it as an
- *       {@link org.devicebridge.ipc.IpcBatchImport}. The batch side needs Arrow Java (it writes and reads the
- *       schema as an Arrow IPC schema message).</li>
- *   <li>A tensor (a DLPack tensor in one device allocation): {@link org.devicebridge.ipc.IpcTensorExport#export}
- *       and its {@link org.devicebridge.ipc.IpcTensorDescriptor}; {@link org.devicebridge.ipc.IpcTensorImport#open}
- *       maps it as an {@link org.devicebridge.dlpack.ImportedTensor}. The tensor side needs no Arrow Java.</li>
+ *   <li>{@link org.devicebridge.ipc.IpcExport} exports an Arrow record batch on a CUDA device
+ *       ({@link org.devicebridge.ipc.IpcExport#exportBatch}; needs Arrow Java, which writes the schema as an
+ *       Arrow IPC schema message) or a DLPack tensor in one device allocation
+ *       ({@link org.devicebridge.ipc.IpcExport#exportTensor}); its descriptor, one line of JSON, goes to the
+ *       other process.</li>
+ *   <li>{@link org.devicebridge.ipc.IpcImport} maps a descriptor there: {@link org.devicebridge.ipc.IpcImport#importBatch}
+ *       as a {@link org.devicebridge.arrow.cuda.CudaArrowBatch}, {@link org.devicebridge.ipc.IpcImport#importTensor}
+ *       as an {@link org.devicebridge.dlpack.ImportedTensor}.</li>
+ *   <li>{@link org.devicebridge.ipc.WorkerChannel} hands batches and tensors to a Python worker process over
+ *       a channel the caller already has, with the same exports and imports underneath.</li>
  * </ul>
  *
  * <p>Both kinds share one descriptor reader (strict JSON: no duplicate keys, bounded length and depth, exact

@@ -202,9 +202,9 @@ public final class PyObjectRef extends NativeHandle {
     }
 
     /** Drops the reference under the GIL; keeps only the address (never the handle). */
-    private record DecRef(MemorySegment address) implements ReleaseAction {
+    private record DecRef(MemorySegment address) implements AutoCloseable {
         @Override
-        public void release() {
+        public void close() {
             try (Gil ignored = Gil.ensure()) {
                 Py.decRef(address);
             } catch (RuntimeException e) {

@@ -20,11 +20,9 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
-import org.devicebridge.ipc.IpcBatchDescriptor;
-import org.devicebridge.ipc.IpcBatchDescriptor.BufferRef;
-import org.devicebridge.ipc.IpcBatchDescriptor.Node;
 import org.devicebridge.dlpack.DType;
-import org.devicebridge.ipc.IpcTensorDescriptor;
+import org.devicebridge.ipc.IpcParsing;
+import org.devicebridge.ipc.IpcParsing.NodeSpec;
 
 /**
  * Structure-aware inputs of the IPC fuzzer ({@link IpcFuzzTest}): valid batch descriptors, tensor descriptors
@@ -109,19 +107,19 @@ final class IpcFuzz {
         return b;
     }
 
-    private static Node node(SplittableRandom r, Field f, int handles) {
+    private static NodeSpec node(SplittableRandom r, Field f, int handles) {
         long length = r.nextInt(4) == 0 ? r.nextLong(1L << 40) : r.nextInt(100);
         int nb = r.nextInt(4);
-        List<BufferRef> buffers = new ArrayList<>();
+        List<long[]> buffers = new ArrayList<>();
         for (int b = 0; b < nb; b++) {
-            buffers.add(r.nextInt(4) == 0 ? null : new BufferRef(r.nextInt(handles), r.nextInt(1 << 20), r.nextInt(1 << 16)));
+            buffers.add(r.nextInt(4) == 0 ? null : new long[] {r.nextInt(handles), r.nextInt(1 << 20), r.nextInt(1 << 16)});
         }
-        List<Node> children = new ArrayList<>();
+        List<NodeSpec> children = new ArrayList<>();
         for (Field c : f.getChildren()) {
             children.add(node(r, c, handles));
         }
-        return new Node(length, r.nextBoolean() ? -1 : r.nextLong(length + 1), r.nextInt(3) == 0 ? r.nextInt(64) : 0,
-                buffers, children, null);
+        return new NodeSpec(length, r.nextBoolean() ? -1 : r.nextLong(length + 1), r.nextInt(3) == 0 ? r.nextInt(64) : 0,
+                buffers, children);
     }
 
     /** A batch descriptor (its schema message mutated as bytes one time in four). */
@@ -139,9 +137,8 @@ final class IpcFuzz {
         if (mutate && r.nextInt(4) == 0) {
             schema = mutateBytes(r, schema, done);
         }
-        IpcBatchDescriptor d = new IpcBatchDescriptor(IDS[r.nextInt(IDS.length)], r.nextInt(3) == 0 ? r.nextInt(8) : 0,
+        String json = IpcParsing.batchJson(IDS[r.nextInt(IDS.length)], r.nextInt(3) == 0 ? r.nextInt(8) : 0,
                 schema, hs, node(r, root, handles), r.nextBoolean() ? null : bytes(r, 64));
-        String json = d.toJson();
         return new Input(mutate ? mutateText(r, json, done) : json, null, mutate, done.toString());
     }
 
@@ -159,10 +156,9 @@ final class IpcFuzz {
         }
         long elements = Arrays.stream(shape).reduce(1, Math::multiplyExact);
         long nbytes = elements == 0 ? 0 : dtype.isSubByte() ? (elements * dtype.bits() + 7) / 8 : elements * dtype.byteSize();
-        IpcTensorDescriptor d = new IpcTensorDescriptor(IDS[r.nextInt(IDS.length)], r.nextInt(3) == 0 ? r.nextInt(8) : 0,
+        String json = IpcParsing.tensorJson(IDS[r.nextInt(IDS.length)], r.nextInt(3) == 0 ? r.nextInt(8) : 0,
                 bytes(r, 64), r.nextInt(1 << 20), nbytes + r.nextInt(3) * 64L, dtype, shape, strides,
                 r.nextBoolean() ? null : bytes(r, 64));
-        String json = d.toJson();
         StringBuilder done = new StringBuilder();
         boolean mutate = r.nextInt(8) != 0;
         return new Input(mutate ? mutateText(r, json, done) : json, null, mutate, done.toString());

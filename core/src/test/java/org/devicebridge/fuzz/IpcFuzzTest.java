@@ -13,9 +13,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.SchemaNode;
-import org.devicebridge.ipc.IpcBatchDescriptor;
 import org.devicebridge.ipc.IpcParsing;
-import org.devicebridge.ipc.IpcTensorDescriptor;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestReporter;
 
@@ -23,7 +21,7 @@ import org.junit.jupiter.api.TestReporter;
  * The IPC fuzz run CI relies on: seeds {@code devicebridge.fuzz.start} (default 0) to {@code start + inputs - 1}
  * ({@code devicebridge.fuzz.inputs}, default 1,000,000; the same properties as {@link ImportFuzzTest}), each
  * seed in turn a batch descriptor, a tensor descriptor and a schema message (seed mod 3) from {@link IpcFuzz},
- * read as {@code IpcBatchImport.open} and {@code IpcTensorImport.open} read them before opening any handle
+ * read as {@code IpcImport.importBatch} and {@code IpcImport.importTensor} read them before opening any handle
  * (no CUDA driver needed). Spread over {@code devicebridge.fuzz.threads} threads (default: one per core) in
  * blocks; an input depends on its seed only.
  *
@@ -97,19 +95,12 @@ class IpcFuzzTest {
     }
 
     private static boolean batch(String json) {
-        IpcBatchDescriptor d = IpcBatchDescriptor.parse(json);
-        if (!IpcBatchDescriptor.parse(d.toJson()).equals(d)) {
-            throw new AssertionError("read back differently from its own JSON: " + d.toJson());
-        }
-        IpcParsing.validate(d);
+        IpcParsing.readBatch(json);
         return true;
     }
 
     private static boolean tensor(String json) {
-        IpcTensorDescriptor d = IpcTensorDescriptor.parse(json);
-        if (!IpcTensorDescriptor.parse(d.toJson()).equals(d)) {
-            throw new AssertionError("read back differently from its own JSON: " + d.toJson());
-        }
+        IpcParsing.readTensor(json);
         return true;
     }
 

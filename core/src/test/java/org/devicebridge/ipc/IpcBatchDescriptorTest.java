@@ -318,7 +318,7 @@ class IpcBatchDescriptorTest {
         assertThrows(org.devicebridge.cuda.CudaUnavailableException.class,
                 () -> IpcBatchImport.open(sample(null), ValidationLevel.MINIMAL, null, null));
         assertThrows(org.devicebridge.cuda.CudaUnavailableException.class,
-                () -> IpcBatchExport.export(null, null, IpcBatchExport.Memory.SHARE_ONLY));
+                () -> IpcBatchExport.export(null, null, IpcExport.Memory.SHARE_ONLY));
     }
 
     @Test

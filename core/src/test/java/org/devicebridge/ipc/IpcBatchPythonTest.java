@@ -306,8 +306,8 @@ class IpcBatchPythonTest {
             IpcBatchExport copied;
             try (CudaArrowBatch uploaded = CudaArrowUpload.upload(root, transfer, stream)) {
                 assertThrows(UnsupportedFeatureException.class,
-                        () -> IpcBatchExport.export(uploaded, stream, IpcBatchExport.Memory.SHARE_ONLY));
-                copied = IpcBatchExport.export(uploaded, stream, IpcBatchExport.Memory.COPY_UNSHAREABLE);
+                        () -> IpcBatchExport.export(uploaded, stream, IpcExport.Memory.SHARE_ONLY));
+                copied = IpcBatchExport.export(uploaded, stream, IpcExport.Memory.COPY_UNSHAREABLE);
             } // the export keeps what it needs
             assertTrue(copied.copiedBytes() > 0, "pool memory copied into the export's own allocation");
             assertEquals(1, copied.descriptor().handles().size(), "one allocation: the copy");
@@ -315,7 +315,7 @@ class IpcBatchPythonTest {
 
             // 2. cuMemAlloc memory, shared in place: the child's doubling shows here
             try (CudaArrowBatch inPlace = inMemAlloc(root, stream, transfer)) {
-                IpcBatchExport shared = IpcBatchExport.export(inPlace, stream, IpcBatchExport.Memory.SHARE_ONLY);
+                IpcBatchExport shared = IpcBatchExport.export(inPlace, stream, IpcExport.Memory.SHARE_ONLY);
                 assertEquals(0, shared.copiedBytes(), "nothing copied");
                 shareWithChild(shared, toChild, fromChild);
                 try (VectorSchemaRoot down = CudaArrowDownload.download(inPlace, allocator, transfer, stream)) {

@@ -84,7 +84,7 @@ class IpcExportAsyncGpuTest {
         poison.block(exportStream, 200);
         IpcBatchExport export;
         try (source) {
-            export = IpcBatchExport.export(source, exportStream, IpcBatchExport.Memory.COPY_UNSHAREABLE);
+            export = IpcBatchExport.export(source, exportStream, IpcExport.Memory.COPY_UNSHAREABLE);
         }
         export.forceClose();
         assertTrue(export.copiedBytes() > 0, "the pool memory was copied");
@@ -103,7 +103,7 @@ class IpcExportAsyncGpuTest {
             poison.block(exportStream, memsets);
             IpcBatchExport export;
             try (source) {
-                export = IpcBatchExport.export(source, exportStream, IpcBatchExport.Memory.COPY_UNSHAREABLE);
+                export = IpcBatchExport.export(source, exportStream, IpcExport.Memory.COPY_UNSHAREABLE);
             } // the source's pool memory is freed on its idle stream: the pool may lend it at once
             try {
                 List<DeviceBuffer> poisoned = AsyncPoison.poisonDevicePool(DEVICE, bytes, 16, stream);

@@ -136,9 +136,11 @@ class PackageLayoutTest {
                 .toList();
         assertEquals(List.of(), arrowJava);
         List<String> tensorSide = imports("ipc").stream()
-                // WorkerChannel carries batches and tensors alike; Arrow Java is reached only through IpcBatch*
+                // WorkerChannel and the two entries (IpcExport, IpcImport) carry batches and tensors alike; Arrow Java
+                // is reached only through IpcBatch*
                 .filter(i -> !i.startsWith("IpcBatch") && !i.startsWith("IpcExportPlanner.java: ")
-                        && !i.startsWith("WorkerChannel.java: ")
+                        && !i.startsWith("WorkerChannel.java: ") && !i.startsWith("IpcExport.java: ")
+                        && !i.startsWith("IpcImport.java: ")
                         && !i.startsWith("IpcSchemas.java: ") && !i.startsWith("SchemaMessageVerifier.java: "))
                 .filter(i -> i.contains(" org.apache.arrow.") || i.contains(" org.devicebridge.arrow."))
                 .toList();
@@ -363,7 +365,7 @@ class PackageLayoutTest {
      * The most public types (top-level and nested, counted where every enclosing type is public too) the exported
      * packages may hold together. Lower it when a type goes; raising it needs a reason in the API review.
      */
-    private static final int PUBLIC_TYPE_CEILING = 105;
+    private static final int PUBLIC_TYPE_CEILING = 98;
 
     @Test
     void theExportedPackagesHoldAtMostTheCeilingOfPublicTypes() throws Exception {

@@ -40,7 +40,7 @@ public final class CudaArrowBatch extends NativeHandle {
      *     reading it again; {@code null} for a batch this library built
      */
     CudaArrowBatch(String description, SchemaNode schema, ArrayNode root, int device, DeviceKind deviceType,
-                   List<DeviceBuffer> memory, ReleaseAction release, ImportedArray imported) {
+                   List<DeviceBuffer> memory, AutoCloseable release, ImportedArray imported) {
         super(description, release);
         this.schema = schema;
         this.root = root;
