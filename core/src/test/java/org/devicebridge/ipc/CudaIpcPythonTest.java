@@ -1,5 +1,7 @@
 package org.devicebridge.ipc;
 
+import org.devicebridge.testing.PythonProcess;
+import static org.devicebridge.testing.PythonProcess.python;
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -9,7 +11,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.BufferedReader;
-import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.Writer;
@@ -47,22 +48,8 @@ class CudaIpcPythonTest {
     private static final int COLS = 8;
     private static final long OFFSET = 256;
 
-    private static String python() {
-        String p = System.getenv("DEVICEBRIDGE_PYTHON");
-        return p == null || p.isBlank() ? "python3" : p;
-    }
-
     private static boolean hasCupy() {
-        try {
-            Process p = new ProcessBuilder(python(), "-c", "import cupy; assert cupy.cuda.runtime.getDeviceCount() > 0")
-                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-            return p.waitFor(120, TimeUnit.SECONDS) && p.exitValue() == 0;
-        } catch (IOException e) {
-            return false;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
-        }
+        return PythonProcess.runs(PythonProcess.CUPY_WITH_GPU);
     }
 
     @Test

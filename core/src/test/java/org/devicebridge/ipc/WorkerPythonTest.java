@@ -1,5 +1,7 @@
 package org.devicebridge.ipc;
 
+import org.devicebridge.testing.PythonProcess;
+import static org.devicebridge.testing.PythonProcess.python;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -88,23 +90,8 @@ class WorkerPythonTest {
         allocator.close();
     }
 
-    private static String python() {
-        String p = System.getenv("DEVICEBRIDGE_PYTHON");
-        return p == null || p.isBlank() ? "python3" : p;
-    }
-
     private static boolean hasModules() {
-        try {
-            Process p = new ProcessBuilder(python(), "-c", "import cupy, pyarrow;"
-                    + " assert cupy.cuda.runtime.getDeviceCount() > 0")
-                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-            return p.waitFor(120, TimeUnit.SECONDS) && p.exitValue() == 0;
-        } catch (IOException e) {
-            return false;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
-        }
+        return PythonProcess.runs("import cupy, pyarrow; assert cupy.cuda.runtime.getDeviceCount() > 0");
     }
 
     /** A started worker, its stderr in a file. */

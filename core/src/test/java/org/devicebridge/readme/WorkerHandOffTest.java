@@ -1,5 +1,7 @@
 package org.devicebridge.readme;
 
+import org.devicebridge.testing.PythonProcess;
+import static org.devicebridge.testing.PythonProcess.python;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -9,7 +11,6 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.devicebridge.testing.RequiresCuda;
@@ -29,17 +30,10 @@ class WorkerHandOffTest {
         assertEquals(file.substring(file.indexOf("\nimport ") + 1), m.group(2));
     }
 
-    private static String python() {
-        String p = System.getenv("DEVICEBRIDGE_PYTHON");
-        return p == null || p.isBlank() ? "python3" : p;
-    }
-
     @Test
     @RequiresCuda
     void theProgramBringsEveryRowBackFromAWorker() throws Exception {
-        Process probe = new ProcessBuilder(python(), "-c", "import cupy; assert cupy.cuda.runtime.getDeviceCount() > 0")
-                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-        assumeTrue(probe.waitFor(120, TimeUnit.SECONDS) && probe.exitValue() == 0, python() + " has no CuPy with a GPU");
+        assumeTrue(PythonProcess.runs(PythonProcess.CUPY_WITH_GPU), python() + " has no CuPy with a GPU");
         PrintStream out = System.out;
         ByteArrayOutputStream captured = new ByteArrayOutputStream();
         System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
