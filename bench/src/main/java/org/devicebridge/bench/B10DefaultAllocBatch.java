@@ -88,7 +88,8 @@ final class B10DefaultAllocBatch implements AutoCloseable {
             schema = ArrowImport.importSchema(schemaStruct);
             MemorySegment deviceArray = fill(arena, owned, uploaded.length(), device);
             int before = RELEASES.get();
-            CudaArrowBatch batch = CudaArrow.importDeviceArray(schema.root(), deviceArray, ValidationLevel.DEFAULT, DeviceCopies.of(transfer, stream));
+            CudaArrowBatch batch = CudaArrow.importDeviceArray(schema.root(), deviceArray, ValidationLevel.DEFAULT,
+                    DeviceCopies.of(transfer, stream));
             return new B10DefaultAllocBatch(owned, arena, schema, batch, before);
         } catch (RuntimeException | Error e) {
             stream.synchronize();

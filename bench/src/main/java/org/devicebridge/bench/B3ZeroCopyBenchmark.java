@@ -195,7 +195,8 @@ public class B3ZeroCopyBenchmark {
     @Benchmark
     public long cuda(Device d) {
         CudaArrow.exportDeviceArray(d.batch, DeviceCopies.of(d.stream), d.deviceArray);
-        try (CudaArrowBatch imported = CudaArrow.importDeviceArray(d.schema.root(), d.deviceArray, ValidationLevel.MINIMAL, DeviceCopies.of(d.stream))) {
+        try (CudaArrowBatch imported = CudaArrow.importDeviceArray(d.schema.root(), d.deviceArray, ValidationLevel.MINIMAL,
+                DeviceCopies.of(d.stream))) {
             return imported.length();
         }
     }

@@ -361,7 +361,8 @@ class IpcBatchPythonTest {
             try (imported) {
                 assertEquals(5, imported.batch().length());
                 assertThrows(HandleBusyException.class, imported::closeMessage, "still mapped");
-                try (VectorSchemaRoot down = CudaArrow.download(imported.batch(), new DeviceCopies(allocator, transfer, stream))) {
+                try (VectorSchemaRoot down = CudaArrow.download(imported.batch(),
+                        new DeviceCopies(allocator, transfer, stream))) {
                     assertEquals(Arrays.asList(1, null, 3, 4, null), values(down.getVector("x")));
                     assertEquals(Arrays.asList(0.5, 1.5, 2.5, 3.5, 4.5), values(down.getVector("y")));
                     assertEquals(Arrays.asList("a", "bb", null, "dddd", "\u00e9"), values(down.getVector("s")));

@@ -8,15 +8,11 @@ import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.ArrowImport;
-import org.devicebridge.arrow.ArrowStreamException;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.cuda.Cuda;
-import org.devicebridge.cuda.CudaStream;
-import org.devicebridge.cuda.CudaUnavailableException;
-import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.foreign.ForeignImport;
 
 /**

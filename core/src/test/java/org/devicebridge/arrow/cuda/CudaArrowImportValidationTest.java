@@ -181,7 +181,8 @@ class CudaArrowImportValidationTest {
              Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
             CudaArrow.exportDeviceArray(batch, DeviceCopies.of(stream), out);
-            try (CudaArrowBatch imported = CudaArrow.importDeviceArray(batch.schema(), out, ValidationLevel.DEFAULT, DeviceCopies.of(transfer, stream))) {
+            try (CudaArrowBatch imported = CudaArrow.importDeviceArray(batch.schema(), out, ValidationLevel.DEFAULT,
+                    DeviceCopies.of(transfer, stream))) {
                 ArrayNode col = batch.root().children().get(0);
                 DeviceBuffer mem = batch.memory().get(0);
                 MemorySegment bad = arena.allocate(ValueLayout.JAVA_INT);
@@ -228,7 +229,8 @@ class CudaArrowImportValidationTest {
                 CudaArrowBatch b;
                 while ((b = CudaArrow.importNext(in, level, DeviceCopies.of(consumerTransfer, consumer))) != null) {
                     try (CudaArrowBatch batch = b;
-                         VectorSchemaRoot down = CudaArrow.download(batch, new DeviceCopies(allocator, consumerTransfer, consumer))) {
+                         VectorSchemaRoot down = CudaArrow.download(batch,
+                                 new DeviceCopies(allocator, consumerTransfer, consumer))) {
                         assertSameValues(root, down);
                         count++;
                     }
@@ -247,7 +249,8 @@ class CudaArrowImportValidationTest {
             SchemaNode schema = schemaOf(root);
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
             CudaArrow.exportDeviceArray(batch, DeviceCopies.of(stream), out);
-            try (CudaArrowBatch imported = CudaArrow.importDeviceArray(schema, out, ValidationLevel.FULL, DeviceCopies.of(transfer, stream))) {
+            try (CudaArrowBatch imported = CudaArrow.importDeviceArray(schema, out, ValidationLevel.FULL,
+                    DeviceCopies.of(transfer, stream))) {
                 List<ArrayNode> want = Nodes.collect(batch.root());
                 List<ArrayNode> got = Nodes.collect(imported.root());
                 assertEquals(want.size(), got.size());

@@ -180,9 +180,11 @@ public class CudaArrowRoundTripTest {
             // a second stream as the consumer: it must wait on the producer's event
             try (CudaStream consumer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
                  HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20)) {
-                try (CudaArrowBatch imported = CudaArrow.importDeviceArray(schema, out, level, DeviceCopies.of(consumerTransfer, consumer))) {
+                try (CudaArrowBatch imported = CudaArrow.importDeviceArray(schema, out, level,
+                        DeviceCopies.of(consumerTransfer, consumer))) {
                     assertEquals(0L, ArrowArray.release(out).address(), "moved: the producer's struct is released");
-                    try (VectorSchemaRoot down = CudaArrow.download(imported, back, new DeviceCopies(allocator, consumerTransfer, consumer))) {
+                    try (VectorSchemaRoot down = CudaArrow.download(imported, back,
+                            new DeviceCopies(allocator, consumerTransfer, consumer))) {
                         assertSameValues(root, down, dictionaries, back, family);
                     }
                 }
@@ -391,8 +393,10 @@ public class CudaArrowRoundTripTest {
                 batches.add(CudaArrow.upload(root, DeviceCopies.of(transfer, stream)));
                 batches.add(CudaArrow.upload(root, DeviceCopies.of(transfer, stream)));
                 ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-                CudaArrowStreamFormat.writeStream(root.getSchema(), batches, bytes, new DeviceCopies(allocator, transfer, stream));
-                List<CudaArrowBatch> read = CudaArrowStreamFormat.readStream(new ByteArrayInputStream(bytes.toByteArray()), new DeviceCopies(allocator, transfer, stream));
+                CudaArrowStreamFormat.writeStream(root.getSchema(), batches, bytes,
+                        new DeviceCopies(allocator, transfer, stream));
+                List<CudaArrowBatch> read = CudaArrowStreamFormat.readStream(new ByteArrayInputStream(bytes.toByteArray()),
+                        new DeviceCopies(allocator, transfer, stream));
                 try {
                     assertEquals(2, read.size());
                     for (CudaArrowBatch b : read) {
@@ -407,13 +411,16 @@ public class CudaArrowRoundTripTest {
                 try {
                     try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
                             java.nio.file.StandardOpenOption.WRITE)) {
-                        CudaArrowStreamFormat.writeFile(root.getSchema(), batches, ch, new DeviceCopies(allocator, transfer, stream));
+                        CudaArrowStreamFormat.writeFile(root.getSchema(), batches, ch,
+                                new DeviceCopies(allocator, transfer, stream));
                     }
                     try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file)) {
-                        List<CudaArrowBatch> fromFile = CudaArrowStreamFormat.readFile(ch, new DeviceCopies(allocator, transfer, stream));
+                        List<CudaArrowBatch> fromFile = CudaArrowStreamFormat.readFile(ch,
+                                new DeviceCopies(allocator, transfer, stream));
                         try {
                             assertEquals(2, fromFile.size());
-                            try (VectorSchemaRoot down = CudaArrow.download(fromFile.get(1), new DeviceCopies(allocator, transfer, stream))) {
+                            try (VectorSchemaRoot down = CudaArrow.download(fromFile.get(1),
+                                    new DeviceCopies(allocator, transfer, stream))) {
                                 assertSameValues(root, down, null, null, "strings");
                             }
                         } finally {
@@ -446,9 +453,11 @@ public class CudaArrowRoundTripTest {
                  ImportedArrayStream in = ArrowImport.importDeviceStream(out)) {
                 assertEquals(DeviceKind.CUDA, in.deviceType());
                 CudaArrowBatch b;
-                while ((b = CudaArrow.importNext(in, ValidationLevel.DEFAULT, DeviceCopies.of(consumerTransfer, consumer))) != null) {
+                while ((b = CudaArrow.importNext(in, ValidationLevel.DEFAULT,
+                        DeviceCopies.of(consumerTransfer, consumer))) != null) {
                     try (CudaArrowBatch batch = b;
-                         VectorSchemaRoot down = CudaArrow.download(batch, new DeviceCopies(allocator, consumerTransfer, consumer))) {
+                         VectorSchemaRoot down = CudaArrow.download(batch,
+                                 new DeviceCopies(allocator, consumerTransfer, consumer))) {
                         assertSameValues(root, down, null, null, "strings");
                         count++;
                     }
@@ -484,14 +493,16 @@ public class CudaArrowRoundTripTest {
                 MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
                 CudaArrow.exportDeviceArray(batch, DeviceCopies.of(stream), out);
                 ValidationException e = assertThrows(ValidationException.class,
-                        () -> CudaArrow.importDeviceArray(batch.schema(), out, ValidationLevel.DEFAULT, DeviceCopies.of(transfer, stream)));
+                        () -> CudaArrow.importDeviceArray(batch.schema(), out, ValidationLevel.DEFAULT,
+                                DeviceCopies.of(transfer, stream)));
                 assertEquals(ValidationException.Category.CONTENT, e.category(), e.getMessage());
                 assertTrue(e.path().startsWith("children[0].buffers[1]"), e.getMessage());
                 assertEquals(trees, CudaStructs.TREES.size(), "released exactly once");
 
                 MemorySegment out2 = arena.allocate(ArrowDeviceArray.layout());
                 CudaArrow.exportDeviceArray(batch, DeviceCopies.of(stream), out2);
-                try (CudaArrowBatch minimal = CudaArrow.importDeviceArray(batch.schema(), out2, ValidationLevel.MINIMAL, DeviceCopies.of(stream))) {
+                try (CudaArrowBatch minimal = CudaArrow.importDeviceArray(batch.schema(), out2, ValidationLevel.MINIMAL,
+                        DeviceCopies.of(stream))) {
                     assertEquals(10, minimal.length(), "MINIMAL does not read device memory");
                     assertThrows(ValidationException.class,
                             () -> CudaArrow.download(minimal, new DeviceCopies(allocator, transfer, stream)).close(),

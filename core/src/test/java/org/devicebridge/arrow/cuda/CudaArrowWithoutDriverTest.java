@@ -32,7 +32,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * Without a CUDA driver every entry point of {@link CudaArrow} and {@link CudaArrowStreamFormat} throws {@link CudaUnavailableException},
+ * Without a CUDA driver every entry point of {@link CudaArrow} and {@link CudaArrowStreamFormat} throws
+ * {@link CudaUnavailableException},
  * holds nothing, and an import still releases its input struct exactly once.
  */
 class CudaArrowWithoutDriverTest {

@@ -74,7 +74,8 @@ class DeviceFlightPutGpuTest {
                         int first = 0;
                         for (int i = 0; i < got.size(); i++) {
                             stream.waitEvent(got.get(i).ready());
-                            try (VectorSchemaRoot back = CudaArrow.download(got.get(i).batch(), new DeviceCopies(clientMemory, transfer, stream))) {
+                            try (VectorSchemaRoot back = CudaArrow.download(got.get(i).batch(),
+                                    new DeviceCopies(clientMemory, transfer, stream))) {
                                 assertBatch(back, first, i == 0 ? 10 : 20);
                             }
                             first += 10;

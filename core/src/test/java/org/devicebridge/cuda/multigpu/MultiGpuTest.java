@@ -286,7 +286,8 @@ class MultiGpuTest {
             CudaArrow.exportDeviceArray(batch, DeviceCopies.of(s1), out);
             assertEquals(DeviceKind.CUDA.code(), ArrowDeviceArray.device_type(out));
             assertEquals(D1, ArrowDeviceArray.device_id(out));
-            try (CudaArrowBatch imported = CudaArrow.importDeviceArray(batch.schema(), out, ValidationLevel.FULL, DeviceCopies.of(t1, consumer));
+            try (CudaArrowBatch imported = CudaArrow.importDeviceArray(batch.schema(), out, ValidationLevel.FULL,
+                    DeviceCopies.of(t1, consumer));
                  VectorSchemaRoot down = CudaArrow.download(imported, new DeviceCopies(allocator, t1, consumer))) {
                 assertEquals(D1, imported.device());
                 assertSameValues(root, down);
@@ -295,7 +296,8 @@ class MultiGpuTest {
             MemorySegment again = arena.allocate(ArrowDeviceArray.layout());
             CudaArrow.exportDeviceArray(batch, DeviceCopies.of(s1), again);
             ValidationException ex = assertThrows(ValidationException.class,
-                    () -> CudaArrow.importDeviceArray(batch.schema(), again, ValidationLevel.MINIMAL, DeviceCopies.of(s0)).close());
+                    () -> CudaArrow.importDeviceArray(batch.schema(), again, ValidationLevel.MINIMAL,
+                            DeviceCopies.of(s0)).close());
             assertEquals(ValidationException.Category.DEVICE, ex.category());
             assertEquals(0L, org.devicebridge.generated.arrow.ArrowArray.release(again).address(), "released once");
             consumer.synchronize();
