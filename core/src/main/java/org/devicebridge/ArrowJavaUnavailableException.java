@@ -6,7 +6,7 @@ package org.devicebridge;
  * {@code org.apache.arrow:arrow-vector} cannot be loaded (not on the class path, or on the module path but not
  * resolved). Thrown before anything is allocated or taken over: the caller still owns whatever it passed.
  * The message says what to add. Entry points that need no Arrow Java ({@code org.devicebridge.arrow},
- * {@code dlpack}, {@code cuda}, {@code python}, and {@code CudaArrowImport}) never throw it.
+ * {@code dlpack}, {@code cuda}, {@code python}, and {@code CudaArrow.importDeviceArray}) never throw it.
  */
 public final class ArrowJavaUnavailableException extends DeviceBridgeException {
     private static final long serialVersionUID = 1L;

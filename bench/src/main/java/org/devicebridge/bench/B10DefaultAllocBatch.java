@@ -11,8 +11,9 @@ import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowImport;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
@@ -28,7 +29,7 @@ import org.devicebridge.generated.arrow.arrow_c_abi_h;
  * {@code DeviceBuffer.allocate} ({@code cuMemAlloc}) allocation; an {@code ArrowDeviceArray} (a struct of the
  * columns, no validity buffers, no sync event: the copies are synchronized) is filled with the generated
  * bindings over those allocations, with a release callback of this class, and imported with
- * {@link CudaArrowImport}. The worker channel then shares these allocations zero-copy.
+ * {@link CudaArrow#importDeviceArray}. The worker channel then shares these allocations zero-copy.
  *
  * <p>Owns the allocations, the import and the structs; {@link #close()} frees them in that order after the
  * release callback ran (the import keeps the struct until every export and mapping of it is gone; if it has not
@@ -87,8 +88,8 @@ final class B10DefaultAllocBatch implements AutoCloseable {
             schema = ArrowImport.importSchema(schemaStruct);
             MemorySegment deviceArray = fill(arena, owned, uploaded.length(), device);
             int before = RELEASES.get();
-            CudaArrowBatch batch = CudaArrowImport.importDeviceArray(schema.root(), deviceArray,
-                    ValidationLevel.DEFAULT, stream, transfer);
+            CudaArrowBatch batch = CudaArrow.importDeviceArray(schema.root(), deviceArray, ValidationLevel.DEFAULT,
+                    DeviceCopies.of(transfer, stream));
             return new B10DefaultAllocBatch(owned, arena, schema, batch, before);
         } catch (RuntimeException | Error e) {
             stream.synchronize();

@@ -8,9 +8,9 @@ import java.util.Locale;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.bench.B10Support.Children;
 import org.devicebridge.bench.B10Support.Row;
 import org.devicebridge.bench.B10Support.Watchdog;
@@ -65,7 +65,7 @@ final class B10Phases {
             // untimed: one more call, its result downloaded and compared with the source
             ch.send(batch, stream);
             try (CudaArrowBatch r = ch.receive(stream, ValidationLevel.DEFAULT, d.transfer());
-                 VectorSchemaRoot back = CudaArrowDownload.download(r, d.allocator(), d.transfer(), stream)) {
+                 VectorSchemaRoot back = CudaArrow.download(r, new DeviceCopies(d.allocator(), d.transfer(), stream))) {
                 B10HostPath.check(path, d.host(), back, o.plusOne());
             }
             WorkerChannel closing = ch;
@@ -99,15 +99,15 @@ final class B10Phases {
              B10HostPath h = B10HostPath.start(o, d.allocator(), dir, w)) {
             for (int i = 0; i < t.length; i++) {
                 long t0 = System.nanoTime();
-                try (VectorSchemaRoot down = CudaArrowDownload.download(batch, d.allocator(), d.transfer(), stream)) {
+                try (VectorSchemaRoot down = CudaArrow.download(batch, new DeviceCopies(d.allocator(), d.transfer(), stream))) {
                     VectorSchemaRoot back = h.roundTrip(down);
-                    try (CudaArrowBatch up = CudaArrowUpload.upload(back, d.transfer(), stream)) {
+                    try (CudaArrowBatch up = CudaArrow.upload(back, DeviceCopies.of(d.transfer(), stream))) {
                         stream.synchronize();
                     }
                 }
                 t[i] = ms(System.nanoTime() - t0);
             }
-            try (VectorSchemaRoot down = CudaArrowDownload.download(batch, d.allocator(), d.transfer(), stream)) {
+            try (VectorSchemaRoot down = CudaArrow.download(batch, new DeviceCopies(d.allocator(), d.transfer(), stream))) {
                 B10HostPath.check("b", d.host(), h.roundTrip(down), o.plusOne());
             }
         }

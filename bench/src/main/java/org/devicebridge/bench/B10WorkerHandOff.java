@@ -13,8 +13,9 @@ import java.util.Locale;
 import java.util.Set;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.bench.B10Support.Children;
 import org.devicebridge.bench.B10Support.Row;
@@ -162,7 +163,7 @@ public final class B10WorkerHandOff {
     private static void deviceShape(Options o, BufferAllocator allocator, CudaStream stream, HostDeviceTransfer transfer,
                                     int[] s, List<Row> rows, List<String> failures) {
         try (VectorSchemaRoot host = Batches.int64Root(allocator, s[0], s[1]);
-             CudaArrowBatch uploaded = CudaArrowUpload.upload(host, transfer, stream)) {
+             CudaArrowBatch uploaded = CudaArrow.upload(host, DeviceCopies.of(transfer, stream))) {
             stream.synchronize();
             B10Phases.Device d = new B10Phases.Device(allocator, stream, transfer, host);
             if (o.only().contains("a1")) {

@@ -17,10 +17,9 @@ import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowExport;
-import org.devicebridge.arrow.cuda.CudaArrowImport;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
@@ -53,8 +52,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@link #cpuExportImport}: {@code ArrowJava.exportVector} + import + release, for the record: the export
  * computes {@code null_count} exactly ({@code getNullCount()}, a popcount of the validity bitmap, as
  * arrow-c-data does), which is O(rows / 8) though no data byte is copied. {@link #cuda}: a batch
- * uploaded once in setup, {@code CudaArrowExport.exportDeviceArray} (records a pooled event) +
- * {@code CudaArrowImport.importDeviceArray} (stream waits on it; pointer attributes checked) + close. The CUDA
+ * uploaded once in setup, {@code CudaArrow.exportDeviceArray} (records a pooled event) +
+ * {@code CudaArrow.importDeviceArray} (stream waits on it; pointer attributes checked) + close. The CUDA
  * state throws in setup where no CUDA driver is available (JMH reports that benchmark as failed).
  */
 @BenchmarkMode(Mode.AverageTime)
@@ -136,7 +135,7 @@ public class B3ZeroCopyBenchmark {
             allocator = new RootAllocator();
             arena = Arena.ofShared();
             try (VectorSchemaRoot root = Batches.int64Root(allocator, 1, Math.toIntExact(bytes / 8))) {
-                batch = CudaArrowUpload.upload(root, transfer, stream);
+                batch = CudaArrow.upload(root, DeviceCopies.of(transfer, stream));
                 MemorySegment schemaStruct = ArrowSchema.allocate(arena);
                 ArrowJava.exportSchema(root.getSchema(), schemaStruct);
                 schema = ArrowImport.importSchema(schemaStruct);
@@ -195,8 +194,9 @@ public class B3ZeroCopyBenchmark {
 
     @Benchmark
     public long cuda(Device d) {
-        CudaArrowExport.exportDeviceArray(d.batch, d.stream, d.deviceArray);
-        try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(d.schema.root(), d.deviceArray, d.stream)) {
+        CudaArrow.exportDeviceArray(d.batch, DeviceCopies.of(d.stream), d.deviceArray);
+        try (CudaArrowBatch imported = CudaArrow.importDeviceArray(d.schema.root(), d.deviceArray, ValidationLevel.MINIMAL,
+                DeviceCopies.of(d.stream))) {
             return imported.length();
         }
     }

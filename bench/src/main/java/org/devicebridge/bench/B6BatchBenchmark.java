@@ -5,10 +5,10 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.TimeUnit;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.arrow.cuda.CudaArrow;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
@@ -36,7 +36,7 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * B6 (GPU), the self-check's batch: five columns of 1 << 20 rows (integers with nulls, doubles, booleans,
  * strings with nulls, lists; about 36 MB), the whole call (buffers gathered, copies queued, synchronised):
- * {@code CudaArrowUpload.upload} + synchronize and {@code CudaArrowDownload.download} into a fresh root, from
+ * {@code CudaArrow.upload} + synchronize and {@code CudaArrow.download} into a fresh root, from
  * and into pageable memory (the staging ring) and pinned memory (direct), vs raw pinned
  * {@code cuMemcpyHtoDAsync} / {@code cuMemcpyDtoHAsync} of the batch's bytes, one synchronisation each (target
  * >= 0.6 of raw). Also the cost of the page-locked check the transfer makes per buffer
@@ -96,7 +96,7 @@ public class B6BatchBenchmark {
         pageableRoot = Batches.selfCheckSample(pageable, ROWS);
         pinnedRoot = Batches.selfCheckSample(pinned, ROWS);
         long before = CudaCounters.snapshot().deviceBytesOutstanding();
-        deviceBatch = CudaArrowUpload.upload(pageableRoot, transfer, stream);
+        deviceBatch = CudaArrow.upload(pageableRoot, DeviceCopies.of(transfer, stream));
         batchBytes = CudaCounters.snapshot().deviceBytesOutstanding() - before; // the packed batch's bytes
         rawHost = PinnedHostBuffer.allocate(batchBytes);
         rawDevice = DeviceBuffer.allocate(0, batchBytes);
@@ -132,7 +132,7 @@ public class B6BatchBenchmark {
 
     @Benchmark
     public long pageableBatchUpload() {
-        try (CudaArrowBatch b = CudaArrowUpload.upload(pageableRoot, transfer, stream)) {
+        try (CudaArrowBatch b = CudaArrow.upload(pageableRoot, DeviceCopies.of(transfer, stream))) {
             stream.synchronize();
             return b.length();
         }
@@ -140,7 +140,7 @@ public class B6BatchBenchmark {
 
     @Benchmark
     public long pinnedBatchUpload() {
-        try (CudaArrowBatch b = CudaArrowUpload.upload(pinnedRoot, transfer, stream)) {
+        try (CudaArrowBatch b = CudaArrow.upload(pinnedRoot, DeviceCopies.of(transfer, stream))) {
             stream.synchronize();
             return b.length();
         }
@@ -155,14 +155,14 @@ public class B6BatchBenchmark {
 
     @Benchmark
     public int pageableBatchDownload() {
-        try (VectorSchemaRoot back = CudaArrowDownload.download(deviceBatch, pageable, transfer, stream)) {
+        try (VectorSchemaRoot back = CudaArrow.download(deviceBatch, new DeviceCopies(pageable, transfer, stream))) {
             return back.getRowCount();
         }
     }
 
     @Benchmark
     public int pinnedBatchDownload() {
-        try (VectorSchemaRoot back = CudaArrowDownload.download(deviceBatch, pinned, transfer, stream)) {
+        try (VectorSchemaRoot back = CudaArrow.download(deviceBatch, new DeviceCopies(pinned, transfer, stream))) {
             return back.getRowCount();
         }
     }

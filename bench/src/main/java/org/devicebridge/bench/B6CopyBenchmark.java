@@ -1,5 +1,7 @@
 package org.devicebridge.bench;
 
+import org.devicebridge.arrow.cuda.CudaArrow;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.cuda.Cuda;
 
@@ -11,8 +13,6 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
@@ -47,7 +47,7 @@ import org.openjdk.jmh.annotations.Warmup;
  *       pinned bytes (target: library >= 0.95 of raw throughput; raw near the link's ~55 GB/s on PCIe Gen5).</li>
  *   <li>Arrow Java roots of one int64 column ({@code bytes} of data and its validity bitmap), the whole call
  *       (buffers gathered, copies queued, synchronised; the per-batch stream-ordered allocation and free
- *       included): {@code CudaArrowUpload.upload} + synchronize and {@code CudaArrowDownload.download} into a
+ *       included): {@code CudaArrow.upload} + synchronize and {@code CudaArrow.download} into a
  *       fresh root, from and into a root in pinned memory ({@code pinnedRoot*}: direct DMA, target >= 0.9 of
  *       raw) and in pageable memory ({@code pageableRoot*}: the staging ring, target >= 0.6 of raw), vs raw
  *       pinned {@code cuMemcpy*Async} of the root's bytes ({@code rawRoot*}). The staging chunk size is the
@@ -130,7 +130,7 @@ public class B6CopyBenchmark {
         pinnedAllocator = pinnedMemory.newRootAllocator();
         pinnedRoot = Batches.int64Root(pinnedAllocator, 1, Math.toIntExact(bytes / 8));
         long before = CudaCounters.snapshot().deviceBytesOutstanding();
-        deviceRoot = CudaArrowUpload.upload(arrow, transfer, stream);
+        deviceRoot = CudaArrow.upload(arrow, DeviceCopies.of(transfer, stream));
         rootBytes = CudaCounters.snapshot().deviceBytesOutstanding() - before; // the packed batch's bytes
         rawRootHost = PinnedHostBuffer.allocate(rootBytes);
         rawRootDevice = DeviceBuffer.allocate(0, rootBytes);
@@ -216,7 +216,7 @@ public class B6CopyBenchmark {
 
     @Benchmark
     public long pinnedRootUpload() {
-        try (CudaArrowBatch b = CudaArrowUpload.upload(pinnedRoot, transfer, stream)) {
+        try (CudaArrowBatch b = CudaArrow.upload(pinnedRoot, DeviceCopies.of(transfer, stream))) {
             stream.synchronize();
             return b.length();
         }
@@ -224,7 +224,7 @@ public class B6CopyBenchmark {
 
     @Benchmark
     public long pageableRootUpload() {
-        try (CudaArrowBatch b = CudaArrowUpload.upload(arrow, transfer, stream)) {
+        try (CudaArrowBatch b = CudaArrow.upload(arrow, DeviceCopies.of(transfer, stream))) {
             stream.synchronize();
             return b.length();
         }
@@ -239,14 +239,14 @@ public class B6CopyBenchmark {
 
     @Benchmark
     public int pinnedRootDownload() {
-        try (VectorSchemaRoot back = CudaArrowDownload.download(deviceRoot, pinnedAllocator, transfer, stream)) {
+        try (VectorSchemaRoot back = CudaArrow.download(deviceRoot, new DeviceCopies(pinnedAllocator, transfer, stream))) {
             return back.getRowCount();
         }
     }
 
     @Benchmark
     public int pageableRootDownload() {
-        try (VectorSchemaRoot back = CudaArrowDownload.download(deviceRoot, allocator, transfer, stream)) {
+        try (VectorSchemaRoot back = CudaArrow.download(deviceRoot, new DeviceCopies(allocator, transfer, stream))) {
             return back.getRowCount();
         }
     }

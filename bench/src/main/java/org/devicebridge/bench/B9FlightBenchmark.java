@@ -20,10 +20,11 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.VectorUnloader;
 import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
-import org.devicebridge.arrow.flight.DeviceCopies;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.flight.DeviceFlight;
 import org.devicebridge.arrow.flight.DeviceFlightBatch;
 import org.devicebridge.arrow.flight.DeviceFlightClient;
@@ -130,7 +131,7 @@ public class B9FlightBenchmark {
                 bytes += arb.computeBodyLength();
             }
             if (serverStream != null) {
-                deviceBatches.add(CudaArrowUpload.upload(host, serverTransfer, serverStream));
+                deviceBatches.add(CudaArrow.upload(host, DeviceCopies.of(serverTransfer, serverStream)));
             }
         }
         if (serverStream != null) {

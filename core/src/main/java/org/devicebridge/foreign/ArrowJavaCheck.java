@@ -41,7 +41,7 @@ public final class ArrowJavaCheck {
     /**
      * The second line of every entry point that needs Arrow Java (after the native-access check).
      *
-     * @param entryPoint the class and method, for the message, e.g. {@code "CudaArrowDownload.download"}
+     * @param entryPoint the class and method, for the message, e.g. {@code "CudaArrow.download"}
      * @throws ArrowJavaUnavailableException where Arrow Java cannot be loaded
      */
     public static void requireArrowJava(String entryPoint) {

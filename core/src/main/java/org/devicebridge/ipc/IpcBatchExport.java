@@ -31,8 +31,8 @@ import org.devicebridge.ipc.IpcExport.Memory;
  * language-neutral {@link IpcBatchDescriptor}.
  *
  * <p><b>Which memory can be shared.</b> CUDA IPC shares whole {@code cuMemAlloc} allocations (see
- * {@link DeviceBuffer#ipcHandle()}). Stream-ordered pool memory (what {@link org.devicebridge.arrow.cuda.CudaArrowUpload} and
- * {@link org.devicebridge.arrow.cuda.CudaArrowPeerCopy} allocate) and memory this process mapped from another cannot be shared:
+ * {@link DeviceBuffer#ipcHandle()}). Stream-ordered pool memory (what {@link org.devicebridge.arrow.cuda.CudaArrow#upload} and
+ * {@link org.devicebridge.arrow.cuda.CudaArrow#copy} allocate) and memory this process mapped from another cannot be shared:
  * {@link Memory#SHARE_ONLY} refuses such a batch, {@link Memory#COPY_UNSHAREABLE} copies those buffers (on
  * the caller's stream, device to device) into one new {@code cuMemAlloc} allocation the export owns
  * ({@link #copiedBytes()} says how much it copied), and shares the rest in place.

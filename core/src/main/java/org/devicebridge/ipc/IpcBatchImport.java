@@ -18,8 +18,9 @@ import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowImport;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.ipc.IpcBatchDescriptor.BufferRef;
 import org.devicebridge.ipc.IpcBatchDescriptor.Node;
 import org.devicebridge.cuda.Cuda;
@@ -44,7 +45,7 @@ import org.devicebridge.internal.Closing;
  * <p>{@link #open} maps every allocation ({@code cuIpcOpenMemHandle}; its size is what
  * {@code cuMemGetAddressRange} reports for the mapped base), checks every buffer lies inside its mapping,
  * makes the caller's stream wait on the exporter's event, and imports the batch as
- * {@link CudaArrowImport#importDeviceArray} imports a C producer's {@code ArrowDeviceArray}. The mappings
+ * {@link CudaArrow#importDeviceArray} imports a C producer's {@code ArrowDeviceArray}. The mappings
  * close when the batch and every export made of it are closed; from then on {@link #closeMessage()} gives the
  * message to send back to the exporter, which keeps the memory alive until it gets it.
  *
@@ -64,7 +65,7 @@ final class IpcBatchImport implements AutoCloseable {
 
     /**
      * Maps the descriptor's allocations on its device, makes {@code stream} wait on its event (if any; the host
-     * does not block), and imports the batch at {@code level} (see {@link CudaArrowImport#importDeviceArray}:
+     * does not block), and imports the batch at {@code level} (see {@link CudaArrow#importDeviceArray}:
      * MINIMAL checks the structure against the schema and every buffer's pointer attributes; DEFAULT and FULL
      * also read what they validate through host copies made by {@code transfer}, after the wait).
      *
@@ -85,6 +86,8 @@ final class IpcBatchImport implements AutoCloseable {
      * @throws CudaUnavailableException without a CUDA driver
      * @throws org.devicebridge.ArrowJavaUnavailableException without Arrow Java (it reads the schema)
      * @throws NullPointerException without a transfer at DEFAULT or FULL (nothing is mapped then)
+     * @throws org.devicebridge.InvalidArgumentException if {@code transfer} is of another device than
+     *         {@code stream} (nothing is mapped then)
      */
     public static IpcBatchImport open(IpcBatchDescriptor descriptor, ValidationLevel level, CudaStream stream,
                                       HostDeviceTransfer transfer) {
@@ -112,6 +115,7 @@ final class IpcBatchImport implements AutoCloseable {
         if (level == ValidationLevel.DEFAULT || level == ValidationLevel.FULL) {
             Objects.requireNonNull(transfer, "transfer (needed to validate at " + level + ")");
         }
+        DeviceCopies copies = new DeviceCopies(null, transfer, stream); // checks the transfer's device before mapping
         int device = descriptor.device();
         int devices = Cuda.deviceCount();
         if (device >= devices) {
@@ -159,7 +163,7 @@ final class IpcBatchImport implements AutoCloseable {
                 }
             });
             handedOver = true; // the struct's release closes the mappings from now on
-            CudaArrowBatch batch = CudaArrowImport.importDeviceArray(schema, struct, level, stream, transfer);
+            CudaArrowBatch batch = CudaArrow.importDeviceArray(schema, struct, level, copies);
             return new IpcBatchImport(descriptor, batch, unmapped);
         } catch (RuntimeException | Error e) {
             if (!handedOver) {

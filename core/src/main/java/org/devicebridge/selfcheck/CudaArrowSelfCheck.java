@@ -17,11 +17,9 @@ import org.apache.arrow.vector.complex.impl.UnionListWriter;
 import org.devicebridge.Device;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
-import org.devicebridge.arrow.cuda.CudaArrowExport;
-import org.devicebridge.arrow.cuda.CudaArrowImport;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.java.PooledArrowMemory;
 import org.devicebridge.cuda.Cuda;
@@ -82,11 +80,11 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
              VectorSchemaRoot pinnedTable = sample(pinned);
              CudaStream stream = CudaStream.create(device, StreamKind.NON_BLOCKING);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(device, TransferOptions.defaults())) {
-            roundTrip(report, "pageable root", table, pageable, transfer, stream);
-            roundTrip(report, "pinned root", pinnedTable, pinned, transfer, stream);
+            roundTrip(report, "pageable root", table, new DeviceCopies(pageable, transfer, stream));
+            roundTrip(report, "pinned root", pinnedTable, new DeviceCopies(pinned, transfer, stream));
             long bytes;
             long deviceBytes = CudaCounters.snapshot().deviceBytesOutstanding();
-            try (CudaArrowBatch batch = CudaArrowUpload.upload(table, transfer, stream)) {
+            try (CudaArrowBatch batch = CudaArrow.upload(table, DeviceCopies.of(transfer, stream))) {
                 // one packed device allocation per uploaded batch: the device bytes the upload added
                 bytes = CudaCounters.snapshot().deviceBytesOutstanding() - deviceBytes;
             }
@@ -118,20 +116,18 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
     }
 
     /** upload -> export -> import (FULL) -> download into {@code allocator}, values compared. */
-    private static void roundTrip(Report report, String what, VectorSchemaRoot table, BufferAllocator allocator,
-                                  HostDeviceTransfer transfer, CudaStream stream) {
-        int device = transfer.device();
-        try (CudaArrowBatch batch = CudaArrowUpload.upload(table, transfer, stream);
+    private static void roundTrip(Report report, String what, VectorSchemaRoot table, DeviceCopies copies) {
+        int device = copies.device();
+        try (CudaArrowBatch batch = CudaArrow.upload(table, copies);
              Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
-            CudaArrowExport.exportDeviceArray(batch, stream, out);
+            CudaArrow.exportDeviceArray(batch, copies, out);
             report.check(what + ": export: device type CUDA with a sync event",
                     ArrowDeviceArray.device_type(out) == DeviceKind.CUDA.code()
                             && ArrowDeviceArray.device_id(out) == device
                             && !ArrowDeviceArray.sync_event(out).equals(MemorySegment.NULL), "");
-            try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(batch.schema(), out,
-                    ValidationLevel.FULL, stream, transfer);
-                 VectorSchemaRoot back = CudaArrowDownload.download(imported, allocator, transfer, stream)) {
+            try (CudaArrowBatch imported = CudaArrow.importDeviceArray(batch.schema(), out, ValidationLevel.FULL, copies);
+                 VectorSchemaRoot back = CudaArrow.download(imported, copies)) {
                 report.check(what + ": upload -> export -> import (FULL) -> download keeps every value",
                         back.getRowCount() == table.getRowCount() && table.equals(back),
                         ROWS + " rows, " + table.getFieldVectors().size() + " columns");
@@ -147,12 +143,13 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
                                   CudaStream stream) {
         long up = Long.MAX_VALUE;
         long down = Long.MAX_VALUE;
+        DeviceCopies copies = new DeviceCopies(allocator, transfer, stream);
         for (int r = 0; r < ROUNDS; r++) {
             long t0 = System.nanoTime();
-            try (CudaArrowBatch batch = CudaArrowUpload.upload(table, transfer, stream)) {
+            try (CudaArrowBatch batch = CudaArrow.upload(table, copies)) {
                 stream.synchronize();
                 long t1 = System.nanoTime();
-                try (VectorSchemaRoot back = CudaArrowDownload.download(batch, allocator, transfer, stream)) {
+                try (VectorSchemaRoot back = CudaArrow.download(batch, copies)) {
                     long t2 = System.nanoTime();
                     if (back.getRowCount() == table.getRowCount()) { // compared in roundTrip; here only timed
                         up = Math.min(up, t1 - t0);

@@ -13,9 +13,9 @@ import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
-import org.devicebridge.arrow.cuda.CudaArrowImport;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowStreamFormat;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.flight.DeviceFlight;
 import org.devicebridge.arrow.flight.DeviceFlightClient;
@@ -96,8 +96,8 @@ public final class AccessChild {
             }
             case "arrowJavaImport" -> ArrowJava.toField(null).toString();
             case "dlpackArrow" -> DLPackArrow.importVector(null, null, null).toString();
-            case "cudaArrowIpc" -> CudaArrowStreamFormat.readStream(new ByteArrayInputStream(new byte[0]), null, null, null).toString();
-            case "cudaArrowDownload" -> CudaArrowDownload.download(null, null, null, null).toString();
+            case "cudaArrowIpc" -> CudaArrowStreamFormat.readStream(new ByteArrayInputStream(new byte[0]), null).toString();
+            case "cudaArrowDownload" -> CudaArrow.download(null, null).toString();
             case "cudaArrowImport" -> cudaArrowImport();
             case "arrowMemory" -> {
                 ArrowMemory.installAsDefault();
@@ -138,7 +138,7 @@ public final class AccessChild {
     private static String flightValues() throws ClassNotFoundException {
         PutOptions options = PutOptions.defaults().withPolicy(PutPolicy.ANY).withMaxBatches(7);
         ClassLoader loader = AccessChild.class.getClassLoader();
-        Class.forName("org.devicebridge.arrow.flight.DeviceCopies", true, loader);
+        Class.forName("org.devicebridge.arrow.cuda.DeviceCopies", true, loader);
         Class.forName("org.devicebridge.arrow.flight.DeviceFlightBatch", true, loader);
         return options.maxBatches() + " " + options.policy().allows("", "d", true) + " "
                 + PutPolicy.CREATE_ONLY.allows("", "d", true);
@@ -195,8 +195,8 @@ public final class AccessChild {
     }
 
     /**
-     * {@code CudaArrowImport.importDeviceArray} of a hand-made CUDA int64 array: it needs no Arrow Java. Without a
-     * CUDA driver it throws {@code CudaUnavailableException}; with one, the missing stream is refused. Either way
+     * {@code CudaArrow.importDeviceArray} of a hand-made CUDA int64 array: it needs no Arrow Java. Without a
+     * CUDA driver it throws {@code CudaUnavailableException}; with one, the missing copies are refused. Either way
      * the struct is released exactly once, and nothing links against Arrow Java.
      */
     private static String cudaArrowImport() {
@@ -213,7 +213,7 @@ public final class AccessChild {
             ArrowDeviceArray.device_type(device, DeviceKind.CUDA.code());
             int before = arrayReleases;
             try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                CudaArrowImport.importDeviceArray(s.root(), device, ValidationLevel.MINIMAL, null, null).close();
+                CudaArrow.importDeviceArray(s.root(), device, ValidationLevel.MINIMAL, null).close();
                 return "imported";
             } catch (RuntimeException e) {
                 return String.format(Locale.ROOT, "%s, released %d time(s)", e.getClass().getSimpleName(),

@@ -111,7 +111,7 @@ class NativeAccessForkedTest {
                         s + " #" + i + ": " + line);
             }
         }
-        // CudaArrowImport needs no Arrow Java: without a driver it says so (with one, the null stream is
+        // CudaArrow.importDeviceArray needs no Arrow Java: without a driver it says so (with one, the null copies are
         // refused), and either way the struct was released exactly once
         for (int i = 0; i < 2; i++) {
             String line = out.get("cudaArrowImport #" + i);

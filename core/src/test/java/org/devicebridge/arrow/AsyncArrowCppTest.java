@@ -28,9 +28,9 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.DeviceKind;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowExport;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
@@ -236,11 +236,11 @@ class AsyncArrowCppTest {
                     v.setValueCount(len);
                     VectorSchemaRoot root = VectorSchemaRoot.of(v);
                     schema = root.getSchema();
-                    batches.add(CudaArrowUpload.upload(root, transfer, stream));
+                    batches.add(CudaArrow.upload(root, DeviceCopies.of(transfer, stream)));
                 }
             }
             MemorySegment source = ArrowImport.allocateDeviceArrayStream(arena);
-            CudaArrowExport.exportDeviceStream(schema, batches.iterator(), stream, source); // the stream owns them
+            CudaArrow.exportDeviceStream(schema, batches.iterator(), DeviceCopies.of(stream), source); // the stream owns them
             int seen = 0;
             try (AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(2, ValidationLevel.MINIMAL)) {
                 CompletableFuture<Void> done = AsyncDeviceStreamExport.exportStream(source, c.handler(), exec);

@@ -7,7 +7,8 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.AsyncPoison;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
+import org.devicebridge.arrow.cuda.CudaArrow;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
@@ -32,7 +33,7 @@ public final class IpcBatchChild {
                  CudaStream stream = CudaStream.create(d.device(), StreamKind.NON_BLOCKING);
                  HostDeviceTransfer transfer = HostDeviceTransfer.create(d.device(), 1 << 20)) {
                 try (IpcBatchImport imported = IpcBatchImport.open(d, ValidationLevel.DEFAULT, stream, transfer);
-                     VectorSchemaRoot down = CudaArrowDownload.download(imported.batch(), memory, transfer, stream)) {
+                     VectorSchemaRoot down = CudaArrow.download(imported.batch(), new DeviceCopies(memory, transfer, stream))) {
                     got = AsyncPoison.strings(down);
                     stream.synchronize();
                 }

@@ -49,10 +49,9 @@ import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
-import org.devicebridge.arrow.cuda.CudaArrowImport;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.foreign.CudaStructs;
 import org.devicebridge.ipc.IpcBatchDescriptor.BufferRef;
 import org.devicebridge.ipc.IpcBatchDescriptor.Node;
@@ -222,7 +221,7 @@ class IpcBatchPythonTest {
                 memory.close();
                 throw e;
             }
-            return CudaArrowImport.importDeviceArray(schema, struct, ValidationLevel.DEFAULT, stream, transfer);
+            return CudaArrow.importDeviceArray(schema, struct, ValidationLevel.DEFAULT, DeviceCopies.of(transfer, stream));
         }
     }
 
@@ -291,7 +290,7 @@ class IpcBatchPythonTest {
                      StandardCharsets.UTF_8))) {
             // 1. an upload: pool memory, copied for the child
             IpcBatchExport copied;
-            try (CudaArrowBatch uploaded = CudaArrowUpload.upload(root, transfer, stream)) {
+            try (CudaArrowBatch uploaded = CudaArrow.upload(root, DeviceCopies.of(transfer, stream))) {
                 assertThrows(UnsupportedFeatureException.class,
                         () -> IpcBatchExport.export(uploaded, stream, IpcExport.Memory.SHARE_ONLY));
                 copied = IpcBatchExport.export(uploaded, stream, IpcExport.Memory.COPY_UNSHAREABLE);
@@ -305,7 +304,7 @@ class IpcBatchPythonTest {
                 IpcBatchExport shared = IpcBatchExport.export(inPlace, stream, IpcExport.Memory.SHARE_ONLY);
                 assertEquals(0, shared.copiedBytes(), "nothing copied");
                 shareWithChild(shared, toChild, fromChild);
-                try (VectorSchemaRoot down = CudaArrowDownload.download(inPlace, allocator, transfer, stream)) {
+                try (VectorSchemaRoot down = CudaArrow.download(inPlace, new DeviceCopies(allocator, transfer, stream))) {
                     assertEquals(Arrays.asList(0L, 20L, null, 60L, 80L, 100L), values(down.getVector("i")),
                             "doubled in place by the child: zero copy");
                     assertEquals(values(root.getVector("s")), values(down.getVector("s")));
@@ -349,7 +348,8 @@ class IpcBatchPythonTest {
             try (imported) {
                 assertEquals(5, imported.batch().length());
                 assertThrows(HandleBusyException.class, imported::closeMessage, "still mapped");
-                try (VectorSchemaRoot down = CudaArrowDownload.download(imported.batch(), allocator, transfer, stream)) {
+                try (VectorSchemaRoot down = CudaArrow.download(imported.batch(),
+                        new DeviceCopies(allocator, transfer, stream))) {
                     assertEquals(Arrays.asList(1, null, 3, 4, null), values(down.getVector("x")));
                     assertEquals(Arrays.asList(0.5, 1.5, 2.5, 3.5, 4.5), values(down.getVector("y")));
                     assertEquals(Arrays.asList("a", "bb", null, "dddd", "\u00e9"), values(down.getVector("s")));

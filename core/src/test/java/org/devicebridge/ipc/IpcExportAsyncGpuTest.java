@@ -9,8 +9,9 @@ import java.util.List;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.cuda.AsyncPoison;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
@@ -68,7 +69,7 @@ class IpcExportAsyncGpuTest {
     /** A batch in stream-ordered pool memory (which CUDA IPC cannot share), ready on {@link #stream}. */
     private CudaArrowBatch source() {
         try (VectorSchemaRoot root = AsyncPoison.viewRoot(memory, AsyncPoison.values(ROWS, 0))) {
-            return CudaArrowUpload.upload(root, transfer, stream);
+            return CudaArrow.upload(root, DeviceCopies.of(transfer, stream));
         }
     }
 

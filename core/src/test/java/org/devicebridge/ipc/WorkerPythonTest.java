@@ -22,10 +22,10 @@ import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.extension.UuidType;
 import org.apache.arrow.vector.types.pojo.ExtensionTypeRegistry;
 import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
 import org.devicebridge.arrow.cuda.CudaArrowRoundTripTest;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
@@ -129,10 +129,10 @@ class WorkerPythonTest {
 
     /** Uploads {@code root}, hands it to the worker and compares what comes back; the export copied pool memory. */
     private void roundTrip(WorkerChannel channel, VectorSchemaRoot root, String what) {
-        try (CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream)) {
+        try (CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(transfer, stream))) {
             channel.send(batch, stream);
             try (CudaArrowBatch back = channel.receive(stream, ValidationLevel.DEFAULT, transfer);
-                 VectorSchemaRoot down = CudaArrowDownload.download(back, allocator, transfer, stream)) {
+                 VectorSchemaRoot down = CudaArrow.download(back, new DeviceCopies(allocator, transfer, stream))) {
                 assertEquals(root.getRowCount(), down.getRowCount(), what);
                 assertEquals(root.getFieldVectors().size(), down.getFieldVectors().size(), what);
                 for (int i = 0; i < root.getFieldVectors().size(); i++) {
@@ -191,7 +191,7 @@ class WorkerPythonTest {
                     true, new DictionaryProvider.MapDictionaryProvider()))) {
                 root.setRowCount(4096);
                 roundTrip(channel, root, "before the kill"); // the worker now keeps the first allocation mapped
-                try (CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream)) {
+                try (CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(transfer, stream))) {
                     assertTrue(channel.send(batch, stream).copiedBytes() > 0, "uploaded pool memory is copied once");
                     w.process().destroyForcibly();
                     assertTrue(w.process().waitFor(60, TimeUnit.SECONDS), "the worker is gone");

@@ -7,11 +7,9 @@ import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
-import org.devicebridge.arrow.cuda.CudaArrowExport;
-import org.devicebridge.arrow.cuda.CudaArrowImport;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
@@ -30,17 +28,20 @@ public class QuickStartCuda {
 
             try (CudaStream stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
                  HostDeviceTransfer transfer = HostDeviceTransfer.create(0, 64L << 20);
-                 CudaArrowBatch onGpu = CudaArrowUpload.upload(table, transfer, stream);
                  Arena structs = Arena.ofConfined()) {
-                // Export as a CUDA ArrowDeviceArray (zero-copy, sync event on `stream`).
-                MemorySegment deviceArray = ArrowImport.allocateDeviceArray(structs);
-                CudaArrowExport.exportDeviceArray(onGpu, stream, deviceArray);
+                // One record for every call: host allocator, staging transfer, the stream work is ordered on.
+                DeviceCopies copies = new DeviceCopies(allocator, transfer, stream);
+                try (CudaArrowBatch onGpu = CudaArrow.upload(table, copies)) {
+                    // Export as a CUDA ArrowDeviceArray (zero-copy, sync event on `stream`).
+                    MemorySegment deviceArray = ArrowImport.allocateDeviceArray(structs);
+                    CudaArrow.exportDeviceArray(onGpu, copies, deviceArray);
 
-                // A consumer (cuDF...) takes it; here devicebridge imports it and downloads it.
-                try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(onGpu.schema(), deviceArray,
-                             ValidationLevel.DEFAULT, stream, transfer);
-                     VectorSchemaRoot back = CudaArrowDownload.download(imported, allocator, transfer, stream)) {
-                    System.out.println("rows back from the GPU: " + back.getRowCount());
+                    // A consumer (cuDF...) takes it; here devicebridge imports it and downloads it.
+                    try (CudaArrowBatch imported = CudaArrow.importDeviceArray(onGpu.schema(), deviceArray,
+                                 ValidationLevel.DEFAULT, copies);
+                         VectorSchemaRoot back = CudaArrow.download(imported, copies)) {
+                        System.out.println("rows back from the GPU: " + back.getRowCount());
+                    }
                 }
             }
         }

@@ -6,9 +6,9 @@ import java.time.Duration;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
@@ -35,10 +35,10 @@ public class WorkerHandOff {
                  HostDeviceTransfer transfer = HostDeviceTransfer.create(0, 64L << 20);
                  WorkerChannel channel = WorkerChannel.open(worker.getInputStream(), worker.getOutputStream(),
                          Duration.ofSeconds(60));
-                 CudaArrowBatch onGpu = CudaArrowUpload.upload(table, transfer, stream);
+                 CudaArrowBatch onGpu = CudaArrow.upload(table, DeviceCopies.of(transfer, stream));
                  // JVM -> worker -> JVM: CUDA IPC both ways, one line of JSON each way
                  CudaArrowBatch result = channel.call(onGpu, stream);
-                 VectorSchemaRoot back = CudaArrowDownload.download(result, allocator, transfer, stream)) {
+                 VectorSchemaRoot back = CudaArrow.download(result, new DeviceCopies(allocator, transfer, stream))) {
                 System.out.println("rows back from the worker: " + back.getRowCount());
             }
         } finally {

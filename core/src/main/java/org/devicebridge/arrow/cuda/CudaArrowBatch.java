@@ -2,6 +2,7 @@ package org.devicebridge.arrow.cuda;
 
 import java.util.List;
 import java.util.Locale;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.arrow.ArrayNode;
@@ -16,10 +17,10 @@ import org.devicebridge.cuda.DeviceBuffer;
  * and byte length ({@link ArrayNode#bufferLength}, {@code -1} where an import at
  * {@link ValidationLevel#MINIMAL} did not establish it), and the device memory it references.
  *
- * <p>Made by {@link CudaArrowUpload#upload} (one packed device allocation per batch) or
- * {@link CudaArrowImport#importDeviceArray} (the producer's memory, released through the producer's
+ * <p>Made by {@link CudaArrow#upload} and {@link CudaArrow#copy} (one packed device allocation per batch) or
+ * {@link CudaArrow#importDeviceArray} (the producer's memory, released through the producer's
  * {@code release} when this handle and every export of it are closed). {@link #close()} drops this handle's
- * references: device memory still referenced by an export made with {@link CudaArrowExport#exportDeviceArray}
+ * references: device memory still referenced by an export made with {@link CudaArrow#exportDeviceArray}
  * lives until that export is released. Data is ready for work queued on the stream given when the batch
  * was made; work on other streams must wait for that stream first.
  *
@@ -36,21 +37,27 @@ public final class CudaArrowBatch extends NativeHandle {
     private final ImportedArray imported;
 
     /**
-     * @param imported the imported struct behind an imported batch (kept alive by {@code memory}), for
-     *     reading it again; {@code null} for a batch this library built
+     * @param what what the batch is, for its description (e.g. "uploaded Arrow batch")
+     * @param device where its memory lives: a CUDA kind and the device ordinal
      */
-    CudaArrowBatch(String description, SchemaNode schema, ArrayNode root, int device, DeviceKind deviceType,
-                   List<DeviceBuffer> memory, AutoCloseable release, ImportedArray imported) {
-        super(description, release);
+    CudaArrowBatch(String what, SchemaNode schema, ArrayNode root, Device device, Holdings holdings) {
+        super(describe(what, root, device.ordinal()), holdings.release());
         this.schema = schema;
         this.root = root;
-        this.device = device;
-        this.deviceType = deviceType;
-        this.memory = List.copyOf(memory);
-        this.imported = imported;
+        this.device = device.ordinal();
+        this.deviceType = device.kind();
+        this.memory = List.copyOf(holdings.memory());
+        this.imported = holdings.imported();
     }
 
-    static String describe(String what, ArrayNode root, int device) {
+    /**
+     * What a batch holds: the device allocations its buffers lie in, the step that releases them (and the
+     * producer's struct) when the batch is closed, and the imported struct behind an imported batch, for reading
+     * it again ({@code null} for a batch this library built).
+     */
+    record Holdings(List<DeviceBuffer> memory, AutoCloseable release, ImportedArray imported) {}
+
+    private static String describe(String what, ArrayNode root, int device) {
         return String.format(Locale.ROOT, "%s (%s, length %d, device %d)", what, root.type(), root.length(), device);
     }
 

@@ -25,7 +25,6 @@ import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaStream;
-import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.internal.FieldPath;
 
@@ -36,7 +35,7 @@ import org.devicebridge.internal.FieldPath;
  * struct is then validated from those very copies, which Arrow Java gets without a further copy.
  * Stateless; thread-safe as far as its arguments are (a transfer serialises its batches).
  */
-public final class CudaArrowDownload {
+final class CudaArrowDownload {
     private CudaArrowDownload() {}
 
     /**
@@ -61,36 +60,23 @@ public final class CudaArrowDownload {
      * memory changed since validation, by the producer or by the caller's own work, cannot reach Arrow Java
      * unchecked.
      *
-     * <p>Ownership: after a return the caller owns the root (and the dictionaries added to
-     * {@code dictionaries}); the host block is released to {@code allocator} when the last Arrow buffer is
-     * released (until then the allocator counts its bytes twice: as the block, and as the foreign
-     * allocation the root's vectors are slices of). The caller still owns {@code batch}, {@code allocator},
-     * {@code transfer} and {@code stream}. After a throw nothing new is held.
-     *
-     * @param batch the device batch; borrowed
-     * @param allocator allocates the root's memory (one block per batch) and its vectors
-     * @param dictionaries receives the dictionaries; may be null if the schema has none
-     * @param transfer stages the copies of pageable memory; of the batch's device
-     * @param stream orders the copies after the work that produced the data; of the batch's device
-     * @return the root, which the caller owns
-     * @throws CudaUnavailableException without a CUDA driver
-     * @throws UnsupportedFeatureException if Arrow Java cannot hold a type exactly
-     * @throws ValidationException if the copied data of an imported batch is malformed (an import at MINIMAL
-     *         did not read it; the producer may also have changed it since the import), or changed between
-     *         the two batches of copies of a batch imported below DEFAULT so that the buffers copied no
-     *         longer hold what the copied offsets describe ({@code DEVICE})
+     * <p>Ownership (as {@link CudaArrow#download}): after a return the caller owns the root (and the
+     * dictionaries added to {@code dictionaries}); the host block is released to the allocator when the last
+     * Arrow buffer is released (until then the allocator counts its bytes twice: as the block, and as the
+     * foreign allocation the root's vectors are slices of). After a throw nothing new is held. A
+     * {@link ValidationException} ({@code DEVICE}) also reports a batch imported below DEFAULT whose buffers
+     * changed between the two batches of copies so that they no longer hold what the copied offsets describe.
      */
-    public static VectorSchemaRoot download(CudaArrowBatch batch, BufferAllocator allocator,
-                                            DictionaryProvider.MapDictionaryProvider dictionaries,
-                                            HostDeviceTransfer transfer, CudaStream stream) {
+    static VectorSchemaRoot download(CudaArrowBatch batch, DictionaryProvider.MapDictionaryProvider dictionaries,
+                                     DeviceCopies copies) {
         requireNativeAccess();
-        requireArrowJava("CudaArrowDownload.download");
+        requireArrowJava("CudaArrow.download");
         Cuda.require();
         Objects.requireNonNull(batch, "batch");
-        Objects.requireNonNull(allocator, "allocator");
-        Objects.requireNonNull(transfer, "transfer");
-        Objects.requireNonNull(stream, "stream");
-        CudaArrowSupport.sameDevice(transfer, stream);
+        Objects.requireNonNull(copies, "copies");
+        BufferAllocator allocator = copies.requireAllocator();
+        HostDeviceTransfer transfer = copies.requireTransfer();
+        CudaStream stream = copies.stream();
         try (HostCopier copier = new HostCopier(transfer, stream, batch.memory())) {
             return toHost(new Source(batch.root(), batch.imported(), copier), allocator, new BatchCopier() {
                 @Override
@@ -104,24 +90,6 @@ public final class CudaArrowDownload {
                 }
             }, host -> ArrowJava.importVectorSchemaRoot(allocator, host, dictionaries)); // releases host on a throw
         }
-    }
-
-    /**
-     * {@link #download(CudaArrowBatch, BufferAllocator, DictionaryProvider.MapDictionaryProvider, HostDeviceTransfer,
-     * CudaStream)} without dictionaries.
-     *
-     * @param batch the device batch; borrowed
-     * @param allocator allocates the root's memory and its vectors
-     * @param transfer stages the copies of pageable memory; of the batch's device
-     * @param stream orders the copies; of the batch's device
-     * @return the root, which the caller owns
-     * @throws CudaUnavailableException without a CUDA driver
-     * @throws UnsupportedFeatureException if Arrow Java cannot hold a type exactly
-     * @throws ValidationException if the copied data is malformed
-     */
-    public static VectorSchemaRoot download(CudaArrowBatch batch, BufferAllocator allocator, HostDeviceTransfer transfer,
-                                            CudaStream stream) {
-        return download(batch, allocator, null, transfer, stream);
     }
 
     /** {@code true} if every non-NULL buffer under {@code root} has a known length. */

@@ -14,13 +14,11 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.DeviceKind;
-import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaStream;
-import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.foreign.OutStructs;
 import org.devicebridge.foreign.StreamExport;
@@ -40,7 +38,7 @@ import org.devicebridge.internal.Native;
  * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
  * after a return and after a throw.
  */
-public final class CudaArrowExport {
+final class CudaArrowExport {
     private CudaArrowExport() {}
 
     /**
@@ -56,19 +54,13 @@ public final class CudaArrowExport {
      * (closing it does not invalidate the export) and {@code stream}. After a throw
      * {@code outDeviceArray} is untouched and nothing is held.
      *
-     * @param outDeviceArray an {@code ArrowDeviceArray} (a zero-length segment is taken to point at a whole one)
-     * @param batch the device batch; the caller keeps owning it
-     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
-     * @throws CudaUnavailableException without a CUDA driver
-     * @throws IllegalArgumentException if {@code stream} is of another device than the batch
-     * @throws ValidationException if {@code outDeviceArray} is not a native, aligned, large enough segment
-     * @throws org.devicebridge.HandleClosedException if the batch was closed
+     * <p>See {@link CudaArrow#exportDeviceArray}: {@code stream} is {@code copies.stream()}.
      */
-    public static void exportDeviceArray(CudaArrowBatch batch, CudaStream stream, MemorySegment outDeviceArray) {
+    static void exportDeviceArray(CudaArrowBatch batch, DeviceCopies copies, MemorySegment outDeviceArray) {
         requireNativeAccess();
         Cuda.require();
         Objects.requireNonNull(batch, "batch");
-        Objects.requireNonNull(stream, "stream");
+        CudaStream stream = Objects.requireNonNull(copies, "copies").stream();
         MemorySegment out = OutStructs.sized(outDeviceArray, ArrowDeviceArray.sizeof(), "outDeviceArray");
         ArrayNode root = batch.root();
         List<DeviceBuffer> memory = batch.memory();
@@ -121,15 +113,9 @@ public final class CudaArrowExport {
      * or reloading it does not invalidate the export). After a throw {@code outDeviceArray} is untouched and
      * nothing is held.
      *
-     * @param root the batch; the caller keeps owning it
-     * @param provider the dictionaries of dictionary-encoded vectors; may be {@code null} if there are none
-     * @param outDeviceArray an {@code ArrowDeviceArray} (a zero-length segment is taken to point at a whole one)
-     * @throws CudaUnavailableException without a CUDA driver
-     * @throws ValidationException ({@code DEVICE}) naming the first buffer that is not pinned host memory, or
-     *         as {@link ArrowJava#exportDeviceArray} for a batch that cannot be exported
-     * @throws org.devicebridge.UnsupportedFeatureException as {@link ArrowJava#exportDeviceArray}
+     * <p>See {@link CudaArrow#exportPinnedHost}.
      */
-    public static void exportPinnedHost(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment outDeviceArray) {
+    static void exportPinnedHost(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment outDeviceArray) {
         Cuda.require();
         Objects.requireNonNull(root, "root");
         MemorySegment out = OutStructs.sized(outDeviceArray, ArrowDeviceArray.sizeof(), "outDeviceArray");
@@ -155,20 +141,6 @@ public final class CudaArrowExport {
     }
 
     /**
-     * {@link #exportPinnedHost(VectorSchemaRoot, DictionaryProvider, MemorySegment)} for a batch without
-     * dictionary-encoded vectors. Ownership as there: after a return the consumer owns the struct and the
-     * caller still owns {@code root}; after a throw {@code outDeviceArray} is untouched and nothing is held.
-     *
-     * @param root the batch; the caller keeps owning it
-     * @param outDeviceArray an {@code ArrowDeviceArray} (a zero-length segment is taken to point at a whole one)
-     * @throws CudaUnavailableException without a CUDA driver
-     * @throws ValidationException ({@code DEVICE}) naming the first buffer that is not pinned host memory
-     */
-    public static void exportPinnedHost(VectorSchemaRoot root, MemorySegment outDeviceArray) {
-        exportPinnedHost(root, null, outDeviceArray);
-    }
-
-    /**
      * Exports device batches as a CUDA {@code ArrowDeviceArrayStream} ({@code device_type}
      * {@link DeviceKind#CUDA}) into {@code outStream}: {@code get_schema} exports {@code schema};
      * {@code get_next} takes the next batch from {@code batches}, exports it as
@@ -181,28 +153,23 @@ public final class CudaArrowExport {
      * which must stay open until the consumer released the stream. After a throw {@code outStream} is
      * untouched and nothing is held.
      *
-     * @param schema the Arrow Java schema; only read
-     * @param batches the batches the stream yields, in order; the stream takes ownership
-     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
-     * @param outStream where to write the stream struct: native memory of at least its size, owned by the caller
-     * @throws CudaUnavailableException without a CUDA driver
-     * @throws ValidationException if {@code outStream} is not a native, aligned, large enough segment
+     * <p>See {@link CudaArrow#exportDeviceStream}: {@code stream} is {@code copies.stream()}.
      */
-    public static void exportDeviceStream(Schema schema, Iterator<? extends CudaArrowBatch> batches,
-                                          CudaStream stream, MemorySegment outStream) {
+    static void exportDeviceStream(Schema schema, Iterator<? extends CudaArrowBatch> batches,
+                                   DeviceCopies copies, MemorySegment outStream) {
         requireNativeAccess();
-        requireArrowJava("CudaArrowExport.exportDeviceStream");
+        requireArrowJava("CudaArrow.exportDeviceStream");
         Cuda.require();
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(batches, "batches");
-        Objects.requireNonNull(stream, "stream");
+        Objects.requireNonNull(copies, "copies");
         MemorySegment out = OutStructs.sized(outStream, ArrowDeviceArrayStream.sizeof(), "outStream");
-        StreamExport.exportDevice(new BatchSource(schema, batches, stream, DeviceKind.CUDA), DeviceKind.CUDA,
+        StreamExport.exportDevice(new BatchSource(schema, batches, copies, DeviceKind.CUDA), DeviceKind.CUDA,
                 out);
     }
 
     /** Device batches as the source of an exported stream; each batch is closed once exported. */
-    private record BatchSource(Schema schema, Iterator<? extends CudaArrowBatch> batches, CudaStream stream,
+    private record BatchSource(Schema schema, Iterator<? extends CudaArrowBatch> batches, DeviceCopies copies,
                                DeviceKind deviceType) implements StreamExport.Source {
         @Override
         public void exportSchema(MemorySegment out) {
@@ -219,7 +186,7 @@ public final class CudaArrowExport {
                     throw new IllegalArgumentException("expected batches of device type " + deviceType.arrowName()
                             + " but found " + batch.deviceType().arrowName());
                 }
-                exportDeviceArray(batch, stream, out);
+                exportDeviceArray(batch, copies, out);
             }
             return true;
         }

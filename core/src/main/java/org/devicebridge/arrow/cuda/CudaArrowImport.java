@@ -8,15 +8,11 @@ import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.ArrowImport;
-import org.devicebridge.arrow.ArrowStreamException;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.cuda.Cuda;
-import org.devicebridge.cuda.CudaStream;
-import org.devicebridge.cuda.CudaUnavailableException;
-import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.foreign.ForeignImport;
 
 /**
@@ -32,7 +28,7 @@ import org.devicebridge.foreign.ForeignImport;
  * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
  * after a return and after a throw.
  */
-public final class CudaArrowImport {
+final class CudaArrowImport {
     private CudaArrowImport() {}
 
     /**
@@ -53,31 +49,23 @@ public final class CudaArrowImport {
      * called once when the batch and every export of it are closed. After a throw the struct has already
      * been released (also when the CUDA driver is missing).
      *
-     * @param transfer needed at DEFAULT and FULL; may be null at NONE and MINIMAL
-     * @param schema the field the array is read with (for a batch, an imported schema's root; borrowed)
-     * @param arrowDeviceArrayPtr the producer's {@code ArrowDeviceArray}
-     * @param level how much of the foreign structure to check before it is used
-     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
-     * @return the device batch, owned by the caller
-     * @throws ValidationException {@link Category#DEVICE} for a non-CUDA device type, a wrong
-     *         {@code device_id}, or a buffer that is not memory of the declared kind on that device (for
-     *         example a host pointer labelled CUDA); other categories for malformed arrays
-     * @throws CudaUnavailableException without a CUDA driver
+     * <p>See {@link CudaArrow#importDeviceArray}: {@code stream} is {@code copies.stream()}, {@code transfer}
+     * {@code copies.transfer()}. A {@link ValidationException} of {@link Category#DEVICE} also names a host
+     * pointer labelled CUDA.
      */
-    public static CudaArrowBatch importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
-                                                   ValidationLevel level, CudaStream stream,
-                                                   HostDeviceTransfer transfer) {
+    static CudaArrowBatch importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
+                                            ValidationLevel level, DeviceCopies copies) {
         requireNativeAccess();
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(arrowDeviceArrayPtr, "arrowDeviceArrayPtr");
         Objects.requireNonNull(level, "level");
         try {
-            checkArguments(level, stream, transfer);
+            checkArguments(level, copies);
         } catch (RuntimeException | Error e) {
             drop(arrowDeviceArrayPtr, e);
             throw e;
         }
-        CudaImport cuda = new CudaImport(level, stream, transfer);
+        CudaImport cuda = new CudaImport(level, copies.stream(), copies.transfer());
         ImportedArray imported;
         try {
             imported = ArrowImport.importDeviceArray(schema, arrowDeviceArrayPtr, level, null, cuda);
@@ -89,51 +77,25 @@ public final class CudaArrowImport {
     }
 
     /**
-     * {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel, CudaStream, HostDeviceTransfer)} at
-     * MINIMAL. Ownership as there: after a throw the struct has already been released.
-     *
-     * @param schema the field the array is read with (for a batch, an imported schema's root; borrowed)
-     * @param arrowDeviceArrayPtr the producer's {@code ArrowDeviceArray}
-     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
-     * @return the device batch, owned by the caller
-     */
-    public static CudaArrowBatch importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
-                                                   CudaStream stream) {
-        requireNativeAccess();
-        return importDeviceArray(schema, arrowDeviceArrayPtr, ValidationLevel.MINIMAL, stream, null);
-    }
-
-    /**
      * Pulls the next batch of an imported CUDA {@code ArrowDeviceArrayStream} (see
      * {@link ArrowImport#importDeviceStream}) and imports it as
-     * {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel, CudaStream, HostDeviceTransfer)}
+     * {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel, DeviceCopies)}
      * does: {@code stream} waits on the batch's sync event, pointers are checked, and DEFAULT/FULL validate
      * from host copies. Returns {@code null} at the end of the stream.
      *
      * <p>Ownership: the caller owns a returned batch and still owns {@code deviceStream}; after a throw the
      * batch the producer handed over (if any) has been released.
      *
-     * @param deviceStream the imported CUDA device stream; the caller keeps owning it
-     * @param level how much of the foreign structure to check before it is used
-     * @param stream the stream that waits on the batch's sync event; the caller keeps owning it
-     * @param transfer the staging transfer for the host copies DEFAULT and FULL validate; the caller keeps owning it
-     * @return the device batch, owned by the caller, or {@code null} at the end of the stream
-     * @throws ArrowStreamException if the producer's {@code get_next} returned an errno
-     * @throws ValidationException as for a single import
-     * @throws org.devicebridge.InvalidArgumentException if {@code deviceStream} is an {@code ArrowArrayStream}
-     *         (nothing is pulled then)
-     * @throws CudaUnavailableException without a CUDA driver (nothing is pulled then)
-     * @throws NullPointerException without a stream, or without a transfer at DEFAULT or FULL (nothing is
-     *         pulled then)
+     * <p>See {@link CudaArrow#importNext}; without copies, or without a transfer at DEFAULT or FULL, nothing
+     * is pulled.
      */
-    public static CudaArrowBatch importNext(ImportedArrayStream deviceStream, ValidationLevel level, CudaStream stream,
-                                            HostDeviceTransfer transfer) {
+    static CudaArrowBatch importNext(ImportedArrayStream deviceStream, ValidationLevel level, DeviceCopies copies) {
         requireNativeAccess();
         Cuda.require();
         Objects.requireNonNull(deviceStream, "deviceStream");
         Objects.requireNonNull(level, "level");
-        checkArguments(level, stream, transfer);
-        CudaImport cuda = new CudaImport(level, stream, transfer);
+        checkArguments(level, copies);
+        CudaImport cuda = new CudaImport(level, copies.stream(), copies.transfer());
         ImportedArray imported;
         try {
             imported = deviceStream.next(level, null, cuda);
@@ -153,15 +115,14 @@ public final class CudaArrowImport {
     }
 
     /**
-     * Refuses what no import can start with: no CUDA driver, no stream, no transfer where the level reads
-     * contents, a transfer of another device than the stream's.
+     * Refuses what no import can start with: no CUDA driver, no copies, no transfer where the level reads
+     * contents (the record checked that its transfer and stream serve one device).
      */
-    private static void checkArguments(ValidationLevel level, CudaStream stream, HostDeviceTransfer transfer) {
+    private static void checkArguments(ValidationLevel level, DeviceCopies copies) {
         Cuda.require();
-        Objects.requireNonNull(stream, "stream");
+        Objects.requireNonNull(copies, "copies");
         if (reads(level)) {
-            Objects.requireNonNull(transfer, "transfer (needed to validate at " + level + ")");
-            CudaArrowSupport.sameDevice(transfer, stream);
+            copies.requireTransfer();
         }
     }
 

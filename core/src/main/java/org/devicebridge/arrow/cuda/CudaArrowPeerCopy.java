@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
@@ -16,9 +17,7 @@ import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaEvent;
-import org.devicebridge.cuda.CudaException;
 import org.devicebridge.cuda.CudaStream;
-import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.DeviceRange;
 import org.devicebridge.cuda.HostDeviceTransfer;
@@ -36,7 +35,7 @@ import org.devicebridge.internal.Closing;
  * <p>Stateless and thread-safe as far as its arguments are; the caller keeps owning the source batch and
  * both streams, and owns the returned batch.
  */
-public final class CudaArrowPeerCopy {
+final class CudaArrowPeerCopy {
     private CudaArrowPeerCopy() {}
 
     /**
@@ -52,27 +51,14 @@ public final class CudaArrowPeerCopy {
      * once (its memory is freed after the copies, not under them), but must not queue work that changes the
      * source's bytes unless it is ordered after {@code stream}.
      *
-     * @param batch a batch of {@link DeviceKind#CUDA} or {@link DeviceKind#CUDA_MANAGED} memory whose
-     *     buffer lengths are known (an upload, or an import at {@link org.devicebridge.arrow.ValidationLevel#DEFAULT}
-     *     or above); borrowed
-     * @param sourceStream a stream of the batch's device on which the batch is ready; borrowed
-     * @param stream a stream of the destination device; borrowed, and it must stay open until the returned
-     *     batch's memory is freed (which is queued on it)
-     * @return a batch on {@code stream}'s device that the caller owns. After a throw the caller owns nothing
-     *     new (an allocation made before the failure is freed on {@code stream})
-     * @throws InvalidArgumentException if {@code sourceStream} is not of the batch's device
-     * @throws UnsupportedFeatureException for pinned host batches ({@link DeviceKind#CUDA_HOST}), or a
-     *     buffer whose byte length an import at {@code MINIMAL} did not establish
-     * @throws org.devicebridge.HandleClosedException if the batch or a stream is closed
-     * @throws CudaException if a driver call fails
-     * @throws CudaUnavailableException without a CUDA driver
+     * <p>See {@link CudaArrow#copyAsync}: {@code stream} is {@code copies.stream()}.
      */
-    public static CudaArrowBatch copyAsync(CudaArrowBatch batch, CudaStream sourceStream, CudaStream stream) {
+    static CudaArrowBatch copyAsync(CudaArrowBatch batch, CudaStream sourceStream, DeviceCopies copies) {
         requireNativeAccess();
         Cuda.require();
         Objects.requireNonNull(batch, "batch");
         Objects.requireNonNull(sourceStream, "sourceStream");
-        Objects.requireNonNull(stream, "stream");
+        CudaStream stream = Objects.requireNonNull(copies, "copies").stream();
         if (batch.deviceType() == DeviceKind.CUDA_HOST) {
             throw new UnsupportedFeatureException("device_type", "a batch of pinned host memory"
                     + " (ARROW_DEVICE_CUDA_HOST) is reachable from every device: upload it instead of copying it");
@@ -136,9 +122,8 @@ public final class CudaArrowPeerCopy {
             handedOver = true; // after a throw the stream waited, then dropped them
             stream.closeAfterQueuedWork(read);
             ArrayNode moved = Nodes.relocate(root, placed);
-            return new CudaArrowBatch(CudaArrowBatch.describe("Arrow batch copied from device " + batch.device(),
-                    moved, stream.device()), batch.schema(), moved, stream.device(), DeviceKind.CUDA,
-                    List.of(dst), dst::close, null);
+            return new CudaArrowBatch("Arrow batch copied from device " + batch.device(), batch.schema(), moved,
+                    Device.cuda(stream.device()), new CudaArrowBatch.Holdings(List.of(dst), dst::close, null));
         } catch (RuntimeException | Error e) {
             dst.close();
             if (!handedOver) {
@@ -152,24 +137,11 @@ public final class CudaArrowPeerCopy {
         }
     }
 
-    /**
-     * As {@link #copyAsync}, then waits for {@code stream} to finish the copies: when this returns the
-     * source batch may be closed.
-     *
-     * @param batch the batch to copy; borrowed (see {@link #copyAsync})
-     * @param sourceStream a stream of the batch's device on which the batch is ready; borrowed
-     * @param stream a stream of the destination device; borrowed, open until the returned batch is freed
-     * @return a batch on {@code stream}'s device that the caller owns. After a throw the caller owns nothing new
-     * @throws InvalidArgumentException if {@code sourceStream} is not of the batch's device
-     * @throws UnsupportedFeatureException as {@link #copyAsync} does
-     * @throws org.devicebridge.HandleClosedException if the batch or a stream is closed
-     * @throws CudaException if a driver call fails
-     * @throws CudaUnavailableException without a CUDA driver
-     */
-    public static CudaArrowBatch copy(CudaArrowBatch batch, CudaStream sourceStream, CudaStream stream) {
-        CudaArrowBatch copied = copyAsync(batch, sourceStream, stream);
+    /** {@link CudaArrow#copy}: {@link #copyAsync}, then a wait for the destination stream. */
+    static CudaArrowBatch copy(CudaArrowBatch batch, CudaStream sourceStream, DeviceCopies copies) {
+        CudaArrowBatch copied = copyAsync(batch, sourceStream, copies);
         try {
-            stream.synchronize();
+            copies.stream().synchronize();
         } catch (RuntimeException | Error e) {
             copied.close();
             throw e;

@@ -29,42 +29,40 @@ import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.cuda.Cuda;
-import org.devicebridge.cuda.CudaStream;
-import org.devicebridge.cuda.HostDeviceTransfer;
 
 /**
  * Arrow's IPC stream and file formats from and to device batches (not CUDA IPC: that is
  * {@code org.devicebridge.ipc}). <b>These paths copy:</b> Arrow Java reads and
- * writes IPC on the host, so each batch is {@link CudaArrowDownload downloaded} before it is written and
- * {@link CudaArrowUpload uploaded} after it is read. Dictionary-encoded schemas are not supported here.
+ * writes IPC on the host, so each batch is {@link CudaArrow#download downloaded} before it is written and
+ * {@link CudaArrow#upload uploaded} after it is read. Dictionary-encoded schemas are not supported here.
  *
- * <p>Stateless: its methods may be called from any thread; what calls share is the {@link
- * org.devicebridge.cuda.HostDeviceTransfer} passed in (one batch at a time) and the stream.
+ * <p>Stateless: its methods may be called from any thread; what calls share is the {@link DeviceCopies}'
+ * transfer (one batch at a time) and stream.
  */
 public final class CudaArrowStreamFormat {
     private CudaArrowStreamFormat() {}
 
     /**
      * Writes device batches as an Arrow IPC stream. <b>This path copies:</b> each batch is downloaded to the
-     * host ({@link CudaArrowDownload#download}) and written with Arrow Java's {@link ArrowStreamWriter}.
+     * host ({@link CudaArrow#download}) and written with Arrow Java's {@link ArrowStreamWriter}.
      *
-     * <p>Ownership: the caller keeps owning the batches, {@code out} (not closed) and everything else.
+     * <p>Ownership: the caller keeps owning the batches, {@code out} (not closed) and everything else, after a
+     * return and after a throw.
      *
      * @param schema the Arrow Java schema of the batches
      * @param batches the batches; the caller keeps owning them
      * @param out where the bytes go; not closed
-     * @param allocator allocates the host buffers the batches pass through; the caller keeps owning it
-     * @param transfer the staging transfer the copies go through; the caller keeps owning it
-     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     * @param copies the stream, the transfer and the allocator the host buffers come from (all needed); borrowed
      * @throws UnsupportedFeatureException for dictionary-encoded fields
+     * @throws org.devicebridge.InvalidArgumentException if {@code copies} lacks the transfer or the allocator
      * @throws DeviceBridgeException if writing fails
      */
     public static void writeStream(Schema schema, Iterable<CudaArrowBatch> batches, OutputStream out,
-                                      BufferAllocator allocator, HostDeviceTransfer transfer, CudaStream stream) {
+                                   DeviceCopies copies) {
         requireNativeAccess();
         requireArrowJava("CudaArrowStreamFormat.writeStream");
         Objects.requireNonNull(out, "out");
-        Io.writeIpc(schema, batches, Channels.newChannel(out), false, allocator, transfer, stream);
+        Io.writeIpc(schema, batches, Channels.newChannel(out), false, copies);
     }
 
     /**
@@ -74,40 +72,36 @@ public final class CudaArrowStreamFormat {
      * @param schema the Arrow Java schema; only read
      * @param batches the batches; the caller keeps owning them
      * @param out where the bytes go; not closed
-     * @param allocator allocates the host buffers the batches pass through; the caller keeps owning it
-     * @param transfer the staging transfer the copies go through; the caller keeps owning it
-     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     * @param copies the stream, the transfer and the allocator the host buffers come from (all needed); borrowed
      */
     public static void writeFile(Schema schema, Iterable<CudaArrowBatch> batches, WritableByteChannel out,
-                                    BufferAllocator allocator, HostDeviceTransfer transfer, CudaStream stream) {
+                                 DeviceCopies copies) {
         requireNativeAccess();
         requireArrowJava("CudaArrowStreamFormat.writeFile");
-        Io.writeIpc(schema, batches, out, true, allocator, transfer, stream);
+        Io.writeIpc(schema, batches, out, true, copies);
     }
 
     /**
      * Reads an Arrow IPC stream into device memory. <b>This path copies:</b> Arrow Java's
      * {@link ArrowStreamReader} reads each batch on the host, which is then
-     * {@link CudaArrowUpload#upload uploaded}.
+     * {@link CudaArrow#upload uploaded}.
      *
      * <p>Ownership: after a return the caller owns every returned batch; {@code in} is not closed. After a
      * throw nothing new is held.
      *
      * @param in where the bytes come from; not closed
-     * @param allocator allocates the host buffers the batches pass through; the caller keeps owning it
-     * @param transfer the staging transfer the copies go through; the caller keeps owning it
-     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     * @param copies the stream, the transfer and the allocator the host buffers come from (all needed); borrowed
      * @return the device batches, in order, owned by the caller
+     * @throws org.devicebridge.InvalidArgumentException if {@code copies} lacks the transfer or the allocator
      * @throws DeviceBridgeException if reading fails
      */
-    public static List<CudaArrowBatch> readStream(InputStream in, BufferAllocator allocator,
-                                                     HostDeviceTransfer transfer, CudaStream stream) {
+    public static List<CudaArrowBatch> readStream(InputStream in, DeviceCopies copies) {
         requireNativeAccess();
         requireArrowJava("CudaArrowStreamFormat.readStream");
         Cuda.require();
         Objects.requireNonNull(in, "in");
-        Objects.requireNonNull(allocator, "allocator");
-        return Io.readStream(in, allocator, transfer, stream);
+        Objects.requireNonNull(copies, "copies").requireComplete();
+        return Io.readStream(in, copies);
     }
 
     /**
@@ -116,19 +110,16 @@ public final class CudaArrowStreamFormat {
      * closed).
      *
      * @param in where the bytes come from; not closed
-     * @param allocator allocates the host buffers the batches pass through; the caller keeps owning it
-     * @param transfer the staging transfer the copies go through; the caller keeps owning it
-     * @param stream the CUDA stream the work is ordered on; the caller keeps owning it
+     * @param copies the stream, the transfer and the allocator the host buffers come from (all needed); borrowed
      * @return the device batches, in order, owned by the caller
      */
-    public static List<CudaArrowBatch> readFile(SeekableByteChannel in, BufferAllocator allocator,
-                                                   HostDeviceTransfer transfer, CudaStream stream) {
+    public static List<CudaArrowBatch> readFile(SeekableByteChannel in, DeviceCopies copies) {
         requireNativeAccess();
         requireArrowJava("CudaArrowStreamFormat.readFile");
         Cuda.require();
         Objects.requireNonNull(in, "in");
-        Objects.requireNonNull(allocator, "allocator");
-        return Io.readFile(in, allocator, transfer, stream);
+        Objects.requireNonNull(copies, "copies").requireComplete();
+        return Io.readFile(in, copies);
     }
 
     /**
@@ -138,23 +129,21 @@ public final class CudaArrowStreamFormat {
     private static final class Io {
         private Io() {}
 
-        static List<CudaArrowBatch> readStream(InputStream in, BufferAllocator allocator, HostDeviceTransfer transfer,
-                                               CudaStream stream) {
-            return readIpc(new ArrowStreamReader(new NonClosing(in), allocator), transfer, stream);
+        static List<CudaArrowBatch> readStream(InputStream in, DeviceCopies copies) {
+            return readIpc(new ArrowStreamReader(new NonClosing(in), copies.allocator()), copies);
         }
 
-        static List<CudaArrowBatch> readFile(SeekableByteChannel in, BufferAllocator allocator,
-                                             HostDeviceTransfer transfer, CudaStream stream) {
-            return readIpc(new ArrowFileReader(new NonClosingChannel(in), allocator), transfer, stream);
+        static List<CudaArrowBatch> readFile(SeekableByteChannel in, DeviceCopies copies) {
+            return readIpc(new ArrowFileReader(new NonClosingChannel(in), copies.allocator()), copies);
         }
 
         static void writeIpc(Schema schema, Iterable<CudaArrowBatch> batches, WritableByteChannel out, boolean file,
-                             BufferAllocator allocator, HostDeviceTransfer transfer, CudaStream stream) {
+                             DeviceCopies copies) {
             Cuda.require();
             Objects.requireNonNull(schema, "schema");
             Objects.requireNonNull(batches, "batches");
             Objects.requireNonNull(out, "out");
-            Objects.requireNonNull(allocator, "allocator");
+            BufferAllocator allocator = Objects.requireNonNull(copies, "copies").requireComplete().allocator();
             for (Field f : schema.getFields()) {
                 checkNoDictionary(f);
             }
@@ -164,7 +153,7 @@ public final class CudaArrowStreamFormat {
                          : new ArrowStreamWriter(writerRoot, none, out)) {
                 writer.start();
                 for (CudaArrowBatch b : batches) {
-                    try (VectorSchemaRoot host = CudaArrowDownload.download(b, allocator, transfer, stream);
+                    try (VectorSchemaRoot host = CudaArrowDownload.download(b, null, copies);
                          ArrowRecordBatch rb = new VectorUnloader(host).getRecordBatch()) {
                         new VectorLoader(writerRoot).load(rb);
                     }
@@ -176,11 +165,11 @@ public final class CudaArrowStreamFormat {
             }
         }
 
-        static List<CudaArrowBatch> readIpc(ArrowReader reader, HostDeviceTransfer transfer, CudaStream stream) {
+        static List<CudaArrowBatch> readIpc(ArrowReader reader, DeviceCopies copies) {
             List<CudaArrowBatch> out = new ArrayList<>();
             try (reader) {
                 while (reader.loadNextBatch()) {
-                    out.add(CudaArrowUpload.upload(reader.getVectorSchemaRoot(), reader, transfer, stream));
+                    out.add(CudaArrowUpload.upload(reader.getVectorSchemaRoot(), reader, copies, false));
                 }
                 return out;
             } catch (IOException e) {

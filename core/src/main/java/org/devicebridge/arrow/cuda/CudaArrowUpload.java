@@ -12,8 +12,7 @@ import java.util.Objects;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.types.pojo.Schema;
-import org.devicebridge.DeviceKind;
-import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.Device;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ExportedArray;
@@ -24,9 +23,7 @@ import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.cuda.Cuda;
-import org.devicebridge.cuda.CudaException;
 import org.devicebridge.cuda.CudaStream;
-import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.DeviceUpload;
 import org.devicebridge.cuda.HostDeviceTransfer;
@@ -38,83 +35,27 @@ import org.devicebridge.cuda.HostDeviceTransfer;
  * ring of reused pinned staging chunks. The data is ready for work queued on that stream afterwards.
  * Stateless; thread-safe as far as its arguments are (a transfer serialises its batches).
  */
-public final class CudaArrowUpload {
+final class CudaArrowUpload {
     private static final ThreadLocal<LastSchema> LAST_SCHEMA = new ThreadLocal<>();
 
     private CudaArrowUpload() {}
 
     /**
-     * Uploads the batch in {@code root} to the device of {@code transfer}: the batch is exported to C
-     * structs and validated at {@link ValidationLevel#DEFAULT} (which sizes every buffer), then all buffers
-     * are packed into one device allocation ({@value HostDeviceTransfer#ALIGNMENT}-byte aligned) with
-     * asynchronous copies on {@code stream}: page-locked buffers directly, the others through the transfer's
-     * staging ring (see {@link HostDeviceTransfer#upload}). Offsets, null counts and slices are kept as they
-     * are. When this returns the root's buffers may be changed: one host wait if a buffer was copied directly,
-     * none for a root in pageable memory (its bytes were copied into staging memory before this returns).
-     *
-     * <p>Ownership: after a return the caller owns the returned batch (close it) and still owns
-     * {@code root}, {@code provider}, {@code transfer} and {@code stream} ({@code stream} must stay open
-     * until the batch is freed: the allocation is freed stream-ordered on it). After a throw nothing new
-     * is held.
-     *
-     * @param root the batch; borrowed
-     * @param provider the dictionaries of dictionary-encoded columns; may be null if there are none
-     * @param transfer stages pageable buffers; of {@code stream}'s device
-     * @param stream orders the copies; the caller keeps owning it
-     * @return the device batch, which the caller owns
-     * @throws CudaUnavailableException without a CUDA driver
-     * @throws IllegalArgumentException if {@code transfer} and {@code stream} are of different devices
-     * @throws UnsupportedFeatureException if a column's type cannot be exported
-     * @throws CudaException if a driver call fails
+     * {@link CudaArrow#upload} ({@code async} false: one host wait if a buffer was copied directly) and
+     * {@link CudaArrow#uploadAsync} ({@code async} true: no host wait, the export goes to the stream).
      */
-    public static CudaArrowBatch upload(VectorSchemaRoot root, DictionaryProvider provider, HostDeviceTransfer transfer,
-                                        CudaStream stream) {
+    static CudaArrowBatch upload(VectorSchemaRoot root, DictionaryProvider provider, DeviceCopies copies,
+                                 boolean async) {
         requireNativeAccess();
-        requireArrowJava("CudaArrowUpload.upload");
-        return upload(root, provider, transfer, stream, false);
-    }
-
-    /**
-     * As {@link #upload(VectorSchemaRoot, DictionaryProvider, HostDeviceTransfer, CudaStream)}, without any host
-     * wait: the copy engine reads page-locked buffers after this returns, until {@code stream} reaches the
-     * upload. Pageable buffers have been read (into the transfer's staging chunks) when this returns.
-     *
-     * <p>What it keeps alive: the export of {@code root} (which retains every buffer of the root and its
-     * dictionaries, and owns the buffers the export writes itself) is handed to {@code stream}
-     * ({@link CudaStream#closeAfterQueuedWork}) and released only once an event recorded on {@code stream} after
-     * the copies completed; none of those buffers goes back to its allocator or pool before that. The staging
-     * chunks are reused only after their own events. What the caller may touch before that event: it may close
-     * {@code root} and {@code provider} (the export holds their buffers), but must not change the contents of
-     * their buffers (the device reads them); the returned batch is ready for work queued on {@code stream}.
-     *
-     * <p>Ownership as in the synchronous form; besides, after a return {@code stream} owns the export until
-     * the event (so keep the stream handle open, or synchronize it, before closing the allocator the root came
-     * from). After a throw no copy reads the root any more, or the export is held by {@code stream} as above.
-     *
-     * @param root the batch; borrowed, and read by the device until {@code stream} reaches the upload
-     * @param provider the dictionaries of dictionary-encoded columns; may be null if there are none
-     * @param transfer stages pageable buffers; of {@code stream}'s device
-     * @param stream orders the copies; the caller keeps owning it
-     * @return the device batch, which the caller owns
-     * @throws CudaUnavailableException without a CUDA driver
-     * @throws IllegalArgumentException if {@code transfer} and {@code stream} are of different devices
-     * @throws UnsupportedFeatureException if a column's type cannot be exported
-     * @throws CudaException if a driver call fails
-     */
-    public static CudaArrowBatch uploadAsync(VectorSchemaRoot root, DictionaryProvider provider,
-                                             HostDeviceTransfer transfer, CudaStream stream) {
-        requireNativeAccess();
-        requireArrowJava("CudaArrowUpload.uploadAsync");
-        return upload(root, provider, transfer, stream, true);
+        requireArrowJava(async ? "CudaArrow.uploadAsync" : "CudaArrow.upload");
+        Cuda.require();
+        Objects.requireNonNull(root, "root");
+        Objects.requireNonNull(copies, "copies");
+        return upload(root, provider, copies.requireTransfer(), copies.stream(), async);
     }
 
     private static CudaArrowBatch upload(VectorSchemaRoot root, DictionaryProvider provider, HostDeviceTransfer transfer,
                                          CudaStream stream, boolean async) {
-        Cuda.require();
-        Objects.requireNonNull(root, "root");
-        Objects.requireNonNull(transfer, "transfer");
-        Objects.requireNonNull(stream, "stream");
-        CudaArrowSupport.sameDevice(transfer, stream);
         SchemaNode schema = schemaOf(root.getSchema(), provider);
         Inputs inputs = Inputs.of(root, provider, schema);
         boolean handedOver = false;
@@ -161,8 +102,8 @@ public final class CudaArrowUpload {
                     handedOver = true; // after a throw the stream waited, then closed them
                     stream.closeAfterQueuedWork(inputs);
                 }
-                out = new CudaArrowBatch(CudaArrowBatch.describe("uploaded Arrow batch", device, transfer.device()),
-                        schema, device, transfer.device(), DeviceKind.CUDA, List.of(memory), up::close, null);
+                out = new CudaArrowBatch("uploaded Arrow batch", schema, device, Device.cuda(transfer.device()),
+                        new CudaArrowBatch.Holdings(List.of(memory), up::close, null));
             } catch (RuntimeException | Error e) {
                 if (!async) {
                     awaitAfter(up, e); // no copy reads the root after a throw
@@ -230,37 +171,6 @@ public final class CudaArrowUpload {
                 failure.addSuppressed(e);
             }
         }
-    }
-
-    /**
-     * {@link #upload(VectorSchemaRoot, DictionaryProvider, HostDeviceTransfer, CudaStream)} without dictionaries.
-     *
-     * @param root the batch; borrowed
-     * @param transfer stages pageable buffers; of {@code stream}'s device
-     * @param stream orders the copies; the caller keeps owning it
-     * @return the device batch, which the caller owns
-     * @throws CudaUnavailableException without a CUDA driver
-     * @throws UnsupportedFeatureException if a column's type cannot be exported
-     * @throws CudaException if a driver call fails
-     */
-    public static CudaArrowBatch upload(VectorSchemaRoot root, HostDeviceTransfer transfer, CudaStream stream) {
-        return upload(root, null, transfer, stream);
-    }
-
-    /**
-     * {@link #uploadAsync(VectorSchemaRoot, DictionaryProvider, HostDeviceTransfer, CudaStream)} without
-     * dictionaries.
-     *
-     * @param root the batch; borrowed, and read by the device until {@code stream} reaches the upload
-     * @param transfer stages pageable buffers; of {@code stream}'s device
-     * @param stream orders the copies; the caller keeps owning it
-     * @return the device batch, which the caller owns
-     * @throws CudaUnavailableException without a CUDA driver
-     * @throws UnsupportedFeatureException if a column's type cannot be exported
-     * @throws CudaException if a driver call fails
-     */
-    public static CudaArrowBatch uploadAsync(VectorSchemaRoot root, HostDeviceTransfer transfer, CudaStream stream) {
-        return uploadAsync(root, null, transfer, stream);
     }
 
     /**

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
@@ -125,14 +126,14 @@ final class CudaImport implements DeviceCopier {
             ours.retain(); // the batch's own reference: a batch with no device allocation (no rows) keeps it too
             CudaArrowBatch batch;
             try {
-                batch = new CudaArrowBatch(CudaArrowBatch.describe("imported CUDA ArrowDeviceArray", root, device),
-                        schema, root, device, type, held, () -> {
+                batch = new CudaArrowBatch("imported CUDA ArrowDeviceArray", schema, root, new Device(type, device),
+                        new CudaArrowBatch.Holdings(held, () -> {
                             try {
                                 CudaArrowSupport.closeAll(held);
                             } finally {
                                 ours.close();
                             }
-                        }, imported);
+                        }, imported));
             } catch (RuntimeException | Error e) {
                 ours.close();
                 throw e;

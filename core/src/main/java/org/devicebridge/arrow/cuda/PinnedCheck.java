@@ -26,7 +26,13 @@ final class PinnedCheck {
     /** Every address: the exported structs are this library's own, written a moment ago. */
     private static final MemorySegment ALL = ArrowArrayFields.BY_ADDRESS;
 
-    private PinnedCheck() {}
+    private final DictionaryProvider provider;
+    /** The device the driver names for the first buffer checked, -1 before one is. */
+    private int device = -1;
+
+    private PinnedCheck(DictionaryProvider provider) {
+        this.provider = provider;
+    }
 
     /**
      * Throws unless every buffer of {@code root} is pinned host memory; returns the device the driver names
@@ -35,17 +41,16 @@ final class PinnedCheck {
      * @param exported the {@code ArrowArray} exported from {@code root} (a struct, one child per vector)
      */
     static int requirePinned(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment exported) {
-        int[] device = {-1};
+        PinnedCheck check = new PinnedCheck(provider);
         List<FieldVector> vectors = root.getFieldVectors();
         for (int i = 0; i < vectors.size(); i++) {
-            check(vectors.get(i), provider, child(exported.address(), i), "children[" + i + "]", device, 0);
+            check.check(vectors.get(i), child(exported.address(), i), "children[" + i + "]", 0);
         }
-        return Math.max(device[0], 0);
+        return Math.max(check.device, 0);
     }
 
     /** Checks {@code vector}, exported as the {@code ArrowArray} at address {@code struct} (ours: read by address). */
-    private static void check(FieldVector vector, DictionaryProvider provider, long struct, String path,
-                              int[] device, int depth) {
+    private void check(FieldVector vector, long struct, String path, int depth) {
         if (depth > FieldPath.MAX_DEPTH) {
             throw new ValidationException(ValidationException.Category.DEPTH, path,
                     "the data nests deeper than " + FieldPath.MAX_DEPTH + " levels");
@@ -58,7 +63,7 @@ final class PinnedCheck {
         for (int b = 0; b < buffers.size(); b++) {
             ArrowBuf buf = buffers.get(b);
             if (buf != null && buf.capacity() > 0 && buf.memoryAddress() != 0) {
-                requireHost(buf.memoryAddress(), FieldPath.join(path, "buffers[" + b + "]"), device);
+                requireHost(buf.memoryAddress(), FieldPath.join(path, "buffers[" + b + "]"));
             }
         }
         if (v instanceof BaseVariableWidthViewVector view) {
@@ -66,7 +71,7 @@ final class PinnedCheck {
             for (int k = 0; k < data.size(); k++) {
                 ArrowBuf buf = data.get(k);
                 if (buf.capacity() > 0) {
-                    requireHost(buf.memoryAddress(), FieldPath.join(path, "buffers[" + (2 + k) + "]"), device);
+                    requireHost(buf.memoryAddress(), FieldPath.join(path, "buffers[" + (2 + k) + "]"));
                 }
             }
         }
@@ -74,17 +79,16 @@ final class PinnedCheck {
                 && v.getValueCount() > 0) {
             // the export narrowed the values into a buffer of its own
             long narrowed = ALL.get(ValueLayout.JAVA_LONG, ALL.get(ValueLayout.JAVA_LONG, struct + ArrowArrayFields.BUFFERS) + 8);
-            requireHost(narrowed, FieldPath.join(path, "buffers[1]"), device);
+            requireHost(narrowed, FieldPath.join(path, "buffers[1]"));
         }
         List<FieldVector> children = v.getChildrenFromFields() == null ? List.of() : v.getChildrenFromFields();
         for (int i = 0; i < children.size(); i++) {
-            check(children.get(i), provider, child(struct, i), FieldPath.join(path, "children[" + i + "]"), device,
-                    depth + 1);
+            check(children.get(i), child(struct, i), FieldPath.join(path, "children[" + i + "]"), depth + 1);
         }
         if (vector.getField().getDictionary() != null && provider != null) {
             Dictionary d = provider.lookup(vector.getField().getDictionary().getId());
             long dictionary = ALL.get(ValueLayout.JAVA_LONG, struct + ArrowArrayFields.DICTIONARY);
-            check(d.getVector(), provider, dictionary, FieldPath.join(path, "dictionary"), device, depth + 1);
+            check(d.getVector(), dictionary, FieldPath.join(path, "dictionary"), depth + 1);
         }
     }
 
@@ -92,15 +96,15 @@ final class PinnedCheck {
         return ALL.get(ValueLayout.JAVA_LONG, ALL.get(ValueLayout.JAVA_LONG, struct + ArrowArrayFields.CHILDREN) + 8L * i);
     }
 
-    private static void requireHost(long address, String path, int[] device) {
+    private void requireHost(long address, String path) {
         PointerAttributes a = PointerAttributes.query(address); // not cached: freed pinned memory can be reused unpinned
         if (a.memoryType() != PointerAttributes.MemoryType.HOST) {
             throw new ValidationException(ValidationException.Category.DEVICE, path,
                     "expected pinned host memory (CU_MEMORYTYPE_HOST) for ARROW_DEVICE_CUDA_HOST but found "
                             + a.memoryType());
         }
-        if (device[0] < 0) {
-            device[0] = Math.max(a.deviceOrdinal(), 0);
+        if (device < 0) {
+            device = Math.max(a.deviceOrdinal(), 0);
         }
     }
 }

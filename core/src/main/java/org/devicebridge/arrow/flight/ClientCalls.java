@@ -16,6 +16,7 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 
 /**
  * The bodies of {@link DeviceFlightClient}'s calls, on the client it wraps. Every method here links against
@@ -27,7 +28,7 @@ final class ClientCalls {
     static long fetch(FlightClient client, Ticket ticket, DeviceCopies copies,
                       Consumer<? super DeviceFlightBatch> sink, CallOption... options) {
         Objects.requireNonNull(ticket, "ticket");
-        Objects.requireNonNull(copies, "copies");
+        Objects.requireNonNull(copies, "copies").requireComplete();
         Objects.requireNonNull(sink, "sink");
         return read(client, ticket, options, in -> FlightCalls.receive(in, copies, sink));
     }
@@ -42,7 +43,7 @@ final class ClientCalls {
 
     static long put(FlightClient client, FlightDescriptor descriptor, Schema schema,
                     Iterator<? extends CudaArrowBatch> batches, DeviceCopies copies, CallOption... options) {
-        Objects.requireNonNull(copies, "copies");
+        Objects.requireNonNull(copies, "copies").requireComplete();
         return write(client, descriptor, schema, copies.allocator(), batches, FlightCalls.download(copies), true,
                 options);
     }

@@ -14,6 +14,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.cuda.CudaException;
 import org.devicebridge.cuda.CudaUnavailableException;
 

@@ -8,7 +8,7 @@ import org.devicebridge.cuda.CudaEvent;
  * One batch received from a Flight stream into device memory: the batch, and the event recorded on the
  * receiving stream after its copies. Work on that stream may use the batch at once; work on another stream
  * waits for {@code ready} first ({@code otherStream.waitEvent(ready)}), never blocking the host. Exported
- * further with {@code CudaArrowExport}, the batch gets its own sync event as every export does.
+ * further with {@code CudaArrow.exportDeviceArray}, the batch gets its own sync event as every export does.
  *
  * <p>Ownership: whoever receives the record owns both parts; {@link #close()} closes the batch (its device
  * memory is freed stream-ordered on the receiving stream) and returns the event to its pool. Immutable; the

@@ -21,6 +21,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.cuda.CudaEvent;
 
 /**
@@ -74,7 +75,7 @@ public final class DeviceFlightProducer extends NoOpFlightProducer implements Au
      * @param options the limits, validation level and policy of {@code DoPut}
      */
     public DeviceFlightProducer(DeviceCopies copies, PutOptions options) {
-        this.copies = Objects.requireNonNull(copies, "copies");
+        this.copies = Objects.requireNonNull(copies, "copies").requireComplete();
         this.admission = new PutAdmission(options);
     }
 

@@ -12,8 +12,9 @@ import org.apache.arrow.flight.OutboundStreamListener;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 
 /**
  * The bodies of {@link DeviceFlight}'s entry points and the loops {@link DeviceFlightClient} and
@@ -27,7 +28,7 @@ final class FlightCalls {
 
     static long serve(ServerStreamListener listener, Schema schema, Iterator<? extends CudaArrowBatch> batches,
                       DeviceCopies copies) {
-        Objects.requireNonNull(copies, "copies");
+        Objects.requireNonNull(copies, "copies").requireComplete();
         return serve(listener, schema, copies.allocator(), batches, download(copies), true);
     }
 
@@ -38,7 +39,7 @@ final class FlightCalls {
 
     static long send(OutboundStreamListener out, VectorSchemaRoot streamRoot,
                      Iterator<? extends CudaArrowBatch> batches, DeviceCopies copies) {
-        Objects.requireNonNull(copies, "copies");
+        Objects.requireNonNull(copies, "copies").requireComplete();
         return send(out, streamRoot, batches, download(copies), true);
     }
 
@@ -49,7 +50,7 @@ final class FlightCalls {
 
     static long receive(FlightStream in, DeviceCopies copies, Consumer<? super DeviceFlightBatch> sink) {
         Objects.requireNonNull(in, "in");
-        Objects.requireNonNull(copies, "copies");
+        Objects.requireNonNull(copies, "copies").requireComplete();
         Objects.requireNonNull(sink, "sink");
         try (Uploads uploads = new Uploads(copies)) {
             long count = 0;
@@ -77,7 +78,7 @@ final class FlightCalls {
 
     /** Device batch -> host root in {@code copies}' allocator: one DMA (direct where the allocator is pinned). */
     static Function<CudaArrowBatch, VectorSchemaRoot> download(DeviceCopies copies) {
-        return batch -> CudaArrowDownload.download(batch, copies.allocator(), copies.transfer(), copies.stream());
+        return batch -> CudaArrow.download(batch, copies);
     }
 
     static <T> long serve(ServerStreamListener listener, Schema schema, BufferAllocator allocator,

@@ -5,13 +5,14 @@ import org.apache.arrow.vector.VectorUnloader;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.types.pojo.Field;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.cuda.CudaEvent;
 
 /**
  * The uploads of one received stream, in order, on one stream of one device, overlapped with the network:
- * a batch's copies are queued without a host wait ({@link CudaArrowUpload#uploadAsync}), its host buffers
+ * a batch's copies are queued without a host wait ({@link CudaArrow#uploadAsync}), its host buffers
  * are kept alive by a reference of their own (Flight reuses the stream's root for the next batch), and the
  * host waits for those copies only when the next batch has arrived (or at {@link #close()}), before letting
  * the buffers go: one host wait per batch, while Flight reads the next one. Streams with dictionaries are
@@ -38,13 +39,13 @@ final class Uploads implements AutoCloseable {
     DeviceFlightBatch upload(VectorSchemaRoot root, DictionaryProvider dictionaries) {
         finishPrevious();
         if (hasDictionaries(root)) {
-            return withEvent(CudaArrowUpload.upload(root, dictionaries, copies.transfer(), copies.stream()));
+            return withEvent(CudaArrow.upload(root, dictionaries, copies));
         }
         ArrowRecordBatch hold = new VectorUnloader(root).getRecordBatch();
         CudaArrowBatch batch = null;
         CudaEvent done = null;
         try {
-            batch = CudaArrowUpload.uploadAsync(root, dictionaries, copies.transfer(), copies.stream());
+            batch = CudaArrow.uploadAsync(root, dictionaries, copies);
             done = CudaEvent.acquire(copies.device());
             done.record(copies.stream());
             DeviceFlightBatch out = withEvent(batch);
@@ -130,7 +131,7 @@ final class Uploads implements AutoCloseable {
 
     /**
      * Waits for the last batch's copies and releases its host buffers, and the export the stream holds for it
-     * ({@link CudaArrowUpload#uploadAsync}): its event was recorded before the one just waited for, so the
+     * ({@link CudaArrow#uploadAsync}): its event was recorded before the one just waited for, so the
      * stream's non-blocking check releases it now, before Flight closes the allocator its buffers came from.
      */
     @Override

@@ -77,11 +77,11 @@ class AsyncLifetimeGpuTest {
         AsyncPoison.untilPoisonedWhileBusy(memsets -> {
             try (VectorSchemaRoot root = viewRoot(expected)) {
                 poison.block(stream, memsets);
-                try (CudaArrowBatch batch = CudaArrowUpload.uploadAsync(root, transfer, stream)) {
+                try (CudaArrowBatch batch = CudaArrow.uploadAsync(root, DeviceCopies.of(transfer, stream))) {
                     boolean busy = poisonedWhileBusy(stream);
                     stream.synchronize();
                     if (busy) {
-                        try (VectorSchemaRoot down = CudaArrowDownload.download(batch, pinned, transfer, stream)) {
+                        try (VectorSchemaRoot down = CudaArrow.download(batch, new DeviceCopies(pinned, transfer, stream))) {
                             assertEquals(expected, strings(down), "the device got the source's views");
                         }
                     }
@@ -98,13 +98,13 @@ class AsyncLifetimeGpuTest {
             poison.block(stream, memsets);
             CudaArrowBatch batch;
             try (VectorSchemaRoot root = viewRoot(expected)) {
-                batch = CudaArrowUpload.uploadAsync(root, transfer, stream);
+                batch = CudaArrow.uploadAsync(root, DeviceCopies.of(transfer, stream));
             }
             try (batch) {
                 boolean busy = poisonedWhileBusy(stream);
                 stream.synchronize();
                 if (busy) {
-                    try (VectorSchemaRoot down = CudaArrowDownload.download(batch, pinned, transfer, stream)) {
+                    try (VectorSchemaRoot down = CudaArrow.download(batch, new DeviceCopies(pinned, transfer, stream))) {
                         assertEquals(expected, strings(down), "the device got the root's values, not the pool's next borrower's");
                     }
                 }
@@ -120,13 +120,13 @@ class AsyncLifetimeGpuTest {
             AsyncPoison.untilPoisonedWhileBusy(memsets -> {
                 CudaArrowBatch source;
                 try (VectorSchemaRoot root = viewRoot(expected)) {
-                    source = CudaArrowUpload.upload(root, transfer, stream);
+                    source = CudaArrow.upload(root, DeviceCopies.of(transfer, stream));
                 }
                 long bytes = source.memory().get(0).byteSize();
                 poison.block(target, memsets);
                 CudaArrowBatch copy;
                 try (source) {
-                    copy = CudaArrowPeerCopy.copyAsync(source, stream, target);
+                    copy = CudaArrow.copyAsync(source, stream, DeviceCopies.of(target));
                 } // the source's pool memory is freed on its idle stream: the pool may lend it at once
                 try (copy) {
                     // the poison is written (and waited for) while the target still waits
@@ -135,7 +135,7 @@ class AsyncLifetimeGpuTest {
                     poisoned.forEach(DeviceBuffer::close);
                     target.synchronize();
                     if (busy) {
-                        try (VectorSchemaRoot down = CudaArrowDownload.download(copy, pinned, transfer, stream)) {
+                        try (VectorSchemaRoot down = CudaArrow.download(copy, new DeviceCopies(pinned, transfer, stream))) {
                             assertEquals(expected, strings(down), "the copy read the source, not memory lent again");
                         }
                     }
@@ -150,7 +150,7 @@ class AsyncLifetimeGpuTest {
         try (VectorSchemaRoot root = viewRoot(values())) {
             long before = pinned.getAllocatedMemory();
             poison.block(stream, 50);
-            try (CudaArrowBatch batch = CudaArrowUpload.uploadAsync(root, transfer, stream)) {
+            try (CudaArrowBatch batch = CudaArrow.uploadAsync(root, DeviceCopies.of(transfer, stream))) {
                 stream.synchronize();
                 assertEquals(before, pinned.getAllocatedMemory(),
                         "the export's own buffers went back to the root's allocator once the stream was synchronized");

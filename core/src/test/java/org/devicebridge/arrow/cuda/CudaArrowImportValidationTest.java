@@ -17,6 +17,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.compare.VectorEqualsVisitor;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.devicebridge.DeviceKind;
+import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowImport;
@@ -130,16 +131,16 @@ class CudaArrowImportValidationTest {
     @EnumSource(value = ValidationLevel.class, names = {"MINIMAL", "DEFAULT", "FULL"})
     void buffersInTwoAllocationsAreValidatedInOneImportAndDownloaded(ValidationLevel level) {
         try (VectorSchemaRoot root = strings(50);
-             CudaArrowBatch a = CudaArrowUpload.upload(root, transfer, stream);
-             CudaArrowBatch b = CudaArrowUpload.upload(root, transfer, stream);
+             CudaArrowBatch a = CudaArrow.upload(root, DeviceCopies.of(transfer, stream));
+             CudaArrowBatch b = CudaArrow.upload(root, DeviceCopies.of(transfer, stream));
              Arena arena = Arena.ofConfined()) {
             MemorySegment d = spreadOver(arena, a, b);
-            try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(a.schema(), d, level, stream, transfer)) {
+            try (CudaArrowBatch imported = CudaArrow.importDeviceArray(a.schema(), d, level, DeviceCopies.of(transfer, stream))) {
                 assertEquals(2, imported.memory().size(), "one wrap per allocation");
                 ArrayNode utf8 = imported.root().children().get(0);
                 assertEquals(level == ValidationLevel.MINIMAL ? -1 : a.root().children().get(0).bufferLength(2),
                         utf8.bufferLength(2), "DEFAULT and FULL size the data buffer from the copied offsets");
-                try (VectorSchemaRoot down = CudaArrowDownload.download(imported, allocator, transfer, stream)) {
+                try (VectorSchemaRoot down = CudaArrow.download(imported, new DeviceCopies(allocator, transfer, stream))) {
                     assertSameValues(root, down);
                 }
             }
@@ -150,7 +151,7 @@ class CudaArrowImportValidationTest {
     @EnumSource(value = ValidationLevel.class, names = {"DEFAULT", "FULL"})
     void aLastOffsetBeyondTheAllocationIsADeviceErrorAndTheStructIsReleasedOnce(ValidationLevel level) {
         try (VectorSchemaRoot root = strings(20);
-             CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream);
+             CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(transfer, stream));
              Arena arena = Arena.ofConfined()) {
             stream.synchronize(); // the synchronous copy below runs on the legacy stream
             ArrayNode col = batch.root().children().get(0);
@@ -160,9 +161,9 @@ class CudaArrowImportValidationTest {
             CudaCopies.hostToDevice(last, mem, col.bufferPointer(1).address() - mem.address() + 4L * 20);
             int trees = CudaStructs.TREES.size();
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
-            CudaArrowExport.exportDeviceArray(batch, stream, out);
+            CudaArrow.exportDeviceArray(batch, DeviceCopies.of(stream), out);
             ValidationException e = assertThrows(ValidationException.class,
-                    () -> CudaArrowImport.importDeviceArray(batch.schema(), out, level, stream, transfer));
+                    () -> CudaArrow.importDeviceArray(batch.schema(), out, level, DeviceCopies.of(transfer, stream)));
             assertEquals(ValidationException.Category.DEVICE, e.category(), e.getMessage());
             assertTrue(e.getMessage().contains("allocation"), e.getMessage());
             assertEquals(trees, CudaStructs.TREES.size(), "released exactly once");
@@ -176,19 +177,19 @@ class CudaArrowImportValidationTest {
     @Test
     void offsetsCorruptedOnTheDeviceAfterAValidatedImportAreRejectedByTheDownload() {
         try (VectorSchemaRoot root = strings(20);
-             CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream);
+             CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(transfer, stream));
              Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
-            CudaArrowExport.exportDeviceArray(batch, stream, out);
-            try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(batch.schema(), out, ValidationLevel.DEFAULT,
-                    stream, transfer)) {
+            CudaArrow.exportDeviceArray(batch, DeviceCopies.of(stream), out);
+            try (CudaArrowBatch imported = CudaArrow.importDeviceArray(batch.schema(), out, ValidationLevel.DEFAULT,
+                    DeviceCopies.of(transfer, stream))) {
                 ArrayNode col = batch.root().children().get(0);
                 DeviceBuffer mem = batch.memory().get(0);
                 MemorySegment bad = arena.allocate(ValueLayout.JAVA_INT);
                 bad.set(ValueLayout.JAVA_INT, 0, 1000); // offsets[0] above the last offset
                 CudaCopies.hostToDeviceAsync(bad, mem, col.bufferPointer(1).address() - mem.address(), stream);
                 ValidationException e = assertThrows(ValidationException.class,
-                        () -> CudaArrowDownload.download(imported, allocator, transfer, stream).close());
+                        () -> CudaArrow.download(imported, new DeviceCopies(allocator, transfer, stream)).close());
                 assertEquals(ValidationException.Category.CONTENT, e.category(), e.getMessage());
                 assertTrue(e.path().startsWith("children[0].buffers[1]"), e.getMessage());
             }
@@ -198,13 +199,14 @@ class CudaArrowImportValidationTest {
     @Test
     void aMissingTransferAtDefaultIsRefusedBeforeTheImportAndTheStructIsReleasedOnce() {
         try (VectorSchemaRoot root = strings(5);
-             CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream);
+             CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(transfer, stream));
              Arena arena = Arena.ofConfined()) {
             int trees = CudaStructs.TREES.size();
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
-            CudaArrowExport.exportDeviceArray(batch, stream, out);
-            assertThrows(NullPointerException.class,
-                    () -> CudaArrowImport.importDeviceArray(batch.schema(), out, ValidationLevel.DEFAULT, stream, null));
+            CudaArrow.exportDeviceArray(batch, DeviceCopies.of(stream), out);
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+                    () -> CudaArrow.importDeviceArray(batch.schema(), out, ValidationLevel.DEFAULT, DeviceCopies.of(stream)));
+            assertEquals("copies.transfer", e.parameter(), e.getMessage());
             assertEquals(0L, ArrowArray.release(out).address(), "moved");
             assertEquals(trees, CudaStructs.TREES.size(), "released exactly once");
         }
@@ -216,18 +218,19 @@ class CudaArrowImportValidationTest {
         try (VectorSchemaRoot root = strings(30); Arena arena = Arena.ofConfined()) {
             List<CudaArrowBatch> batches = new ArrayList<>();
             for (int i = 0; i < 2; i++) {
-                batches.add(CudaArrowUpload.upload(root, transfer, stream));
+                batches.add(CudaArrow.upload(root, DeviceCopies.of(transfer, stream)));
             }
             MemorySegment out = arena.allocate(org.devicebridge.generated.arrow.ArrowDeviceArrayStream.layout());
-            CudaArrowExport.exportDeviceStream(root.getSchema(), batches.iterator(), stream, out);
+            CudaArrow.exportDeviceStream(root.getSchema(), batches.iterator(), DeviceCopies.of(stream), out);
             int count = 0;
             try (CudaStream consumer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
                  HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
                  ImportedArrayStream in = ArrowImport.importDeviceStream(out)) {
                 CudaArrowBatch b;
-                while ((b = CudaArrowImport.importNext(in, level, consumer, consumerTransfer)) != null) {
+                while ((b = CudaArrow.importNext(in, level, DeviceCopies.of(consumerTransfer, consumer))) != null) {
                     try (CudaArrowBatch batch = b;
-                         VectorSchemaRoot down = CudaArrowDownload.download(batch, allocator, consumerTransfer, consumer)) {
+                         VectorSchemaRoot down = CudaArrow.download(batch,
+                                 new DeviceCopies(allocator, consumerTransfer, consumer))) {
                         assertSameValues(root, down);
                         count++;
                     }
@@ -241,13 +244,13 @@ class CudaArrowImportValidationTest {
     @Test
     void theImportedBatchKeepsTheValidatedSizesAndTheSchema() {
         try (VectorSchemaRoot root = strings(10);
-             CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream);
+             CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(transfer, stream));
              Arena arena = Arena.ofConfined()) {
             SchemaNode schema = schemaOf(root);
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
-            CudaArrowExport.exportDeviceArray(batch, stream, out);
-            try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(schema, out, ValidationLevel.FULL, stream,
-                    transfer)) {
+            CudaArrow.exportDeviceArray(batch, DeviceCopies.of(stream), out);
+            try (CudaArrowBatch imported = CudaArrow.importDeviceArray(schema, out, ValidationLevel.FULL,
+                    DeviceCopies.of(transfer, stream))) {
                 List<ArrayNode> want = Nodes.collect(batch.root());
                 List<ArrayNode> got = Nodes.collect(imported.root());
                 assertEquals(want.size(), got.size());

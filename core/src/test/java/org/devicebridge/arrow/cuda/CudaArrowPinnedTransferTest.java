@@ -82,14 +82,14 @@ class CudaArrowPinnedTransferTest {
                     first.getValidityBuffer().memoryAddress()).reinterpret(Math.max(1, first.getValidityBuffer().capacity()))),
                     "the test allocator gives pinned memory");
             HostDeviceTransfer.Statistics s0 = transfer.statistics();
-            try (CudaArrowBatch batch = CudaArrowUpload.upload(root, dictionaries, transfer, stream)) {
+            try (CudaArrowBatch batch = CudaArrow.upload(root, dictionaries, DeviceCopies.of(transfer, stream))) {
                 HostDeviceTransfer.Statistics s1 = transfer.statistics();
                 assertEquals(s0.stagedBytes(), s1.stagedBytes(), "nothing staged on the way up");
                 assertTrue(s1.directCopies() > s0.directCopies(), "every buffer copied directly");
                 assertEquals(s0.hostWaits() + 1, s1.hostWaits(), "one host wait for the upload");
                 CudaArrowRoundTripTest.assertSameNullCounts(root, dictionaries, batch);
                 DictionaryProvider.MapDictionaryProvider back = new DictionaryProvider.MapDictionaryProvider();
-                try (VectorSchemaRoot down = CudaArrowDownload.download(batch, pinned, back, transfer, stream)) {
+                try (VectorSchemaRoot down = CudaArrow.download(batch, back, new DeviceCopies(pinned, transfer, stream))) {
                     HostDeviceTransfer.Statistics s2 = transfer.statistics();
                     assertEquals(s1.stagedBytes(), s2.stagedBytes(), "nothing staged on the way down");
                     long copies = s2.directCopies() - s1.directCopies();
@@ -120,12 +120,12 @@ class CudaArrowPinnedTransferTest {
         try (VectorSchemaRoot root = new VectorSchemaRoot(vectors)) {
             root.setRowCount(ROWS);
             HostDeviceTransfer.Statistics s0 = transfer.statistics();
-            try (CudaArrowBatch batch = CudaArrowUpload.upload(root, dictionaries, transfer, stream)) {
+            try (CudaArrowBatch batch = CudaArrow.upload(root, dictionaries, DeviceCopies.of(transfer, stream))) {
                 HostDeviceTransfer.Statistics s1 = transfer.statistics();
                 assertEquals(s0.directCopies(), s1.directCopies(), "nothing copied directly");
                 CudaArrowRoundTripTest.assertSameNullCounts(root, dictionaries, batch);
                 assertTrue(s1.stagedBytes() > s0.stagedBytes());
-                try (VectorSchemaRoot down = CudaArrowDownload.download(batch, pageable, transfer, stream)) {
+                try (VectorSchemaRoot down = CudaArrow.download(batch, new DeviceCopies(pageable, transfer, stream))) {
                     HostDeviceTransfer.Statistics s2 = transfer.statistics();
                     assertEquals(s1.directCopies(), s2.directCopies(), "a pageable block is staged");
                     assertSameValues(root, down);
@@ -145,12 +145,12 @@ class CudaArrowPinnedTransferTest {
              CudaEvent done = CudaEvent.acquire(DEVICE)) {
             root.setRowCount(ROWS);
             long waits = transfer.statistics().hostWaits();
-            try (CudaArrowBatch batch = CudaArrowUpload.uploadAsync(root, dictionaries, transfer, stream)) {
+            try (CudaArrowBatch batch = CudaArrow.uploadAsync(root, dictionaries, DeviceCopies.of(transfer, stream))) {
                 assertEquals(waits, transfer.statistics().hostWaits(), "no host wait");
                 CudaArrowRoundTripTest.assertSameNullCounts(root, dictionaries, batch);
                 done.record(stream);
                 done.synchronize();
-                try (VectorSchemaRoot down = CudaArrowDownload.download(batch, pageable, transfer, stream)) {
+                try (VectorSchemaRoot down = CudaArrow.download(batch, new DeviceCopies(pageable, transfer, stream))) {
                     assertSameValues(root, down);
                 }
             }

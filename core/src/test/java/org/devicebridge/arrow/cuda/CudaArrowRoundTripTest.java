@@ -162,14 +162,14 @@ public class CudaArrowRoundTripTest {
     private void roundTrip(VectorSchemaRoot root, DictionaryProvider.MapDictionaryProvider dictionaries,
                            ValidationLevel level, String family) {
         SchemaNode schema = schemaOf(root, dictionaries);
-        try (CudaArrowBatch batch = CudaArrowUpload.upload(root, dictionaries, transfer, stream);
+        try (CudaArrowBatch batch = CudaArrow.upload(root, dictionaries, DeviceCopies.of(transfer, stream));
              Arena arena = Arena.ofConfined()) {
             assertEquals(root.getRowCount(), batch.length());
             assertEquals(DEVICE, batch.device());
             assertSameNullCounts(root, dictionaries, batch);
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
             int trees = CudaStructs.TREES.size();
-            CudaArrowExport.exportDeviceArray(batch, stream, out);
+            CudaArrow.exportDeviceArray(batch, DeviceCopies.of(stream), out);
             assertEquals(trees + 1, CudaStructs.TREES.size());
             assertEquals(DeviceKind.CUDA.code(), ArrowDeviceArray.device_type(out));
             assertEquals(DEVICE, ArrowDeviceArray.device_id(out));
@@ -180,9 +180,11 @@ public class CudaArrowRoundTripTest {
             // a second stream as the consumer: it must wait on the producer's event
             try (CudaStream consumer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
                  HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20)) {
-                try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(schema, out, level, consumer, consumerTransfer)) {
+                try (CudaArrowBatch imported = CudaArrow.importDeviceArray(schema, out, level,
+                        DeviceCopies.of(consumerTransfer, consumer))) {
                     assertEquals(0L, ArrowArray.release(out).address(), "moved: the producer's struct is released");
-                    try (VectorSchemaRoot down = CudaArrowDownload.download(imported, allocator, back, consumerTransfer, consumer)) {
+                    try (VectorSchemaRoot down = CudaArrow.download(imported, back,
+                            new DeviceCopies(allocator, consumerTransfer, consumer))) {
                         assertSameValues(root, down, dictionaries, back, family);
                     }
                 }
@@ -286,8 +288,8 @@ public class CudaArrowRoundTripTest {
                         }
                     }
                     root.setRowCount(5 + round);
-                    try (CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream);
-                         VectorSchemaRoot down = CudaArrowDownload.download(batch, allocator, transfer, stream)) {
+                    try (CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(transfer, stream));
+                         VectorSchemaRoot down = CudaArrow.download(batch, new DeviceCopies(allocator, transfer, stream))) {
                         assertEquals(schema, down.getSchema());
                         assertSameValues(root, down, none, none, "cached schema");
                     }
@@ -307,15 +309,15 @@ public class CudaArrowRoundTripTest {
     @Test
     void wrongDeviceIdIsRejectedAsDeviceAfterExactlyOneRelease() {
         try (VectorSchemaRoot root = strings(20);
-             CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream);
+             CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(transfer, stream));
              Arena arena = Arena.ofConfined()) {
             for (long wrongId : new long[] {-1, 1000}) {
                 MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
                 int trees = CudaStructs.TREES.size();
-                CudaArrowExport.exportDeviceArray(batch, stream, out);
+                CudaArrow.exportDeviceArray(batch, DeviceCopies.of(stream), out);
                 ArrowDeviceArray.device_id(out, wrongId);
                 ValidationException e = assertThrows(ValidationException.class,
-                        () -> CudaArrowImport.importDeviceArray(batch.schema(), out, stream));
+                        () -> CudaArrow.importDeviceArray(batch.schema(), out, ValidationLevel.MINIMAL, DeviceCopies.of(stream)));
                 assertEquals(ValidationException.Category.DEVICE, e.category(), e.getMessage());
                 assertTrue(e.getMessage().contains("device_id"), e.getMessage());
                 assertEquals(0L, ArrowArray.release(out).address(), "released");
@@ -336,7 +338,7 @@ public class CudaArrowRoundTripTest {
             ArrowDeviceArray.device_type(in, DeviceKind.CUDA.code()); // ... labelled CUDA
             ArrowDeviceArray.device_id(in, (long) DEVICE);
             ValidationException e = assertThrows(ValidationException.class,
-                    () -> CudaArrowImport.importDeviceArray(schema, in, stream));
+                    () -> CudaArrow.importDeviceArray(schema, in, ValidationLevel.MINIMAL, DeviceCopies.of(stream)));
             assertEquals(ValidationException.Category.DEVICE, e.category(), e.getMessage());
             assertTrue(e.path().contains("buffers["), e.getMessage());
             assertEquals(nodes, ExportTestSupport.arrayReleases() - releasesBefore, "every node released exactly once");
@@ -350,9 +352,9 @@ public class CudaArrowRoundTripTest {
                 MemorySegment a = arena.allocate(ArrowDeviceArray.layout());
                 MemorySegment b = arena.allocate(ArrowDeviceArray.layout());
                 int trees = CudaStructs.TREES.size();
-                try (CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream)) {
-                    CudaArrowExport.exportDeviceArray(batch, stream, a);
-                    CudaArrowExport.exportDeviceArray(batch, stream, b);
+                try (CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(transfer, stream))) {
+                    CudaArrow.exportDeviceArray(batch, DeviceCopies.of(stream), a);
+                    CudaArrow.exportDeviceArray(batch, DeviceCopies.of(stream), b);
                 }
                 assertEquals(trees + 2, CudaStructs.TREES.size(), "the exports outlive the closed batch");
                 stream.synchronize();
@@ -388,16 +390,17 @@ public class CudaArrowRoundTripTest {
         try (VectorSchemaRoot root = strings(33)) {
             List<CudaArrowBatch> batches = new ArrayList<>();
             try {
-                batches.add(CudaArrowUpload.upload(root, transfer, stream));
-                batches.add(CudaArrowUpload.upload(root, transfer, stream));
+                batches.add(CudaArrow.upload(root, DeviceCopies.of(transfer, stream)));
+                batches.add(CudaArrow.upload(root, DeviceCopies.of(transfer, stream)));
                 ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-                CudaArrowStreamFormat.writeStream(root.getSchema(), batches, bytes, allocator, transfer, stream);
+                CudaArrowStreamFormat.writeStream(root.getSchema(), batches, bytes,
+                        new DeviceCopies(allocator, transfer, stream));
                 List<CudaArrowBatch> read = CudaArrowStreamFormat.readStream(new ByteArrayInputStream(bytes.toByteArray()),
-                        allocator, transfer, stream);
+                        new DeviceCopies(allocator, transfer, stream));
                 try {
                     assertEquals(2, read.size());
                     for (CudaArrowBatch b : read) {
-                        try (VectorSchemaRoot down = CudaArrowDownload.download(b, allocator, transfer, stream)) {
+                        try (VectorSchemaRoot down = CudaArrow.download(b, new DeviceCopies(allocator, transfer, stream))) {
                             assertSameValues(root, down, null, null, "strings");
                         }
                     }
@@ -408,13 +411,16 @@ public class CudaArrowRoundTripTest {
                 try {
                     try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
                             java.nio.file.StandardOpenOption.WRITE)) {
-                        CudaArrowStreamFormat.writeFile(root.getSchema(), batches, ch, allocator, transfer, stream);
+                        CudaArrowStreamFormat.writeFile(root.getSchema(), batches, ch,
+                                new DeviceCopies(allocator, transfer, stream));
                     }
                     try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file)) {
-                        List<CudaArrowBatch> fromFile = CudaArrowStreamFormat.readFile(ch, allocator, transfer, stream);
+                        List<CudaArrowBatch> fromFile = CudaArrowStreamFormat.readFile(ch,
+                                new DeviceCopies(allocator, transfer, stream));
                         try {
                             assertEquals(2, fromFile.size());
-                            try (VectorSchemaRoot down = CudaArrowDownload.download(fromFile.get(1), allocator, transfer, stream)) {
+                            try (VectorSchemaRoot down = CudaArrow.download(fromFile.get(1),
+                                    new DeviceCopies(allocator, transfer, stream))) {
                                 assertSameValues(root, down, null, null, "strings");
                             }
                         } finally {
@@ -435,11 +441,11 @@ public class CudaArrowRoundTripTest {
         try (VectorSchemaRoot root = strings(25); Arena arena = Arena.ofConfined()) {
             List<CudaArrowBatch> batches = new ArrayList<>();
             for (int i = 0; i < 3; i++) {
-                batches.add(CudaArrowUpload.upload(root, transfer, stream));
+                batches.add(CudaArrow.upload(root, DeviceCopies.of(transfer, stream)));
             }
             int streamsBefore = StreamExport.liveStreams();
             MemorySegment out = arena.allocate(org.devicebridge.generated.arrow.ArrowDeviceArrayStream.layout());
-            CudaArrowExport.exportDeviceStream(root.getSchema(), batches.iterator(), stream, out);
+            CudaArrow.exportDeviceStream(root.getSchema(), batches.iterator(), DeviceCopies.of(stream), out);
             assertEquals(DeviceKind.CUDA.code(), org.devicebridge.generated.arrow.ArrowDeviceArrayStream.device_type(out));
             int count = 0;
             try (CudaStream consumer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
@@ -447,9 +453,11 @@ public class CudaArrowRoundTripTest {
                  ImportedArrayStream in = ArrowImport.importDeviceStream(out)) {
                 assertEquals(DeviceKind.CUDA, in.deviceType());
                 CudaArrowBatch b;
-                while ((b = CudaArrowImport.importNext(in, ValidationLevel.DEFAULT, consumer, consumerTransfer)) != null) {
+                while ((b = CudaArrow.importNext(in, ValidationLevel.DEFAULT,
+                        DeviceCopies.of(consumerTransfer, consumer))) != null) {
                     try (CudaArrowBatch batch = b;
-                         VectorSchemaRoot down = CudaArrowDownload.download(batch, allocator, consumerTransfer, consumer)) {
+                         VectorSchemaRoot down = CudaArrow.download(batch,
+                                 new DeviceCopies(allocator, consumerTransfer, consumer))) {
                         assertSameValues(root, down, null, null, "strings");
                         count++;
                     }
@@ -472,7 +480,7 @@ public class CudaArrowRoundTripTest {
             }
             v.setValueCount(10);
             try (VectorSchemaRoot root = VectorSchemaRoot.of(v);
-                 CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream);
+                 CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(transfer, stream));
                  Arena arena = Arena.ofConfined()) {
                 stream.synchronize(); // the synchronous copy below runs on the legacy stream
                 ArrayNode col = batch.root().children().get(0);
@@ -483,19 +491,21 @@ public class CudaArrowRoundTripTest {
                 int trees = CudaStructs.TREES.size();
 
                 MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
-                CudaArrowExport.exportDeviceArray(batch, stream, out);
+                CudaArrow.exportDeviceArray(batch, DeviceCopies.of(stream), out);
                 ValidationException e = assertThrows(ValidationException.class,
-                        () -> CudaArrowImport.importDeviceArray(batch.schema(), out, ValidationLevel.DEFAULT, stream, transfer));
+                        () -> CudaArrow.importDeviceArray(batch.schema(), out, ValidationLevel.DEFAULT,
+                                DeviceCopies.of(transfer, stream)));
                 assertEquals(ValidationException.Category.CONTENT, e.category(), e.getMessage());
                 assertTrue(e.path().startsWith("children[0].buffers[1]"), e.getMessage());
                 assertEquals(trees, CudaStructs.TREES.size(), "released exactly once");
 
                 MemorySegment out2 = arena.allocate(ArrowDeviceArray.layout());
-                CudaArrowExport.exportDeviceArray(batch, stream, out2);
-                try (CudaArrowBatch minimal = CudaArrowImport.importDeviceArray(batch.schema(), out2, stream)) {
+                CudaArrow.exportDeviceArray(batch, DeviceCopies.of(stream), out2);
+                try (CudaArrowBatch minimal = CudaArrow.importDeviceArray(batch.schema(), out2, ValidationLevel.MINIMAL,
+                        DeviceCopies.of(stream))) {
                     assertEquals(10, minimal.length(), "MINIMAL does not read device memory");
                     assertThrows(ValidationException.class,
-                            () -> CudaArrowDownload.download(minimal, allocator, transfer, stream).close(),
+                            () -> CudaArrow.download(minimal, new DeviceCopies(allocator, transfer, stream)).close(),
                             "the host copy is validated before Arrow Java sees it");
                 }
                 assertEquals(trees, CudaStructs.TREES.size(), "released exactly once");
@@ -507,7 +517,7 @@ public class CudaArrowRoundTripTest {
     void uploadUsesOneDeviceAllocationPerBatch() {
         try (VectorSchemaRoot root = strings(100)) {
             long before = CudaCounters.snapshot().memAllocAsyncCalls();
-            try (CudaArrowBatch batch = CudaArrowUpload.upload(root, transfer, stream)) {
+            try (CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(transfer, stream))) {
                 assertEquals(before + 1, CudaCounters.snapshot().memAllocAsyncCalls());
                 assertEquals(1, batch.memory().size());
                 ArrayNode col = batch.root().children().get(0);

@@ -32,7 +32,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * Without a CUDA driver every entry point of {@link CudaArrowUpload}, {@link CudaArrowExport}, {@link CudaArrowImport}, {@link CudaArrowDownload} and {@link CudaArrowStreamFormat} throws {@link CudaUnavailableException},
+ * Without a CUDA driver every entry point of {@link CudaArrow} and {@link CudaArrowStreamFormat} throws
+ * {@link CudaUnavailableException},
  * holds nothing, and an import still releases its input struct exactly once.
  */
 class CudaArrowWithoutDriverTest {
@@ -65,23 +66,22 @@ class CudaArrowWithoutDriverTest {
     @Test
     void uploadExportDownloadAndIpcThrowCudaUnavailable() {
         try (VectorSchemaRoot root = table(); Arena arena = Arena.ofConfined()) {
-            assertThrows(CudaUnavailableException.class, () -> CudaArrowUpload.upload(root, null, null));
-            assertThrows(CudaUnavailableException.class, () -> CudaArrowUpload.upload(root, null, null, null));
+            assertThrows(CudaUnavailableException.class, () -> CudaArrow.upload(root, null));
+            assertThrows(CudaUnavailableException.class, () -> CudaArrow.upload(root, null, null));
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
-            assertThrows(CudaUnavailableException.class, () -> CudaArrowExport.exportDeviceArray(null, null, out));
-            assertThrows(CudaUnavailableException.class, () -> CudaArrowDownload.download(null, allocator, null, null));
-            assertThrows(CudaUnavailableException.class, () -> CudaArrowDownload.download(null, allocator, null, null, null));
+            assertThrows(CudaUnavailableException.class, () -> CudaArrow.exportDeviceArray(null, null, out));
+            assertThrows(CudaUnavailableException.class, () -> CudaArrow.download(null, null));
+            assertThrows(CudaUnavailableException.class, () -> CudaArrow.download(null, null, null));
             assertThrows(CudaUnavailableException.class,
-                    () -> CudaArrowStreamFormat.writeStream(root.getSchema(), List.of(), new ByteArrayOutputStream(), allocator,
-                            null, null));
+                    () -> CudaArrowStreamFormat.writeStream(root.getSchema(), List.of(), new ByteArrayOutputStream(), null));
             assertThrows(CudaUnavailableException.class,
-                    () -> CudaArrowStreamFormat.readStream(new ByteArrayInputStream(new byte[0]), allocator, null, null));
+                    () -> CudaArrowStreamFormat.readStream(new ByteArrayInputStream(new byte[0]), null));
             MemorySegment outStream = arena.allocate(org.devicebridge.generated.arrow.ArrowDeviceArrayStream.layout());
             assertThrows(CudaUnavailableException.class,
-                    () -> CudaArrowExport.exportDeviceStream(root.getSchema(), List.<CudaArrowBatch>of().iterator(), null, outStream));
+                    () -> CudaArrow.exportDeviceStream(root.getSchema(), List.<CudaArrowBatch>of().iterator(), null, outStream));
             assertEquals(0L, org.devicebridge.generated.arrow.ArrowDeviceArrayStream.release(outStream).address(),
                     "the output stream is untouched");
-            assertThrows(CudaUnavailableException.class, () -> CudaArrowImport.importNext(null, ValidationLevel.MINIMAL, null, null));
+            assertThrows(CudaUnavailableException.class, () -> CudaArrow.importNext(null, ValidationLevel.MINIMAL, null));
             assertEquals(0L, ArrowArray.release(out).address(), "the output struct is untouched");
         }
     }
@@ -103,7 +103,7 @@ class CudaArrowWithoutDriverTest {
             ArrowDeviceArray.device_type(in, DeviceKind.CUDA.code());
             ArrowDeviceArray.device_id(in, 0L);
             assertThrows(CudaUnavailableException.class,
-                    () -> CudaArrowImport.importDeviceArray(schema, in, level, null, null));
+                    () -> CudaArrow.importDeviceArray(schema, in, level, null));
             assertEquals(0L, ArrowArray.release(in).address(), "the producer's struct is marked released (moved)");
             assertEquals(nodes, ExportTestSupport.arrayReleases() - releasesBefore, "every node released exactly once");
         }

@@ -36,7 +36,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link CudaArrowExport#exportPinnedHost}: Arrow Java batches whose buffers are pinned host memory go out as
+ * {@link CudaArrow#exportPinnedHost}: Arrow Java batches whose buffers are pinned host memory go out as
  * {@code ARROW_DEVICE_CUDA_HOST} without a copy; a buffer the driver does not report as pinned (ordinary Arrow
  * memory, or the narrowed copy of a decimal32 made from an ordinary allocator) is refused with nothing held.
  */
@@ -97,7 +97,7 @@ class CudaHostExportTest {
                 root.setRowCount(ROWS);
                 MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
                 int before = ExportTestSupport.exportedArrays();
-                CudaArrowExport.exportPinnedHost(root, out);
+                CudaArrow.exportPinnedHost(root, null, out);
                 assertEquals(DeviceKind.CUDA_HOST.code(), ArrowDeviceArray.device_type(out));
                 assertTrue(ArrowDeviceArray.device_id(out) >= 0);
                 assertEquals(0L, ArrowDeviceArray.sync_event(out).address(), "host data is ready: no event");
@@ -125,7 +125,7 @@ class CudaHostExportTest {
                 try (VectorSchemaRoot root = new VectorSchemaRoot(List.<FieldVector>of(plain))) {
                     root.setRowCount(4);
                     ValidationException e = assertThrows(ValidationException.class,
-                            () -> CudaArrowExport.exportPinnedHost(root, out));
+                            () -> CudaArrow.exportPinnedHost(root, null, out));
                     assertEquals(ValidationException.Category.DEVICE, e.category());
                     assertEquals(0L, ArrowArray.release(out).address(), "the output is untouched");
                 }
@@ -144,7 +144,7 @@ class CudaHostExportTest {
                     d.setSafe(1, BigDecimal.valueOf(12345, 2));
                     root.setRowCount(4);
                     ValidationException e = assertThrows(ValidationException.class,
-                            () -> CudaArrowExport.exportPinnedHost(root, out));
+                            () -> CudaArrow.exportPinnedHost(root, null, out));
                     assertTrue(e.getMessage().contains("children[0].buffers[1]"), e.getMessage());
                 }
             }
@@ -157,7 +157,7 @@ class CudaHostExportTest {
         try (VectorSchemaRoot root = new VectorSchemaRoot(List.<FieldVector>of(new IntVector("x", allocator)));
              Arena arena = Arena.ofConfined()) {
             assertThrows(CudaUnavailableException.class,
-                    () -> CudaArrowExport.exportPinnedHost(root, arena.allocate(ArrowDeviceArray.layout())));
+                    () -> CudaArrow.exportPinnedHost(root, null, arena.allocate(ArrowDeviceArray.layout())));
         }
     }
 }

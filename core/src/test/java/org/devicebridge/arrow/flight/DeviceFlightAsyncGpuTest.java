@@ -29,7 +29,8 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.arrow.cuda.AsyncPoison;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
+import org.devicebridge.arrow.cuda.CudaArrow;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
@@ -143,7 +144,7 @@ class DeviceFlightAsyncGpuTest {
     /** The batches' values, downloaded on {@code s} after it was synchronized, compared with the sender's. */
     private void assertValues(List<DeviceFlightBatch> got, CudaStream s, HostDeviceTransfer transfer) {
         for (int b = 0; b < got.size(); b++) {
-            try (VectorSchemaRoot down = CudaArrowDownload.download(got.get(b).batch(), plainMemory, transfer, s)) {
+            try (VectorSchemaRoot down = CudaArrow.download(got.get(b).batch(), new DeviceCopies(plainMemory, transfer, s))) {
                 assertEquals(AsyncPoison.values(ROWS, b * ROWS), AsyncPoison.strings(down),
                         "batch " + b + " holds the sender's views, not the pool's next borrower's");
             }

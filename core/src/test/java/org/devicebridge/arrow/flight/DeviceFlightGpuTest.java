@@ -20,9 +20,9 @@ import org.apache.arrow.flight.Location;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
@@ -109,7 +109,7 @@ class DeviceFlightGpuTest {
         List<CudaArrowBatch> out = new ArrayList<>();
         for (int i = 0; i < firstAndRows.length; i += 2) {
             try (VectorSchemaRoot host = batch(plainMemory, firstAndRows[i], firstAndRows[i + 1])) {
-                out.add(CudaArrowUpload.upload(host, transfer, stream));
+                out.add(CudaArrow.upload(host, DeviceCopies.of(transfer, stream)));
             }
         }
         return out;
@@ -122,7 +122,7 @@ class DeviceFlightGpuTest {
             DeviceFlightBatch b = got.get(i);
             assertEquals(DEVICE, b.batch().device());
             consumer.waitEvent(b.ready());
-            try (VectorSchemaRoot back = CudaArrowDownload.download(b.batch(), plainMemory, clientTransfer, consumer)) {
+            try (VectorSchemaRoot back = CudaArrow.download(b.batch(), new DeviceCopies(plainMemory, clientTransfer, consumer))) {
                 assertBatch(back, firstAndRows[2 * i], firstAndRows[2 * i + 1]);
             }
         }

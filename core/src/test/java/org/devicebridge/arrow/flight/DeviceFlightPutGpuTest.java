@@ -19,7 +19,8 @@ import org.apache.arrow.flight.FlightStatusCode;
 import org.apache.arrow.flight.Location;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
+import org.devicebridge.arrow.cuda.CudaArrow;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
@@ -73,8 +74,8 @@ class DeviceFlightPutGpuTest {
                         int first = 0;
                         for (int i = 0; i < got.size(); i++) {
                             stream.waitEvent(got.get(i).ready());
-                            try (VectorSchemaRoot back = CudaArrowDownload.download(got.get(i).batch(), clientMemory,
-                                    transfer, stream)) {
+                            try (VectorSchemaRoot back = CudaArrow.download(got.get(i).batch(),
+                                    new DeviceCopies(clientMemory, transfer, stream))) {
                                 assertBatch(back, first, i == 0 ? 10 : 20);
                             }
                             first += 10;

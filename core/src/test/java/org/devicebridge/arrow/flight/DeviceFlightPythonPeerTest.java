@@ -23,9 +23,9 @@ import org.apache.arrow.flight.Location;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
@@ -215,7 +215,7 @@ class DeviceFlightPythonPeerTest {
         List<CudaArrowBatch> out = new ArrayList<>();
         for (int i = 0; i < firstAndRows.length; i += 2) {
             try (VectorSchemaRoot host = batch(memory, firstAndRows[i], firstAndRows[i + 1])) {
-                out.add(CudaArrowUpload.upload(host, transfer, stream));
+                out.add(CudaArrow.upload(host, DeviceCopies.of(transfer, stream)));
             }
         }
         return out;
@@ -226,7 +226,7 @@ class DeviceFlightPythonPeerTest {
         assertEquals(firstAndRows.length / 2, got.size());
         for (int i = 0; i < got.size(); i++) {
             stream.waitEvent(got.get(i).ready());
-            try (VectorSchemaRoot back = CudaArrowDownload.download(got.get(i).batch(), memory, transfer, stream)) {
+            try (VectorSchemaRoot back = CudaArrow.download(got.get(i).batch(), new DeviceCopies(memory, transfer, stream))) {
                 assertBatch(back, firstAndRows[2 * i], firstAndRows[2 * i + 1]);
             }
         }

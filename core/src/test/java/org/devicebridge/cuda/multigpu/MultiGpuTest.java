@@ -24,12 +24,9 @@ import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
-import org.devicebridge.arrow.cuda.CudaArrowDownload;
-import org.devicebridge.arrow.cuda.CudaArrowExport;
-import org.devicebridge.arrow.cuda.CudaArrowImport;
-import org.devicebridge.arrow.cuda.CudaArrowPeerCopy;
-import org.devicebridge.arrow.cuda.CudaArrowUpload;
+import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaEvent;
@@ -281,25 +278,26 @@ class MultiGpuTest {
              CudaStream consumer = CudaStream.create(D1, StreamKind.NON_BLOCKING);
              CudaStream s0 = CudaStream.create(D0, StreamKind.NON_BLOCKING);
              HostDeviceTransfer t1 = HostDeviceTransfer.create(D1, 1 << 20);
-             CudaArrowBatch batch = CudaArrowUpload.upload(root, t1, s1)) {
+             CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(t1, s1))) {
             assertEquals(D1, batch.device());
             assertEquals(D1, PointerAttributes.query(batch.root().children().get(0).bufferPointer(1).address())
                     .deviceOrdinal(), "uploaded into device 1's memory");
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
-            CudaArrowExport.exportDeviceArray(batch, s1, out);
+            CudaArrow.exportDeviceArray(batch, DeviceCopies.of(s1), out);
             assertEquals(DeviceKind.CUDA.code(), ArrowDeviceArray.device_type(out));
             assertEquals(D1, ArrowDeviceArray.device_id(out));
-            try (CudaArrowBatch imported = CudaArrowImport.importDeviceArray(batch.schema(), out,
-                    ValidationLevel.FULL, consumer, t1);
-                 VectorSchemaRoot down = CudaArrowDownload.download(imported, allocator, t1, consumer)) {
+            try (CudaArrowBatch imported = CudaArrow.importDeviceArray(batch.schema(), out, ValidationLevel.FULL,
+                    DeviceCopies.of(t1, consumer));
+                 VectorSchemaRoot down = CudaArrow.download(imported, new DeviceCopies(allocator, t1, consumer))) {
                 assertEquals(D1, imported.device());
                 assertSameValues(root, down);
             }
             // the same array offered to a consumer on device 0: rejected by device_id, the struct released
             MemorySegment again = arena.allocate(ArrowDeviceArray.layout());
-            CudaArrowExport.exportDeviceArray(batch, s1, again);
+            CudaArrow.exportDeviceArray(batch, DeviceCopies.of(s1), again);
             ValidationException ex = assertThrows(ValidationException.class,
-                    () -> CudaArrowImport.importDeviceArray(batch.schema(), again, s0).close());
+                    () -> CudaArrow.importDeviceArray(batch.schema(), again, ValidationLevel.MINIMAL,
+                            DeviceCopies.of(s0)).close());
             assertEquals(ValidationException.Category.DEVICE, ex.category());
             assertEquals(0L, org.devicebridge.generated.arrow.ArrowArray.release(again).address(), "released once");
             consumer.synchronize();
@@ -316,12 +314,12 @@ class MultiGpuTest {
              CudaStream s0 = CudaStream.create(D0, StreamKind.NON_BLOCKING);
              CudaStream s1 = CudaStream.create(D1, StreamKind.NON_BLOCKING);
              HostDeviceTransfer t0 = HostDeviceTransfer.create(D0, 1 << 20);
-             CudaArrowBatch batch = CudaArrowUpload.upload(root, t0, s0)) {
+             CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(t0, s0))) {
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
-            CudaArrowExport.exportDeviceArray(batch, s0, out);
+            CudaArrow.exportDeviceArray(batch, DeviceCopies.of(s0), out);
             ArrowDeviceArray.device_id(out, D1); // a producer's wrong label
             ValidationException ex = assertThrows(ValidationException.class,
-                    () -> CudaArrowImport.importDeviceArray(batch.schema(), out, s1).close());
+                    () -> CudaArrow.importDeviceArray(batch.schema(), out, ValidationLevel.MINIMAL, DeviceCopies.of(s1)).close());
             System.out.println("[multigpu] device 0 memory labelled 1: " + ex.getMessage());
             assertEquals(ValidationException.Category.DEVICE, ex.category());
             assertTrue(ex.getMessage().contains("device 0"), ex::getMessage);
@@ -340,11 +338,11 @@ class MultiGpuTest {
              HostDeviceTransfer t0 = HostDeviceTransfer.create(D0, 1 << 20);
              HostDeviceTransfer t1 = HostDeviceTransfer.create(D1, 1 << 20)) {
             CudaArrowBatch moved;
-            try (CudaArrowBatch batch = CudaArrowUpload.upload(root, t0, s0)) {
-                assertThrows(InvalidArgumentException.class, () -> CudaArrowPeerCopy.copyAsync(batch, s1, s1));
-                moved = CudaArrowPeerCopy.copy(batch, s0, s1);
+            try (CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(t0, s0))) {
+                assertThrows(InvalidArgumentException.class, () -> CudaArrow.copyAsync(batch, s1, DeviceCopies.of(s1)));
+                moved = CudaArrow.copy(batch, s0, DeviceCopies.of(s1));
             }
-            try (moved; VectorSchemaRoot down = CudaArrowDownload.download(moved, allocator, t1, s1)) {
+            try (moved; VectorSchemaRoot down = CudaArrow.download(moved, new DeviceCopies(allocator, t1, s1))) {
                 assertEquals(D1, moved.device());
                 assertEquals(D1, PointerAttributes.query(moved.root().children().get(1).bufferPointer(2).address())
                         .deviceOrdinal(), "the copy lives in device 1's memory");

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import org.devicebridge.Device;
-import org.devicebridge.arrow.cuda.CudaArrowPeerCopy;
+import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.junit.jupiter.api.Test;
@@ -16,6 +16,6 @@ class MultiGpuWithoutDriverTest {
         assumeFalse(Cuda.isAvailable(), "a CUDA driver is present; MultiGpuTest covers this machine");
         assertThrows(CudaUnavailableException.class, () -> Cuda.canAccessPeer(Device.cuda(0), Device.cuda(1)));
         assertThrows(CudaUnavailableException.class, () -> Cuda.enablePeerAccess(Device.cuda(0), Device.cuda(1)));
-        assertThrows(CudaUnavailableException.class, () -> CudaArrowPeerCopy.copyAsync(null, null, null));
+        assertThrows(CudaUnavailableException.class, () -> CudaArrow.copyAsync(null, null, null));
     }
 }
