@@ -203,7 +203,7 @@ class ArrowValidationTest extends ArrowTestSupport {
             assertEquals(f, ArrowFormat.parse(f, "").format());
         }
         ArrowDataType ts = ArrowFormat.parse("tsn:+07:30", "");
-        assertEquals(ArrowDataType.TimeUnit.NANOSECOND, ts.unit());
+        assertEquals(java.time.temporal.ChronoUnit.NANOS, ts.unit());
         assertEquals("+07:30", ts.timezone());
         ArrowDataType dec = ArrowFormat.parse("d:18,-2,64", "");
         assertEquals(ArrowDataType.TypeId.DECIMAL64, dec.id());

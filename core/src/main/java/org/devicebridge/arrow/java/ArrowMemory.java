@@ -9,6 +9,7 @@ import java.util.Objects;
 import org.apache.arrow.memory.AllocationManager;
 import org.apache.arrow.memory.DefaultAllocationManagerOption;
 import org.apache.arrow.memory.RootAllocator;
+import org.devicebridge.ArrowJavaUnavailableException;
 import org.devicebridge.InvalidArgumentException;
 
 /**
@@ -35,7 +36,7 @@ import org.devicebridge.InvalidArgumentException;
  * </ul>
  * On the module path the default is set by reflection into {@code org.apache.arrow.memory}, which Arrow
  * does not open: add {@code --add-opens=org.apache.arrow.memory.core/org.apache.arrow.memory=org.devicebridge.core}
- * (on the class path nothing is needed). {@link ArrowMemoryException} names the flag when it is missing.
+ * (on the class path nothing is needed). {@link ArrowJavaUnavailableException} names the flag when it is missing.
  *
  * <h2>The memory</h2>
  * Each Arrow allocation is one {@code aligned_alloc} downcall (alignment 64 bytes, Arrow's
@@ -74,7 +75,7 @@ public final class ArrowMemory {
      * allocation manager on the class path. Must run before {@code BaseAllocator} initialises, that is
      * before the first {@code RootAllocator}; a second call does nothing.
      *
-     * @throws ArrowMemoryException if Arrow Java already chose another default (it is kept: pass
+     * @throws ArrowJavaUnavailableException if Arrow Java already chose another default (it is kept: pass
      *         {@link #factory()} through the allocator's configuration or use {@link #newRootAllocator()}
      *         instead), if {@code BaseAllocator} failed to initialise earlier (nothing can repair that in this
      *         JVM), or, on the module path, if {@code org.apache.arrow.memory} is not open to this library
@@ -86,7 +87,7 @@ public final class ArrowMemory {
         VarHandle slot = defaultSlot();
         Object current = slot.getVolatile();
         if (current != null && current != FfmAllocationManager.FACTORY) {
-            throw new ArrowMemoryException("Arrow Java chose its default allocation manager already (" + current
+            throw new ArrowJavaUnavailableException("Arrow Java chose its default allocation manager already (" + current
                     + "): ArrowMemory.installAsDefault() must run before the first RootAllocator (or anything else "
                     + "that initialises BaseAllocator). Kept the current default; pass ArrowMemory.factory() "
                     + "through BaseAllocator.configBuilder().allocationManagerFactory(...) or use "
@@ -104,7 +105,7 @@ public final class ArrowMemory {
      * if Arrow Java has not chosen one yet (see the class comment); otherwise leaves the default as it is.
      *
      * @return a new allocator the caller owns and closes (closing it reports leaked buffers, as Arrow does)
-     * @throws ArrowMemoryException if Arrow Java cannot initialise (see {@link #installAsDefault()})
+     * @throws ArrowJavaUnavailableException if Arrow Java cannot initialise (see {@link #installAsDefault()})
      */
     public static RootAllocator newRootAllocator() {
         requireNativeAccess();
@@ -118,7 +119,7 @@ public final class ArrowMemory {
      * @param limit the most bytes the allocator may hold at once, {@code > 0}
      * @return a new allocator the caller owns and closes
      * @throws InvalidArgumentException if {@code limit <= 0}
-     * @throws ArrowMemoryException if Arrow Java cannot initialise (see {@link #installAsDefault()})
+     * @throws ArrowJavaUnavailableException if Arrow Java cannot initialise (see {@link #installAsDefault()})
      */
     public static RootAllocator newRootAllocator(long limit) {
         requireNativeAccess();
@@ -135,7 +136,7 @@ public final class ArrowMemory {
      * @param limit the most bytes the allocator may hold at once, {@code > 0}
      * @return a new allocator the caller owns and closes
      * @throws InvalidArgumentException if {@code limit <= 0}
-     * @throws ArrowMemoryException if Arrow Java cannot initialise (see {@link #installAsDefault()})
+     * @throws ArrowJavaUnavailableException if Arrow Java cannot initialise (see {@link #installAsDefault()})
      */
     public static RootAllocator newRootAllocator(AllocationManager.Factory factory, long limit) {
         requireNativeAccess();
@@ -180,18 +181,18 @@ public final class ArrowMemory {
             return;
         }
         synchronized (ArrowMemory.class) {
-            ArrowMemoryException inaccessible = null;
+            ArrowJavaUnavailableException inaccessible = null;
             try {
                 VarHandle slot = defaultSlot();
                 if (slot.getVolatile() == null) {
                     slot.setVolatile(FfmAllocationManager.FACTORY);
                 }
-            } catch (ArrowMemoryException e) {
+            } catch (ArrowJavaUnavailableException e) {
                 inaccessible = e;
             }
             try {
                 initialiseBaseAllocator();
-            } catch (ArrowMemoryException e) {
+            } catch (ArrowJavaUnavailableException e) {
                 if (inaccessible != null) {
                     inaccessible.addSuppressed(e);
                     throw inaccessible;
@@ -208,9 +209,9 @@ public final class ArrowMemory {
             // RootAllocator's initialisation is BaseAllocator's (its superclass, not public)
             Class.forName(RootAllocator.class.getName(), true, RootAllocator.class.getClassLoader());
         } catch (ClassNotFoundException e) {
-            throw new ArrowMemoryException("Arrow Java's BaseAllocator is missing: " + e, e);
+            throw new ArrowJavaUnavailableException("Arrow Java's BaseAllocator is missing: " + e, e);
         } catch (LinkageError e) {
-            throw new ArrowMemoryException("Arrow Java's BaseAllocator failed to initialise (" + e
+            throw new ArrowJavaUnavailableException("Arrow Java's BaseAllocator failed to initialise (" + e
                     + "); a class initialisation fails once and for the JVM's life, so call "
                     + "ArrowMemory.installAsDefault() (or ArrowMemory.newRootAllocator()) before anything else "
                     + "creates a RootAllocator", e);
@@ -224,12 +225,12 @@ public final class ArrowMemory {
                     .findStaticVarHandle(DefaultAllocationManagerOption.class, DEFAULT_FIELD,
                             AllocationManager.Factory.class);
         } catch (IllegalAccessException | RuntimeException e) { // RuntimeException: InaccessibleObjectException
-            throw new ArrowMemoryException("cannot set Arrow Java's default allocation manager: "
+            throw new ArrowJavaUnavailableException("cannot set Arrow Java's default allocation manager: "
                     + "org.apache.arrow.memory is not open to devicebridge; start the JVM with " + opensFlag()
                     + " (or pass ArrowMemory.factory() to an allocator's configuration, which still needs "
                     + "another allocation manager on the module path for BaseAllocator to initialise)", e);
         } catch (NoSuchFieldException e) {
-            throw new ArrowMemoryException("this Arrow Java has no DefaultAllocationManagerOption."
+            throw new ArrowJavaUnavailableException("this Arrow Java has no DefaultAllocationManagerOption."
                     + DEFAULT_FIELD + " (written for Arrow Java 19): " + e, e);
         }
     }
