@@ -20,7 +20,6 @@ import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.flight.DeviceFlight;
 import org.devicebridge.arrow.flight.DeviceFlightClient;
 import org.devicebridge.arrow.flight.PutOptions;
-import org.devicebridge.arrow.flight.PutPolicy;
 import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.arrow.java.DLPackArrow;
@@ -136,12 +135,13 @@ public final class AccessChild {
      * (what the put options hold, the record classes of the copies and of a received batch).
      */
     private static String flightValues() throws ClassNotFoundException {
-        PutOptions options = PutOptions.defaults().withPolicy(PutPolicy.ANY).withMaxBatches(7);
+        PutOptions options = PutOptions.defaults().withPolicy((peer, name) -> true, (peer, name) -> true)
+                .withMaxBatches(7);
         ClassLoader loader = AccessChild.class.getClassLoader();
         Class.forName("org.devicebridge.arrow.flight.DeviceCopies", true, loader);
         Class.forName("org.devicebridge.arrow.flight.DeviceFlightBatch", true, loader);
-        return options.maxBatches() + " " + options.policy().allows("", "d", true) + " "
-                + PutPolicy.CREATE_ONLY.allows("", "d", true);
+        return options.maxBatches() + " " + options.mayReplace().test("", "d") + " "
+                + PutOptions.defaults().mayReplace().test("", "d");
     }
 
     /** {@code DeviceFlightProducer} extends Flight's {@code NoOpFlightProducer}: without Flight it cannot load. */
