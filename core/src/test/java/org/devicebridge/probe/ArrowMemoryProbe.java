@@ -85,7 +85,7 @@ public final class ArrowMemoryProbe {
                 ArrowJava.exportRoot(table, array, schema);
                 try (ImportedSchema s = ArrowImport.importSchema(schema);
                      VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
-                             ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                             ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                     if (!table.contentToTSVString().equals(back.contentToTSVString())) {
                         System.out.println("RESULT mismatch");
                         System.exit(1);

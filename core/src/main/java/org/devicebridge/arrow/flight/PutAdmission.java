@@ -258,7 +258,7 @@ final class PutAdmission {
 
         void check(VectorSchemaRoot root) {
             try (ExportedArray exported = ArrowJava.exportRoot(root);
-                 ImportedArray checked = ArrowImport.importArray(schema, exported.segment(), ValidationLevel.FULL)) {
+                 ImportedArray checked = ArrowImport.importArray(schema.root(), exported.segment(), ValidationLevel.FULL)) {
                 // the import is the check; the handles release the structs (the root keeps its buffers)
             }
         }

@@ -68,7 +68,7 @@ public final class PooledArrowMemory extends NativeHandle {
      * {@link ArrowMemory#newRootAllocator()}).
      *
      * @return a new allocator the caller owns and closes
-     * @throws ArrowJavaUnavailableException if Arrow Java cannot initialise
+     * @throws org.devicebridge.ArrowJavaUnavailableException if Arrow Java cannot initialise
      */
     public RootAllocator newRootAllocator() {
         return ArrowMemory.newRootAllocator(factory, Long.MAX_VALUE);
@@ -80,7 +80,7 @@ public final class PooledArrowMemory extends NativeHandle {
      * @param limit the most bytes the allocator may hold at once, {@code > 0}
      * @return a new allocator the caller owns and closes
      * @throws InvalidArgumentException if {@code limit <= 0}
-     * @throws ArrowJavaUnavailableException if Arrow Java cannot initialise
+     * @throws org.devicebridge.ArrowJavaUnavailableException if Arrow Java cannot initialise
      */
     public RootAllocator newRootAllocator(long limit) {
         return ArrowMemory.newRootAllocator(factory, limit);

@@ -206,7 +206,7 @@ class ArrowMemoryTest {
                 ArrowJava.exportRoot(table, array, schema);
                 try (ImportedSchema s = ArrowImport.importSchema(schema);
                      VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
-                             ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                             ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                     assertEquals(table.contentToTSVString(), back.contentToTSVString());
                     assertNotEquals(0, allocator.getAllocatedMemory());
                 }
