@@ -23,7 +23,6 @@ import org.devicebridge.arrow.flight.PutOptions;
 import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.arrow.java.DLPackArrow;
-import org.devicebridge.arrow.java.PooledArrowMemory;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.dlpack.DLPack;
@@ -105,7 +104,7 @@ public final class AccessChild {
             case "arrowMemoryRoot" -> ArrowMemory.newRootAllocator(1024).toString();
             case "arrowMemoryFactory" -> ArrowMemory.factory().toString();
             case "arrowMemoryLive" -> ArrowMemory.liveBytes() + " " + ArrowMemory.liveAllocations();
-            case "pooledArrowMemory" -> PooledArrowMemory.create(1 << 20).toString();
+            case "pooledArrowMemory" -> ArrowMemory.pooled(1 << 20).toString();
             case "pinnedArrowMemory" -> PinnedArrowMemory.create().toString();
             case "pinnedIsPinned" -> Boolean.toString(PinnedArrowMemory.isPinned(null));
             case "deviceFlightServe" -> Long.toString(DeviceFlight.serve(null, null, null, null));

@@ -39,7 +39,7 @@ import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
  * DictionaryProvider.MapDictionaryProvider)}, {@link #importFieldVector(BufferAllocator, MemorySegment,
  * MemorySegment, DictionaryProvider.MapDictionaryProvider)}), or from an array already imported and viewed
  * with {@link org.devicebridge.arrow.ArrowImport}. Arrow Java's memory on the FFM API is
- * {@link ArrowMemory} (plain) and {@link PooledArrowMemory} (recycled blocks).
+ * {@link ArrowMemory} (plain, and pooled: recycled blocks).
  *
  * <p><b>Export.</b> Zero-copy export of Arrow Java data through the Arrow C Data Interface ({@code ArrowSchema},
  * {@code ArrowArray}), the C Device Data Interface ({@code ArrowDeviceArray} with

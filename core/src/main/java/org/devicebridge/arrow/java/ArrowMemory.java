@@ -11,6 +11,7 @@ import org.apache.arrow.memory.DefaultAllocationManagerOption;
 import org.apache.arrow.memory.RootAllocator;
 import org.devicebridge.ArrowJavaUnavailableException;
 import org.devicebridge.InvalidArgumentException;
+import org.devicebridge.NativeHandle;
 
 /**
  * Arrow Java memory on the FFM API: an {@code AllocationManager} that needs neither
@@ -46,17 +47,111 @@ import org.devicebridge.InvalidArgumentException;
  * 16 MiB up to a power of two). Access to a buffer after its release fails in Arrow's own reference-count
  * check ({@code IllegalStateException}), which is on unless {@code arrow.enable_unsafe_memory_access=true}.
  *
+ * <h2>Pooled memory</h2>
+ * The static methods are the plain FFM memory, one for the process. {@link #pooled(long)} makes an instance:
+ * FFM memory that keeps freed large blocks for reuse (for batches moved to and from a GPU again and again), a
+ * handle the caller closes; its allocators come from {@link #newPooledRootAllocator()}.
+ *
  * <p>Thread-safe: every method may be called from any thread; {@link #installAsDefault()} should still run
  * before other threads start using Arrow Java (Arrow reads its default without synchronisation). The
  * factory and its buffers are as thread-safe as Arrow's own.
  */
-public final class ArrowMemory {
+public final class ArrowMemory extends NativeHandle {
     private static final String DEFAULT_FIELD = "DEFAULT_ALLOCATION_MANAGER_FACTORY";
 
     /** Set once Arrow Java is known to initialise (its default is resolved and BaseAllocator initialised). */
     private static volatile boolean ready;
 
-    private ArrowMemory() {}
+    // the state of a pooled instance (pooled(capacity)); the static methods are the plain FFM memory's
+    private final HostBlockCache cache;
+    private final AllocationManager.Factory pooledFactory;
+    private final long capacity;
+
+    private ArrowMemory(HostBlockCache cache, long capacity) {
+        super("pooled Arrow memory (" + capacity + " bytes kept at most)", cache::close);
+        this.cache = cache;
+        this.capacity = capacity;
+        this.pooledFactory = FfmAllocationManager.factory(cache);
+    }
+
+    /**
+     * Arrow Java memory on FFM, as the plain one, that keeps freed large blocks (2 MiB and more) for the next
+     * buffers of the same size, up to {@code capacity} bytes, instead of giving them back to the OS at once. A
+     * buffer made from a kept block was touched before, so filling it costs no page faults: downloading a large
+     * batch from the GPU into a fresh root of such an allocator runs at the speed of the copy, not of the
+     * kernel's page-fault path (see bench/RESULTS.md). It is what Netty's pooled allocator does for small
+     * buffers, for the large ones that batches moved to and from a GPU are made of. Small blocks behave exactly
+     * as with the plain memory (libc's heap reuses them).
+     *
+     * <p>The memory a batch used stays with the returned object (at most {@link #capacity()} bytes, oldest given
+     * back first) until {@link #trim()} or {@link #close()}; the allocators' accounting counts only buffers in
+     * use, exactly as with the plain memory.
+     *
+     * <p>Ownership: the caller owns the returned object and closes it, typically after the allocators made from
+     * it; closing gives the kept blocks back to the OS, and from then on its allocators still work but keep
+     * nothing (each buffer's memory goes back when Arrow releases it). A forgotten object is reported as a leak
+     * and its blocks are given back by the library's Cleaner. Thread-safe.
+     *
+     * @param capacity the most bytes kept for reuse, {@code >= 0} (0 keeps nothing)
+     * @return pooled memory the caller owns and closes
+     * @throws InvalidArgumentException if {@code capacity} is negative
+     */
+    public static ArrowMemory pooled(long capacity) {
+        requireNativeAccess();
+        requireArrowJava("ArrowMemory.pooled");
+        if (capacity < 0) {
+            throw new InvalidArgumentException("capacity", "expected a byte capacity >= 0 but found " + capacity);
+        }
+        return new ArrowMemory(new HostBlockCache(capacity), capacity);
+    }
+
+    /**
+     * The allocation manager factory of this pooled memory, for
+     * {@code RootAllocator.configBuilder().allocationManagerFactory(...)}.
+     *
+     * @return this memory's factory
+     */
+    public AllocationManager.Factory pooledFactory() {
+        return pooledFactory;
+    }
+
+    /**
+     * A root allocator over this pooled memory with no limit (Arrow Java is made ready first, as by
+     * {@link #newRootAllocator()}).
+     *
+     * @return a new allocator the caller owns and closes
+     * @throws ArrowJavaUnavailableException if Arrow Java cannot initialise
+     */
+    public RootAllocator newPooledRootAllocator() {
+        return newRootAllocator(pooledFactory, Long.MAX_VALUE);
+    }
+
+    /**
+     * A root allocator over this pooled memory, limited to {@code limit} bytes.
+     *
+     * @param limit the most bytes the allocator may hold at once, {@code > 0}
+     * @return a new allocator the caller owns and closes
+     * @throws InvalidArgumentException if {@code limit <= 0}
+     * @throws ArrowJavaUnavailableException if Arrow Java cannot initialise
+     */
+    public RootAllocator newPooledRootAllocator(long limit) {
+        return newRootAllocator(pooledFactory, limit);
+    }
+
+    /** {@return the most bytes of freed blocks this pooled memory keeps} */
+    public long capacity() {
+        return capacity;
+    }
+
+    /** {@return the bytes of freed blocks this pooled memory keeps now, ready for reuse} */
+    public long keptBytes() {
+        return cache.cachedBytes();
+    }
+
+    /** Gives every block this pooled memory keeps back to the OS now; later frees are kept again. */
+    public void trim() {
+        cache.trim();
+    }
 
     /**
      * The FFM allocation manager factory, for {@code BaseAllocator.configBuilder().allocationManagerFactory(...)}.
