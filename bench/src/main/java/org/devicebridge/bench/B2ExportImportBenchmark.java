@@ -158,11 +158,11 @@ public class B2ExportImportBenchmark {
             if (includeSchema) {
                 ArrowJava.exportRoot(root, array, schemaStruct);
                 try (ImportedSchema s = ArrowImport.importSchema(schemaStruct)) {
-                    return ArrowImport.importArray(s, array, ValidationLevel.DEFAULT, scope);
+                    return ArrowImport.importArray(s.root(), array, ValidationLevel.DEFAULT, scope);
                 }
             }
             ArrowJava.exportRoot(root, array, null);
-            return ArrowImport.importArray(importedSchema, array, ValidationLevel.DEFAULT, scope);
+            return ArrowImport.importArray(importedSchema.root(), array, ValidationLevel.DEFAULT, scope);
         }
     }
 

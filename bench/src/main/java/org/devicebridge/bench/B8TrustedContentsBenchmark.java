@@ -108,7 +108,7 @@ public class B8TrustedContentsBenchmark {
 
     private ImportedArray exportAndImport(ValidationLevel level, Arena scope) {
         ArrowJava.exportRoot(root, array, null);
-        return ArrowImport.importArray(importedSchema, array, level, scope);
+        return ArrowImport.importArray(importedSchema.root(), array, level, scope);
     }
 
     @Benchmark

@@ -6,7 +6,6 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.devicebridge.Device;
 import org.devicebridge.arrow.java.ArrowMemory;
-import org.devicebridge.arrow.java.PooledArrowMemory;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.internal.CudaCounters;
 
@@ -53,19 +52,19 @@ final class GpuSupport {
     /**
      * Pageable host memory for Arrow roots, by the benchmarks' {@code hostMemory} parameter: {@code netty}
      * (Arrow Java's default allocator with arrow-memory-netty), {@code ffm} ({@code ArrowMemory}: fresh memory
-     * per buffer, huge pages for large ones) or {@code pooled} ({@code PooledArrowMemory} keeping up to 4 GiB
+     * per buffer, huge pages for large ones) or {@code pooled} ({@code ArrowMemory.pooled} keeping up to 4 GiB
      * of freed blocks).
      */
     static final class HostMemory implements AutoCloseable {
         final BufferAllocator allocator;
-        private final PooledArrowMemory pooled;
+        private final ArrowMemory pooled;
 
         HostMemory(String kind) {
-            pooled = kind.equals("pooled") ? PooledArrowMemory.create(4L << 30) : null;
+            pooled = kind.equals("pooled") ? ArrowMemory.pooled(4L << 30) : null;
             allocator = switch (kind) {
                 case "netty" -> new RootAllocator();
                 case "ffm" -> ArrowMemory.newRootAllocator();
-                case "pooled" -> pooled.newRootAllocator();
+                case "pooled" -> pooled.newPooledRootAllocator();
                 default -> throw new IllegalArgumentException("hostMemory: netty, ffm or pooled, not " + kind);
             };
         }

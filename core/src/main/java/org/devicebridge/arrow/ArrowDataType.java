@@ -1,7 +1,9 @@
 package org.devicebridge.arrow;
 
+import java.time.temporal.ChronoUnit;
 import java.util.List;
 import java.util.Objects;
+import org.devicebridge.InvalidArgumentException;
 
 /**
  * A parsed Arrow C Data Interface format string, independent of Arrow Java. Parameters that do not apply
@@ -14,34 +16,28 @@ import java.util.Objects;
  * @param fixedSize byte width of fixed-size binary, list size of fixed-size list, otherwise 0
  * @param precision decimal precision, otherwise 0
  * @param scale decimal scale, otherwise 0
- * @param unit time unit of time, timestamp and duration types, otherwise {@code null}
+ * @param unit time unit of time, timestamp and duration types ({@link ChronoUnit#SECONDS}, {@link ChronoUnit#MILLIS},
+ *     {@link ChronoUnit#MICROS} or {@link ChronoUnit#NANOS}), otherwise {@code null}
  * @param timezone timestamp time zone; {@code ""} for a timestamp without one; {@code null} for other types
  * @param unionTypeIds the declared type ids of a union, in child order; empty for other types
  */
-public record ArrowDataType(TypeId id, String format, int fixedSize, int precision, int scale, TimeUnit unit,
+public record ArrowDataType(TypeId id, String format, int fixedSize, int precision, int scale, ChronoUnit unit,
                             String timezone, List<Integer> unionTypeIds) {
 
     /**
      * Checks the components and copies {@code unionTypeIds}.
      *
      * @throws NullPointerException if {@code id} or {@code format} is {@code null}
+     * @throws InvalidArgumentException if {@code unit} is not {@code null} and not one of the four units Arrow has
      */
     public ArrowDataType {
         Objects.requireNonNull(id, "id");
         Objects.requireNonNull(format, "format");
+        if (unit != null && unit != ChronoUnit.SECONDS && unit != ChronoUnit.MILLIS && unit != ChronoUnit.MICROS
+                && unit != ChronoUnit.NANOS) {
+            throw new InvalidArgumentException("unit", "expected SECONDS, MILLIS, MICROS or NANOS but found " + unit);
+        }
         unionTypeIds = List.copyOf(unionTypeIds);
-    }
-
-    /** Time unit of time-like types. */
-    public enum TimeUnit {
-        /** Seconds. */
-        SECOND,
-        /** Milliseconds. */
-        MILLISECOND,
-        /** Microseconds. */
-        MICROSECOND,
-        /** Nanoseconds. */
-        NANOSECOND
     }
 
     /** Physical layout family, which decides the buffers and children a node has. */

@@ -1,10 +1,10 @@
 package org.devicebridge.arrow;
 
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.arrow.ArrowDataType.TimeUnit;
 import org.devicebridge.arrow.ArrowDataType.TypeId;
 
 /** Parses C Data Interface format strings (the table in CDataInterface.rst) with precise errors. */
@@ -42,14 +42,14 @@ final class ArrowFormat {
             case "vu": return simple(TypeId.UTF8_VIEW, format);
             case "tdD": return simple(TypeId.DATE32, format);
             case "tdm": return simple(TypeId.DATE64, format);
-            case "tts": return timed(TypeId.TIME32, format, TimeUnit.SECOND);
-            case "ttm": return timed(TypeId.TIME32, format, TimeUnit.MILLISECOND);
-            case "ttu": return timed(TypeId.TIME64, format, TimeUnit.MICROSECOND);
-            case "ttn": return timed(TypeId.TIME64, format, TimeUnit.NANOSECOND);
-            case "tDs": return timed(TypeId.DURATION, format, TimeUnit.SECOND);
-            case "tDm": return timed(TypeId.DURATION, format, TimeUnit.MILLISECOND);
-            case "tDu": return timed(TypeId.DURATION, format, TimeUnit.MICROSECOND);
-            case "tDn": return timed(TypeId.DURATION, format, TimeUnit.NANOSECOND);
+            case "tts": return timed(TypeId.TIME32, format, ChronoUnit.SECONDS);
+            case "ttm": return timed(TypeId.TIME32, format, ChronoUnit.MILLIS);
+            case "ttu": return timed(TypeId.TIME64, format, ChronoUnit.MICROS);
+            case "ttn": return timed(TypeId.TIME64, format, ChronoUnit.NANOS);
+            case "tDs": return timed(TypeId.DURATION, format, ChronoUnit.SECONDS);
+            case "tDm": return timed(TypeId.DURATION, format, ChronoUnit.MILLIS);
+            case "tDu": return timed(TypeId.DURATION, format, ChronoUnit.MICROS);
+            case "tDn": return timed(TypeId.DURATION, format, ChronoUnit.NANOS);
             case "tiM": return simple(TypeId.INTERVAL_MONTHS, format);
             case "tiD": return simple(TypeId.INTERVAL_DAY_TIME, format);
             case "tin": return simple(TypeId.INTERVAL_MONTH_DAY_NANO, format);
@@ -63,7 +63,7 @@ final class ArrowFormat {
             default: break;
         }
         if (format.startsWith("ts") && format.length() >= 4 && format.charAt(3) == ':') {
-            TimeUnit unit = unit(format.charAt(2), format, path);
+            ChronoUnit unit = unit(format.charAt(2), format, path);
             return new ArrowDataType(TypeId.TIMESTAMP, format, 0, 0, 0, unit, format.substring(4), List.of());
         }
         if (format.startsWith("d:")) {
@@ -126,16 +126,16 @@ final class ArrowFormat {
         return new ArrowDataType(id, format, 0, 0, 0, null, null, List.of());
     }
 
-    private static ArrowDataType timed(TypeId id, String format, TimeUnit unit) {
+    private static ArrowDataType timed(TypeId id, String format, ChronoUnit unit) {
         return new ArrowDataType(id, format, 0, 0, 0, unit, null, List.of());
     }
 
-    private static TimeUnit unit(char c, String format, String path) {
+    private static ChronoUnit unit(char c, String format, String path) {
         return switch (c) {
-            case 's' -> TimeUnit.SECOND;
-            case 'm' -> TimeUnit.MILLISECOND;
-            case 'u' -> TimeUnit.MICROSECOND;
-            case 'n' -> TimeUnit.NANOSECOND;
+            case 's' -> ChronoUnit.SECONDS;
+            case 'm' -> ChronoUnit.MILLIS;
+            case 'u' -> ChronoUnit.MICROS;
+            case 'n' -> ChronoUnit.NANOS;
             default -> throw error(path, format, "expected a time unit (s, m, u, n) but found '" + c + "'");
         };
     }

@@ -105,35 +105,6 @@ public final class ArrowImport {
     }
 
     /**
-     * {@link #importArray(SchemaNode, MemorySegment, ValidationLevel)} with the root of an imported schema (borrowed).
-     *
-     * @param schema the imported schema the array is read with; the caller keeps owning it
-     * @param arrowArrayPtr the producer's {@code ArrowArray}
-     * @param level how much of the foreign structure to check before it is used
-     * @return the imported array
-     */
-    public static ImportedArray importArray(ImportedSchema schema, MemorySegment arrowArrayPtr, ValidationLevel level) {
-        requireNativeAccess();
-        return importArray(Objects.requireNonNull(schema, "schema").root(), arrowArrayPtr, level, null);
-    }
-
-    /**
-     * {@link #importArray(SchemaNode, MemorySegment, ValidationLevel, Arena)} with an imported schema's root (borrowed).
-     *
-     * @param schema the imported schema the array is read with; the caller keeps owning it
-     * @param arrowArrayPtr the producer's {@code ArrowArray}
-     * @param level how much of the foreign structure to check before it is used
-     * @param arena the arena whose closing releases the import (the caller keeps owning it), or
-     *     {@code null} for one the returned handle owns
-     * @return the imported array
-     */
-    public static ImportedArray importArray(ImportedSchema schema, MemorySegment arrowArrayPtr, ValidationLevel level,
-                                            Arena arena) {
-        requireNativeAccess();
-        return importArray(Objects.requireNonNull(schema, "schema").root(), arrowArrayPtr, level, arena);
-    }
-
-    /**
      * Imports the {@code ArrowDeviceArray} at {@code arrowDeviceArrayPtr} of type {@code schema} (borrowed).
      * CPU arrays ({@code ARROW_DEVICE_CPU}) are validated at any level and must have a NULL
      * {@code sync_event}. Arrays on any other known device are accepted only at {@link ValidationLevel#NONE}
@@ -236,36 +207,6 @@ public final class ArrowImport {
         requireNativeAccess();
         Objects.requireNonNull(copier, "copier");
         return importDeviceArray(schema, arrowDeviceArrayPtr, level, arena, copier, true);
-    }
-
-    /**
-     * {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel)} with an imported schema's root (borrowed).
-     *
-     * @param schema the imported schema the array is read with; the caller keeps owning it
-     * @param arrowDeviceArrayPtr the producer's {@code ArrowDeviceArray}
-     * @param level how much of the foreign structure to check before it is used
-     * @return the imported array
-     */
-    public static ImportedArray importDeviceArray(ImportedSchema schema, MemorySegment arrowDeviceArrayPtr,
-                                                  ValidationLevel level) {
-        requireNativeAccess();
-        return importDeviceArray(Objects.requireNonNull(schema, "schema").root(), arrowDeviceArrayPtr, level, null);
-    }
-
-    /**
-     * {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel, Arena)} with an imported schema's root (borrowed).
-     *
-     * @param schema the imported schema the array is read with; the caller keeps owning it
-     * @param arrowDeviceArrayPtr the producer's {@code ArrowDeviceArray}
-     * @param level how much of the foreign structure to check before it is used
-     * @param arena the arena whose closing releases the import (the caller keeps owning it), or
-     *     {@code null} for one the returned handle owns
-     * @return the imported array
-     */
-    public static ImportedArray importDeviceArray(ImportedSchema schema, MemorySegment arrowDeviceArrayPtr,
-                                                  ValidationLevel level, Arena arena) {
-        requireNativeAccess();
-        return importDeviceArray(Objects.requireNonNull(schema, "schema").root(), arrowDeviceArrayPtr, level, arena);
     }
 
     /**

@@ -5,16 +5,17 @@ import java.util.function.Consumer;
 import org.devicebridge.foreign.ForeignImport;
 
 /**
- * An exported {@code struct ArrowArray} in memory this library allocated (off the Java heap), owned by this
- * handle until {@link #close()}. Hand {@link #address()} or {@link #segment()} to a consumer: it may read the
- * struct in place, or <em>move</em> it (copy it and set the original's {@code release} to NULL), and releases
- * it by calling its {@code release} callback. {@code close()} then calls {@code release} only if no consumer
- * released or moved the struct, and frees the struct's memory; it is idempotent and thread-safe. Do not close
- * the handle while a consumer still reads the struct in place.
+ * An exported {@code struct ArrowArray} or {@code struct ArrowDeviceArray} ({@link #isDevice()} says which) in
+ * memory this library allocated (off the Java heap), owned by this handle until {@link #close()}. Hand
+ * {@link #address()} or {@link #segment()} to a consumer: it may read the struct in place, or <em>move</em> it
+ * (copy it and set the original's {@code release} to NULL), and releases it by calling its {@code release}
+ * callback. {@code close()} then calls {@code release} only if no consumer released or moved the struct, and
+ * frees the struct's memory; it is idempotent and thread-safe. Do not close the handle while a consumer still
+ * reads the struct in place.
  */
 public final class ExportedArray extends ExportedStruct {
-    ExportedArray(MemorySegment struct) {
-        super(ForeignImport.Kind.ARROW_ARRAY, struct);
+    ExportedArray(ForeignImport.Kind kind, MemorySegment struct) {
+        super(kind, struct);
     }
 
     /**
@@ -31,6 +32,31 @@ public final class ExportedArray extends ExportedStruct {
      * @return the owning handle of the filled struct
      */
     public static ExportedArray allocate(Consumer<MemorySegment> fill) {
-        return allocate(ForeignImport.Kind.ARROW_ARRAY, fill, ExportedArray::new);
+        return allocate(ForeignImport.Kind.ARROW_ARRAY, fill,
+                s -> new ExportedArray(ForeignImport.Kind.ARROW_ARRAY, s));
+    }
+
+    /**
+     * {@link #allocate} for a {@code struct ArrowDeviceArray}: the C Device Data Interface's array, with its
+     * {@code device_type}, {@code device_id} and {@code sync_event} for {@code fill} to write too.
+     *
+     * <p>Ownership: after a return the caller owns the handle (and through it the struct until a consumer
+     * releases or moves it). If {@code fill} throws, it must leave the struct released ({@code release} NULL,
+     * nothing held); the struct's memory is then freed and the throw propagates, nothing held.
+     *
+     * @param fill writes the struct; called once, on this thread
+     * @return the owning handle of the filled struct, whose {@link #isDevice()} is {@code true}
+     */
+    public static ExportedArray allocateDevice(Consumer<MemorySegment> fill) {
+        return allocate(ForeignImport.Kind.ARROW_DEVICE_ARRAY, fill,
+                s -> new ExportedArray(ForeignImport.Kind.ARROW_DEVICE_ARRAY, s));
+    }
+
+    /**
+     * {@return whether the struct is a {@code struct ArrowDeviceArray} (the C Device Data Interface's) rather than
+     * a {@code struct ArrowArray}} Readable after close.
+     */
+    public boolean isDevice() {
+        return kind() == ForeignImport.Kind.ARROW_DEVICE_ARRAY;
     }
 }

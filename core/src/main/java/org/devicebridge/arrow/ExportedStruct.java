@@ -11,8 +11,9 @@ import org.devicebridge.foreign.ForeignImport;
 import org.devicebridge.internal.Native;
 
 /**
- * An exported Arrow C struct in memory this library allocated; one subclass per struct kind (public, each
- * with this contract in its own comment).
+ * An exported Arrow C struct in memory this library allocated; one public subclass per kind of struct (the schema,
+ * the array and the stream; an array or stream of the C Device Data Interface is of the same subclass), each with
+ * this contract in its own comment.
  *
  * <p>The handle owns the struct's memory (library-allocated, off the Java heap) until {@link #close()}.
  * Hand {@link #address()} or {@link #segment()} to a consumer: it may read the struct in place, or
@@ -25,13 +26,20 @@ import org.devicebridge.internal.Native;
  * {@code release} if it is still set, then free the struct's memory.
  */
 abstract sealed class ExportedStruct extends NativeHandle
-        permits ExportedArray, ExportedDeviceArray, ExportedDeviceStream, ExportedSchema, ExportedStream {
+        permits ExportedArray, ExportedSchema, ExportedStream {
+    private final ForeignImport.Kind kind;
     private final MemorySegment struct;
 
     /** Takes ownership of {@code struct} (library-allocated with {@code malloc}, filled, sized to {@code kind}). */
     ExportedStruct(ForeignImport.Kind kind, MemorySegment struct) {
         super("exported " + kind.cName(), releaseAction(kind, struct.reinterpret(kind.byteSize())));
+        this.kind = kind;
         this.struct = struct;
+    }
+
+    /** {@return the kind of struct this handle owns} */
+    final ForeignImport.Kind kind() {
+        return kind;
     }
 
     /** The one allocate-fill-wrap step of every {@code allocate}: the struct is freed if {@code fill} throws. */

@@ -76,10 +76,11 @@ final class ValueChecks {
 
     private static String within(long v, ArrowDataType type) {
         long day = switch (type.unit()) {
-            case SECOND -> DAY_SECONDS;
-            case MILLISECOND -> DAY_MILLIS;
-            case MICROSECOND -> DAY_MICROS;
-            case NANOSECOND -> DAY_NANOS;
+            case SECONDS -> DAY_SECONDS;
+            case MILLIS -> DAY_MILLIS;
+            case MICROS -> DAY_MICROS;
+            case NANOS -> DAY_NANOS;
+            default -> throw new IllegalStateException("time unit " + type.unit());
         };
         return v >= 0 && v < day ? null : "expected a " + type + " time of day in [0, " + day + ") but found " + v;
     }

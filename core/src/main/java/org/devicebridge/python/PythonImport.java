@@ -170,9 +170,9 @@ public final class PythonImport {
         }
         try (ArrowArrayCapsules pair = host ? arrowArray(producer) : arrowDeviceArray(producer);
              ImportedSchema schema = Capsules.take(pair.schema(), CapsuleKind.ARROW_SCHEMA, ArrowImport::importSchema)) {
-            return host ? Capsules.take(pair.array(), CapsuleKind.ARROW_ARRAY, p -> ArrowImport.importArray(schema, p, level))
+            return host ? Capsules.take(pair.array(), CapsuleKind.ARROW_ARRAY, p -> ArrowImport.importArray(schema.root(), p, level))
                     : Capsules.take(pair.array(), CapsuleKind.ARROW_DEVICE_ARRAY,
-                            p -> ArrowImport.importDeviceArray(schema, p, level));
+                            p -> ArrowImport.importDeviceArray(schema.root(), p, level));
         }
     }
 

@@ -74,7 +74,7 @@ final class ArrowImportSelfCheck implements SelfCheckSection {
             ArrowArray.buffers(array, buffers);
             ArrowArray.release(array, Stubs.RELEASE_ARRAY);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 ImportedArray a = ArrowImport.importArray(s, array, ValidationLevel.FULL)) {
+                 ImportedArray a = ArrowImport.importArray(s.root(), array, ValidationLevel.FULL)) {
                 MemorySegment data = a.root().buffer(1);
                 report.check("sliced int32 read at its offset", data.byteSize() == 20
                         && data.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, a.root().offset()) == 20,
@@ -86,7 +86,7 @@ final class ArrowImportSelfCheck implements SelfCheckSection {
             ArrowArray.n_buffers(array, 3);
             ArrowSchema.release(schema, Stubs.RELEASE_SCHEMA);
             try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                ArrowImport.importArray(s, array, ValidationLevel.MINIMAL).close();
+                ArrowImport.importArray(s.root(), array, ValidationLevel.MINIMAL).close();
                 report.check("malformed array refused", false, "n_buffers 3 for int32 was accepted");
             } catch (ValidationException e) {
                 report.check("malformed array refused", e.category() == ValidationException.Category.STRUCTURE,

@@ -106,7 +106,7 @@ final class ArrowSelfCheck implements SelfCheckSection {
             MemorySegment array = ArrowArray.allocate(arena);
             ArrowJava.exportRoot(table, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                ImportedArray a = ArrowImport.importArray(s, array, ValidationLevel.FULL);
+                ImportedArray a = ArrowImport.importArray(s.root(), array, ValidationLevel.FULL);
                 return ArrowJava.importVectorSchemaRoot(allocator, a, null);
             }
         }
@@ -119,7 +119,7 @@ final class ArrowSelfCheck implements SelfCheckSection {
             ArrowJava.exportSchema(table.getSchema(), schema);
             ArrowJava.exportDeviceArray(table, array);
             try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                ImportedArray a = ArrowImport.importDeviceArray(s, array, ValidationLevel.FULL);
+                ImportedArray a = ArrowImport.importDeviceArray(s.root(), array, ValidationLevel.FULL);
                 return ArrowJava.importVectorSchemaRoot(allocator, a, null);
             }
         }

@@ -21,7 +21,7 @@ import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
-import org.devicebridge.arrow.java.PooledArrowMemory;
+import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
@@ -42,7 +42,7 @@ import org.devicebridge.internal.NonTemporalCopy;
  * gathered, copies queued, synchronised) next to a raw {@code cuMemcpyHtoDAsync} / {@code cuMemcpyDtoHAsync}
  * of the same number of bytes from pinned memory, measured in the same run. Without a device it reports
  * "skipped: reason". The pinned root comes from {@link org.devicebridge.arrow.cuda.PinnedArrowMemory}, the
- * pageable one from a {@link PooledArrowMemory} (freed blocks reused, as for repeated transfers); during the
+ * pageable one from a {@link ArrowMemory#pooled pooled ArrowMemory} (freed blocks reused, as for repeated transfers); during the
  * section the device's default pool keeps freed memory ({@link Cuda#setMemoryPoolThreshold}), and its threshold
  * is put back afterwards.
  */
@@ -73,7 +73,7 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
         long threshold = Cuda.memoryPoolThreshold(Device.cuda(device));
         Cuda.setMemoryPoolThreshold(Device.cuda(device), Math.max(threshold, POOL_BYTES));
         try (PinnedArrowMemory pinnedMemory = PinnedArrowMemory.create();
-             PooledArrowMemory pooledMemory = PooledArrowMemory.create(POOL_BYTES);
+             ArrowMemory pooledMemory = ArrowMemory.pooled(POOL_BYTES);
              BufferAllocator pageable = pooledMemory.newRootAllocator();
              BufferAllocator pinned = pinnedMemory.newRootAllocator();
              VectorSchemaRoot table = sample(pageable);
@@ -94,7 +94,7 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
             HostDeviceTransfer.Statistics after = transfer.statistics();
             Timing raw = raw(device, bytes, stream);
             report.line("batch bytes", bytes + " (" + ROWS + " rows, " + table.getFieldVectors().size() + " columns)");
-            report.line("memory", "pageable root: PooledArrowMemory (" + (POOL_BYTES >> 20) + " MiB kept); device pool: "
+            report.line("memory", "pageable root: pooled ArrowMemory (" + (POOL_BYTES >> 20) + " MiB kept); device pool: "
                     + "Cuda.setMemoryPoolThreshold(cuda:" + device + ", " + Math.max(threshold, POOL_BYTES) + ") during the section");
             report.line("staging packing", NonTemporalCopy.available()
                     ? "an upload's last chunks with non-temporal stores (x86-64 loop)"

@@ -20,11 +20,9 @@ import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.flight.DeviceFlight;
 import org.devicebridge.arrow.flight.DeviceFlightClient;
 import org.devicebridge.arrow.flight.PutOptions;
-import org.devicebridge.arrow.flight.PutPolicy;
 import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.arrow.java.DLPackArrow;
-import org.devicebridge.arrow.java.PooledArrowMemory;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.dlpack.DLPack;
@@ -106,7 +104,7 @@ public final class AccessChild {
             case "arrowMemoryRoot" -> ArrowMemory.newRootAllocator(1024).toString();
             case "arrowMemoryFactory" -> ArrowMemory.factory().toString();
             case "arrowMemoryLive" -> ArrowMemory.liveBytes() + " " + ArrowMemory.liveAllocations();
-            case "pooledArrowMemory" -> PooledArrowMemory.create(1 << 20).toString();
+            case "pooledArrowMemory" -> ArrowMemory.pooled(1 << 20).toString();
             case "pinnedArrowMemory" -> PinnedArrowMemory.create().toString();
             case "pinnedIsPinned" -> Boolean.toString(PinnedArrowMemory.isPinned(null));
             case "deviceFlightServe" -> Long.toString(DeviceFlight.serve(null, null, null, null));
@@ -136,12 +134,13 @@ public final class AccessChild {
      * (what the put options hold, the record classes of the copies and of a received batch).
      */
     private static String flightValues() throws ClassNotFoundException {
-        PutOptions options = PutOptions.defaults().withPolicy(PutPolicy.ANY).withMaxBatches(7);
+        PutOptions options = PutOptions.defaults().withPolicy((peer, name) -> true, (peer, name) -> true)
+                .withMaxBatches(7);
         ClassLoader loader = AccessChild.class.getClassLoader();
         Class.forName("org.devicebridge.arrow.cuda.DeviceCopies", true, loader);
         Class.forName("org.devicebridge.arrow.flight.DeviceFlightBatch", true, loader);
-        return options.maxBatches() + " " + options.policy().allows("", "d", true) + " "
-                + PutPolicy.CREATE_ONLY.allows("", "d", true);
+        return options.maxBatches() + " " + options.mayReplace().test("", "d") + " "
+                + PutOptions.defaults().mayReplace().test("", "d");
     }
 
     /** {@code DeviceFlightProducer} extends Flight's {@code NoOpFlightProducer}: without Flight it cannot load. */

@@ -45,7 +45,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
         try (Arena arena = Arena.ofConfined(); FieldVector original = TestVectors.all().get("utf8").apply(allocator);
              Exported e = export(original); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
             MemorySegment d = deviceArray(arena, e, DeviceKind.CPU.code(), -1, x -> { });
-            ImportedArray array = ArrowImport.importDeviceArray(schema, d, ValidationLevel.FULL);
+            ImportedArray array = ArrowImport.importDeviceArray(schema.root(), d, ValidationLevel.FULL);
             assertEquals(DeviceKind.CPU, array.deviceType());
             assertEquals(MemorySegment.NULL, array.syncEvent());
             assertEquals(MemorySegment.NULL, ArrowArray.release(d.asSlice(ArrowDeviceArray.array$offset())), "moved");
@@ -63,7 +63,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
              Exported e = export(original); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
             MemorySegment d = deviceArray(arena, e, deviceType, deviceId, edit);
             ValidationException ex = assertThrows(ValidationException.class,
-                    () -> ArrowImport.importDeviceArray(schema, d, level));
+                    () -> ArrowImport.importDeviceArray(schema.root(), d, level));
             assertEquals(MemorySegment.NULL, ArrowArray.release(d.asSlice(ArrowDeviceArray.array$offset())),
                     "the refused array was taken and released");
             return ex;
@@ -105,7 +105,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
             // Host memory labelled as CUDA: the importer must not dereference it, only describe it.
             MemorySegment event = arena.allocate(8);
             MemorySegment d = deviceArray(arena, e, CUDA, 3, x -> ArrowDeviceArray.sync_event(x, event));
-            try (ImportedArray array = ArrowImport.importDeviceArray(schema, d, ValidationLevel.MINIMAL)) {
+            try (ImportedArray array = ArrowImport.importDeviceArray(schema.root(), d, ValidationLevel.MINIMAL)) {
                 assertEquals(DeviceKind.CUDA, array.deviceType());
                 assertEquals(3, array.deviceId());
                 assertEquals(event.address(), array.syncEvent().address());
@@ -135,7 +135,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
                 ArrowArray.null_count(e.arrayStruct(), 0);
                 try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
                      VectorSchemaRoot root = ArrowJava.importVectorSchemaRoot(allocator,
-                             ArrowImport.importArray(schema, e.arrayPtr(), ValidationLevel.FULL), null)) {
+                             ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL), null)) {
                     assertEquals(5, root.getRowCount());
                     IntVector x = (IntVector) root.getVector("x");
                     VarCharVector y = (VarCharVector) root.getVector("y");

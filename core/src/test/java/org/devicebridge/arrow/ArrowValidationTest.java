@@ -29,7 +29,7 @@ class ArrowValidationTest extends ArrowTestSupport {
         try (FieldVector original = TestVectors.all().get(type).apply(allocator); Exported e = export(original)) {
             corrupt.accept(e);
             try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
-                try (ImportedArray ignored = ArrowImport.importArray(schema, e.arrayPtr(), level)) {
+                try (ImportedArray ignored = ArrowImport.importArray(schema.root(), e.arrayPtr(), level)) {
                     return null;
                 } catch (ValidationException ex) {
                     assertEquals(MemorySegment.NULL, ArrowArray.release(e.arrayStruct()), "the struct was moved");
@@ -159,9 +159,9 @@ class ArrowValidationTest extends ArrowTestSupport {
     void aReleasedArrayIsRefusedWithoutBeingReleasedAgain() {
         try (FieldVector original = TestVectors.all().get("int32").apply(allocator); Exported e = export(original);
              ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
-            ArrowImport.importArray(schema, e.arrayPtr(), ValidationLevel.FULL).close();
+            ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL).close();
             ValidationException ex = assertThrows(ValidationException.class,
-                    () -> ArrowImport.importArray(schema, e.arrayPtr(), ValidationLevel.FULL));
+                    () -> ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL));
             assertEquals(Category.RELEASED, ex.category());
         }
     }
@@ -203,7 +203,7 @@ class ArrowValidationTest extends ArrowTestSupport {
             assertEquals(f, ArrowFormat.parse(f, "").format());
         }
         ArrowDataType ts = ArrowFormat.parse("tsn:+07:30", "");
-        assertEquals(ArrowDataType.TimeUnit.NANOSECOND, ts.unit());
+        assertEquals(java.time.temporal.ChronoUnit.NANOS, ts.unit());
         assertEquals("+07:30", ts.timezone());
         ArrowDataType dec = ArrowFormat.parse("d:18,-2,64", "");
         assertEquals(ArrowDataType.TypeId.DECIMAL64, dec.id());
@@ -288,7 +288,7 @@ class ArrowValidationTest extends ArrowTestSupport {
         p.put(new org.apache.arrow.vector.dictionary.Dictionary(dict, enc));
         try (idx; dict; Exported e = new Exported(allocator, idx, p); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
             ValidationException ex = assertThrows(ValidationException.class,
-                    () -> ArrowImport.importArray(schema, e.arrayPtr(), ValidationLevel.FULL));
+                    () -> ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL));
             assertEquals("buffers[1]: dictionary index at 1: expected a value in [0, 2) but found 2", ex.getMessage());
         }
     }

@@ -45,7 +45,7 @@ class ArrowViewImportTest extends ArrowTestSupport {
             ArrowArray.length(e.arrayStruct(), length);
             ArrowArray.null_count(e.arrayStruct(), -1);
             try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
-                 ImportedArray array = ArrowImport.importArray(schema, e.arrayPtr(), ValidationLevel.FULL)) {
+                 ImportedArray array = ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL)) {
                 ArrayNode root = array.root();
                 assertEquals(length, root.length());
                 assertEquals(offset, root.offset());
@@ -114,7 +114,7 @@ class ArrowViewImportTest extends ArrowTestSupport {
         try (FieldVector original = TestVectors.all().get("utf8").apply(allocator); Exported e = export(original)) {
             VarCharVector v = (VarCharVector) original;
             try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
-                 ImportedArray array = ArrowImport.importArray(schema, e.arrayPtr(), ValidationLevel.DEFAULT)) {
+                 ImportedArray array = ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.DEFAULT)) {
                 assertEquals(v.getOffsetBuffer().getInt(4L * TestVectors.N), array.root().bufferLength(2));
                 assertEquals("v8-xxxxxxxxxxxxxxxx", new String(array.root().buffer(2).asSlice(
                         v.getOffsetBuffer().getInt(32), v.getValueLength(8)).toArray(ValueLayout.JAVA_BYTE),
@@ -127,7 +127,7 @@ class ArrowViewImportTest extends ArrowTestSupport {
     void utf8DataLengthIsUnknownBelowDefaultAndItsSegmentIsRefused() {
         try (FieldVector original = TestVectors.all().get("utf8").apply(allocator); Exported e = export(original)) {
             try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
-                 ImportedArray minimal = ArrowImport.importArray(schema, e.arrayPtr(), ValidationLevel.MINIMAL)) {
+                 ImportedArray minimal = ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.MINIMAL)) {
                 assertEquals(-1, minimal.root().bufferLength(2));
                 UnsupportedFeatureException ex = assertThrows(UnsupportedFeatureException.class, () -> minimal.root().buffer(2));
                 assertTrue(ex.getMessage().startsWith("buffers[2]: expected a known buffer length"), ex.getMessage());
@@ -142,7 +142,7 @@ class ArrowViewImportTest extends ArrowTestSupport {
             MemorySegment data;
             ArrayNode root;
             try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
-                array = ArrowImport.importArray(schema, e.arrayPtr(), ValidationLevel.FULL);
+                array = ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL);
                 root = array.root();
                 data = root.buffer(1);
                 assertEquals(((org.apache.arrow.vector.BigIntVector) original).get(1),
@@ -170,7 +170,7 @@ class ArrowViewImportTest extends ArrowTestSupport {
             MemorySegment.copy(built, 0, root, 0, ArrowArray.sizeof());
             HandMade.rootArray(root);
             org.devicebridge.ValidationException ex = assertThrows(org.devicebridge.ValidationException.class,
-                    () -> ArrowImport.importArray(schema, root, ValidationLevel.MINIMAL));
+                    () -> ArrowImport.importArray(schema.root(), root, ValidationLevel.MINIMAL));
             assertEquals(org.devicebridge.ValidationException.Category.DEPTH, ex.category());
             assertEquals("children[0]", ex.path());
             assertEquals(1, HandMade.ROOT_RELEASES.get());

@@ -84,7 +84,7 @@ class DeviceContentsTest extends ArrowTestSupport {
         try (Arena arena = Arena.ofConfined(); FieldVector v = make.apply(allocator); Exported onHost = export(v);
              Exported onDevice = export(v); ImportedSchema schema = ArrowImport.importSchema(onHost.schemaPtr());
              CountingCopier copier = new CountingCopier()) {
-            try (ImportedArray host = ArrowImport.importArray(schema, onHost.arrayPtr(), ValidationLevel.FULL);
+            try (ImportedArray host = ArrowImport.importArray(schema.root(), onHost.arrayPtr(), ValidationLevel.FULL);
                  ImportedArray device = ArrowImport.importDeviceArray(schema.root(), asCudaArray(arena, onDevice),
                          ValidationLevel.FULL, null, copier)) {
                 assertFalse(device.root().isHostAccessible());

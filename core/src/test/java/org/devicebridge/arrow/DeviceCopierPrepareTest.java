@@ -128,7 +128,7 @@ class DeviceCopierPrepareTest extends ArrowTestSupport {
         try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("utf8").apply(allocator);
              Exported onHost = export(v); Exported onDevice = export(v);
              ImportedSchema schema = ArrowImport.importSchema(onHost.schemaPtr());
-             ImportedArray host = ArrowImport.importArray(schema, onHost.arrayPtr(), ValidationLevel.DEFAULT);
+             ImportedArray host = ArrowImport.importArray(schema.root(), onHost.arrayPtr(), ValidationLevel.DEFAULT);
              RecordingCopier copier = new RecordingCopier();
              ImportedArray device = ArrowImport.importDeviceArray(schema.root(),
                      asCudaArray(arena, onDevice, MemorySegment.NULL), ValidationLevel.MINIMAL, null, copier)) {

@@ -244,8 +244,8 @@ final class ArrowOracle {
         long releasesBefore = k.rootReleases;
         ImportedArray array;
         try {
-            array = in.device ? ArrowImport.importDeviceArray(schema, in.array, level)
-                    : ArrowImport.importArray(schema, in.array, level);
+            array = in.device ? ArrowImport.importDeviceArray(schema.root(), in.array, level)
+                    : ArrowImport.importArray(schema.root(), in.array, level);
         } catch (ValidationException | UnsupportedFeatureException e) {
             c.equal("array release calls after rejection at " + level, in.arrayReleased ? 0 : 1, k.rootReleases - releasesBefore);
             return new Result(level, e, null);
@@ -347,7 +347,7 @@ final class ArrowOracle {
             DictionaryProvider.MapDictionaryProvider backDictionaries = new DictionaryProvider.MapDictionaryProvider();
             try (ImportedSchema schema = ArrowImport.importSchema(outSchema);
                  FieldVector back = ArrowJava.importFieldVector(allocator,
-                         ArrowImport.importArray(schema, outArray, ValidationLevel.FULL), backDictionaries)) {
+                         ArrowImport.importArray(schema.root(), outArray, ValidationLevel.FULL), backDictionaries)) {
                 return ArrowJavaValues.of(back, backDictionaries);
             } catch (RuntimeException | Error e) {
                 throw c.fail(FuzzOracle.Kind.BRIDGE, ValidationLevel.FULL,

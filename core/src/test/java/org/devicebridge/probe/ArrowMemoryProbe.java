@@ -8,12 +8,12 @@ import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.ArrowJavaUnavailableException;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
-import org.devicebridge.arrow.java.ArrowMemoryException;
 
 /**
  * A user's program, run in a forked JVM by {@code ArrowMemoryForkedTest} with only {@code arrow-vector},
@@ -42,7 +42,7 @@ public final class ArrowMemoryProbe {
                     ArrowMemory.installAsDefault();
                     System.out.println("RESULT unexpected: installAsDefault() did not throw");
                     System.exit(1);
-                } catch (ArrowMemoryException e) {
+                } catch (ArrowJavaUnavailableException e) {
                     System.out.println("RESULT typed " + e.getMessage());
                 }
             }
@@ -51,7 +51,7 @@ public final class ArrowMemoryProbe {
                     ArrowMemory.installAsDefault();
                     System.out.println("RESULT unexpected: installAsDefault() did not throw");
                     System.exit(1);
-                } catch (ArrowMemoryException e) {
+                } catch (ArrowJavaUnavailableException e) {
                     System.out.println("RESULT typed " + e.getMessage());
                 }
             }
@@ -85,7 +85,7 @@ public final class ArrowMemoryProbe {
                 ArrowJava.exportRoot(table, array, schema);
                 try (ImportedSchema s = ArrowImport.importSchema(schema);
                      VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
-                             ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                             ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                     if (!table.contentToTSVString().equals(back.contentToTSVString())) {
                         System.out.println("RESULT mismatch");
                         System.exit(1);

@@ -229,7 +229,7 @@ class PyArrowPeerTest {
                 ImportedSchema s = Capsules.take(caps.schema(), CapsuleKind.ARROW_SCHEMA, ArrowImport::importSchema);
                 try {
                     return new View(s, Capsules.take(caps.array(), CapsuleKind.ARROW_ARRAY,
-                            p -> ArrowImport.importArray(s, p, ValidationLevel.FULL)));
+                            p -> ArrowImport.importArray(s.root(), p, ValidationLevel.FULL)));
                 } catch (RuntimeException | Error e) {
                     s.close();
                     throw e;
@@ -241,7 +241,7 @@ class PyArrowPeerTest {
         static View of(MemorySegment schema, MemorySegment array) {
             ImportedSchema s = ArrowImport.importSchema(schema);
             try {
-                return new View(s, ArrowImport.importArray(s, array, ValidationLevel.FULL));
+                return new View(s, ArrowImport.importArray(s.root(), array, ValidationLevel.FULL));
             } catch (RuntimeException | Error e) {
                 s.close();
                 throw e;

@@ -31,7 +31,7 @@ public class QuickStartArrow {
             // Export (zero-copy), then import: the handles own the structs, close() releases them.
             ArrowJava.exportRoot(table, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 ImportedArray batch = ArrowImport.importArray(s, array, ValidationLevel.FULL)) {
+                 ImportedArray batch = ArrowImport.importArray(s.root(), array, ValidationLevel.FULL)) {
                 ArrayNode id = batch.root().children().get(0);
                 System.out.println("id[1] = " + id.buffer(1).getAtIndex(ValueLayout.JAVA_LONG, id.offset() + 1));
             }

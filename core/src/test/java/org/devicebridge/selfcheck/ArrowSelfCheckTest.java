@@ -32,7 +32,7 @@ class ArrowSelfCheckTest {
                     MemorySegment array = ArrowArray.allocate(arena);
                     ArrowJava.exportRoot(one, array, schema);
                     try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                        ImportedArray a = ArrowImport.importArray(s, array, ValidationLevel.FULL);
+                        ImportedArray a = ArrowImport.importArray(s.root(), array, ValidationLevel.FULL);
                         try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator, a, null)) {
                             if (!back.equals(one)) {
                                 failures.add(v.getName() + ": values differ");

@@ -88,7 +88,7 @@ public final class PinnedArrowMemory implements AutoCloseable {
      *
      * @return a new allocator the caller owns and closes before this object
      * @throws org.devicebridge.HandleClosedException if this object was closed
-     * @throws org.devicebridge.arrow.java.ArrowMemoryException if Arrow Java cannot initialise
+     * @throws org.devicebridge.ArrowJavaUnavailableException if Arrow Java cannot initialise
      */
     public RootAllocator newRootAllocator() {
         return newRootAllocator(Long.MAX_VALUE);
@@ -101,7 +101,7 @@ public final class PinnedArrowMemory implements AutoCloseable {
      * @return a new allocator the caller owns and closes before this object
      * @throws InvalidArgumentException if {@code limit <= 0}
      * @throws org.devicebridge.HandleClosedException if this object was closed
-     * @throws org.devicebridge.arrow.java.ArrowMemoryException if Arrow Java cannot initialise
+     * @throws org.devicebridge.ArrowJavaUnavailableException if Arrow Java cannot initialise
      */
     public RootAllocator newRootAllocator(long limit) {
         if (!pool.isLive()) {

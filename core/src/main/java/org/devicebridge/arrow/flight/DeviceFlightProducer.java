@@ -33,7 +33,7 @@ import org.devicebridge.cuda.CudaEvent;
  * naming or storage write their own producer with {@link DeviceFlight}.
  *
  * <p>Puts are input from other processes and are admitted under {@link PutOptions}: bytes per batch, per
- * put and in total, batches per put, the validation level, and a {@link PutPolicy} deciding from the
+ * put and in total, batches per put, the validation level, and a policy deciding from the
  * caller's authenticated identity who may create or replace which dataset. Each batch is checked before it
  * is uploaded; a put over a limit, refused by the policy or failing validation is cancelled with a Flight
  * status naming the cause ({@code RESOURCE_EXHAUSTED}, {@code UNAUTHORIZED} (gRPC's

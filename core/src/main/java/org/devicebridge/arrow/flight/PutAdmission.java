@@ -86,7 +86,7 @@ final class PutAdmission {
             boolean[] existed = {false};
             boolean installed = store.install(name, schema, put.received, put.reserved, exists -> {
                 existed[0] = exists;
-                return options.policy().allows(peer, name, exists);
+                return options.allows(peer, name, exists);
             });
             if (!installed) {
                 throw refused(peer, name, existed[0]);
@@ -124,7 +124,7 @@ final class PutAdmission {
     }
 
     private void requireAllowed(String peer, String name, boolean exists) {
-        if (!options.policy().allows(peer, name, exists)) {
+        if (!options.allows(peer, name, exists)) {
             throw refused(peer, name, exists);
         }
     }
@@ -258,7 +258,7 @@ final class PutAdmission {
 
         void check(VectorSchemaRoot root) {
             try (ExportedArray exported = ArrowJava.exportRoot(root);
-                 ImportedArray checked = ArrowImport.importArray(schema, exported.segment(), ValidationLevel.FULL)) {
+                 ImportedArray checked = ArrowImport.importArray(schema.root(), exported.segment(), ValidationLevel.FULL)) {
                 // the import is the check; the handles release the structs (the root keeps its buffers)
             }
         }

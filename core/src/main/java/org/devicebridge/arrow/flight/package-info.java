@@ -10,7 +10,7 @@
  *       memory on a chosen device and stream, with an event per batch;
  *       {@link org.devicebridge.arrow.flight.DeviceFlightProducer} is a ready producer for the simple case,
  *       admitting puts under {@link org.devicebridge.arrow.flight.PutOptions} (limits, validation level, and a
- *       {@link org.devicebridge.arrow.flight.PutPolicy} for who may create or replace which dataset).</li>
+ *       policy of who may create or replace which dataset).</li>
  *   <li>Client side: {@link org.devicebridge.arrow.flight.DeviceFlightClient} fetches a stream into device
  *       memory (or host memory of the client's allocator) and puts device batches, through a
  *       {@code FlightClient} the caller built.</li>

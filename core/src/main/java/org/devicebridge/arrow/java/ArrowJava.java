@@ -19,8 +19,6 @@ import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ExportedArray;
-import org.devicebridge.arrow.ExportedDeviceArray;
-import org.devicebridge.arrow.ExportedDeviceStream;
 import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ExportedStream;
 import org.devicebridge.arrow.ImportedArray;
@@ -41,7 +39,7 @@ import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
  * DictionaryProvider.MapDictionaryProvider)}, {@link #importFieldVector(BufferAllocator, MemorySegment,
  * MemorySegment, DictionaryProvider.MapDictionaryProvider)}), or from an array already imported and viewed
  * with {@link org.devicebridge.arrow.ArrowImport}. Arrow Java's memory on the FFM API is
- * {@link ArrowMemory} (plain) and {@link PooledArrowMemory} (recycled blocks).
+ * {@link ArrowMemory} (plain, and pooled: recycled blocks).
  *
  * <p><b>Export.</b> Zero-copy export of Arrow Java data through the Arrow C Data Interface ({@code ArrowSchema},
  * {@code ArrowArray}), the C Device Data Interface ({@code ArrowDeviceArray} with
@@ -386,11 +384,11 @@ public final class ArrowJava {
      * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
      * @return the owning handle of the exported {@code ArrowDeviceArray}
      */
-    public static ExportedDeviceArray exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider) {
+    public static ExportedArray exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider) {
         requireNativeAccess();
         requireArrowJava("ArrowJava.exportDeviceArray");
         Objects.requireNonNull(root, "root");
-        return ExportedDeviceArray.allocate(s -> exportDeviceArrayInto(root, provider, s));
+        return ExportedArray.allocateDevice(s -> exportDeviceArrayInto(root, provider, s));
     }
 
     /**
@@ -399,7 +397,7 @@ public final class ArrowJava {
      * @param root the batch; the caller keeps owning it
      * @return the owning handle of the exported {@code ArrowDeviceArray}
      */
-    public static ExportedDeviceArray exportDeviceArray(VectorSchemaRoot root) {
+    public static ExportedArray exportDeviceArray(VectorSchemaRoot root) {
         requireNativeAccess();
         requireArrowJava("ArrowJava.exportDeviceArray");
         return exportDeviceArray(root, (DictionaryProvider) null);
@@ -501,11 +499,11 @@ public final class ArrowJava {
      * @param reader the batches; the stream owns it after a return
      * @return the owning handle of the exported {@code ArrowDeviceArrayStream}
      */
-    public static ExportedDeviceStream exportDeviceStream(ArrowReader reader) {
+    public static ExportedStream exportDeviceStream(ArrowReader reader) {
         requireNativeAccess();
         requireArrowJava("ArrowJava.exportDeviceStream");
         Objects.requireNonNull(reader, "reader");
-        return ExportedDeviceStream.allocate(
+        return ExportedStream.allocateDevice(
                 s -> StreamExport.exportDevice(Sources.of(reader, ArrowJava::exportDeviceArrayInto), DeviceKind.CPU, s));
     }
 

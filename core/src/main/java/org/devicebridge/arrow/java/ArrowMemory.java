@@ -9,7 +9,9 @@ import java.util.Objects;
 import org.apache.arrow.memory.AllocationManager;
 import org.apache.arrow.memory.DefaultAllocationManagerOption;
 import org.apache.arrow.memory.RootAllocator;
+import org.devicebridge.ArrowJavaUnavailableException;
 import org.devicebridge.InvalidArgumentException;
+import org.devicebridge.NativeHandle;
 
 /**
  * Arrow Java memory on the FFM API: an {@code AllocationManager} that needs neither
@@ -35,7 +37,7 @@ import org.devicebridge.InvalidArgumentException;
  * </ul>
  * On the module path the default is set by reflection into {@code org.apache.arrow.memory}, which Arrow
  * does not open: add {@code --add-opens=org.apache.arrow.memory.core/org.apache.arrow.memory=org.devicebridge.core}
- * (on the class path nothing is needed). {@link ArrowMemoryException} names the flag when it is missing.
+ * (on the class path nothing is needed). {@link ArrowJavaUnavailableException} names the flag when it is missing.
  *
  * <h2>The memory</h2>
  * Each Arrow allocation is one {@code aligned_alloc} downcall (alignment 64 bytes, Arrow's
@@ -45,17 +47,111 @@ import org.devicebridge.InvalidArgumentException;
  * 16 MiB up to a power of two). Access to a buffer after its release fails in Arrow's own reference-count
  * check ({@code IllegalStateException}), which is on unless {@code arrow.enable_unsafe_memory_access=true}.
  *
+ * <h2>Pooled memory</h2>
+ * The static methods are the plain FFM memory, one for the process. {@link #pooled(long)} makes an instance:
+ * FFM memory that keeps freed large blocks for reuse (for batches moved to and from a GPU again and again), a
+ * handle the caller closes; its allocators come from {@link #newPooledRootAllocator()}.
+ *
  * <p>Thread-safe: every method may be called from any thread; {@link #installAsDefault()} should still run
  * before other threads start using Arrow Java (Arrow reads its default without synchronisation). The
  * factory and its buffers are as thread-safe as Arrow's own.
  */
-public final class ArrowMemory {
+public final class ArrowMemory extends NativeHandle {
     private static final String DEFAULT_FIELD = "DEFAULT_ALLOCATION_MANAGER_FACTORY";
 
     /** Set once Arrow Java is known to initialise (its default is resolved and BaseAllocator initialised). */
     private static volatile boolean ready;
 
-    private ArrowMemory() {}
+    // the state of a pooled instance (pooled(capacity)); the static methods are the plain FFM memory's
+    private final HostBlockCache cache;
+    private final AllocationManager.Factory pooledFactory;
+    private final long capacity;
+
+    private ArrowMemory(HostBlockCache cache, long capacity) {
+        super("pooled Arrow memory (" + capacity + " bytes kept at most)", cache::close);
+        this.cache = cache;
+        this.capacity = capacity;
+        this.pooledFactory = FfmAllocationManager.factory(cache);
+    }
+
+    /**
+     * Arrow Java memory on FFM, as the plain one, that keeps freed large blocks (2 MiB and more) for the next
+     * buffers of the same size, up to {@code capacity} bytes, instead of giving them back to the OS at once. A
+     * buffer made from a kept block was touched before, so filling it costs no page faults: downloading a large
+     * batch from the GPU into a fresh root of such an allocator runs at the speed of the copy, not of the
+     * kernel's page-fault path (see bench/RESULTS.md). It is what Netty's pooled allocator does for small
+     * buffers, for the large ones that batches moved to and from a GPU are made of. Small blocks behave exactly
+     * as with the plain memory (libc's heap reuses them).
+     *
+     * <p>The memory a batch used stays with the returned object (at most {@link #capacity()} bytes, oldest given
+     * back first) until {@link #trim()} or {@link #close()}; the allocators' accounting counts only buffers in
+     * use, exactly as with the plain memory.
+     *
+     * <p>Ownership: the caller owns the returned object and closes it, typically after the allocators made from
+     * it; closing gives the kept blocks back to the OS, and from then on its allocators still work but keep
+     * nothing (each buffer's memory goes back when Arrow releases it). A forgotten object is reported as a leak
+     * and its blocks are given back by the library's Cleaner. Thread-safe.
+     *
+     * @param capacity the most bytes kept for reuse, {@code >= 0} (0 keeps nothing)
+     * @return pooled memory the caller owns and closes
+     * @throws InvalidArgumentException if {@code capacity} is negative
+     */
+    public static ArrowMemory pooled(long capacity) {
+        requireNativeAccess();
+        requireArrowJava("ArrowMemory.pooled");
+        if (capacity < 0) {
+            throw new InvalidArgumentException("capacity", "expected a byte capacity >= 0 but found " + capacity);
+        }
+        return new ArrowMemory(new HostBlockCache(capacity), capacity);
+    }
+
+    /**
+     * The allocation manager factory of this pooled memory, for
+     * {@code RootAllocator.configBuilder().allocationManagerFactory(...)}.
+     *
+     * @return this memory's factory
+     */
+    public AllocationManager.Factory pooledFactory() {
+        return pooledFactory;
+    }
+
+    /**
+     * A root allocator over this pooled memory with no limit (Arrow Java is made ready first, as by
+     * {@link #newRootAllocator()}).
+     *
+     * @return a new allocator the caller owns and closes
+     * @throws ArrowJavaUnavailableException if Arrow Java cannot initialise
+     */
+    public RootAllocator newPooledRootAllocator() {
+        return newRootAllocator(pooledFactory, Long.MAX_VALUE);
+    }
+
+    /**
+     * A root allocator over this pooled memory, limited to {@code limit} bytes.
+     *
+     * @param limit the most bytes the allocator may hold at once, {@code > 0}
+     * @return a new allocator the caller owns and closes
+     * @throws InvalidArgumentException if {@code limit <= 0}
+     * @throws ArrowJavaUnavailableException if Arrow Java cannot initialise
+     */
+    public RootAllocator newPooledRootAllocator(long limit) {
+        return newRootAllocator(pooledFactory, limit);
+    }
+
+    /** {@return the most bytes of freed blocks this pooled memory keeps} */
+    public long capacity() {
+        return capacity;
+    }
+
+    /** {@return the bytes of freed blocks this pooled memory keeps now, ready for reuse} */
+    public long keptBytes() {
+        return cache.cachedBytes();
+    }
+
+    /** Gives every block this pooled memory keeps back to the OS now; later frees are kept again. */
+    public void trim() {
+        cache.trim();
+    }
 
     /**
      * The FFM allocation manager factory, for {@code BaseAllocator.configBuilder().allocationManagerFactory(...)}.
@@ -74,7 +170,7 @@ public final class ArrowMemory {
      * allocation manager on the class path. Must run before {@code BaseAllocator} initialises, that is
      * before the first {@code RootAllocator}; a second call does nothing.
      *
-     * @throws ArrowMemoryException if Arrow Java already chose another default (it is kept: pass
+     * @throws ArrowJavaUnavailableException if Arrow Java already chose another default (it is kept: pass
      *         {@link #factory()} through the allocator's configuration or use {@link #newRootAllocator()}
      *         instead), if {@code BaseAllocator} failed to initialise earlier (nothing can repair that in this
      *         JVM), or, on the module path, if {@code org.apache.arrow.memory} is not open to this library
@@ -86,7 +182,7 @@ public final class ArrowMemory {
         VarHandle slot = defaultSlot();
         Object current = slot.getVolatile();
         if (current != null && current != FfmAllocationManager.FACTORY) {
-            throw new ArrowMemoryException("Arrow Java chose its default allocation manager already (" + current
+            throw new ArrowJavaUnavailableException("Arrow Java chose its default allocation manager already (" + current
                     + "): ArrowMemory.installAsDefault() must run before the first RootAllocator (or anything else "
                     + "that initialises BaseAllocator). Kept the current default; pass ArrowMemory.factory() "
                     + "through BaseAllocator.configBuilder().allocationManagerFactory(...) or use "
@@ -104,7 +200,7 @@ public final class ArrowMemory {
      * if Arrow Java has not chosen one yet (see the class comment); otherwise leaves the default as it is.
      *
      * @return a new allocator the caller owns and closes (closing it reports leaked buffers, as Arrow does)
-     * @throws ArrowMemoryException if Arrow Java cannot initialise (see {@link #installAsDefault()})
+     * @throws ArrowJavaUnavailableException if Arrow Java cannot initialise (see {@link #installAsDefault()})
      */
     public static RootAllocator newRootAllocator() {
         requireNativeAccess();
@@ -118,7 +214,7 @@ public final class ArrowMemory {
      * @param limit the most bytes the allocator may hold at once, {@code > 0}
      * @return a new allocator the caller owns and closes
      * @throws InvalidArgumentException if {@code limit <= 0}
-     * @throws ArrowMemoryException if Arrow Java cannot initialise (see {@link #installAsDefault()})
+     * @throws ArrowJavaUnavailableException if Arrow Java cannot initialise (see {@link #installAsDefault()})
      */
     public static RootAllocator newRootAllocator(long limit) {
         requireNativeAccess();
@@ -135,7 +231,7 @@ public final class ArrowMemory {
      * @param limit the most bytes the allocator may hold at once, {@code > 0}
      * @return a new allocator the caller owns and closes
      * @throws InvalidArgumentException if {@code limit <= 0}
-     * @throws ArrowMemoryException if Arrow Java cannot initialise (see {@link #installAsDefault()})
+     * @throws ArrowJavaUnavailableException if Arrow Java cannot initialise (see {@link #installAsDefault()})
      */
     public static RootAllocator newRootAllocator(AllocationManager.Factory factory, long limit) {
         requireNativeAccess();
@@ -180,18 +276,18 @@ public final class ArrowMemory {
             return;
         }
         synchronized (ArrowMemory.class) {
-            ArrowMemoryException inaccessible = null;
+            ArrowJavaUnavailableException inaccessible = null;
             try {
                 VarHandle slot = defaultSlot();
                 if (slot.getVolatile() == null) {
                     slot.setVolatile(FfmAllocationManager.FACTORY);
                 }
-            } catch (ArrowMemoryException e) {
+            } catch (ArrowJavaUnavailableException e) {
                 inaccessible = e;
             }
             try {
                 initialiseBaseAllocator();
-            } catch (ArrowMemoryException e) {
+            } catch (ArrowJavaUnavailableException e) {
                 if (inaccessible != null) {
                     inaccessible.addSuppressed(e);
                     throw inaccessible;
@@ -208,9 +304,9 @@ public final class ArrowMemory {
             // RootAllocator's initialisation is BaseAllocator's (its superclass, not public)
             Class.forName(RootAllocator.class.getName(), true, RootAllocator.class.getClassLoader());
         } catch (ClassNotFoundException e) {
-            throw new ArrowMemoryException("Arrow Java's BaseAllocator is missing: " + e, e);
+            throw new ArrowJavaUnavailableException("Arrow Java's BaseAllocator is missing: " + e, e);
         } catch (LinkageError e) {
-            throw new ArrowMemoryException("Arrow Java's BaseAllocator failed to initialise (" + e
+            throw new ArrowJavaUnavailableException("Arrow Java's BaseAllocator failed to initialise (" + e
                     + "); a class initialisation fails once and for the JVM's life, so call "
                     + "ArrowMemory.installAsDefault() (or ArrowMemory.newRootAllocator()) before anything else "
                     + "creates a RootAllocator", e);
@@ -224,12 +320,12 @@ public final class ArrowMemory {
                     .findStaticVarHandle(DefaultAllocationManagerOption.class, DEFAULT_FIELD,
                             AllocationManager.Factory.class);
         } catch (IllegalAccessException | RuntimeException e) { // RuntimeException: InaccessibleObjectException
-            throw new ArrowMemoryException("cannot set Arrow Java's default allocation manager: "
+            throw new ArrowJavaUnavailableException("cannot set Arrow Java's default allocation manager: "
                     + "org.apache.arrow.memory is not open to devicebridge; start the JVM with " + opensFlag()
                     + " (or pass ArrowMemory.factory() to an allocator's configuration, which still needs "
                     + "another allocation manager on the module path for BaseAllocator to initialise)", e);
         } catch (NoSuchFieldException e) {
-            throw new ArrowMemoryException("this Arrow Java has no DefaultAllocationManagerOption."
+            throw new ArrowJavaUnavailableException("this Arrow Java has no DefaultAllocationManagerOption."
                     + DEFAULT_FIELD + " (written for Arrow Java 19): " + e, e);
         }
     }

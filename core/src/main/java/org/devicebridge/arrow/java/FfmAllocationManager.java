@@ -22,7 +22,7 @@ import org.devicebridge.internal.Native;
  * libc's heap, which reuses them. Blocks of {@value #HUGE_PAGE} bytes or more are rounded to whole 2 MiB
  * huge pages, aligned to them and advised as huge pages ({@code MADV_HUGEPAGE}): their first touch faults
  * once per 2 MiB (fresh memory fills about 3x faster); they come from {@code mmap} inside libc and go back
- * to the OS on {@code free}, unless a {@link HostBlockCache} (of a {@link PooledArrowMemory}) keeps them
+ * to the OS on {@code free}, unless a {@link HostBlockCache} (of a pooled {@link ArrowMemory}) keeps them
  * for the next allocation of the same size.
  *
  * <p>Thread-safe as Arrow requires: Arrow calls {@link #release0()} once, under its ledger's lock; a

@@ -308,10 +308,12 @@ final class JavaFields {
 
     private static org.apache.arrow.vector.types.TimeUnit unit(ArrowDataType t) {
         return switch (t.unit()) {
-            case SECOND -> org.apache.arrow.vector.types.TimeUnit.SECOND;
-            case MILLISECOND -> org.apache.arrow.vector.types.TimeUnit.MILLISECOND;
-            case MICROSECOND -> org.apache.arrow.vector.types.TimeUnit.MICROSECOND;
-            case NANOSECOND -> org.apache.arrow.vector.types.TimeUnit.NANOSECOND;
+            case SECONDS -> org.apache.arrow.vector.types.TimeUnit.SECOND;
+            case MILLIS -> org.apache.arrow.vector.types.TimeUnit.MILLISECOND;
+            case MICROS -> org.apache.arrow.vector.types.TimeUnit.MICROSECOND;
+            case NANOS -> org.apache.arrow.vector.types.TimeUnit.NANOSECOND;
+            // the format parser makes only these four
+            default -> throw new IllegalStateException("time unit " + t.unit());
         };
     }
 }

@@ -4,6 +4,7 @@ import static org.devicebridge.arrow.flight.DeviceFlightLoopbackTest.SCHEMA;
 import static org.devicebridge.arrow.flight.DeviceFlightLoopbackTest.assertBatch;
 import static org.devicebridge.arrow.flight.DeviceFlightLoopbackTest.batch;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -282,8 +283,11 @@ class DevicePutAdmissionTest {
     @Test
     void thePolicyGetsTheAuthenticatedIdentityTheNameAndWhetherItExists() throws Exception {
         List<String> asked = new CopyOnWriteArrayList<>();
-        start(PutOptions.defaults().withPolicy((peer, name, exists) -> {
-            asked.add(peer + "/" + name + "/" + exists);
+        start(PutOptions.defaults().withPolicy((peer, name) -> {
+            asked.add(peer + "/" + name + "/false");
+            return true;
+        }, (peer, name) -> {
+            asked.add(peer + "/" + name + "/true");
             return true;
         }));
         put("d", "alice", 3);
@@ -296,7 +300,8 @@ class DevicePutAdmissionTest {
 
     @Test
     void aPolicyThatRefusesCreatesCancelsThePutBeforeAnyBatchIsLanded() throws Exception {
-        start(PutOptions.defaults().withPolicy((peer, name, exists) -> peer.equals("admin")));
+        start(PutOptions.defaults().withPolicy((peer, name) -> peer.equals("admin"),
+                (peer, name) -> peer.equals("admin")));
         refusal(FlightStatusCode.UNAUTHORIZED, () -> put("d", "mallory", 5, 5), "create", "'d'", "'mallory'");
         assertEquals(0, producer.landed.get());
         assertEquals(Set.of(), producer.store.names());
@@ -318,7 +323,7 @@ class DevicePutAdmissionTest {
 
     @Test
     void aPolicyThatAllowsReplacingSwapsTheDatasetOnlyAfterTheWholePut() throws Exception {
-        start(PutOptions.defaults().withPolicy(PutPolicy.ANY).withMaxBatches(2));
+        start(PutOptions.defaults().withPolicy((peer, name) -> true, (peer, name) -> true).withMaxBatches(2));
         put("d", 7, 8);
         long held = producer.store.bytesHeld();
         // a replacing put that fails half-way leaves the old dataset in place
@@ -380,13 +385,15 @@ class DevicePutAdmissionTest {
         PutOptions d = PutOptions.defaults();
         assertEquals(PutOptions.DEFAULT_MAX_BATCH_BYTES, d.maxBatchBytes());
         assertEquals(ValidationLevel.DEFAULT, d.validation());
-        assertEquals(PutPolicy.CREATE_ONLY, d.policy());
+        assertTrue(d.mayCreate().test("", "d"), "anyone may create by default");
+        assertFalse(d.mayReplace().test("admin", "d"), "nobody may replace by default");
         InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> d.withMaxTotalBytes(0));
         assertEquals("maxTotalBytes", e.parameter());
         assertEquals("maxBatches", assertThrows(InvalidArgumentException.class, () -> d.withMaxBatches(-1)).parameter());
         assertEquals("validation", assertThrows(InvalidArgumentException.class,
                 () -> d.withValidation(ValidationLevel.MINIMAL)).parameter());
-        assertThrows(NullPointerException.class, () -> d.withPolicy(null));
+        assertThrows(NullPointerException.class, () -> d.withPolicy(null, (peer, name) -> true));
+        assertThrows(NullPointerException.class, () -> d.withPolicy((peer, name) -> true, null));
     }
 
     /** The admission over a host store: each batch lands as a root sharing the buffers Flight received. */

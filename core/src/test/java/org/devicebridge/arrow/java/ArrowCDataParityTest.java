@@ -145,7 +145,7 @@ class ArrowCDataParityTest extends ArrowTestSupport {
             ArrowJava.exportRoot(source, dictionaries, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema)) {
                 return ArrowJava.importVectorSchemaRoot(allocator,
-                        ArrowImport.importArray(s, array, ValidationLevel.FULL), into);
+                        ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), into);
             }
         }
     }
@@ -222,7 +222,7 @@ class ArrowCDataParityTest extends ArrowTestSupport {
             }
             try (ImportedSchema s = ArrowImport.importSchema(forUs.schemaPtr());
                  FieldVector ours = ArrowJava.importFieldVector(allocator,
-                         ArrowImport.importArray(s, forUs.arrayPtr(), ValidationLevel.FULL), null);
+                         ArrowImport.importArray(s.root(), forUs.arrayPtr(), ValidationLevel.FULL), null);
                  CDataDictionaryProvider p = new CDataDictionaryProvider();
                  FieldVector peer = Data.importVector(allocator, org.apache.arrow.c.ArrowArray.wrap(forThem.arrayPtr().address()),
                          org.apache.arrow.c.ArrowSchema.wrap(forThem.schemaPtr().address()), p)) {
@@ -243,7 +243,7 @@ class ArrowCDataParityTest extends ArrowTestSupport {
             }
             ValidationException ours = assertThrows(ValidationException.class, () -> {
                 try (ImportedSchema s = ArrowImport.importSchema(sa[0][0])) {
-                    ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s, sa[0][1], ValidationLevel.FULL), null)
+                    ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s.root(), sa[0][1], ValidationLevel.FULL), null)
                             .close();
                 }
             });
@@ -271,7 +271,7 @@ class ArrowCDataParityTest extends ArrowTestSupport {
                     h.array(0, 0, 0, new MemorySegment[] {null, null})));
             try (ImportedSchema s = ArrowImport.importSchema(schemas[0])) {
                 UnsupportedFeatureException e = assertThrows(UnsupportedFeatureException.class, () ->
-                        ArrowJava.importVectorSchemaRoot(allocator, ArrowImport.importArray(s, array, ValidationLevel.FULL),
+                        ArrowJava.importVectorSchemaRoot(allocator, ArrowImport.importArray(s.root(), array, ValidationLevel.FULL),
                                 null).close());
                 assertEquals("children[0]", e.path());
                 assertTrue(HandBuilt.released(array, false), "released on the throw");
@@ -310,7 +310,7 @@ class ArrowCDataParityTest extends ArrowTestSupport {
             // arrow-c-data's export keeps type id 0 for the unset rows, which no child of the union has
             try (ImportedSchema s = ArrowImport.importSchema(theirs.schemaPtr())) {
                 ValidationException e = assertThrows(ValidationException.class,
-                        () -> ArrowImport.importArray(s, theirs.arrayPtr(), ValidationLevel.FULL).close());
+                        () -> ArrowImport.importArray(s.root(), theirs.arrayPtr(), ValidationLevel.FULL).close());
                 assertEquals(ValidationException.Category.CONTENT, e.category());
             }
             try (Arena arena = Arena.ofConfined()) { // the bridge's export of the same vector is valid at FULL
@@ -318,7 +318,7 @@ class ArrowCDataParityTest extends ArrowTestSupport {
                 MemorySegment schema = arena.allocate(ArrowSchema.layout());
                 ArrowJava.exportVector(u, null, array, schema);
                 try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                    ArrowImport.importArray(s, array, ValidationLevel.FULL).close();
+                    ArrowImport.importArray(s.root(), array, ValidationLevel.FULL).close();
                 }
             }
         }

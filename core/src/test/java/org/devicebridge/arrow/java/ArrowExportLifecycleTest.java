@@ -36,8 +36,6 @@ import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ExportedArray;
-import org.devicebridge.arrow.ExportedDeviceArray;
-import org.devicebridge.arrow.ExportedDeviceStream;
 import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ExportedStream;
 import org.devicebridge.arrow.SchemaNode;
@@ -452,16 +450,25 @@ class ArrowExportLifecycleTest {
         TestReader reader = new TestReader(allocator, 1, -1);
         try (ExportedStream s = ArrowJava.exportStream(reader)) {
             assertFalse(reader.closed);
+            assertFalse(s.isDevice());
+            assertEquals(ArrowArrayStream.sizeof(), s.segment().byteSize());
         }
         assertTrue(reader.closed);
         TestReader reader2 = new TestReader(allocator, 1, -1);
-        try (ExportedDeviceStream s = ArrowJava.exportDeviceStream(reader2)) {
+        try (ExportedStream s = ArrowJava.exportDeviceStream(reader2)) {
+            assertTrue(s.isDevice());
+            assertEquals(ArrowDeviceArrayStream.sizeof(), s.segment().byteSize());
             assertEquals(1, ArrowDeviceArrayStream.device_type(s.segment()));
         }
         assertTrue(reader2.closed);
         try (VectorSchemaRoot root = intsAndStrings(2, 1);
-             ExportedDeviceArray d = ArrowJava.exportDeviceArray(root)) {
+             ExportedArray d = ArrowJava.exportDeviceArray(root);
+             ExportedArray a = ArrowJava.exportRoot(root)) {
+            assertTrue(d.isDevice());
+            assertEquals(ArrowDeviceArray.sizeof(), d.segment().byteSize());
             assertEquals(-1L, ArrowDeviceArray.device_id(d.segment()));
+            assertFalse(a.isDevice());
+            assertEquals(ArrowArray.sizeof(), a.segment().byteSize());
         }
     }
 

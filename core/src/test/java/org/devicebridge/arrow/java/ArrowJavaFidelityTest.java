@@ -70,7 +70,7 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
             ArrowJava.exportVector(v, null, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                return ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s, array, ValidationLevel.FULL), null);
+                return ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null);
             }
         }
     }
@@ -182,7 +182,7 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             ArrowJava.exportRoot(root, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
                  VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
-                         ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                         ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 assertEquals(root.getSchema(), ours.getSchema());
                 assertEquals(new LengthType("km"), ours.getSchema().getFields().get(0).getType(), "the unit deserialized");
                 assertInstanceOf(LengthType.LengthVector.class, ours.getVector(0));
@@ -252,7 +252,7 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
                 h.bits(true, true, true, false, true), h.ints(0, 1, 2, 3, 5, 8), h.utf8("abcdefgh")}));
             try (ImportedSchema s = ArrowImport.importSchema(schema);
                  FieldVector v = ArrowJava.importFieldVector(allocator,
-                         ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                         ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 assertEquals(List.of("null", "fgh"), List.of(String.valueOf(v.getObject(0)), String.valueOf(v.getObject(1))));
                 assertEquals(1, v.getValidityBuffer().readableBytes());
                 assertEquals(12, v.getOffsetBuffer().readableBytes(), "3 rebased offsets");
@@ -281,7 +281,7 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
                 ArrowJava.exportRoot(root, array, schemaStruct);
                 try (ImportedSchema s = ArrowImport.importSchema(schemaStruct);
                      VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
-                             ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                             ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                     assertEquals(schema.toJson(), ours.getSchema().toJson(), "character for character");
                     ours.getSchema().getFields().forEach(ArrowJavaFidelityTest::assertPlain);
                     ours.getFieldVectors().forEach(v -> assertPlain(v.getField()));
@@ -321,7 +321,7 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             assertEquals(0, original.getTypeValue(1), "the vector itself is not written");
             try (ImportedSchema s = ArrowImport.importSchema(schema);
                  FieldVector ours = ArrowJava.importFieldVector(allocator,
-                         ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                         ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 assertEquals(UNION_VALUES, values(ours));
                 // and back through arrow-c-data: the same values
                 ArrowJava.exportVector(ours, null, array, schema);
@@ -345,7 +345,7 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             ArrowJava.exportRoot(root, array, null);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
                  VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
-                         ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                         ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 assertEquals(root.getSchema(), ours.getSchema(), "no child added: the schema is the vector's");
                 assertEquals(UNION_VALUES, values(ours.getVector(0)));
             }

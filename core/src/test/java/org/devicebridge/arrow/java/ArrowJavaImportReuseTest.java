@@ -61,7 +61,7 @@ class ArrowJavaImportReuseTest extends ArrowTestSupport {
         ArrowJava.exportRoot(root, array, schema);
         ImportedArray imported;
         try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-            imported = ArrowImport.importArray(s, array, ValidationLevel.DEFAULT);
+            imported = ArrowImport.importArray(s.root(), array, ValidationLevel.DEFAULT);
         }
         return ArrowJava.importVectorSchemaRoot(allocator, imported, null);
     }
@@ -77,7 +77,7 @@ class ArrowJavaImportReuseTest extends ArrowTestSupport {
                     MemorySegment array = arena.allocate(ArrowArray.layout());
                     ArrowJava.exportRoot(producer, array, null);
                     try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
-                            ArrowImport.importArray(schema, array, ValidationLevel.DEFAULT), null)) {
+                            ArrowImport.importArray(schema.root(), array, ValidationLevel.DEFAULT), null)) {
                         assertEquals(producer.getSchema(), back.getSchema());
                         assertEquals(producer.contentToTSVString(), back.contentToTSVString());
                     }
@@ -87,9 +87,9 @@ class ArrowJavaImportReuseTest extends ArrowTestSupport {
                 ArrowJava.exportRoot(producer, a1, null);
                 ArrowJava.exportRoot(producer, a2, null);
                 try (VectorSchemaRoot b1 = ArrowJava.importVectorSchemaRoot(allocator,
-                        ArrowImport.importArray(schema, a1, ValidationLevel.DEFAULT), null);
+                        ArrowImport.importArray(schema.root(), a1, ValidationLevel.DEFAULT), null);
                      VectorSchemaRoot b2 = ArrowJava.importVectorSchemaRoot(allocator,
-                             ArrowImport.importArray(schema, a2, ValidationLevel.DEFAULT), null)) {
+                             ArrowImport.importArray(schema.root(), a2, ValidationLevel.DEFAULT), null)) {
                     first = b1.getSchema().getFields();
                     assertSame(b1.getSchema(), b2.getSchema(), "same SchemaNode: the same Schema");
                 }
@@ -154,7 +154,7 @@ class ArrowJavaImportReuseTest extends ArrowTestSupport {
                     ArrowJava.exportRoot(producer, provider, array, schema);
                     ImportedArray imported;
                     try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                        imported = ArrowImport.importArray(s, array, ValidationLevel.DEFAULT);
+                        imported = ArrowImport.importArray(s.root(), array, ValidationLevel.DEFAULT);
                     }
                     try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator, imported, received)) {
                         ids.add(back.getSchema().getFields().get(0).getDictionary().getId());

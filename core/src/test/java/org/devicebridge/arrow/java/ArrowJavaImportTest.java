@@ -51,7 +51,7 @@ class ArrowJavaImportTest extends ArrowTestSupport {
                 ArrowArray.null_count(e.arrayStruct(), -1);
             }
             try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
-                ImportedArray array = ArrowImport.importArray(schema, e.arrayPtr(), ValidationLevel.FULL);
+                ImportedArray array = ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL);
                 if (name.equals("run_end_encoded") && offset != 0) {
                     try (array) {
                         assertThrows(UnsupportedFeatureException.class,
@@ -107,7 +107,7 @@ class ArrowJavaImportTest extends ArrowTestSupport {
             FieldVector moved;
             try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
                  FieldVector imported = ArrowJava.importFieldVector(allocator,
-                         ArrowImport.importArray(schema, e.arrayPtr(), ValidationLevel.DEFAULT), null)) {
+                         ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.DEFAULT), null)) {
                 moved = (FieldVector) imported.getTransferPair(allocator).getTo();
                 imported.makeTransferPair(moved).transfer();
             }
@@ -147,7 +147,7 @@ class ArrowJavaImportTest extends ArrowTestSupport {
              DictionaryProvider.MapDictionaryProvider dicts = new DictionaryProvider.MapDictionaryProvider()) {
             assertEquals("u", schema.root().dictionary().format());
             try (FieldVector imported = ArrowJava.importFieldVector(allocator,
-                    ArrowImport.importArray(schema, e.arrayPtr(), ValidationLevel.FULL), dicts)) {
+                    ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL), dicts)) {
                 long id = imported.getField().getDictionary().getId();
                 FieldVector decodedDict = dicts.lookup(id).getVector();
                 for (int i = 0; i < values.length; i++) {

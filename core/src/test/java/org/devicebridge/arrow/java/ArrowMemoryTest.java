@@ -20,6 +20,7 @@ import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.ArrowJavaUnavailableException;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ImportedSchema;
@@ -173,7 +174,7 @@ class ArrowMemoryTest {
         if (ffmDefault) {
             ArrowMemory.installAsDefault(); // installed already: a second call changes nothing
         } else {
-            ArrowMemoryException e = assertThrows(ArrowMemoryException.class, ArrowMemory::installAsDefault);
+            ArrowJavaUnavailableException e = assertThrows(ArrowJavaUnavailableException.class, ArrowMemory::installAsDefault);
             assertTrue(e.getMessage().contains("chose its default allocation manager already"), e.getMessage());
         }
         if ("ffm".equals(System.getProperty(ArrowMemorySessionListener.PROPERTY))) {
@@ -205,7 +206,7 @@ class ArrowMemoryTest {
                 ArrowJava.exportRoot(table, array, schema);
                 try (ImportedSchema s = ArrowImport.importSchema(schema);
                      VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
-                             ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                             ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                     assertEquals(table.contentToTSVString(), back.contentToTSVString());
                     assertNotEquals(0, allocator.getAllocatedMemory());
                 }

@@ -104,7 +104,7 @@ class BridgeExactnessTest extends ArrowTestSupport {
             ArrowJava.exportRoot(original, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
                  VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
-                         ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                         ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 assertEquals(original.getSchema(), ours.getSchema(), "names, field and schema metadata kept");
                 assertEquals(original.contentToTSVString(), ours.contentToTSVString());
                 // the other way: ours exported again, read by arrow-c-data, which keeps them the same way
@@ -136,7 +136,7 @@ class BridgeExactnessTest extends ArrowTestSupport {
             }
             try (ImportedSchema s = ArrowImport.importSchema(sa[0][0]);
                  VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
-                         ArrowImport.importArray(s, sa[0][1], ValidationLevel.DEFAULT), null);
+                         ArrowImport.importArray(s.root(), sa[0][1], ValidationLevel.DEFAULT), null);
                  CDataDictionaryProvider p = new CDataDictionaryProvider();
                  VectorSchemaRoot peer = Data.importVectorSchemaRoot(allocator,
                          org.apache.arrow.c.ArrowArray.wrap(sa[1][1].address()), org.apache.arrow.c.ArrowSchema.wrap(sa[1][0].address()), p)) {
@@ -203,7 +203,7 @@ class BridgeExactnessTest extends ArrowTestSupport {
             ArrowArray.null_count(array, -1);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
                  FieldVector back = ArrowJava.importFieldVector(allocator,
-                         ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                         ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 assertEquals(original.getField().getType(), back.getField().getType(), "declared width kept");
                 assertTrue(back instanceof DecimalVector, "Arrow Java's own layout: " + back.getClass());
                 for (int i = 0; i < length; i++) {
@@ -223,8 +223,8 @@ class BridgeExactnessTest extends ArrowTestSupport {
             MemorySegment a64 = HandBuilt.rootArray(h.array(2, 0, 2, new MemorySegment[] {null,
                     h.longs(0, 0, Long.MIN_VALUE / 10, 999_999_999_999_999_999L)}));
             try (ImportedSchema i32 = ArrowImport.importSchema(s32); ImportedSchema i64 = ArrowImport.importSchema(s64);
-                 FieldVector v32 = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(i32, a32, ValidationLevel.FULL), null);
-                 FieldVector v64 = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(i64, a64, ValidationLevel.DEFAULT), null)) {
+                 FieldVector v32 = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(i32.root(), a32, ValidationLevel.FULL), null);
+                 FieldVector v64 = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(i64.root(), a64, ValidationLevel.DEFAULT), null)) {
                 assertEquals(new BigDecimal("-9999999.99"), v32.getObject(0));
                 assertEquals(null, v32.getObject(1));
                 assertEquals(new BigDecimal("1.23"), v32.getObject(2));
@@ -290,7 +290,7 @@ class BridgeExactnessTest extends ArrowTestSupport {
             try (ImportedSchema s = ArrowImport.importSchema(schema);
                  DictionaryProvider.MapDictionaryProvider ours = new DictionaryProvider.MapDictionaryProvider();
                  FieldVector back = ArrowJava.importFieldVector(allocator,
-                         ArrowImport.importArray(s, array, ValidationLevel.FULL), ours)) {
+                         ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), ours)) {
                 assertEquals(want, decode(back, ours));
                 assertEquals(2, ours.getDictionaryIds().size(), "both dictionaries, each under its own id");
                 // and ours exported again, read by arrow-c-data (which renumbers ids: it decodes the same)

@@ -91,7 +91,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             List<String> want = List.of(ROW_VALUES).subList(offset, offset + length);
             int releases = HandBuilt.ARRAY_RELEASES.get();
             try (ImportedSchema s = ArrowImport.importSchema(sa[0]);
-                 FieldVector v = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s, sa[1], level), null)) {
+                 FieldVector v = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s.root(), sa[1], level), null)) {
                 assertEquals(want, values(v));
                 assertEquals(releases, HandBuilt.ARRAY_RELEASES.get(), "the vectors hold the struct");
                 assertEquals(want, roundTrip(v), "exported by this library and imported back");
@@ -115,7 +115,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             MemorySegment array = HandBuilt.rootArray(h.array(0, 0, 0, new MemorySegment[] {null, null},
                     h.array(0, 0, 0, new MemorySegment[] {null, null}), h.array(0, 0, 0, new MemorySegment[] {null, null, null})));
             try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 FieldVector v = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                 FieldVector v = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 assertEquals(0, v.getValueCount());
                 assertEquals(2, v.getChildrenFromFields().size(), "both children kept");
             }
@@ -155,7 +155,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             HandBuilt.rootSchema(schema);
             HandBuilt.rootArray(array);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 FieldVector v = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                 FieldVector v = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 FieldVector union = outer.startsWith("+w") ? v.getChildrenFromFields().get(0) : v;
                 List<String> got = outer.startsWith("+w") ? values(union) : values(v);
                 assertEquals(want, got);
@@ -189,7 +189,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
                     org.devicebridge.generated.arrow.ArrowArray.length(e.arrayStruct(), w[1]);
                     org.devicebridge.generated.arrow.ArrowArray.null_count(e.arrayStruct(), -1);
                     try (ImportedSchema s = ArrowImport.importSchema(e.schemaPtr());
-                         FieldVector v = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s, e.arrayPtr(), level), null)) {
+                         FieldVector v = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s.root(), e.arrayPtr(), level), null)) {
                         assertEquals(w[1], v.getValueCount());
                         for (int i = 0; i < w[1]; i++) {
                             assertEquals(String.valueOf(list.getObject(w[0] + i)), String.valueOf(v.getObject(i)));
@@ -260,7 +260,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
                         org.devicebridge.generated.arrow.ArrowArray.buffers$offset()).reinterpret(8);
                 assertEquals(v.getTypeBuffer().memoryAddress(), buffers.get(java.lang.foreign.ValueLayout.JAVA_LONG, 0),
                         "the type ids are the vector's own buffer");
-                ArrowImport.importArray(s, array, ValidationLevel.FULL).close();
+                ArrowImport.importArray(s.root(), array, ValidationLevel.FULL).close();
             }
             long before = allocator.getAllocatedMemory();
             v.getTypeBuffer().setByte(1, 100); // no minor type 100, no declared id 100
@@ -313,7 +313,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             }
         }
         try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-            ImportedArray a = ArrowImport.importArray(s, array, ValidationLevel.FULL);
+            ImportedArray a = ArrowImport.importArray(s.root(), array, ValidationLevel.FULL);
             try (VectorSchemaRoot r = ArrowJava.importVectorSchemaRoot(allocator, a, null)) {
                 assertFalse(a.isLive());
                 assertEquals(format.substring(4), joinIds((ArrowType.Union) r.getSchema().getFields().get(0).getType()),
@@ -354,7 +354,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             ArrowJava.exportRoot(r, null, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
                  VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
-                         ArrowImport.importArray(s, array, ValidationLevel.DEFAULT), null)) {
+                         ArrowImport.importArray(s.root(), array, ValidationLevel.DEFAULT), null)) {
                 return values(back.getVector(0));
             }
         }
@@ -368,7 +368,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             ArrowJava.exportVector(v, null, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
                  FieldVector back = ArrowJava.importFieldVector(allocator,
-                         ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                         ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 return values(back);
             }
         }

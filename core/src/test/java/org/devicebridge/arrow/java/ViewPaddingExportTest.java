@@ -78,7 +78,7 @@ class ViewPaddingExportTest extends ArrowTestSupport {
     private void assertImportsAtFullWithTheSameValues(FieldVector original, MemorySegment array, MemorySegment schema) {
         try (ImportedSchema s = ArrowImport.importSchema(schema);
              FieldVector back = ArrowJava.importFieldVector(allocator,
-                     ArrowImport.importArray(s, array, ValidationLevel.FULL), null)) {
+                     ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
             assertEquals(original.getValueCount(), back.getValueCount());
             for (int i = 0; i < original.getValueCount(); i++) {
                 assertEquals(original.getObject(i), back.getObject(i), "row " + i);
@@ -142,7 +142,7 @@ class ViewPaddingExportTest extends ArrowTestSupport {
                     ArrowJava.exportRoot(slice, array, schema);
                     try (ImportedSchema is = ArrowImport.importSchema(schema);
                          VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
-                                 ArrowImport.importArray(is, array, ValidationLevel.FULL), null)) {
+                                 ArrowImport.importArray(is.root(), array, ValidationLevel.FULL), null)) {
                         for (int i = 0; i < slice.getRowCount(); i++) {
                             assertEquals(slice.getVector(0).getObject(i), back.getVector(0).getObject(i), "row " + i);
                             assertArrayEquals((byte[]) slice.getVector(1).getObject(i),

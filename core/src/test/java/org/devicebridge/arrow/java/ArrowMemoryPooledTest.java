@@ -11,18 +11,18 @@ import org.devicebridge.InvalidArgumentException;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link PooledArrowMemory}: freed large blocks are kept up to the capacity (oldest given back first) and
+ * {@link ArrowMemory#pooled pooled Arrow memory}: freed large blocks are kept up to the capacity (oldest given back first) and
  * reused by the next buffer of their size, small ones are not; accounting stays exact; trim and close give
  * the blocks back; large blocks are whole, aligned huge pages.
  */
-class PooledArrowMemoryTest {
+class ArrowMemoryPooledTest {
     private static final long MIB = 1L << 20;
 
     @Test
     void aFreedLargeBlockServesTheNextBufferOfItsSize() {
         long live = ArrowMemory.liveBytes();
-        try (PooledArrowMemory memory = PooledArrowMemory.create(64 * MIB);
-             RootAllocator allocator = memory.newRootAllocator()) {
+        try (ArrowMemory memory = ArrowMemory.pooled(64 * MIB);
+             RootAllocator allocator = memory.newPooledRootAllocator()) {
             long address;
             try (ArrowBuf b = allocator.buffer(20 * MIB)) {
                 address = b.memoryAddress();
@@ -48,8 +48,8 @@ class PooledArrowMemoryTest {
 
     @Test
     void theOldestBlocksGoBackFirstAndBlocksOverTheCapacityAreNotKept() {
-        try (PooledArrowMemory memory = PooledArrowMemory.create(10 * MIB);
-             RootAllocator allocator = memory.newRootAllocator()) {
+        try (ArrowMemory memory = ArrowMemory.pooled(10 * MIB);
+             RootAllocator allocator = memory.newPooledRootAllocator()) {
             ArrowBuf a = allocator.buffer(4 * MIB);
             ArrowBuf b = allocator.buffer(8 * MIB);
             ArrowBuf huge = allocator.buffer(16 * MIB);
@@ -73,8 +73,8 @@ class PooledArrowMemoryTest {
 
     @Test
     void afterCloseTheAllocatorsStillWorkAndKeepNothing() {
-        PooledArrowMemory memory = PooledArrowMemory.create(64 * MIB);
-        try (RootAllocator allocator = memory.newRootAllocator()) {
+        ArrowMemory memory = ArrowMemory.pooled(64 * MIB);
+        try (RootAllocator allocator = memory.newPooledRootAllocator()) {
             try (BigIntVector v = new BigIntVector("v", allocator)) {
                 v.allocateNew(4 << 20); // 32 MiB of values
                 v.setSafe((4 << 20) - 1, 7);
@@ -96,6 +96,6 @@ class PooledArrowMemoryTest {
 
     @Test
     void aNegativeCapacityIsTyped() {
-        assertThrows(InvalidArgumentException.class, () -> PooledArrowMemory.create(-1));
+        assertThrows(InvalidArgumentException.class, () -> ArrowMemory.pooled(-1));
     }
 }
