@@ -149,7 +149,7 @@ public final class CudaEvent extends NativeHandle {
 
     /**
      * This event's CUDA IPC handle ({@code cuIpcGetEventHandle}), for an event made by
-     * {@link #createInterprocess}: 64 bytes that {@link #openIpcHandle(int, byte[])} opens in another process.
+     * {@link #createInterprocess}: 64 bytes that {@link #openIpcHandle(Device, byte[])} opens in another process.
      *
      * @return 64 bytes; the caller keeps owning this event
      * @throws CudaException if the driver refuses (e.g. a pooled event, which is not interprocess)

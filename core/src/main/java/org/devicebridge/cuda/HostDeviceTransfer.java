@@ -65,6 +65,7 @@ public final class HostDeviceTransfer extends NativeHandle {
      * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
      */
     public static HostDeviceTransfer create(Device device, long stagingBytes) {
+        Cuda.requireCudaDevice(device);
         requireNativeAccess();
         return create(device, TransferOptions.defaults().withStagingBytes(stagingBytes));
     }

@@ -2,6 +2,7 @@ package org.devicebridge.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import org.devicebridge.Device;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.testing.AllowsLeaks;
@@ -31,6 +32,6 @@ class CudaMemoryCleanerTest {
     }
 
     private static void allocateAndForget() {
-        DeviceBuffer.allocate(DEVICE, 1 << 20).address();
+        DeviceBuffer.allocate(Device.cuda(DEVICE), 1 << 20).address();
     }
 }

@@ -24,7 +24,7 @@ class DeviceMemoryPoolTest {
 
     @Test
     void retainedMemoryStaysInThePoolUntilTrimmed() {
-        try (CudaStream s = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING)) {
+        try (CudaStream s = CudaStream.create(Device.cuda(DEVICE))) {
             Cuda.setMemoryPoolThreshold(Device.cuda(DEVICE), 0);
             Cuda.trimMemoryPool(Device.cuda(DEVICE), 0);
             long base = Cuda.memoryPoolReservedBytes(Device.cuda(DEVICE));
@@ -52,7 +52,7 @@ class DeviceMemoryPoolTest {
     }
 
     private static void cycle(CudaStream s) {
-        try (DeviceBuffer b = DeviceBuffer.allocateAsync(DEVICE, BYTES, s)) {
+        try (DeviceBuffer b = DeviceBuffer.allocateAsync(Device.cuda(DEVICE), BYTES, s)) {
             assertEquals(BYTES, b.byteSize());
         }
         s.synchronize();

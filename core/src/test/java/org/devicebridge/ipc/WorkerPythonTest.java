@@ -1,5 +1,6 @@
 package org.devicebridge.ipc;
 
+import org.devicebridge.Device;
 import org.devicebridge.testing.PythonProcess;
 import static org.devicebridge.testing.PythonProcess.python;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -29,7 +30,6 @@ import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.ipc.WorkerChannel.PeerException;
@@ -73,8 +73,8 @@ class WorkerPythonTest {
         allocator = ExportTestSupport.allocator();
         liveBefore = HandleTracker.liveHandles();
         deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
-        stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-        transfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
+        stream = CudaStream.create(Device.cuda(DEVICE));
+        transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20);
     }
 
     @AfterEach

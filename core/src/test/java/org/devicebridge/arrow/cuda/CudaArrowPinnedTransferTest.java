@@ -8,13 +8,13 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.devicebridge.Device;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.TransferOptions;
 import org.devicebridge.cuda.PointerAttributes;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.testing.RequiresCuda;
 import org.junit.jupiter.api.AfterEach;
@@ -50,8 +50,8 @@ class CudaArrowPinnedTransferTest {
         pinnedMemory = PinnedArrowMemory.create();
         pinned = pinnedMemory.newRootAllocator();
         downloadsBefore = DownloadedBuffers.LIVE.get();
-        stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-        transfer = HostDeviceTransfer.create(DEVICE, TransferOptions.defaults()
+        stream = CudaStream.create(Device.cuda(DEVICE));
+        transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), TransferOptions.defaults()
                 .withStagingBytes(4L << 20).withChunkBytes(256L << 10));
         deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
     }
@@ -142,7 +142,7 @@ class CudaArrowPinnedTransferTest {
         DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
         List<FieldVector> vectors = ExportTestSupport.family(family, pinned, ROWS, false, dictionaries);
         try (VectorSchemaRoot root = new VectorSchemaRoot(vectors);
-             CudaEvent done = CudaEvent.acquire(DEVICE)) {
+             CudaEvent done = CudaEvent.acquire(Device.cuda(DEVICE))) {
             root.setRowCount(ROWS);
             long waits = transfer.statistics().hostWaits();
             try (CudaArrowBatch batch = CudaArrow.uploadAsync(root, dictionaries, DeviceCopies.of(transfer, stream))) {

@@ -20,6 +20,7 @@ import org.apache.arrow.flight.Location;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.Device;
 import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.arrow.cuda.DeviceCopies;
@@ -27,7 +28,6 @@ import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.testing.RequiresCuda;
 import org.junit.jupiter.api.AfterEach;
@@ -67,11 +67,11 @@ class DeviceFlightGpuTest {
         serverMemory = pinned.newRootAllocator();
         clientMemory = pinned.newRootAllocator();
         plainMemory = ArrowMemory.newRootAllocator();
-        serverStream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-        clientStream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-        consumer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-        serverTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
-        clientTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
+        serverStream = CudaStream.create(Device.cuda(DEVICE));
+        clientStream = CudaStream.create(Device.cuda(DEVICE));
+        consumer = CudaStream.create(Device.cuda(DEVICE));
+        serverTransfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20);
+        clientTransfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20);
         producer = new DeviceFlightProducer(new DeviceCopies(serverMemory, serverTransfer, serverStream));
         server = FlightServer.builder(serverMemory, Location.forGrpcInsecure("127.0.0.1", 0), producer).build().start();
     }
@@ -120,7 +120,7 @@ class DeviceFlightGpuTest {
         assertEquals(firstAndRows.length / 2, got.size());
         for (int i = 0; i < got.size(); i++) {
             DeviceFlightBatch b = got.get(i);
-            assertEquals(DEVICE, b.batch().device());
+            assertEquals(Device.cuda(DEVICE), b.batch().device());
             consumer.waitEvent(b.ready());
             try (VectorSchemaRoot back = CudaArrow.download(b.batch(), new DeviceCopies(plainMemory, clientTransfer, consumer))) {
                 assertBatch(back, firstAndRows[2 * i], firstAndRows[2 * i + 1]);
