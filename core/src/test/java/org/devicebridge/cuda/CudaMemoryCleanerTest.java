@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 @RequiresCuda
 @AllowsLeaks("abandons a device buffer on purpose so that the Cleaner frees it")
 class CudaMemoryCleanerTest {
-    private static final int DEVICE = 0;
+    private static final Device DEVICE = Device.cuda(0);
 
     @Test
     void forgottenBufferIsFreedByTheCleanerAndReportedAsALeak() throws InterruptedException {
@@ -32,6 +32,6 @@ class CudaMemoryCleanerTest {
     }
 
     private static void allocateAndForget() {
-        DeviceBuffer.allocate(Device.cuda(DEVICE), 1 << 20).address();
+        DeviceBuffer.allocate(DEVICE, 1 << 20).address();
     }
 }

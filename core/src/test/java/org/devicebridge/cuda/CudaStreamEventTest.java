@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
 /** Streams, pooled events, and a producer/consumer race that shows the event wait is what orders them. */
 @RequiresCuda
 class CudaStreamEventTest {
-    private static final int DEVICE = 0;
+    private static final Device DEVICE = Device.cuda(0);
     private long liveBefore;
     private long failedBefore;
 
@@ -44,7 +44,7 @@ class CudaStreamEventTest {
         int n = 8;
         List<CudaEvent> first = new ArrayList<>();
         for (int i = 0; i < n; i++) {
-            first.add(CudaEvent.acquire(Device.cuda(DEVICE)));
+            first.add(CudaEvent.acquire(DEVICE));
         }
         Set<Long> addresses = new HashSet<>();
         for (CudaEvent e : first) {
@@ -53,11 +53,11 @@ class CudaStreamEventTest {
         }
         assertEquals(n, addresses.size(), "distinct events while held together");
         long created = CudaCounters.snapshot().eventCreateCalls();
-        try (CudaStream s = CudaStream.create(Device.cuda(DEVICE))) {
+        try (CudaStream s = CudaStream.create(DEVICE)) {
             for (int round = 0; round < 100; round++) {
                 List<CudaEvent> again = new ArrayList<>();
                 for (int i = 0; i < n; i++) {
-                    CudaEvent e = CudaEvent.acquire(Device.cuda(DEVICE));
+                    CudaEvent e = CudaEvent.acquire(DEVICE);
                     assertTrue(addresses.contains(e.address()), "reused from the pool");
                     e.record(s);
                     again.add(e);
@@ -71,11 +71,11 @@ class CudaStreamEventTest {
 
     @Test
     void eventRecordQuerySynchronizeAndUseAfterClose() {
-        try (CudaStream s = CudaStream.create(Device.cuda(DEVICE));
-             DeviceBuffer big = DeviceBuffer.allocate(Device.cuda(DEVICE), 256L << 20);
-             DeviceBuffer big2 = DeviceBuffer.allocate(Device.cuda(DEVICE), 256L << 20)) {
-            CudaEvent e = CudaEvent.acquire(Device.cuda(DEVICE));
-            assertEquals(Device.cuda(DEVICE), e.device());
+        try (CudaStream s = CudaStream.create(DEVICE);
+             DeviceBuffer big = DeviceBuffer.allocate(DEVICE, 256L << 20);
+             DeviceBuffer big2 = DeviceBuffer.allocate(DEVICE, 256L << 20)) {
+            CudaEvent e = CudaEvent.acquire(DEVICE);
+            assertEquals(DEVICE, e.device());
             e.record(s);
             e.synchronize();
             assertTrue(e.query());
@@ -92,15 +92,15 @@ class CudaStreamEventTest {
 
     @Test
     void borrowedStreamIsNotDestroyedByClose() {
-        try (CudaStream owner = CudaStream.create(Device.cuda(DEVICE))) {
-            CudaStream view = CudaStream.borrow(Device.cuda(DEVICE), owner.address());
+        try (CudaStream owner = CudaStream.create(DEVICE)) {
+            CudaStream view = CudaStream.borrow(DEVICE, owner.address());
             assertEquals(owner.address(), view.address());
             view.close();
             owner.synchronize(); // still a valid stream
             assertTrue(owner.query());
         }
         long created = CudaCounters.snapshot().streamCreateCalls();
-        try (CudaStream legacy = CudaStream.borrow(Device.cuda(DEVICE), 0)) {
+        try (CudaStream legacy = CudaStream.borrow(DEVICE, 0)) {
             legacy.synchronize();
         }
         assertEquals(created, CudaCounters.snapshot().streamCreateCalls());
@@ -138,11 +138,11 @@ class CudaStreamEventTest {
     /** Runs the race TRIALS times and returns how often the consumer saw the new data. */
     private static int raceTrials(boolean wait) {
         int fresh = 0;
-        try (CudaStream producer = CudaStream.create(Device.cuda(DEVICE));
-             CudaStream consumer = CudaStream.create(Device.cuda(DEVICE));
-             DeviceBuffer scratch = DeviceBuffer.allocate(Device.cuda(DEVICE), BIG);
-             DeviceBuffer src = DeviceBuffer.allocate(Device.cuda(DEVICE), BIG);
-             DeviceBuffer dst = DeviceBuffer.allocate(Device.cuda(DEVICE), BIG);
+        try (CudaStream producer = CudaStream.create(DEVICE);
+             CudaStream consumer = CudaStream.create(DEVICE);
+             DeviceBuffer scratch = DeviceBuffer.allocate(DEVICE, BIG);
+             DeviceBuffer src = DeviceBuffer.allocate(DEVICE, BIG);
+             DeviceBuffer dst = DeviceBuffer.allocate(DEVICE, BIG);
              PinnedHostBuffer tail = PinnedHostBuffer.allocate(TAIL)) {
             MemorySegment host = tail.segment();
             for (int t = 0; t < TRIALS; t++) {
@@ -151,10 +151,10 @@ class CudaStreamEventTest {
                 CudaCopies.fill(dst.range(0, BIG), stale);
                 CudaCopies.fill(src.range(0, BIG), fresh0);
                 host.fill((byte) 0);
-                Cuda.synchronize(Device.cuda(DEVICE));
+                Cuda.synchronize(DEVICE);
                 CudaCopies.deviceToDeviceAsync(src.range(0, BIG), scratch, 0, producer);
                 CudaCopies.deviceToDeviceAsync(src.range(0, BIG), dst, 0, producer);
-                try (CudaEvent ready = CudaEvent.acquire(Device.cuda(DEVICE))) {
+                try (CudaEvent ready = CudaEvent.acquire(DEVICE)) {
                     ready.record(producer);
                     if (wait) {
                         consumer.waitEvent(ready);

@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Test;
 /** The transfer engine on a GPU: packed, aligned uploads and downloads, and a steady state that allocates nothing. */
 @RequiresCuda
 class HostDeviceTransferTest {
-    private static final int DEVICE = 0;
+    private static final Device DEVICE = Device.cuda(0);
 
     private static List<MemorySegment> batch(Arena arena, Random r, long[] sizes) {
         List<MemorySegment> out = new ArrayList<>();
@@ -46,8 +46,8 @@ class HostDeviceTransferTest {
         // sizes 0, 1, odd, a buffer larger than one staging half (forces several chunks), 64 MiB
         long[] sizes = {0, 1, 7, 4093, 1 << 20, (3 << 20) + 5, 0, 64 << 20, 65};
         try (Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 4 << 20)) {
+             CudaStream stream = CudaStream.create(DEVICE);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
             long allocationsBefore = CudaCounters.snapshot().memAllocAsyncCalls();
             try (DeviceUpload up = transfer.upload(host, stream)) {
@@ -84,8 +84,8 @@ class HostDeviceTransferTest {
         long liveBefore = HandleTracker.liveHandles();
         Random r = new Random(5);
         try (Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 16)) {
+             CudaStream stream = CudaStream.create(DEVICE);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 16)) {
             List<MemorySegment> first = batch(arena, r, new long[] {100, 3000});
             List<MemorySegment> second = batch(arena, r, new long[] {40_000, 8});
             try (DeviceUpload a = transfer.upload(first, stream);
@@ -119,8 +119,8 @@ class HostDeviceTransferTest {
         // 32 MiB halves: the 40 MiB buffer spans both, the 9 MiB and 17 MiB ones are split over threads
         long[] sizes = {9 << 20, 3, (17 << 20) + 1, 40 << 20, 4099};
         try (Arena arena = Arena.ofShared(); // not thread-confined: the staging copies may use the pool
-             CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 64 << 20)) {
+             CudaStream stream = CudaStream.create(DEVICE);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 64 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
             for (int round = 0; round < 3; round++) {
                 try (DeviceUpload up = transfer.upload(host, stream)) {
@@ -140,8 +140,8 @@ class HostDeviceTransferTest {
         Random r = new Random(9);
         long[] sizes = {4096, 123, 0, 100_000, 64, 65, 8 << 10};
         try (Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20)) {
+             CudaStream stream = CudaStream.create(DEVICE);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
             List<MemorySegment> back = batch(arena, r, sizes);
             transfer.upload(host, stream).close(); // warm-up
@@ -168,9 +168,9 @@ class HostDeviceTransferTest {
     @Test
     void closedTransferAndBadRangesAreRejected() {
         try (Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
-             DeviceBuffer d = DeviceBuffer.allocate(Device.cuda(DEVICE), 100)) {
-            HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 16);
+             CudaStream stream = CudaStream.create(DEVICE);
+             DeviceBuffer d = DeviceBuffer.allocate(DEVICE, 100)) {
+            HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 16);
             assertThrows(InvalidArgumentException.class,
                     () -> transfer.download(List.of(d.range(90, 11)), arena, stream));
             assertThrows(InvalidArgumentException.class,
@@ -220,8 +220,8 @@ class HostDeviceTransferTest {
         try (Arena arena = Arena.ofConfined();
              PinnedHostBuffer pinned = PinnedHostBuffer.allocate(16L << 20);
              PinnedHostBuffer pinnedBack = PinnedHostBuffer.allocate(16L << 20);
-             CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 4 << 20)) {
+             CudaStream stream = CudaStream.create(DEVICE);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20)) {
             List<MemorySegment> host = slices(pinned.segment(), sizes, r);
             List<MemorySegment> back = slices(pinnedBack.segment(), sizes, null);
             for (int round = 0; round < 3; round++) {
@@ -256,9 +256,9 @@ class HostDeviceTransferTest {
         long[] sizes = {3 << 20, 100, 5 << 20};
         try (PinnedHostBuffer pinned = PinnedHostBuffer.allocate(16L << 20);
              PinnedHostBuffer pinnedBack = PinnedHostBuffer.allocate(16L << 20);
-             CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 4 << 20);
-             CudaEvent done = CudaEvent.acquire(Device.cuda(DEVICE))) {
+             CudaStream stream = CudaStream.create(DEVICE);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20);
+             CudaEvent done = CudaEvent.acquire(DEVICE)) {
             List<MemorySegment> host = slices(pinned.segment(), sizes, r);
             List<MemorySegment> back = slices(pinnedBack.segment(), sizes, null);
             long waits = transfer.statistics().hostWaits();
@@ -282,8 +282,8 @@ class HostDeviceTransferTest {
         try (Arena arena = Arena.ofConfined();
              PinnedHostBuffer pinned = PinnedHostBuffer.allocate(16L << 20);
              PinnedHostBuffer pinnedBack = PinnedHostBuffer.allocate(16L << 20);
-             CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 4 << 20)) {
+             CudaStream stream = CudaStream.create(DEVICE);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20)) {
             List<MemorySegment> back = slices(pinnedBack.segment(), sizes, null);
             for (boolean direct : new boolean[] {true, false}) {
                 List<MemorySegment> host = direct ? slices(pinned.segment(), sizes, r) : batch(arena, r, sizes);
@@ -327,8 +327,8 @@ class HostDeviceTransferTest {
         long[] pageableSizes = {(6 << 20) + 3, 0, 1000};
         try (Arena arena = Arena.ofShared();
              PinnedHostBuffer pinned = PinnedHostBuffer.allocate(8L << 20);
-             CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), TransferOptions.defaults()
+             CudaStream stream = CudaStream.create(DEVICE);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, TransferOptions.defaults()
                      .withStagingBytes(8L << 20).withChunkBytes(1L << 20))) {
             List<MemorySegment> p = slices(pinned.segment(), pinnedSizes, r);
             List<MemorySegment> q = batch(arena, r, pageableSizes);
@@ -388,8 +388,8 @@ class HostDeviceTransferTest {
         Random r = new Random(17);
         long[] sizes = {4096, 1 << 20, 64, 32 << 20, 0, 8 << 20};
         try (Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 4 << 20)) {
+             CudaStream stream = CudaStream.create(DEVICE);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
             try (DeviceUpload up = transfer.upload(host, stream)) {
                 for (boolean pinned : new boolean[] {true, false}) {
@@ -442,8 +442,8 @@ class HostDeviceTransferTest {
         long[] sizes = {4096, 1 << 20, 64, 24 << 20, 0, 8 << 20};
         int leading = 3;
         try (Arena arena = Arena.ofShared();
-             CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 64 << 20)) {
+             CudaStream stream = CudaStream.create(DEVICE);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 64 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
             try (DeviceUpload up = transfer.upload(host, stream)) {
                 for (int round = 0; round < 3; round++) {

@@ -52,7 +52,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @RequiresCuda
 class WorkerPythonTest {
-    private static final int DEVICE = 0;
+    private static final Device DEVICE = Device.cuda(0);
     private static final Duration TIMEOUT = Duration.ofSeconds(120);
 
     private BufferAllocator allocator;
@@ -73,8 +73,8 @@ class WorkerPythonTest {
         allocator = ExportTestSupport.allocator();
         liveBefore = HandleTracker.liveHandles();
         deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
-        stream = CudaStream.create(Device.cuda(DEVICE));
-        transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20);
+        stream = CudaStream.create(DEVICE);
+        transfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
     }
 
     @AfterEach

@@ -29,7 +29,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 @RequiresCuda
 class CudaArrowPinnedTransferTest {
-    private static final int DEVICE = 0;
+    private static final Device DEVICE = Device.cuda(0);
     private static final int ROWS = 50_000;
     /** Families whose values take 256 KiB or more at {@link #ROWS} rows (64-bit integers, string data, list children). */
     private static final java.util.Set<String> LARGE_VALUES = java.util.Set.of("integers", "strings", "lists");
@@ -50,8 +50,8 @@ class CudaArrowPinnedTransferTest {
         pinnedMemory = PinnedArrowMemory.create();
         pinned = pinnedMemory.newRootAllocator();
         downloadsBefore = DownloadedBuffers.LIVE.get();
-        stream = CudaStream.create(Device.cuda(DEVICE));
-        transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), TransferOptions.defaults()
+        stream = CudaStream.create(DEVICE);
+        transfer = HostDeviceTransfer.create(DEVICE, TransferOptions.defaults()
                 .withStagingBytes(4L << 20).withChunkBytes(256L << 10));
         deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
     }
@@ -142,7 +142,7 @@ class CudaArrowPinnedTransferTest {
         DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
         List<FieldVector> vectors = ExportTestSupport.family(family, pinned, ROWS, false, dictionaries);
         try (VectorSchemaRoot root = new VectorSchemaRoot(vectors);
-             CudaEvent done = CudaEvent.acquire(Device.cuda(DEVICE))) {
+             CudaEvent done = CudaEvent.acquire(DEVICE)) {
             root.setRowCount(ROWS);
             long waits = transfer.statistics().hostWaits();
             try (CudaArrowBatch batch = CudaArrow.uploadAsync(root, dictionaries, DeviceCopies.of(transfer, stream))) {

@@ -45,7 +45,7 @@ import org.junit.jupiter.api.Timeout;
 @RequiresCuda
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class DeviceFlightGpuTest {
-    private static final int DEVICE = 0;
+    private static final Device DEVICE = Device.cuda(0);
 
     private PinnedArrowMemory pinned;
     private BufferAllocator serverMemory;
@@ -67,11 +67,11 @@ class DeviceFlightGpuTest {
         serverMemory = pinned.newRootAllocator();
         clientMemory = pinned.newRootAllocator();
         plainMemory = ArrowMemory.newRootAllocator();
-        serverStream = CudaStream.create(Device.cuda(DEVICE));
-        clientStream = CudaStream.create(Device.cuda(DEVICE));
-        consumer = CudaStream.create(Device.cuda(DEVICE));
-        serverTransfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20);
-        clientTransfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20);
+        serverStream = CudaStream.create(DEVICE);
+        clientStream = CudaStream.create(DEVICE);
+        consumer = CudaStream.create(DEVICE);
+        serverTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
+        clientTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
         producer = new DeviceFlightProducer(new DeviceCopies(serverMemory, serverTransfer, serverStream));
         server = FlightServer.builder(serverMemory, Location.forGrpcInsecure("127.0.0.1", 0), producer).build().start();
     }
@@ -120,7 +120,7 @@ class DeviceFlightGpuTest {
         assertEquals(firstAndRows.length / 2, got.size());
         for (int i = 0; i < got.size(); i++) {
             DeviceFlightBatch b = got.get(i);
-            assertEquals(Device.cuda(DEVICE), b.batch().device());
+            assertEquals(DEVICE, b.batch().device());
             consumer.waitEvent(b.ready());
             try (VectorSchemaRoot back = CudaArrow.download(b.batch(), new DeviceCopies(plainMemory, clientTransfer, consumer))) {
                 assertBatch(back, firstAndRows[2 * i], firstAndRows[2 * i + 1]);

@@ -40,7 +40,7 @@ import org.junit.jupiter.api.Timeout;
 @RequiresCuda
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class DeviceFlightPutGpuTest {
-    private static final int DEVICE = 0;
+    private static final Device DEVICE = Device.cuda(0);
 
     @Test
     void aPutOverMaxStreamBytesFreesTheDeviceBatchesItHadUploaded() throws Exception {
@@ -48,8 +48,8 @@ class DeviceFlightPutGpuTest {
         try (PinnedArrowMemory pinned = PinnedArrowMemory.create();
              BufferAllocator serverMemory = pinned.newRootAllocator();
              BufferAllocator clientMemory = ArrowMemory.newRootAllocator();
-             CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20)) {
+             CudaStream stream = CudaStream.create(DEVICE);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 20)) {
             // a batch of 4000 rows has about 70 KiB of buffers: the first fits, the second crosses the limit
             PutOptions options = PutOptions.defaults().withMaxStreamBytes(100 * 1024);
             try (DeviceFlightProducer producer = new DeviceFlightProducer(new DeviceCopies(serverMemory, transfer, stream),
