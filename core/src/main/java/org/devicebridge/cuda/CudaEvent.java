@@ -104,7 +104,7 @@ public final class CudaEvent extends NativeHandle {
      */
     public void record(CudaStream stream) {
         Objects.requireNonNull(stream, "stream");
-        if (!stream.device().equals(device)) {
+        if (stream.ordinal() != device.ordinal()) {
             throw new InvalidArgumentException("stream", String.format(Locale.ROOT,
                     "expected a stream of device %d (the event's) but found one of device %d", device.ordinal(),
                     stream.device().ordinal()));

@@ -40,6 +40,29 @@ class CudaStreamEventTest {
     }
 
     @Test
+    void everyHandleReportsTheDeviceItWasMadeOnAndBothStreamKindsRunWork() {
+        try (CudaStream nonBlocking = CudaStream.create(DEVICE);
+             CudaStream blocking = CudaStream.createBlocking(DEVICE);
+             CudaStream legacy = CudaStream.borrow(DEVICE, 0);
+             CudaEvent event = CudaEvent.acquire(DEVICE);
+             DeviceBuffer buffer = DeviceBuffer.allocate(DEVICE, 64);
+             DeviceBuffer ordered = DeviceBuffer.allocateAsync(DEVICE, 64, blocking);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 20)) {
+            for (Device d : List.of(nonBlocking.device(), blocking.device(), legacy.device(), event.device(),
+                    buffer.device(), ordered.device(), transfer.device())) {
+                assertEquals(DEVICE, d);
+            }
+            assertNotEquals(nonBlocking.address(), blocking.address(), "two streams");
+            for (CudaStream s : List.of(nonBlocking, blocking)) {
+                CudaCopies.fillAsync(buffer.range(0, 64), (byte) 7, s);
+                event.record(s);
+                event.synchronize();
+                assertTrue(s.query(), "the work queued on the stream ran");
+            }
+        }
+    }
+
+    @Test
     void eventsComeFromThePoolSoTheSteadyStateCreatesNone() {
         int n = 8;
         List<CudaEvent> first = new ArrayList<>();
