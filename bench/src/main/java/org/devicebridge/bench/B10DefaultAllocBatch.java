@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.devicebridge.Device;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ArrowImport;
@@ -65,7 +66,7 @@ final class B10DefaultAllocBatch implements AutoCloseable {
      */
     static B10DefaultAllocBatch copyOf(CudaArrowBatch uploaded, Schema arrowSchema, CudaStream stream,
                                        HostDeviceTransfer transfer) {
-        int device = uploaded.device();
+        int device = uploaded.device().ordinal();
         List<ArrayNode> cols = uploaded.root().children();
         List<DeviceBuffer> owned = new ArrayList<>(cols.size());
         Arena arena = Arena.ofShared(); // the release callback may run on the channel's reader thread
@@ -78,7 +79,7 @@ final class B10DefaultAllocBatch implements AutoCloseable {
                 long address = c.bufferPointer(1).address();
                 long len = Math.multiplyExact(c.length(), 8L);
                 DeviceBuffer src = holder(uploaded.memory(), address, len);
-                DeviceBuffer dst = DeviceBuffer.allocate(device, len);
+                DeviceBuffer dst = DeviceBuffer.allocate(Device.cuda(device), len);
                 owned.add(dst);
                 CudaCopies.deviceToDeviceAsync(src.range(address - src.address(), len), dst, 0, stream);
             }

@@ -13,6 +13,7 @@ import java.util.Locale;
 import java.util.Set;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.Device;
 import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.arrow.cuda.DeviceCopies;
@@ -21,7 +22,6 @@ import org.devicebridge.bench.B10Support.Children;
 import org.devicebridge.bench.B10Support.Row;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.ipc.WorkerChannel;
 
 /**
@@ -138,8 +138,8 @@ public final class B10WorkerHandOff {
                 }
             } else {
                 GpuSupport.requireCuda();
-                try (CudaStream stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
-                     HostDeviceTransfer transfer = HostDeviceTransfer.create(0, 64L << 20)) {
+                try (CudaStream stream = CudaStream.create(Device.cuda(0));
+                     HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(0), 64L << 20)) {
                     for (int[] s : o.shapes()) {
                         deviceShape(o, allocator, stream, transfer, s, rows, failures);
                     }

@@ -23,7 +23,6 @@ import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
@@ -130,8 +129,8 @@ public class B3ZeroCopyBenchmark {
         public void setUp() {
             GpuSupport.requireCuda();
             // Creating the stream here makes device 0's primary context current on the benchmark thread.
-            stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
-            transfer = HostDeviceTransfer.create(0, 64L << 20);
+            stream = CudaStream.create(org.devicebridge.Device.cuda(0));
+            transfer = HostDeviceTransfer.create(org.devicebridge.Device.cuda(0), 64L << 20);
             allocator = new RootAllocator();
             arena = Arena.ofShared();
             try (VectorSchemaRoot root = Batches.int64Root(allocator, 1, Math.toIntExact(bytes / 8))) {

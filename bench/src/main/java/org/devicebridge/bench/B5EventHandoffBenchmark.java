@@ -1,12 +1,12 @@
 package org.devicebridge.bench;
 
+import org.devicebridge.Device;
 import org.devicebridge.cuda.Cuda;
 
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.TimeUnit;
 import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaStream;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -51,10 +51,10 @@ public class B5EventHandoffBenchmark {
     public void setUp() {
         GpuSupport.requireCuda();
         // Creating the streams on this (the benchmark) thread makes device 0's primary context current here.
-        producer = CudaStream.create(0, StreamKind.NON_BLOCKING);
-        consumer = CudaStream.create(0, StreamKind.NON_BLOCKING);
-        rawEvent = CudaEvent.acquire(0);
-        CudaEvent.acquire(0).close(); // warm the pool: the steady state takes and gives back this one
+        producer = CudaStream.create(Device.cuda(0));
+        consumer = CudaStream.create(Device.cuda(0));
+        rawEvent = CudaEvent.acquire(Device.cuda(0));
+        CudaEvent.acquire(Device.cuda(0)).close(); // warm the pool: the steady state takes and gives back this one
         rawProducer = GpuSupport.handle(producer.address());
         rawConsumer = GpuSupport.handle(consumer.address());
         rawEventHandle = GpuSupport.handle(rawEvent.address());
@@ -89,7 +89,7 @@ public class B5EventHandoffBenchmark {
 
     @Benchmark
     public void library() {
-        try (CudaEvent event = CudaEvent.acquire(0)) {
+        try (CudaEvent event = CudaEvent.acquire(Device.cuda(0))) {
             event.record(producer);
             consumer.waitEvent(event);
         }

@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.TimeUnit;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.Device;
 import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
@@ -16,7 +17,6 @@ import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.TransferOptions;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.cuda.PointerAttributes;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -86,9 +86,9 @@ public class B6BatchBenchmark {
     public void setUp() {
         GpuSupport.requireCuda();
         GpuSupport.retainDevicePool(retainDevicePool);
-        stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
+        stream = CudaStream.create(Device.cuda(0));
         rawStream = GpuSupport.handle(stream.address());
-        transfer = HostDeviceTransfer.create(0, TransferOptions.defaults().withChunkBytes(chunkBytes));
+        transfer = HostDeviceTransfer.create(Device.cuda(0), TransferOptions.defaults().withChunkBytes(chunkBytes));
         host = new GpuSupport.HostMemory(hostMemory);
         pageable = host.allocator;
         pinnedMemory = PinnedArrowMemory.create();
@@ -99,7 +99,7 @@ public class B6BatchBenchmark {
         deviceBatch = CudaArrow.upload(pageableRoot, DeviceCopies.of(transfer, stream));
         batchBytes = CudaCounters.snapshot().deviceBytesOutstanding() - before; // the packed batch's bytes
         rawHost = PinnedHostBuffer.allocate(batchBytes);
-        rawDevice = DeviceBuffer.allocate(0, batchBytes);
+        rawDevice = DeviceBuffer.allocate(Device.cuda(0), batchBytes);
         arena = Arena.ofShared();
         pageableProbe = arena.allocate(1 << 20);
         registeredProbe = arena.allocate(1 << 20, 4096);

@@ -1,5 +1,6 @@
 package org.devicebridge.bench;
 
+import org.devicebridge.Device;
 import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
@@ -19,7 +20,6 @@ import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.DeviceUpload;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.cuda.TransferOptions;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
@@ -111,9 +111,9 @@ public class B6CopyBenchmark {
         GpuSupport.requireCuda();
         GpuSupport.retainDevicePool(retainDevicePool);
         // Creating the stream on this (the benchmark) thread makes device 0's primary context current here.
-        stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
+        stream = CudaStream.create(Device.cuda(0));
         rawStream = GpuSupport.handle(stream.address());
-        device = DeviceBuffer.allocate(0, bytes);
+        device = DeviceBuffer.allocate(Device.cuda(0), bytes);
         pinned = PinnedHostBuffer.allocate(bytes);
         host = new GpuSupport.HostMemory(hostMemory);
         allocator = host.allocator;
@@ -124,7 +124,7 @@ public class B6CopyBenchmark {
         arrowList = List.of(arrowBytes);
         TransferOptions options = TransferOptions.defaults().withStagingBytes(STAGING)
                 .withChunkBytes(chunkBytes);
-        transfer = HostDeviceTransfer.create(0, threads > 0 ? options.withThreads(threads) : options);
+        transfer = HostDeviceTransfer.create(Device.cuda(0), threads > 0 ? options.withThreads(threads) : options);
         CudaCopies.hostToDevice(pinned.segment(), device, 0);
         pinnedMemory = PinnedArrowMemory.create();
         pinnedAllocator = pinnedMemory.newRootAllocator();
@@ -133,7 +133,7 @@ public class B6CopyBenchmark {
         deviceRoot = CudaArrow.upload(arrow, DeviceCopies.of(transfer, stream));
         rootBytes = CudaCounters.snapshot().deviceBytesOutstanding() - before; // the packed batch's bytes
         rawRootHost = PinnedHostBuffer.allocate(rootBytes);
-        rawRootDevice = DeviceBuffer.allocate(0, rootBytes);
+        rawRootDevice = DeviceBuffer.allocate(Device.cuda(0), rootBytes);
         stream.synchronize();
     }
 

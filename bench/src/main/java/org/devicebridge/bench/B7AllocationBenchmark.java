@@ -1,5 +1,6 @@
 package org.devicebridge.bench;
 
+import org.devicebridge.Device;
 import org.devicebridge.cuda.Cuda;
 
 import java.lang.foreign.Arena;
@@ -11,7 +12,6 @@ import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.DeviceUpload;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.internal.CudaCounters;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -66,9 +66,9 @@ public class B7AllocationBenchmark {
     public void setUp() {
         GpuSupport.requireCuda();
         // Creating the stream on this (the benchmark) thread makes device 0's primary context current here.
-        stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
+        stream = CudaStream.create(Device.cuda(0));
         rawStream = GpuSupport.handle(stream.address());
-        transfer = HostDeviceTransfer.create(0, 64L << 20);
+        transfer = HostDeviceTransfer.create(Device.cuda(0), 64L << 20);
         arena = Arena.ofShared();
         host = arena.allocate(bytes, 64);
         for (long i = 0; i < bytes / 8; i++) {
@@ -106,7 +106,7 @@ public class B7AllocationBenchmark {
 
     @Benchmark
     public long allocateAsync() {
-        try (DeviceBuffer b = DeviceBuffer.allocateAsync(0, bytes, stream)) {
+        try (DeviceBuffer b = DeviceBuffer.allocateAsync(Device.cuda(0), bytes, stream)) {
             return b.address();
         }
     }

@@ -246,11 +246,14 @@ public final class Cuda {
      * Blocks until all work on {@code device} (in its primary context, every stream) finished
      * ({@code cuCtxSynchronize}).
      *
-     * @param device the CUDA device ordinal
+     * @param device a CUDA device ({@link DeviceKind#CUDA})
+     * @throws InvalidArgumentException for a device of another kind
+     * @throws CudaException if the driver reports an error (also one of earlier asynchronous work)
      */
-    public static void synchronize(int device) {
+    public static void synchronize(Device device) {
+        requireCudaDevice(device);
         requireNativeAccess();
-        long saved = CudaContext.enter(device);
+        long saved = CudaContext.enter(device.ordinal());
         try {
             CudaDriver.check("cuCtxSynchronize", cuda_driver_h.cuCtxSynchronize());
         } finally {

@@ -50,7 +50,7 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        inContext(dst.device(), "cuMemcpyHtoD_v2",
+        inContext(dst.ordinal(), "cuMemcpyHtoD_v2",
                 () -> cuda_driver_h.cuMemcpyHtoD_v2(d, src, bytes), Wait.LEGACY_STREAM);
     }
 
@@ -73,7 +73,7 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        inContext(stream.device(), "cuMemcpyHtoDAsync_v2",
+        inContext(stream.ordinal(), "cuMemcpyHtoDAsync_v2",
                 () -> cuda_driver_h.cuMemcpyHtoDAsync_v2(d, src, bytes, s), Wait.NONE);
     }
 
@@ -94,7 +94,7 @@ public final class CudaCopies {
             return;
         }
         checkWritable(dst);
-        inContext(src.device(), "cuMemcpyDtoH_v2", () -> cuda_driver_h.cuMemcpyDtoH_v2(dst, s, bytes), Wait.NONE);
+        inContext(src.ordinal(), "cuMemcpyDtoH_v2", () -> cuda_driver_h.cuMemcpyDtoH_v2(dst, s, bytes), Wait.NONE);
     }
 
     /**
@@ -117,7 +117,7 @@ public final class CudaCopies {
             return;
         }
         checkWritable(dst);
-        inContext(stream.device(), "cuMemcpyDtoHAsync_v2",
+        inContext(stream.ordinal(), "cuMemcpyDtoHAsync_v2",
                 () -> cuda_driver_h.cuMemcpyDtoHAsync_v2(dst, s, bytes, st), Wait.NONE);
     }
 
@@ -139,7 +139,7 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        inContext(dst.device(), "cuMemcpyDtoD_v2",
+        inContext(dst.ordinal(), "cuMemcpyDtoD_v2",
                 () -> cuda_driver_h.cuMemcpyDtoD_v2(d, s, bytes), Wait.LEGACY_STREAM);
     }
 
@@ -163,7 +163,7 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        inContext(stream.device(), "cuMemcpyDtoDAsync_v2",
+        inContext(stream.ordinal(), "cuMemcpyDtoDAsync_v2",
                 () -> cuda_driver_h.cuMemcpyDtoDAsync_v2(d, s, bytes, st), Wait.NONE);
     }
 
@@ -191,9 +191,9 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        MemorySegment srcContext = CudaContext.primary(src.buffer().device());
-        MemorySegment dstContext = CudaContext.primary(dst.device());
-        inContext(dst.device(), "cuMemcpyPeer",
+        MemorySegment srcContext = CudaContext.primary(src.buffer().ordinal());
+        MemorySegment dstContext = CudaContext.primary(dst.ordinal());
+        inContext(dst.ordinal(), "cuMemcpyPeer",
                 () -> cuda_driver_h.cuMemcpyPeer(d, dstContext, s, srcContext, bytes), Wait.LEGACY_STREAM);
     }
 
@@ -220,11 +220,11 @@ public final class CudaCopies {
         Objects.requireNonNull(src, "src");
         Objects.requireNonNull(dst, "dst");
         Objects.requireNonNull(stream, "stream");
-        int srcDevice = src.buffer().device();
-        if (stream.device() != srcDevice && stream.device() != dst.device()) {
+        int srcDevice = src.buffer().ordinal();
+        if (stream.ordinal() != srcDevice && stream.ordinal() != dst.ordinal()) {
             throw new InvalidArgumentException("stream", String.format(Locale.ROOT,
                     "expected a stream of device %d or %d (the source's or the destination's) but found one of device %d",
-                    srcDevice, dst.device(), stream.device()));
+                    srcDevice, dst.ordinal(), stream.ordinal()));
         }
         long bytes = src.byteSize();
         long s = src.address();
@@ -234,8 +234,8 @@ public final class CudaCopies {
             return;
         }
         MemorySegment srcContext = CudaContext.primary(srcDevice);
-        MemorySegment dstContext = CudaContext.primary(dst.device());
-        inContext(stream.device(), "cuMemcpyPeerAsync",
+        MemorySegment dstContext = CudaContext.primary(dst.ordinal());
+        inContext(stream.ordinal(), "cuMemcpyPeerAsync",
                 () -> cuda_driver_h.cuMemcpyPeerAsync(d, dstContext, s, srcContext, bytes, st), Wait.NONE);
     }
 
@@ -253,7 +253,7 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        inContext(dst.buffer().device(), "cuMemsetD8_v2",
+        inContext(dst.buffer().ordinal(), "cuMemsetD8_v2",
                 () -> cuda_driver_h.cuMemsetD8_v2(d, value, bytes), Wait.LEGACY_STREAM);
     }
 
@@ -274,7 +274,7 @@ public final class CudaCopies {
         if (bytes == 0) {
             return;
         }
-        inContext(stream.device(), "cuMemsetD8Async",
+        inContext(stream.ordinal(), "cuMemsetD8Async",
                 () -> cuda_driver_h.cuMemsetD8Async(d, value, bytes, st), Wait.NONE);
     }
 

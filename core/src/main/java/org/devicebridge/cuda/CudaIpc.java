@@ -60,7 +60,7 @@ final class CudaIpc {
                     + " buffer");
         }
         long address = buffer.address();
-        long saved = CudaContext.enter(buffer.device());
+        long saved = CudaContext.enter(buffer.ordinal());
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment handle = arena.allocate(HANDLE_SIZE);
             CudaDriver.check("cuIpcGetMemHandle", cuda_driver_h.cuIpcGetMemHandle(handle, address));
@@ -122,7 +122,7 @@ final class CudaIpc {
         requireNativeAccess();
         Objects.requireNonNull(event, "event");
         MemorySegment e = event.raw();
-        long saved = CudaContext.enter(event.device());
+        long saved = CudaContext.enter(event.ordinal());
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment handle = arena.allocate(HANDLE_SIZE);
             CudaDriver.check("cuIpcGetEventHandle", cuda_driver_h.cuIpcGetEventHandle(handle, e));

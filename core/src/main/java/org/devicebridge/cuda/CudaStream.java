@@ -7,6 +7,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 import java.util.Objects;
+import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.HandleClosedException;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.NativeHandle;
@@ -36,12 +38,14 @@ public final class CudaStream extends NativeHandle {
     /** The {@code CUstream} and its device; destroyed when the handle and every buffer freed on it let go. */
     static final class Ref {
         final MemorySegment raw;
+        final Device identity;
         final int device;
         final RefCount refs;
 
-        Ref(MemorySegment raw, int device, boolean owned) {
+        Ref(MemorySegment raw, Device identity, boolean owned) {
             this.raw = raw;
-            this.device = device;
+            this.identity = identity;
+            this.device = identity.ordinal();
             this.refs = new RefCount(owned ? () -> destroy(raw, device) : () -> { });
         }
 
@@ -68,31 +72,50 @@ public final class CudaStream extends NativeHandle {
     }
 
     /**
-     * Creates a stream on a device.
+     * Creates a non-blocking stream on a device ({@code CU_STREAM_NON_BLOCKING}): no implicit synchronisation
+     * with the legacy default stream, what libraries that share a device usually want (order it with events).
      *
-     * @param device the device ordinal
-     * @param kind {@link StreamKind#NON_BLOCKING} for no implicit synchronisation with the legacy default
-     *     stream (what libraries that share a device usually want), {@link StreamKind#BLOCKING} otherwise
-     * @return a new stream; the caller owns it and closes it
+     * @param device a CUDA device ({@link DeviceKind#CUDA})
+     * @return a new stream; the caller owns it and closes it. After a throw nothing was created.
+     * @throws InvalidArgumentException for a device of another kind
      * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
      * @throws CudaUnavailableException without a CUDA driver
      */
-    public static CudaStream create(int device, StreamKind kind) {
+    public static CudaStream create(Device device) {
+        Cuda.requireCudaDevice(device);
+        return create(device, cuda_driver_h.CU_STREAM_NON_BLOCKING());
+    }
+
+    /**
+     * Creates a blocking stream on a device ({@code CU_STREAM_DEFAULT}): work on it waits for work on the legacy
+     * default stream and the other way round, as code that mixes it with the synchronous copies of
+     * {@link CudaCopies} or with legacy-stream libraries may rely on.
+     *
+     * @param device a CUDA device ({@link DeviceKind#CUDA})
+     * @return a new stream; the caller owns it and closes it. After a throw nothing was created.
+     * @throws InvalidArgumentException for a device of another kind
+     * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
+     * @throws CudaUnavailableException without a CUDA driver
+     */
+    public static CudaStream createBlocking(Device device) {
+        Cuda.requireCudaDevice(device);
+        return create(device, cuda_driver_h.CU_STREAM_DEFAULT());
+    }
+
+    private static CudaStream create(Device device, int flags) {
         requireNativeAccess();
-        Objects.requireNonNull(kind, "kind");
-        long saved = CudaContext.enter(device);
+        long saved = CudaContext.enter(device.ordinal());
         MemorySegment raw;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
-            CudaDriver.check("cuStreamCreate", cuda_driver_h.cuStreamCreate(out,
-                    kind == StreamKind.NON_BLOCKING ? cuda_driver_h.CU_STREAM_NON_BLOCKING() : cuda_driver_h.CU_STREAM_DEFAULT()));
+            CudaDriver.check("cuStreamCreate", cuda_driver_h.cuStreamCreate(out, flags));
             CudaCounters.streamCreate();
             raw = out.get(ADDRESS, 0);
         } finally {
             CudaContext.exit(saved);
         }
         return new CudaStream(new Ref(raw, device, true), new EventGuards(), String.format(Locale.ROOT,
-                "CUDA stream 0x%x on device %d", raw.address(), device));
+                "CUDA stream 0x%x on device %d", raw.address(), device.ordinal()));
     }
 
     /**
@@ -100,20 +123,28 @@ public final class CudaStream extends NativeHandle {
      * DLPack/Arrow consumer. {@code 0} is the legacy default stream, {@code 2} the per-thread default stream.
      * Closing the view does not destroy the stream; the owner must keep it alive while the view is used.
      *
-     * @param device the device the stream belongs to
+     * @param device the CUDA device the stream belongs to ({@link DeviceKind#CUDA})
      * @param streamAddress the {@code CUstream} value
      * @return a non-owning view; the caller still owns nothing but the view
+     * @throws InvalidArgumentException for a device of another kind
+     * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
      */
-    public static CudaStream borrow(int device, long streamAddress) {
+    public static CudaStream borrow(Device device, long streamAddress) {
+        Cuda.requireCudaDevice(device);
         requireNativeAccess();
-        CudaContext.checkDevice(device);
+        CudaContext.checkDevice(device.ordinal());
         MemorySegment raw = MemorySegment.ofAddress(streamAddress);
         return new CudaStream(new Ref(raw, device, false), new EventGuards(), String.format(Locale.ROOT,
-                "borrowed CUDA stream 0x%x on device %d", streamAddress, device));
+                "borrowed CUDA stream 0x%x on device %d", streamAddress, device.ordinal()));
     }
 
-    /** {@return the device ordinal} */
-    public int device() {
+    /** {@return the CUDA device this stream belongs to} */
+    public Device device() {
+        return ref.identity;
+    }
+
+    /** The device ordinal, for this package's driver calls. */
+    int ordinal() {
         return ref.device;
     }
 
@@ -181,7 +212,7 @@ public final class CudaStream extends NativeHandle {
         try {
             ensureLive();
             live = true;
-            event = CudaEvent.acquire(ref.device);
+            event = CudaEvent.acquire(ref.identity);
             event.record(this);
         } catch (RuntimeException | Error e) {
             if (event != null) {

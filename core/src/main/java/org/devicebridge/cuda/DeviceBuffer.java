@@ -7,7 +7,9 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 import java.util.Objects;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.HandleClosedException;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.NativeHandle;
@@ -46,6 +48,7 @@ public final class DeviceBuffer extends NativeHandle {
         final long address;
         final long bytes;
         final int device;
+        final Device identity;
         final Kind kind;
         final RefCount refs;
 
@@ -53,6 +56,7 @@ public final class DeviceBuffer extends NativeHandle {
             this.address = address;
             this.bytes = bytes;
             this.device = device;
+            this.identity = Device.cuda(device);
             this.kind = kind;
             this.refs = new RefCount(free);
         }
@@ -68,13 +72,18 @@ public final class DeviceBuffer extends NativeHandle {
     /**
      * Allocates device memory with {@code cuMemAlloc}. Zero bytes allocate nothing (address 0).
      *
-     * @param device the CUDA device ordinal
+     * @param device a CUDA device ({@link DeviceKind#CUDA})
      * @param bytes the size in bytes
      * @return a buffer the caller owns and closes
-     * @throws InvalidArgumentException if {@code bytes} is negative
+     * @throws InvalidArgumentException if {@code bytes} is negative, or for a device of another kind
      * @throws CudaException if the driver fails (e.g. {@code CUDA_ERROR_OUT_OF_MEMORY})
      */
-    public static DeviceBuffer allocate(int device, long bytes) {
+    public static DeviceBuffer allocate(Device device, long bytes) {
+        Cuda.requireCudaDevice(device);
+        return allocate(device.ordinal(), bytes);
+    }
+
+    private static DeviceBuffer allocate(int device, long bytes) {
         requireNativeAccess();
         checkBytes(bytes);
         CudaContext.checkDevice(device);
@@ -111,19 +120,25 @@ public final class DeviceBuffer extends NativeHandle {
      * stays alive, even if its handle is closed, until then). Zero bytes allocate nothing.
      *
      * @param stream a stream of {@code device}; the caller keeps owning it
-     * @param device the CUDA device ordinal
+     * @param device a CUDA device ({@link DeviceKind#CUDA})
      * @param bytes the size in bytes
      * @return a buffer the caller owns and closes
-     * @throws InvalidArgumentException if {@code bytes} is negative or the stream is on another device
+     * @throws InvalidArgumentException if {@code bytes} is negative, for a device of another kind, or if the
+     *     stream is on another device
      * @throws CudaException if the driver fails (e.g. memory pools unsupported on this device)
      */
-    public static DeviceBuffer allocateAsync(int device, long bytes, CudaStream stream) {
+    public static DeviceBuffer allocateAsync(Device device, long bytes, CudaStream stream) {
+        Cuda.requireCudaDevice(device);
+        return allocateAsync(device.ordinal(), bytes, stream);
+    }
+
+    private static DeviceBuffer allocateAsync(int device, long bytes, CudaStream stream) {
         requireNativeAccess();
         checkBytes(bytes);
         Objects.requireNonNull(stream, "stream");
-        if (stream.device() != device) {
+        if (stream.ordinal() != device) {
             throw new InvalidArgumentException("stream", String.format(Locale.ROOT,
-                    "expected a stream of device %d but found one of device %d", device, stream.device()));
+                    "expected a stream of device %d but found one of device %d", device, stream.ordinal()));
         }
         CudaContext.checkDevice(device);
         if (bytes == 0) {
@@ -170,12 +185,18 @@ public final class DeviceBuffer extends NativeHandle {
      * @param devicePointer the device address ({@code CUdeviceptr}); 0 only with {@code bytes == 0}
      * @param owner closed once when the last handle is closed; may be null
      * @param bytes the size in bytes
-     * @param device the CUDA device ordinal
+     * @param device the CUDA device the memory is on ({@link DeviceKind#CUDA})
      * @return a buffer the caller owns. After a return {@code owner} belongs to the buffer; after a throw
      *     it still belongs to the caller (it is not closed)
-     * @throws InvalidArgumentException if {@code bytes} is negative, or {@code devicePointer} is 0 with bytes
+     * @throws InvalidArgumentException if {@code bytes} is negative, {@code devicePointer} is 0 with bytes, or
+     *     for a device of another kind
      */
-    public static DeviceBuffer wrap(long devicePointer, long bytes, int device, AutoCloseable owner) {
+    public static DeviceBuffer wrap(long devicePointer, long bytes, Device device, AutoCloseable owner) {
+        Cuda.requireCudaDevice(device);
+        return wrap(devicePointer, bytes, device.ordinal(), owner);
+    }
+
+    private static DeviceBuffer wrap(long devicePointer, long bytes, int device, AutoCloseable owner) {
         requireNativeAccess();
         checkBytes(bytes);
         if (devicePointer == 0 && bytes != 0) {
@@ -245,8 +266,13 @@ public final class DeviceBuffer extends NativeHandle {
         return allocation.bytes;
     }
 
-    /** {@return the device ordinal} */
-    public int device() {
+    /** {@return the CUDA device the memory is on} */
+    public Device device() {
+        return allocation.identity;
+    }
+
+    /** The device ordinal, for this package's driver calls. */
+    int ordinal() {
         return allocation.device;
     }
 
@@ -279,7 +305,7 @@ public final class DeviceBuffer extends NativeHandle {
 
     /**
      * This buffer's CUDA IPC handle ({@code cuIpcGetMemHandle}): 64 bytes that
-     * {@link #openIpcHandle(int, byte[])} opens in another process on the same machine. The handle is plain
+     * {@link #openIpcHandle(Device, byte[])} opens in another process on the same machine. The handle is plain
      * bytes (send it over any channel) and carries no ownership. Only {@code cuMemAlloc} memory can be shared
      * this way: a buffer from {@link #allocate}, or a {@link #wrap wrapped} one that starts where its
      * allocation starts (as {@code cuMemGetAddressRange} reports it) and whose memory the driver agrees to
@@ -301,15 +327,16 @@ public final class DeviceBuffer extends NativeHandle {
      * {@code cuMemGetAddressRange} reports it: at least the exported allocation's size (the driver may round
      * it up), so the exporter should send the meaningful size along with the handle.
      *
-     * @param device the CUDA device ordinal
+     * @param device the CUDA device to map it on ({@link DeviceKind#CUDA})
      * @param handle the 64 bytes from {@link #ipcHandle()} in the other process (only read)
      * @return a buffer the caller owns; its last close unmaps the memory ({@code cuIpcCloseMemHandle}); the
      *     memory itself stays the other process's. After a throw nothing is mapped.
-     * @throws InvalidArgumentException if {@code handle} is not 64 bytes
+     * @throws InvalidArgumentException if {@code handle} is not 64 bytes, or for a device of another kind
      * @throws CudaException if the driver refuses (e.g. {@code CUDA_ERROR_INVALID_HANDLE} for a stale handle)
      */
-    public static DeviceBuffer openIpcHandle(int device, byte[] handle) {
-        return CudaIpc.openMemHandle(device, handle);
+    public static DeviceBuffer openIpcHandle(Device device, byte[] handle) {
+        Cuda.requireCudaDevice(device);
+        return CudaIpc.openMemHandle(device.ordinal(), handle);
     }
 
     /**

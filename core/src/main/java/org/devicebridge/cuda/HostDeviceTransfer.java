@@ -7,6 +7,8 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.NativeHandle;
 
@@ -56,13 +58,14 @@ public final class HostDeviceTransfer extends NativeHandle {
      * Creates a transfer object for {@code device} with {@code stagingBytes} of pinned staging memory, in chunks
      * of {@link TransferOptions#DEFAULT_CHUNK_BYTES} (or half of it, if smaller).
      *
-     * @param device the device ordinal
+     * @param device a CUDA device ({@link DeviceKind#CUDA})
      * @param stagingBytes at least {@code 2 * ALIGNMENT}
      * @return a transfer object the caller owns and closes
-     * @throws InvalidArgumentException if {@code stagingBytes} is too small
+     * @throws InvalidArgumentException if {@code stagingBytes} is too small, or for a device of another kind
      * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal
      */
-    public static HostDeviceTransfer create(int device, long stagingBytes) {
+    public static HostDeviceTransfer create(Device device, long stagingBytes) {
+        Cuda.requireCudaDevice(device);
         requireNativeAccess();
         return create(device, TransferOptions.defaults().withStagingBytes(stagingBytes));
     }
@@ -71,21 +74,23 @@ public final class HostDeviceTransfer extends NativeHandle {
      * Creates a transfer object for {@code device}: allocates its staging ring (pinned, one
      * {@code cuMemHostAlloc}) and takes its events from the device's pool.
      *
-     * @param device the device ordinal
+     * @param device a CUDA device ({@link DeviceKind#CUDA})
      * @param options the staging memory, chunk size and threads
      * @return a transfer object the caller owns and closes; after a throw nothing is held
+     * @throws InvalidArgumentException for a device of another kind
      * @throws CudaException ({@code CUDA_ERROR_INVALID_DEVICE}) if no device has this ordinal, or if the driver
      *     cannot allocate the staging memory
      * @throws CudaUnavailableException without a CUDA driver
      */
-    public static HostDeviceTransfer create(int device, TransferOptions options) {
+    public static HostDeviceTransfer create(Device device, TransferOptions options) {
+        Cuda.requireCudaDevice(device);
         requireNativeAccess();
-        return new HostDeviceTransfer(TransferEngine.create(device, Objects.requireNonNull(options, "options")));
+        return new HostDeviceTransfer(TransferEngine.create(device.ordinal(), Objects.requireNonNull(options, "options")));
     }
 
-    /** {@return the device ordinal} */
-    public int device() {
-        return engine.device;
+    /** {@return the CUDA device this transfer copies to and from} */
+    public Device device() {
+        return engine.identity;
     }
 
     /** {@return the bytes one staging chunk holds: the unit of one staged copy} */

@@ -19,7 +19,7 @@ final class StreamTransferOps implements TransferOps, AutoCloseable {
 
     /** Ops on {@code stream} (live) with the transfer's events (live); borrows all of them. */
     StreamTransferOps(CudaStream stream, TransferEvents events, TransferStatistics stats) {
-        this.device = stream.device();
+        this.device = stream.ordinal();
         this.stream = stream.raw();
         this.events = events;
         this.stats = stats;

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.locks.ReentrantLock;
+import org.devicebridge.Device;
 import org.devicebridge.HandleBusyException;
 import org.devicebridge.InvalidArgumentException;
 
@@ -18,6 +19,7 @@ import org.devicebridge.InvalidArgumentException;
  */
 final class TransferEngine {
     final int device;
+    final Device identity;
     final StagingRing ring;
     final TransferStatistics stats = new TransferStatistics();
     private final PinnedHostBuffer staging;
@@ -27,6 +29,7 @@ final class TransferEngine {
 
     private TransferEngine(int device, PinnedHostBuffer staging, StagingRing ring, TransferEvents events) {
         this.device = device;
+        this.identity = Device.cuda(device);
         this.staging = staging;
         this.ring = ring;
         this.events = events;
@@ -80,7 +83,7 @@ final class TransferEngine {
 
     /** Ops on {@code stream}, the batch's lane; the stream's device context is current until they are closed. */
     StreamTransferOps ops(CudaStream stream) {
-        checkDevice("stream", "stream", Objects.requireNonNull(stream, "stream").device());
+        checkDevice("stream", "stream", Objects.requireNonNull(stream, "stream").ordinal());
         return new StreamTransferOps(stream, events, stats);
     }
 
@@ -113,14 +116,14 @@ final class TransferEngine {
             direct[i] = PointerAttributes.isPageLocked(src[i]);
         }
         BatchTransfer.Layout layout = BatchTransfer.layout(sizes, direct);
-        DeviceBuffer dst = DeviceBuffer.allocateAsync(device, layout.total(), stream);
+        DeviceBuffer dst = DeviceBuffer.allocateAsync(identity, layout.total(), stream);
         CudaEvent copied = null;
         boolean queued = false;
         try {
             stats.batch();
             queued = BatchTransfer.upload(lane(ops), src, layout, dst.address());
             if (queued) {
-                copied = CudaEvent.acquire(device);
+                copied = CudaEvent.acquire(identity);
                 copied.record(stream);
             }
             return new DeviceUpload(dst, layout.offsets(), sizes, copied, stats);
@@ -164,7 +167,7 @@ final class TransferEngine {
                 throw new InvalidArgumentException("destinations[" + i + "]", "expected " + r.byteSize()
                         + " bytes (the size of sources[" + i + "]) but found " + dst[i].byteSize());
             }
-            checkDevice("src", "buffer", r.buffer().device());
+            checkDevice("src", "buffer", r.buffer().ordinal());
             addresses[i] = r.address(); // checks the buffer is live
             sizes[i] = r.byteSize();
             groups[i] = r.buffer().address(); // one allocation: one group

@@ -1,6 +1,7 @@
 package org.devicebridge.cuda;
 
 import java.lang.foreign.MemorySegment;
+import org.devicebridge.Device;
 
 /**
  * The events of one {@link HostDeviceTransfer}, by their {@link TransferOps} numbers: one per staging chunk
@@ -29,9 +30,10 @@ final class TransferEvents implements AutoCloseable {
      */
     static TransferEvents acquire(int device, int chunks) {
         CudaEvent[] events = new CudaEvent[chunks + FIRST];
+        Device identity = Device.cuda(device);
         try {
             for (int i = 0; i < events.length; i++) {
-                events[i] = CudaEvent.acquire(device);
+                events[i] = CudaEvent.acquire(identity);
             }
             return new TransferEvents(events);
         } catch (RuntimeException | Error e) {

@@ -5,13 +5,16 @@
  * called: a bad one throws {@link org.devicebridge.InvalidArgumentException}, and nothing was done.
  *
  * <ul>
+ *   <li>Every call that works on one device takes an {@link org.devicebridge.Device} of kind
+ *       {@link org.devicebridge.DeviceKind#CUDA} (another kind throws
+ *       {@link org.devicebridge.InvalidArgumentException}), and every handle's {@code device()} returns one.</li>
  *   <li>{@link org.devicebridge.cuda.Cuda}: driver loading, devices, free memory, peer access, the default
  *       memory pool's threshold. Each device's primary
  *       context is retained once (for the life of the process) and made current on the calling thread
  *       whenever a call needs it ({@code cuCtxGetCurrent}, then {@code cuCtxSetCurrent} if it differs); it
  *       stays current afterwards, as with the CUDA runtime. Code that manages its own contexts on the same
  *       thread should make its context current again after calling into this package.</li>
- *   <li>{@link org.devicebridge.cuda.CudaStream} (owned, of a {@link org.devicebridge.cuda.StreamKind}, or
+ *   <li>{@link org.devicebridge.cuda.CudaStream} (owned: non-blocking by default, blocking on request; or
  *       borrowed) and
  *       {@link org.devicebridge.cuda.CudaEvent} (pooled, timing disabled).</li>
  *   <li>{@link org.devicebridge.cuda.DeviceBuffer} (cuMemAlloc, stream-ordered pool memory, or wrapped

@@ -34,9 +34,10 @@ final class DLPackCuda {
      */
     static void makeReady(int deviceId, MemorySegment producerStream, MemorySegment consumerStream) {
         Cuda.require();
-        try (CudaStream producer = CudaStream.borrow(deviceId, producerStream.address());
-             CudaStream consumer = CudaStream.borrow(deviceId, consumerStream.address());
-             CudaEvent event = CudaEvent.acquire(deviceId)) {
+        Device device = Device.cuda(deviceId);
+        try (CudaStream producer = CudaStream.borrow(device, producerStream.address());
+             CudaStream consumer = CudaStream.borrow(device, consumerStream.address());
+             CudaEvent event = CudaEvent.acquire(device)) {
             event.record(producer);
             consumer.waitEvent(event);
         }

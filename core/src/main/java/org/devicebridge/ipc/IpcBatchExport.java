@@ -113,14 +113,14 @@ final class IpcBatchExport implements AutoCloseable {
         Objects.requireNonNull(batch, "batch");
         Objects.requireNonNull(stream, "stream");
         Objects.requireNonNull(memory, "memory");
-        if (batch.deviceType() == DeviceKind.CUDA_HOST) {
+        if (batch.device().kind() == DeviceKind.CUDA_HOST) {
             throw new UnsupportedFeatureException("device_type", "expected device memory but found pinned host memory"
                     + " (ARROW_DEVICE_CUDA_HOST), which CUDA IPC does not share");
         }
-        if (stream.device() != batch.device()) {
+        if (stream.device().ordinal() != batch.device().ordinal()) {
             throw new InvalidArgumentException("stream", String.format(Locale.ROOT,
-                    "expected a stream of device %d (the batch's) but found one of device %d", batch.device(),
-                    stream.device()));
+                    "expected a stream of device %d (the batch's) but found one of device %d", batch.device().ordinal(),
+                    stream.device().ordinal()));
         }
         byte[] schema = IpcSchemas.serialize(batch.schema());
         IpcExportPlanner p = new IpcExportPlanner(batch.memory(), memory);
@@ -128,11 +128,11 @@ final class IpcBatchExport implements AutoCloseable {
         try {
             ArrayNode root = batch.root();
             p.planTree(root);
-            p.copy(batch.device(), stream);
-            event = CudaEvent.createInterprocess(batch.device());
+            p.copy(stream);
+            event = CudaEvent.createInterprocess(stream.device());
             event.record(stream);
             byte[] eventHandle = event.ipcHandle();
-            IpcBatchDescriptor d = new IpcBatchDescriptor(UUID.randomUUID().toString(), batch.device(), schema,
+            IpcBatchDescriptor d = new IpcBatchDescriptor(UUID.randomUUID().toString(), batch.device().ordinal(), schema,
                     p.handles, p.node(root), eventHandle);
             return new IpcBatchExport(d, p, event);
         } catch (RuntimeException | Error e) {

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.HandleBusyException;
 import org.devicebridge.ValidationException;
@@ -122,8 +123,8 @@ final class IpcBatchImport implements AutoCloseable {
             throw new ValidationException(Category.DEVICE, "device", "expected a CUDA device ordinal in [0, " + devices
                     + ") but found " + device);
         }
-        if (device != stream.device()) {
-            throw new ValidationException(Category.DEVICE, "device", "expected " + stream.device()
+        if (device != stream.device().ordinal()) {
+            throw new ValidationException(Category.DEVICE, "device", "expected " + stream.device().ordinal()
                     + " (the device of the consumer's stream) but found " + device);
         }
         SchemaNode schema = validate(descriptor); // the whole descriptor, before any handle is opened
@@ -142,7 +143,7 @@ final class IpcBatchImport implements AutoCloseable {
             if (eventHandle != null) {
                 CudaEvent ready;
                 try {
-                    ready = CudaEvent.openIpcHandle(device, eventHandle);
+                    ready = CudaEvent.openIpcHandle(stream.device(), eventHandle);
                 } catch (CudaException e) {
                     throw new ValidationException(Category.DEVICE, "event_handle", "expected an event handle this"
                             + " process can open on device " + device + " but the driver refused it: " + e.getMessage(), e);
@@ -210,7 +211,7 @@ final class IpcBatchImport implements AutoCloseable {
         try {
             for (int k = 0; k < handles.size(); k++) {
                 try {
-                    mapped.add(DeviceBuffer.openIpcHandle(descriptor.device(), handles.get(k)));
+                    mapped.add(DeviceBuffer.openIpcHandle(Device.cuda(descriptor.device()), handles.get(k)));
                 } catch (CudaException e) {
                     throw new ValidationException(Category.DEVICE, "handles[" + k + "]", "expected a memory handle"
                             + " this process can open on device " + descriptor.device() + " but the driver refused it: "

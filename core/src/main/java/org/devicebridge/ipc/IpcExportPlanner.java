@@ -133,12 +133,15 @@ final class IpcExportPlanner {
         return null;
     }
 
-    /** Allocates the copy (if any buffer needs one), shares it and queues the copies on {@code stream}. */
-    void copy(int device, CudaStream stream) {
+    /**
+     * Allocates the copy (if any buffer needs one) on {@code stream}'s device, shares it and queues the copies on
+     * {@code stream}.
+     */
+    void copy(CudaStream stream) {
         if (pending.isEmpty()) {
             return;
         }
-        DeviceBuffer copy = DeviceBuffer.allocate(device, copyBytes);
+        DeviceBuffer copy = DeviceBuffer.allocate(stream.device(), copyBytes);
         held.add(copy);
         int h = handles.size();
         handles.add(copy.ipcHandle());

@@ -68,8 +68,8 @@ final class IpcTensorExport implements AutoCloseable {
         requireNativeAccess();
         Objects.requireNonNull(buffer, "buffer");
         Objects.requireNonNull(spec, "spec");
-        if (!spec.device().equals(Device.cuda(buffer.device()))) {
-            throw new UnsupportedFeatureException("spec.device", "expected kDLCUDA:" + buffer.device()
+        if (!spec.device().equals(buffer.device())) {
+            throw new UnsupportedFeatureException("spec.device", "expected kDLCUDA:" + buffer.device().ordinal()
                     + " (the buffer's device) but found " + spec.device());
         }
         if (spec.byteStart() != 0) {
@@ -91,7 +91,7 @@ final class IpcTensorExport implements AutoCloseable {
                 event.record(producerStream);
                 eventHandle = event.ipcHandle();
             }
-            IpcTensorDescriptor d = new IpcTensorDescriptor(UUID.randomUUID().toString(), buffer.device(), memHandle,
+            IpcTensorDescriptor d = new IpcTensorDescriptor(UUID.randomUUID().toString(), buffer.device().ordinal(), memHandle,
                     offset, spec.byteExtent(), spec.dtype(), spec.shape(), spec.strides(), eventHandle);
             return new IpcTensorExport(d, ref, event);
         } catch (RuntimeException | Error e) {

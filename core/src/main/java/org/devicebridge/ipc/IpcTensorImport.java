@@ -58,7 +58,7 @@ final class IpcTensorImport {
         Objects.requireNonNull(descriptor, "descriptor");
         Objects.requireNonNull(consumer, "consumer");
         Objects.requireNonNull(options, "options");
-        int device = descriptor.device();
+        Device device = Device.cuda(descriptor.device());
         DeviceBuffer mapped = DeviceBuffer.openIpcHandle(device, descriptor.memHandle());
         try {
             long end = Math.addExact(descriptor.offset(), descriptor.nbytes());
@@ -76,7 +76,7 @@ final class IpcTensorImport {
             MemorySegment data = descriptor.nbytes() == 0 ? MemorySegment.ofAddress(first)
                     : MemorySegment.ofAddress(first).reinterpret(descriptor.nbytes()); // sized from the checked range
             TensorSpec spec = TensorSpec.of(data, descriptor.dtype(), descriptor.shape())
-                    .withStrides(descriptor.strides()).withDevice(Device.cuda(device));
+                    .withStrides(descriptor.strides()).withDevice(device);
             ExportedTensor exported = DLPack.exportVersioned(spec, onUnmapped == null ? mapped : () -> {
                 try {
                     mapped.close();

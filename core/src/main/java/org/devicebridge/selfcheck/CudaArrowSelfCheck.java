@@ -27,7 +27,6 @@ import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.cuda.TransferOptions;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.generated.cuda.cuda_driver_h;
@@ -67,18 +66,18 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
             report.line("status", "skipped: the CUDA driver reports no device");
             return;
         }
-        int device = 0;
-        report.line("device", Cuda.properties(Device.cuda(device)).toString());
+        Device device = Device.cuda(0);
+        report.line("device", Cuda.properties(device).toString());
         long deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
-        long threshold = Cuda.memoryPoolThreshold(Device.cuda(device));
-        Cuda.setMemoryPoolThreshold(Device.cuda(device), Math.max(threshold, POOL_BYTES));
+        long threshold = Cuda.memoryPoolThreshold(device);
+        Cuda.setMemoryPoolThreshold(device, Math.max(threshold, POOL_BYTES));
         try (PinnedArrowMemory pinnedMemory = PinnedArrowMemory.create();
              ArrowMemory pooledMemory = ArrowMemory.pooled(POOL_BYTES);
              BufferAllocator pageable = pooledMemory.newRootAllocator();
              BufferAllocator pinned = pinnedMemory.newRootAllocator();
              VectorSchemaRoot table = sample(pageable);
              VectorSchemaRoot pinnedTable = sample(pinned);
-             CudaStream stream = CudaStream.create(device, StreamKind.NON_BLOCKING);
+             CudaStream stream = CudaStream.create(device);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(device, TransferOptions.defaults())) {
             roundTrip(report, "pageable root", table, new DeviceCopies(pageable, transfer, stream));
             roundTrip(report, "pinned root", pinnedTable, new DeviceCopies(pinned, transfer, stream));
@@ -95,7 +94,7 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
             Timing raw = raw(device, bytes, stream);
             report.line("batch bytes", bytes + " (" + ROWS + " rows, " + table.getFieldVectors().size() + " columns)");
             report.line("memory", "pageable root: pooled ArrowMemory (" + (POOL_BYTES >> 20) + " MiB kept); device pool: "
-                    + "Cuda.setMemoryPoolThreshold(cuda:" + device + ", " + Math.max(threshold, POOL_BYTES) + ") during the section");
+                    + "Cuda.setMemoryPoolThreshold(" + device + ", " + Math.max(threshold, POOL_BYTES) + ") during the section");
             report.line("staging packing", NonTemporalCopy.available()
                     ? "an upload's last chunks with non-temporal stores (x86-64 loop)"
                     : "MemorySegment.copy only (non-temporal stores are opt-in: -D" + NonTemporalCopy.PROPERTY + "=true)");
@@ -109,7 +108,7 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
                             after.directCopies() - before.directCopies(), after.stagedBytes() - before.stagedBytes(),
                             after.hostWaits() - before.hostWaits(), ROUNDS));
         } finally {
-            Cuda.setMemoryPoolThreshold(Device.cuda(device), threshold);
+            Cuda.setMemoryPoolThreshold(device, threshold);
         }
         long left = CudaCounters.snapshot().deviceBytesOutstanding() - deviceBytesBefore;
         report.check("device memory back to its level before the section", left == 0, left + " bytes outstanding");
@@ -117,7 +116,7 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
 
     /** upload -> export -> import (FULL) -> download into {@code allocator}, values compared. */
     private static void roundTrip(Report report, String what, VectorSchemaRoot table, DeviceCopies copies) {
-        int device = copies.device();
+        int device = copies.device().ordinal();
         try (CudaArrowBatch batch = CudaArrow.upload(table, copies);
              Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
@@ -162,7 +161,7 @@ final class CudaArrowSelfCheck implements SelfCheckSection {
     }
 
     /** Raw cuMemcpyHtoDAsync / cuMemcpyDtoHAsync of {@code bytes} from pinned memory, each synchronised. */
-    private static Timing raw(int device, long bytes, CudaStream stream) {
+    private static Timing raw(Device device, long bytes, CudaStream stream) {
         long up = Long.MAX_VALUE;
         long down = Long.MAX_VALUE;
         MemorySegment s = MemorySegment.ofAddress(stream.address());

@@ -6,6 +6,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import org.devicebridge.Device;
 import org.devicebridge.cuda.Cuda;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaEvent;
@@ -16,7 +17,6 @@ import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PinnedHostBuffer;
 import org.devicebridge.cuda.PointerAttributes;
 import org.devicebridge.internal.HandleTracker;
-import org.devicebridge.cuda.StreamKind;
 
 /**
  * Self-check of the CUDA layer on device 0: copies both ways through pageable and pinned memory, a stream
@@ -36,7 +36,7 @@ final class CudaSelfCheckSection implements SelfCheckSection {
             report.line("skipped", "no CUDA driver: " + Cuda.unavailableReason());
             return;
         }
-        int device = 0;
+        Device device = Device.cuda(0);
         int size = (1 << 20) + 3;
         byte[] data = new byte[size];
         for (int i = 0; i < size; i++) {
@@ -44,7 +44,7 @@ final class CudaSelfCheckSection implements SelfCheckSection {
         }
         long liveBefore = HandleTracker.liveHandles();
         try (Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create(device, StreamKind.NON_BLOCKING);
+             CudaStream stream = CudaStream.create(device);
              DeviceBuffer buffer = DeviceBuffer.allocate(device, size);
              PinnedHostBuffer pinned = PinnedHostBuffer.allocate(size)) {
             MemorySegment host = arena.allocate(size);
@@ -60,7 +60,7 @@ final class CudaSelfCheckSection implements SelfCheckSection {
 
             PointerAttributes a = PointerAttributes.query(buffer.address());
             report.check("pointer attributes", a.memoryType() == PointerAttributes.MemoryType.DEVICE
-                    && a.deviceOrdinal() == device, a.toString());
+                    && a.deviceOrdinal() == device.ordinal(), a.toString());
 
             try (HostDeviceTransfer transfer = HostDeviceTransfer.create(device, 4 << 20);
                  DeviceUpload up = transfer.upload(List.of(host, host.asSlice(1, 100)), stream)) {

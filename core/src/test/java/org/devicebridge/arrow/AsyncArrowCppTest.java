@@ -27,6 +27,7 @@ import java.util.stream.Stream;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
@@ -35,7 +36,6 @@ import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.testing.RequiresCuda;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -224,8 +224,8 @@ class AsyncArrowCppTest {
         List<CudaArrowBatch> batches = new ArrayList<>();
         try (BufferAllocator allocator = ArrowMemory.newRootAllocator();
              Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(0, 1 << 20)) {
+             CudaStream stream = CudaStream.create(Device.cuda(0));
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(0), 1 << 20)) {
             org.apache.arrow.vector.types.pojo.Schema schema = null;
             for (int b = 0; b < n; b++) {
                 try (BigIntVector v = new BigIntVector("v", allocator)) {

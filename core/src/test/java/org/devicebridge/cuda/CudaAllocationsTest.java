@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
+import org.devicebridge.Device;
 import org.devicebridge.internal.Allocations;
 import org.devicebridge.testing.RequiresCuda;
 import org.junit.jupiter.api.Test;
@@ -17,7 +18,7 @@ class CudaAllocationsTest {
     @Test
     void aDeviceAllocationCountsUntilClosed() {
         Allocations.Snapshot before = Allocations.inUse();
-        try (DeviceBuffer b = DeviceBuffer.allocate(0, 1 << 20)) {
+        try (DeviceBuffer b = DeviceBuffer.allocate(Device.cuda(0), 1 << 20)) {
             Allocations.Snapshot held = Allocations.inUse().minus(before);
             assertEquals(1, held.blocks(Allocations.Kind.DEVICE), held.toString());
             assertEquals(1 << 20, held.bytes(Allocations.Kind.DEVICE), held.toString());

@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.devicebridge.Device;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.testing.RequiresCuda;
@@ -30,10 +31,10 @@ class CudaIpcTest {
         long parentSeed = 11;
         long childSeed = 12;
         byte[] parentBytes = CudaMemoryTest.pattern(size, parentSeed);
-        try (CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-             DeviceBuffer buffer = DeviceBuffer.allocate(DEVICE, size);
+        try (CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
+             DeviceBuffer buffer = DeviceBuffer.allocate(Device.cuda(DEVICE), size);
              PinnedHostBuffer staging = PinnedHostBuffer.allocate(size);
-             CudaEvent ready = CudaEvent.createInterprocess(DEVICE)) {
+             CudaEvent ready = CudaEvent.createInterprocess(Device.cuda(DEVICE))) {
             MemorySegment.copy(parentBytes, 0, staging.segment(), ValueLayout.JAVA_BYTE, 0, size);
             CudaCopies.hostToDeviceAsync(staging.segment(), buffer, 0, stream);
             ready.record(stream); // no host synchronisation: the child waits on the event itself
@@ -67,10 +68,10 @@ class CudaIpcTest {
 
     @Test
     void onlyCuMemAllocMemoryAndInterprocessEventsCanBeShared() {
-        try (CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-             DeviceBuffer pooled = DeviceBuffer.allocateAsync(DEVICE, 1024, stream);
-             DeviceBuffer empty = DeviceBuffer.allocate(DEVICE, 0);
-             CudaEvent pooledEvent = CudaEvent.acquire(DEVICE)) {
+        try (CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
+             DeviceBuffer pooled = DeviceBuffer.allocateAsync(Device.cuda(DEVICE), 1024, stream);
+             DeviceBuffer empty = DeviceBuffer.allocate(Device.cuda(DEVICE), 0);
+             CudaEvent pooledEvent = CudaEvent.acquire(Device.cuda(DEVICE))) {
             assertThrows(UnsupportedFeatureException.class, () -> pooled.ipcHandle());
             assertThrows(UnsupportedFeatureException.class, () -> empty.ipcHandle());
             CudaException e = assertThrows(CudaException.class, () -> pooledEvent.ipcHandle());

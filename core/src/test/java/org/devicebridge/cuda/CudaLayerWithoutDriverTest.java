@@ -2,12 +2,14 @@ package org.devicebridge.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.InvalidArgumentException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
@@ -26,22 +28,22 @@ class CudaLayerWithoutDriverTest {
             MemorySegment host = arena.allocate(64);
             List<Executable> calls = List.of(
                     () -> Cuda.freeMemory(Device.cuda(0)),
-                    () -> Cuda.synchronize(0),
-                    () -> CudaStream.create(0, StreamKind.NON_BLOCKING),
-                    () -> CudaStream.borrow(0, 0),
-                    () -> CudaEvent.acquire(0),
-                    () -> CudaEvent.createInterprocess(0),
-                    () -> DeviceBuffer.allocate(0, 16),
-                    () -> DeviceBuffer.allocate(0, 0),
-                    () -> DeviceBuffer.wrap(0x1000, 16, 0, null),
+                    () -> Cuda.synchronize(Device.cuda(0)),
+                    () -> CudaStream.create(Device.cuda(0)),
+                    () -> CudaStream.borrow(Device.cuda(0), 0),
+                    () -> CudaEvent.acquire(Device.cuda(0)),
+                    () -> CudaEvent.createInterprocess(Device.cuda(0)),
+                    () -> DeviceBuffer.allocate(Device.cuda(0), 16),
+                    () -> DeviceBuffer.allocate(Device.cuda(0), 0),
+                    () -> DeviceBuffer.wrap(0x1000, 16, Device.cuda(0), null),
                     () -> PinnedHostBuffer.allocate(16),
                     () -> PinnedHostBuffer.allocate(0),
                     () -> PinnedHostBuffer.register(host),
                     () -> PointerAttributes.of(host.address()),
                     () -> PointerAttributes.query(host.address()),
-                    () -> DeviceBuffer.openIpcHandle(0, new byte[CudaIpc.HANDLE_SIZE]),
-                    () -> CudaEvent.openIpcHandle(0, new byte[CudaIpc.HANDLE_SIZE]),
-                    () -> HostDeviceTransfer.create(0, 1 << 20));
+                    () -> DeviceBuffer.openIpcHandle(Device.cuda(0), new byte[CudaIpc.HANDLE_SIZE]),
+                    () -> CudaEvent.openIpcHandle(Device.cuda(0), new byte[CudaIpc.HANDLE_SIZE]),
+                    () -> HostDeviceTransfer.create(Device.cuda(0), 1 << 20));
             for (Executable call : calls) {
                 assertThrows(CudaUnavailableException.class, call);
             }
@@ -50,10 +52,10 @@ class CudaLayerWithoutDriverTest {
 
     @Test
     void badArgumentsAreRejectedBeforeTheDriverIsNeeded() {
-        assertThrows(InvalidArgumentException.class, () -> DeviceBuffer.allocate(0, -1));
-        assertThrows(InvalidArgumentException.class, () -> DeviceBuffer.wrap(0, -1, 0, null));
-        assertThrows(InvalidArgumentException.class, () -> DeviceBuffer.wrap(0, 16, 0, null));
-        assertThrows(NullPointerException.class, () -> DeviceBuffer.allocateAsync(0, 16, null));
+        assertThrows(InvalidArgumentException.class, () -> DeviceBuffer.allocate(Device.cuda(0), -1));
+        assertThrows(InvalidArgumentException.class, () -> DeviceBuffer.wrap(0, -1, Device.cuda(0), null));
+        assertThrows(InvalidArgumentException.class, () -> DeviceBuffer.wrap(0, 16, Device.cuda(0), null));
+        assertThrows(NullPointerException.class, () -> DeviceBuffer.allocateAsync(Device.cuda(0), 16, null));
         assertThrows(InvalidArgumentException.class, () -> PinnedHostBuffer.allocate(-5));
         assertThrows(NullPointerException.class, () -> PinnedHostBuffer.register(null));
         assertThrows(InvalidArgumentException.class, () -> PinnedHostBuffer.register(MemorySegment.ofArray(new byte[8])));
@@ -66,15 +68,41 @@ class CudaLayerWithoutDriverTest {
         }
         MemorySegment closedSegment = closed;
         assertThrows(org.devicebridge.HandleClosedException.class, () -> PinnedHostBuffer.register(closedSegment));
-        assertThrows(InvalidArgumentException.class, () -> DeviceBuffer.openIpcHandle(0, new byte[63]));
-        assertThrows(NullPointerException.class, () -> CudaEvent.openIpcHandle(0, null));
+        assertThrows(InvalidArgumentException.class, () -> DeviceBuffer.openIpcHandle(Device.cuda(0), new byte[63]));
+        assertThrows(NullPointerException.class, () -> CudaEvent.openIpcHandle(Device.cuda(0), null));
         assertThrows(NullPointerException.class, () -> CudaIpc.getMemHandle(null));
         assertThrows(NullPointerException.class, () -> CudaIpc.getEventHandle(null));
         assertThrows(NullPointerException.class, () -> CudaCopies.hostToDevice(null, null, 0));
         assertThrows(InvalidArgumentException.class,
                 () -> CudaCopies.hostToDevice(MemorySegment.ofArray(new byte[4]), null, 0));
-        assertThrows(InvalidArgumentException.class, () -> HostDeviceTransfer.create(0, 2 * HostDeviceTransfer.ALIGNMENT - 1));
-        assertThrows(NullPointerException.class, () -> CudaStream.create(0, null));
+        assertThrows(InvalidArgumentException.class, () -> HostDeviceTransfer.create(Device.cuda(0), 2 * HostDeviceTransfer.ALIGNMENT - 1));
+        assertThrows(NullPointerException.class, () -> CudaStream.create(null));
+        assertThrows(NullPointerException.class, () -> CudaStream.createBlocking(null));
+    }
+
+    @Test
+    void everyCallOnOneDeviceRefusesADeviceThatIsNotCudaBeforeTheDriverIsNeeded() {
+        for (Device other : List.of(Device.CPU, Device.cudaHost(0), new Device(DeviceKind.CUDA_MANAGED, 0))) {
+            List<Executable> calls = List.of(
+                    () -> Cuda.synchronize(other),
+                    () -> CudaStream.create(other),
+                    () -> CudaStream.createBlocking(other),
+                    () -> CudaStream.borrow(other, 0),
+                    () -> CudaEvent.acquire(other),
+                    () -> CudaEvent.createInterprocess(other),
+                    () -> CudaEvent.openIpcHandle(other, new byte[CudaIpc.HANDLE_SIZE]),
+                    () -> DeviceBuffer.allocate(other, 16),
+                    () -> DeviceBuffer.allocateAsync(other, 16, null),
+                    () -> DeviceBuffer.wrap(0x1000, 16, other, null),
+                    () -> DeviceBuffer.openIpcHandle(other, new byte[CudaIpc.HANDLE_SIZE]),
+                    () -> HostDeviceTransfer.create(other, 1 << 20),
+                    () -> HostDeviceTransfer.create(other, TransferOptions.defaults()));
+            for (Executable call : calls) {
+                InvalidArgumentException e = assertThrows(InvalidArgumentException.class, call, other.toString());
+                assertEquals("device", e.parameter());
+                assertTrue(e.getMessage().contains("expected a CUDA device but found " + other), e.getMessage());
+            }
+        }
     }
 
     @Test

@@ -2,6 +2,7 @@ package org.devicebridge.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import org.devicebridge.Device;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.testing.AllowsLeaks;
@@ -12,7 +13,7 @@ import org.junit.jupiter.api.Test;
 @RequiresCuda
 @AllowsLeaks("abandons a device buffer on purpose so that the Cleaner frees it")
 class CudaMemoryCleanerTest {
-    private static final int DEVICE = 0;
+    private static final Device DEVICE = Device.cuda(0);
 
     @Test
     void forgottenBufferIsFreedByTheCleanerAndReportedAsALeak() throws InterruptedException {

@@ -59,11 +59,11 @@ class CudaMemoryTest {
     @Test
     void allocateAndFreeReturnsDeviceMemoryToBaseline() {
         long size = 256L << 20;
-        Cuda.synchronize(DEVICE);
+        Cuda.synchronize(Device.cuda(DEVICE));
         long freeBefore = Cuda.freeMemory(Device.cuda(DEVICE));
-        DeviceBuffer b = DeviceBuffer.allocate(DEVICE, size);
+        DeviceBuffer b = DeviceBuffer.allocate(Device.cuda(DEVICE), size);
         assertEquals(size, b.byteSize());
-        assertEquals(DEVICE, b.device());
+        assertEquals(Device.cuda(DEVICE), b.device());
         assertTrue(b.address() != 0);
         long freeDuring = Cuda.freeMemory(Device.cuda(DEVICE));
         assertTrue(freeBefore - freeDuring >= size, "free memory should drop by at least " + size
@@ -71,7 +71,7 @@ class CudaMemoryTest {
         assertEquals(countersBefore.memAllocCalls() + 1, CudaCounters.snapshot().memAllocCalls());
         b.close();
         b.close(); // idempotent
-        Cuda.synchronize(DEVICE);
+        Cuda.synchronize(Device.cuda(DEVICE));
         long freeAfter = Cuda.freeMemory(Device.cuda(DEVICE));
         // other processes may allocate meanwhile; our 256 MiB must be back (within 2 MiB of driver slack)
         assertTrue(freeAfter >= freeBefore - (2L << 20), "before " + freeBefore + " after " + freeAfter);
@@ -80,7 +80,7 @@ class CudaMemoryTest {
 
     @Test
     void zeroByteBuffersAllocateNothing() {
-        try (DeviceBuffer b = DeviceBuffer.allocate(DEVICE, 0);
+        try (DeviceBuffer b = DeviceBuffer.allocate(Device.cuda(DEVICE), 0);
              PinnedHostBuffer p = PinnedHostBuffer.allocate(0)) {
             assertEquals(0, b.address());
             assertEquals(0, p.segment().byteSize());
@@ -94,8 +94,8 @@ class CudaMemoryTest {
     void syncCopiesRoundTripEveryByte(int size) {
         byte[] data = pattern(size, size);
         try (Arena arena = Arena.ofConfined();
-             DeviceBuffer a = DeviceBuffer.allocate(DEVICE, size);
-             DeviceBuffer b = DeviceBuffer.allocate(DEVICE, size)) {
+             DeviceBuffer a = DeviceBuffer.allocate(Device.cuda(DEVICE), size);
+             DeviceBuffer b = DeviceBuffer.allocate(Device.cuda(DEVICE), size)) {
             MemorySegment src = arena.allocate(Math.max(size, 1)).asSlice(0, size);
             MemorySegment.copy(data, 0, src, ValueLayout.JAVA_BYTE, 0, size);
             MemorySegment dst = arena.allocate(Math.max(size, 1)).asSlice(0, size);
@@ -110,11 +110,11 @@ class CudaMemoryTest {
     @ValueSource(ints = {0, 1, 4093, 1 << 20, 64 << 20})
     void asyncCopiesThroughPinnedMemoryRoundTripEveryByte(int size) {
         byte[] data = pattern(size, 31L * size);
-        try (CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+        try (CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
              PinnedHostBuffer src = PinnedHostBuffer.allocate(size);
              PinnedHostBuffer dst = PinnedHostBuffer.allocate(size);
-             DeviceBuffer a = DeviceBuffer.allocateAsync(DEVICE, size, stream);
-             DeviceBuffer b = DeviceBuffer.allocateAsync(DEVICE, size, stream)) {
+             DeviceBuffer a = DeviceBuffer.allocateAsync(Device.cuda(DEVICE), size, stream);
+             DeviceBuffer b = DeviceBuffer.allocateAsync(Device.cuda(DEVICE), size, stream)) {
             MemorySegment.copy(data, 0, src.segment(), ValueLayout.JAVA_BYTE, 0, size);
             CudaCopies.hostToDeviceAsync(src.segment(), a, 0, stream);
             CudaCopies.deviceToDeviceAsync(a.range(0, size), b, 0, stream);
@@ -127,7 +127,7 @@ class CudaMemoryTest {
 
     @Test
     void copiesHonourOffsetsAndRejectRangesOutsideTheBuffer() {
-        try (Arena arena = Arena.ofConfined(); DeviceBuffer d = DeviceBuffer.allocate(DEVICE, 100)) {
+        try (Arena arena = Arena.ofConfined(); DeviceBuffer d = DeviceBuffer.allocate(Device.cuda(DEVICE), 100)) {
             MemorySegment host = arena.allocate(100);
             CudaCopies.fill(d.range(0, 100), (byte) 7);
             MemorySegment ten = arena.allocate(10);
@@ -152,8 +152,8 @@ class CudaMemoryTest {
         int size = 3 << 20;
         byte[] data = pattern(size, 5);
         try (Arena arena = Arena.ofShared();
-             CudaStream stream = CudaStream.create(DEVICE, StreamKind.BLOCKING);
-             DeviceBuffer d = DeviceBuffer.allocate(DEVICE, size)) {
+             CudaStream stream = CudaStream.createBlocking(Device.cuda(DEVICE));
+             DeviceBuffer d = DeviceBuffer.allocate(Device.cuda(DEVICE), size)) {
             MemorySegment src = arena.allocate(size, 4096);
             MemorySegment dst = arena.allocate(size, 4096);
             MemorySegment.copy(data, 0, src, ValueLayout.JAVA_BYTE, 0, size);
@@ -191,7 +191,7 @@ class CudaMemoryTest {
 
     @Test
     void retainedHandlesShareOneAllocationFreedByTheLastClose() {
-        DeviceBuffer first = DeviceBuffer.allocate(DEVICE, 1 << 20);
+        DeviceBuffer first = DeviceBuffer.allocate(Device.cuda(DEVICE), 1 << 20);
         long address = first.address();
         DeviceBuffer second = first.retain();
         DeviceBuffer third = second.retain();
@@ -214,9 +214,9 @@ class CudaMemoryTest {
 
     @Test
     void wrappedMemoryClosesItsOwnerOnceAfterTheLastHandle() {
-        try (DeviceBuffer real = DeviceBuffer.allocate(DEVICE, 4096)) {
+        try (DeviceBuffer real = DeviceBuffer.allocate(Device.cuda(DEVICE), 4096)) {
             int[] closes = {0};
-            DeviceBuffer view = DeviceBuffer.wrap(real.address(), 4096, DEVICE, () -> closes[0]++);
+            DeviceBuffer view = DeviceBuffer.wrap(real.address(), 4096, Device.cuda(DEVICE), () -> closes[0]++);
             DeviceBuffer other = view.retain();
             view.close();
             assertEquals(0, closes[0]);
@@ -237,9 +237,9 @@ class CudaMemoryTest {
                 CudaEvent[] events = new CudaEvent[n];
                 PinnedHostBuffer[] pinned = new PinnedHostBuffer[4];
                 for (int i = 0; i < n; i++) {
-                    buffers[i] = DeviceBuffer.allocate(DEVICE, 4096);
-                    streams[i] = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-                    events[i] = CudaEvent.acquire(DEVICE);
+                    buffers[i] = DeviceBuffer.allocate(Device.cuda(DEVICE), 4096);
+                    streams[i] = CudaStream.create(Device.cuda(DEVICE));
+                    events[i] = CudaEvent.acquire(Device.cuda(DEVICE));
                 }
                 for (int i = 0; i < pinned.length; i++) {
                     pinned[i] = PinnedHostBuffer.allocate(4096);
@@ -275,15 +275,15 @@ class CudaMemoryTest {
 
     @Test
     void asyncAllocationOnAStreamOfAnotherDeviceIsRejected() {
-        try (CudaStream s = CudaStream.borrow(DEVICE, 0)) {
-            assertThrows(InvalidArgumentException.class, () -> DeviceBuffer.allocateAsync(DEVICE + 1, 16, s));
+        try (CudaStream s = CudaStream.borrow(Device.cuda(DEVICE), 0)) {
+            assertThrows(InvalidArgumentException.class, () -> DeviceBuffer.allocateAsync(Device.cuda(DEVICE + 1), 16, s));
         }
     }
 
     @Test
     void streamOrderedBufferKeepsItsStreamAliveUntilFreed() {
-        CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-        DeviceBuffer b = DeviceBuffer.allocateAsync(DEVICE, 1 << 20, stream);
+        CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
+        DeviceBuffer b = DeviceBuffer.allocateAsync(Device.cuda(DEVICE), 1 << 20, stream);
         assertTrue(b.isStreamOrdered());
         stream.close(); // the CUstream stays until the buffer's cuMemFreeAsync was queued on it
         assertThrows(HandleClosedException.class, stream::synchronize);
@@ -291,6 +291,6 @@ class CudaMemoryTest {
             CudaCopies.hostToDevice(arena.allocate(64).fill((byte) 1), b, 0);
         }
         b.close();
-        Cuda.synchronize(DEVICE);
+        Cuda.synchronize(Device.cuda(DEVICE));
     }
 }

@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import org.devicebridge.Device;
 import org.devicebridge.HandleClosedException;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.internal.HandleTracker;
@@ -22,7 +23,7 @@ import org.junit.jupiter.api.Test;
 /** Streams, pooled events, and a producer/consumer race that shows the event wait is what orders them. */
 @RequiresCuda
 class CudaStreamEventTest {
-    private static final int DEVICE = 0;
+    private static final Device DEVICE = Device.cuda(0);
     private long liveBefore;
     private long failedBefore;
 
@@ -39,6 +40,29 @@ class CudaStreamEventTest {
     }
 
     @Test
+    void everyHandleReportsTheDeviceItWasMadeOnAndBothStreamKindsRunWork() {
+        try (CudaStream nonBlocking = CudaStream.create(DEVICE);
+             CudaStream blocking = CudaStream.createBlocking(DEVICE);
+             CudaStream legacy = CudaStream.borrow(DEVICE, 0);
+             CudaEvent event = CudaEvent.acquire(DEVICE);
+             DeviceBuffer buffer = DeviceBuffer.allocate(DEVICE, 64);
+             DeviceBuffer ordered = DeviceBuffer.allocateAsync(DEVICE, 64, blocking);
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 20)) {
+            for (Device d : List.of(nonBlocking.device(), blocking.device(), legacy.device(), event.device(),
+                    buffer.device(), ordered.device(), transfer.device())) {
+                assertEquals(DEVICE, d);
+            }
+            assertNotEquals(nonBlocking.address(), blocking.address(), "two streams");
+            for (CudaStream s : List.of(nonBlocking, blocking)) {
+                CudaCopies.fillAsync(buffer.range(0, 64), (byte) 7, s);
+                event.record(s);
+                event.synchronize();
+                assertTrue(s.query(), "the work queued on the stream ran");
+            }
+        }
+    }
+
+    @Test
     void eventsComeFromThePoolSoTheSteadyStateCreatesNone() {
         int n = 8;
         List<CudaEvent> first = new ArrayList<>();
@@ -52,7 +76,7 @@ class CudaStreamEventTest {
         }
         assertEquals(n, addresses.size(), "distinct events while held together");
         long created = CudaCounters.snapshot().eventCreateCalls();
-        try (CudaStream s = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING)) {
+        try (CudaStream s = CudaStream.create(DEVICE)) {
             for (int round = 0; round < 100; round++) {
                 List<CudaEvent> again = new ArrayList<>();
                 for (int i = 0; i < n; i++) {
@@ -70,7 +94,7 @@ class CudaStreamEventTest {
 
     @Test
     void eventRecordQuerySynchronizeAndUseAfterClose() {
-        try (CudaStream s = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+        try (CudaStream s = CudaStream.create(DEVICE);
              DeviceBuffer big = DeviceBuffer.allocate(DEVICE, 256L << 20);
              DeviceBuffer big2 = DeviceBuffer.allocate(DEVICE, 256L << 20)) {
             CudaEvent e = CudaEvent.acquire(DEVICE);
@@ -91,7 +115,7 @@ class CudaStreamEventTest {
 
     @Test
     void borrowedStreamIsNotDestroyedByClose() {
-        try (CudaStream owner = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING)) {
+        try (CudaStream owner = CudaStream.create(DEVICE)) {
             CudaStream view = CudaStream.borrow(DEVICE, owner.address());
             assertEquals(owner.address(), view.address());
             view.close();
@@ -137,8 +161,8 @@ class CudaStreamEventTest {
     /** Runs the race TRIALS times and returns how often the consumer saw the new data. */
     private static int raceTrials(boolean wait) {
         int fresh = 0;
-        try (CudaStream producer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-             CudaStream consumer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+        try (CudaStream producer = CudaStream.create(DEVICE);
+             CudaStream consumer = CudaStream.create(DEVICE);
              DeviceBuffer scratch = DeviceBuffer.allocate(DEVICE, BIG);
              DeviceBuffer src = DeviceBuffer.allocate(DEVICE, BIG);
              DeviceBuffer dst = DeviceBuffer.allocate(DEVICE, BIG);

@@ -12,6 +12,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import org.devicebridge.Device;
 import org.devicebridge.HandleClosedException;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.NativeHandle;
@@ -23,7 +24,7 @@ import org.junit.jupiter.api.Test;
 /** The transfer engine on a GPU: packed, aligned uploads and downloads, and a steady state that allocates nothing. */
 @RequiresCuda
 class HostDeviceTransferTest {
-    private static final int DEVICE = 0;
+    private static final Device DEVICE = Device.cuda(0);
 
     private static List<MemorySegment> batch(Arena arena, Random r, long[] sizes) {
         List<MemorySegment> out = new ArrayList<>();
@@ -45,7 +46,7 @@ class HostDeviceTransferTest {
         // sizes 0, 1, odd, a buffer larger than one staging half (forces several chunks), 64 MiB
         long[] sizes = {0, 1, 7, 4093, 1 << 20, (3 << 20) + 5, 0, 64 << 20, 65};
         try (Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             CudaStream stream = CudaStream.create(DEVICE);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
             long allocationsBefore = CudaCounters.snapshot().memAllocAsyncCalls();
@@ -83,7 +84,7 @@ class HostDeviceTransferTest {
         long liveBefore = HandleTracker.liveHandles();
         Random r = new Random(5);
         try (Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             CudaStream stream = CudaStream.create(DEVICE);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 16)) {
             List<MemorySegment> first = batch(arena, r, new long[] {100, 3000});
             List<MemorySegment> second = batch(arena, r, new long[] {40_000, 8});
@@ -118,7 +119,7 @@ class HostDeviceTransferTest {
         // 32 MiB halves: the 40 MiB buffer spans both, the 9 MiB and 17 MiB ones are split over threads
         long[] sizes = {9 << 20, 3, (17 << 20) + 1, 40 << 20, 4099};
         try (Arena arena = Arena.ofShared(); // not thread-confined: the staging copies may use the pool
-             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             CudaStream stream = CudaStream.create(DEVICE);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 64 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
             for (int round = 0; round < 3; round++) {
@@ -139,7 +140,7 @@ class HostDeviceTransferTest {
         Random r = new Random(9);
         long[] sizes = {4096, 123, 0, 100_000, 64, 65, 8 << 10};
         try (Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             CudaStream stream = CudaStream.create(DEVICE);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
             List<MemorySegment> back = batch(arena, r, sizes);
@@ -167,7 +168,7 @@ class HostDeviceTransferTest {
     @Test
     void closedTransferAndBadRangesAreRejected() {
         try (Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             CudaStream stream = CudaStream.create(DEVICE);
              DeviceBuffer d = DeviceBuffer.allocate(DEVICE, 100)) {
             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 16);
             assertThrows(InvalidArgumentException.class,
@@ -219,7 +220,7 @@ class HostDeviceTransferTest {
         try (Arena arena = Arena.ofConfined();
              PinnedHostBuffer pinned = PinnedHostBuffer.allocate(16L << 20);
              PinnedHostBuffer pinnedBack = PinnedHostBuffer.allocate(16L << 20);
-             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             CudaStream stream = CudaStream.create(DEVICE);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20)) {
             List<MemorySegment> host = slices(pinned.segment(), sizes, r);
             List<MemorySegment> back = slices(pinnedBack.segment(), sizes, null);
@@ -255,7 +256,7 @@ class HostDeviceTransferTest {
         long[] sizes = {3 << 20, 100, 5 << 20};
         try (PinnedHostBuffer pinned = PinnedHostBuffer.allocate(16L << 20);
              PinnedHostBuffer pinnedBack = PinnedHostBuffer.allocate(16L << 20);
-             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             CudaStream stream = CudaStream.create(DEVICE);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20);
              CudaEvent done = CudaEvent.acquire(DEVICE)) {
             List<MemorySegment> host = slices(pinned.segment(), sizes, r);
@@ -281,7 +282,7 @@ class HostDeviceTransferTest {
         try (Arena arena = Arena.ofConfined();
              PinnedHostBuffer pinned = PinnedHostBuffer.allocate(16L << 20);
              PinnedHostBuffer pinnedBack = PinnedHostBuffer.allocate(16L << 20);
-             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             CudaStream stream = CudaStream.create(DEVICE);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20)) {
             List<MemorySegment> back = slices(pinnedBack.segment(), sizes, null);
             for (boolean direct : new boolean[] {true, false}) {
@@ -326,7 +327,7 @@ class HostDeviceTransferTest {
         long[] pageableSizes = {(6 << 20) + 3, 0, 1000};
         try (Arena arena = Arena.ofShared();
              PinnedHostBuffer pinned = PinnedHostBuffer.allocate(8L << 20);
-             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             CudaStream stream = CudaStream.create(DEVICE);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, TransferOptions.defaults()
                      .withStagingBytes(8L << 20).withChunkBytes(1L << 20))) {
             List<MemorySegment> p = slices(pinned.segment(), pinnedSizes, r);
@@ -387,7 +388,7 @@ class HostDeviceTransferTest {
         Random r = new Random(17);
         long[] sizes = {4096, 1 << 20, 64, 32 << 20, 0, 8 << 20};
         try (Arena arena = Arena.ofConfined();
-             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             CudaStream stream = CudaStream.create(DEVICE);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 4 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
             try (DeviceUpload up = transfer.upload(host, stream)) {
@@ -441,7 +442,7 @@ class HostDeviceTransferTest {
         long[] sizes = {4096, 1 << 20, 64, 24 << 20, 0, 8 << 20};
         int leading = 3;
         try (Arena arena = Arena.ofShared();
-             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             CudaStream stream = CudaStream.create(DEVICE);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 64 << 20)) {
             List<MemorySegment> host = batch(arena, r, sizes);
             try (DeviceUpload up = transfer.upload(host, stream)) {

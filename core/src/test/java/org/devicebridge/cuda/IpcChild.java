@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.HexFormat;
+import org.devicebridge.Device;
 
 /**
  * The other process of {@link CudaIpcTest}: opens the parent's event and device memory from their IPC
@@ -23,8 +24,8 @@ public final class IpcChild {
             int size = Integer.parseInt(args[3]);
             byte[] expected = CudaMemoryTest.pattern(size, Long.parseLong(args[4]));
             byte[] mine = CudaMemoryTest.pattern(size, Long.parseLong(args[5]));
-            try (CudaEvent ready = CudaEvent.openIpcHandle(device, eventHandle);
-                 DeviceBuffer shared = DeviceBuffer.openIpcHandle(device, memHandle);
+            try (CudaEvent ready = CudaEvent.openIpcHandle(Device.cuda(device), eventHandle);
+                 DeviceBuffer shared = DeviceBuffer.openIpcHandle(Device.cuda(device), memHandle);
                  Arena arena = Arena.ofConfined()) {
                 if (shared.byteSize() < size) {
                     fail("opened " + shared.byteSize() + " bytes, expected at least " + size);
@@ -37,7 +38,7 @@ public final class IpcChild {
                 }
                 MemorySegment.copy(mine, 0, host, ValueLayout.JAVA_BYTE, 0, size);
                 CudaCopies.hostToDevice(host, shared, 0);
-                Cuda.synchronize(device);
+                Cuda.synchronize(Device.cuda(device));
             }
             System.out.println("IPC child OK");
             System.exit(0);

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import org.devicebridge.Device;
 import org.devicebridge.cuda.PointerAttributes.MemoryType;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.testing.RequiresCuda;
@@ -33,9 +34,9 @@ class PointerAttributesTest {
     @Test
     void deviceMemoryIsDeviceOfItsOrdinalWithItsRange() {
         long bytes = 3 << 20;
-        try (CudaStream s = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-             DeviceBuffer plain = DeviceBuffer.allocate(DEVICE, bytes);
-             DeviceBuffer pooled = DeviceBuffer.allocateAsync(DEVICE, bytes, s)) {
+        try (CudaStream s = CudaStream.create(Device.cuda(DEVICE));
+             DeviceBuffer plain = DeviceBuffer.allocate(Device.cuda(DEVICE), bytes);
+             DeviceBuffer pooled = DeviceBuffer.allocateAsync(Device.cuda(DEVICE), bytes, s)) {
             for (DeviceBuffer b : new DeviceBuffer[] {plain, pooled}) {
                 long inside = b.address() + 12345;
                 PointerAttributes cached = PointerAttributes.of(inside);
@@ -95,7 +96,7 @@ class PointerAttributesTest {
     @Test
     void freedDeviceMemoryLeavesTheCache() {
         long address;
-        try (DeviceBuffer b = DeviceBuffer.allocate(DEVICE, 1 << 20)) {
+        try (DeviceBuffer b = DeviceBuffer.allocate(Device.cuda(DEVICE), 1 << 20)) {
             address = b.address();
             assertEquals(MemoryType.DEVICE, PointerAttributes.of(address).memoryType());
             assertEquals(address, PointerAttributes.cachedOwn(address).rangeStart());

@@ -77,7 +77,7 @@ class DLPackPointerCheckTest {
     @Test
     @RequiresCuda
     void deviceMemoryLabelledCudaOfItsOrdinalIsConfirmed() {
-        try (DeviceBuffer b = DeviceBuffer.allocate(0, BYTES)) {
+        try (DeviceBuffer b = DeviceBuffer.allocate(Device.cuda(0), BYTES)) {
             confirmed(b.address(), 256, 512, Device.cuda(0));
         }
     }
@@ -92,7 +92,7 @@ class DLPackPointerCheckTest {
     @Test
     @RequiresCuda
     void deviceMemoryLabelledWithAnotherOrdinalIsRejected() {
-        try (DeviceBuffer b = DeviceBuffer.allocate(0, BYTES)) {
+        try (DeviceBuffer b = DeviceBuffer.allocate(Device.cuda(0), BYTES)) {
             rejected(b.address(), 0, BYTES / 4, Device.cuda(1), "found device memory of CUDA device 0");
         }
     }
@@ -100,7 +100,7 @@ class DLPackPointerCheckTest {
     @Test
     @RequiresCuda
     void deviceMemoryLabelledCudaHostIsRejected() {
-        try (DeviceBuffer b = DeviceBuffer.allocate(0, BYTES)) {
+        try (DeviceBuffer b = DeviceBuffer.allocate(Device.cuda(0), BYTES)) {
             rejected(b.address(), 0, BYTES / 4, Device.cudaHost(0), "expected pinned or registered host memory");
         }
     }
@@ -118,7 +118,7 @@ class DLPackPointerCheckTest {
     @Test
     @RequiresCuda
     void deviceMemoryLabelledCpuIsRejected() {
-        try (DeviceBuffer b = DeviceBuffer.allocate(0, BYTES)) {
+        try (DeviceBuffer b = DeviceBuffer.allocate(Device.cuda(0), BYTES)) {
             rejected(b.address(), 0, BYTES / 4, Device.CPU, "found device memory of CUDA device 0");
         }
     }
@@ -126,7 +126,7 @@ class DLPackPointerCheckTest {
     @Test
     @RequiresCuda
     void aSpanReachingPastTheAllocationIsRejected() {
-        try (DeviceBuffer b = DeviceBuffer.allocate(0, BYTES)) {
+        try (DeviceBuffer b = DeviceBuffer.allocate(Device.cuda(0), BYTES)) {
             rejected(b.address(), 256, BYTES / 4, Device.cuda(0), "within its allocation");
         }
     }

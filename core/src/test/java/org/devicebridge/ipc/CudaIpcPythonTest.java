@@ -25,7 +25,6 @@ import org.devicebridge.HandleBusyException;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.dlpack.DType;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
@@ -62,8 +61,8 @@ class CudaIpcPythonTest {
         }
         Process child = new ProcessBuilder(python(), script.toString())
                 .redirectError(ProcessBuilder.Redirect.INHERIT).start();
-        try (CudaStream stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
-             DeviceBuffer buffer = DeviceBuffer.allocate(0, 4096);
+        try (CudaStream stream = CudaStream.create(Device.cuda(0));
+             DeviceBuffer buffer = DeviceBuffer.allocate(Device.cuda(0), 4096);
              Arena arena = Arena.ofConfined();
              Writer toChild = child.outputWriter(StandardCharsets.UTF_8);
              BufferedReader fromChild = new BufferedReader(new InputStreamReader(child.getInputStream(),
@@ -108,7 +107,7 @@ class CudaIpcPythonTest {
             MemorySegment values = arena.allocate(JAVA_LONG, 6);
             try (ImportedTensor t = IpcTensorImport.open(theirs, stream,
                     ImportOptions.expecting(Device.cuda(0)).confirmingPointers());
-                 DeviceBuffer view = DeviceBuffer.wrap(t.devicePointer().address(), t.byteExtent(), 0, null)) {
+                 DeviceBuffer view = DeviceBuffer.wrap(t.devicePointer().address(), t.byteExtent(), Device.cuda(0), null)) {
                 assertEquals(DType.INT64, t.dtype());
                 CudaCopies.deviceToHostAsync(view, 0, values, stream);
                 stream.synchronize();

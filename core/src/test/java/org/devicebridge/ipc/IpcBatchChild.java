@@ -5,6 +5,7 @@ import java.nio.file.Path;
 import java.util.List;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.Device;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.AsyncPoison;
 import org.devicebridge.arrow.cuda.CudaArrow;
@@ -12,7 +13,6 @@ import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 
 /**
  * The importer of {@link IpcExportAsyncGpuTest}: opens the batch a descriptor (in a file) describes, which
@@ -30,8 +30,8 @@ public final class IpcBatchChild {
             List<String> got;
             String close;
             try (BufferAllocator memory = ArrowMemory.newRootAllocator();
-                 CudaStream stream = CudaStream.create(d.device(), StreamKind.NON_BLOCKING);
-                 HostDeviceTransfer transfer = HostDeviceTransfer.create(d.device(), 1 << 20)) {
+                 CudaStream stream = CudaStream.create(Device.cuda(d.device()));
+                 HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(d.device()), 1 << 20)) {
                 try (IpcBatchImport imported = IpcBatchImport.open(d, ValidationLevel.DEFAULT, stream, transfer);
                      VectorSchemaRoot down = CudaArrow.download(imported.batch(), new DeviceCopies(memory, transfer, stream))) {
                     got = AsyncPoison.strings(down);

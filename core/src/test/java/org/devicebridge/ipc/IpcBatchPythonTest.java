@@ -1,5 +1,6 @@
 package org.devicebridge.ipc;
 
+import org.devicebridge.Device;
 import org.devicebridge.testing.PythonProcess;
 import static org.devicebridge.testing.PythonProcess.python;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -62,7 +63,6 @@ import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.internal.HandleTracker;
@@ -208,7 +208,7 @@ class IpcBatchPythonTest {
             List<MemorySegment> sources = new ArrayList<>();
             long[] total = {0};
             Node described = place(host.root(), sources, total);
-            DeviceBuffer memory = DeviceBuffer.allocate(DEVICE, Math.max(total[0], 64));
+            DeviceBuffer memory = DeviceBuffer.allocate(Device.cuda(DEVICE), Math.max(total[0], 64));
             long at = 0;
             for (MemorySegment src : sources) {
                 CudaCopies.hostToDevice(src, memory, at);
@@ -282,8 +282,8 @@ class IpcBatchPythonTest {
         }
         Process child = new ProcessBuilder(python(), script.toString())
                 .redirectError(ProcessBuilder.Redirect.INHERIT).start();
-        try (CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
+        try (CudaStream stream = CudaStream.create(Device.cuda(DEVICE));
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20);
              VectorSchemaRoot root = javaBatch();
              Writer toChild = child.outputWriter(StandardCharsets.UTF_8);
              BufferedReader fromChild = new BufferedReader(new InputStreamReader(child.getInputStream(),

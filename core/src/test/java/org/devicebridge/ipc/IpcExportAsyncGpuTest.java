@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.util.List;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.Device;
 import org.devicebridge.arrow.cuda.AsyncPoison;
 import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
@@ -15,7 +16,6 @@ import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.testing.ChildJvm;
 import org.devicebridge.testing.RequiresCuda;
@@ -47,9 +47,9 @@ class IpcExportAsyncGpuTest {
     void setUp() {
         deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
         memory = org.devicebridge.arrow.java.ArrowMemory.newRootAllocator();
-        stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-        exportStream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-        transfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
+        stream = CudaStream.create(Device.cuda(DEVICE));
+        exportStream = CudaStream.create(Device.cuda(DEVICE));
+        transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20);
         poison = new AsyncPoison(DEVICE);
     }
 

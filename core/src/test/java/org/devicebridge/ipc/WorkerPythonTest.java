@@ -1,5 +1,6 @@
 package org.devicebridge.ipc;
 
+import org.devicebridge.Device;
 import org.devicebridge.testing.PythonProcess;
 import static org.devicebridge.testing.PythonProcess.python;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -29,7 +30,6 @@ import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.ipc.WorkerChannel.PeerException;
@@ -52,7 +52,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 @RequiresCuda
 class WorkerPythonTest {
-    private static final int DEVICE = 0;
+    private static final Device DEVICE = Device.cuda(0);
     private static final Duration TIMEOUT = Duration.ofSeconds(120);
 
     private BufferAllocator allocator;
@@ -73,7 +73,7 @@ class WorkerPythonTest {
         allocator = ExportTestSupport.allocator();
         liveBefore = HandleTracker.liveHandles();
         deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
-        stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+        stream = CudaStream.create(DEVICE);
         transfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
     }
 

@@ -11,7 +11,6 @@ import org.devicebridge.Device;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.dlpack.ConsumerStream;
 import org.devicebridge.dlpack.DType;
 import org.devicebridge.dlpack.ImportOptions;
@@ -75,7 +74,7 @@ class GpuArrayInterfacesTest {
                 onS = OnStream(a, s)
                 cai = onS.__cuda_array_interface__
                 """, ns);
-        try (CudaStream stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
+        try (CudaStream stream = CudaStream.create(Device.cuda(0));
              Arena arena = Arena.ofConfined();
              PyObjectRef a = python.eval("onS", ns);
              PyObjectRef v = python.eval("v", ns);
@@ -95,7 +94,7 @@ class GpuArrayInterfacesTest {
             assertArrayEquals(new long[] {3, 3}, view.tensor().shape());
             assertArrayEquals(new long[] {4, 1}, view.tensor().strides());
             MemorySegment host = arena.allocate(JAVA_FLOAT, 12);
-            try (DeviceBuffer wrapped = DeviceBuffer.wrap(t.devicePointer().address(), t.byteExtent(), 0, null)) {
+            try (DeviceBuffer wrapped = DeviceBuffer.wrap(t.devicePointer().address(), t.byteExtent(), Device.cuda(0), null)) {
                 CudaCopies.deviceToHostAsync(wrapped, 0, host, stream); // ordered after CuPy's work by the import
                 stream.synchronize();
             }
@@ -107,8 +106,8 @@ class GpuArrayInterfacesTest {
     }
 
     private void consumesJavaMemory(String consume) {
-        try (CudaStream stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
-             DeviceBuffer buffer = DeviceBuffer.allocate(0, 4 * 8);
+        try (CudaStream stream = CudaStream.create(Device.cuda(0));
+             DeviceBuffer buffer = DeviceBuffer.allocate(Device.cuda(0), 4 * 8);
              Arena arena = Arena.ofConfined()) {
             MemorySegment host = arena.allocate(JAVA_FLOAT, 8);
             for (int i = 0; i < 8; i++) {

@@ -11,7 +11,6 @@ import org.devicebridge.Device;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.dlpack.ConsumerStream;
 import org.devicebridge.dlpack.DType;
 import org.devicebridge.dlpack.ImportOptions;
@@ -66,8 +65,8 @@ class NumbaArrayInterfaceTest {
 
     @Test
     void numbaAsCudaArrayReadsAndWritesJavaDeviceMemoryZeroCopy() {
-        try (CudaStream stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
-             DeviceBuffer buffer = DeviceBuffer.allocate(0, 4 * 8);
+        try (CudaStream stream = CudaStream.create(Device.cuda(0));
+             DeviceBuffer buffer = DeviceBuffer.allocate(Device.cuda(0), 4 * 8);
              Arena arena = Arena.ofConfined()) {
             MemorySegment host = arena.allocate(JAVA_FLOAT, 8);
             for (int i = 0; i < 8; i++) {
@@ -114,7 +113,7 @@ class NumbaArrayInterfaceTest {
                 cai_stream = d.__cuda_array_interface__.get('stream')
                 s_handle = int(s.handle.value) if hasattr(s.handle, 'value') else int(s.handle)
                 """, ns);
-        try (CudaStream stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
+        try (CudaStream stream = CudaStream.create(Device.cuda(0));
              Arena arena = Arena.ofConfined();
              PyObjectRef d = python.eval("d", ns);
              PyObjectRef v = python.eval("v", ns);
@@ -135,7 +134,7 @@ class NumbaArrayInterfaceTest {
             assertArrayEquals(new long[] {3, 3}, view.tensor().shape());
             assertArrayEquals(new long[] {4, 1}, view.tensor().strides());
             MemorySegment host = arena.allocate(JAVA_FLOAT, 12);
-            try (DeviceBuffer wrapped = DeviceBuffer.wrap(t.devicePointer().address(), t.byteExtent(), 0, null)) {
+            try (DeviceBuffer wrapped = DeviceBuffer.wrap(t.devicePointer().address(), t.byteExtent(), Device.cuda(0), null)) {
                 CudaCopies.deviceToHostAsync(wrapped, 0, host, stream); // ordered after Numba's copy by the import
                 stream.synchronize();
             }

@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.Device;
 import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrow;
@@ -13,7 +14,6 @@ import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 
 public class QuickStartCuda {
     public static void main(String[] args) {
@@ -26,8 +26,9 @@ public class QuickStartCuda {
             ids.setValueCount(1000);
             VectorSchemaRoot table = VectorSchemaRoot.of(ids);
 
-            try (CudaStream stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
-                 HostDeviceTransfer transfer = HostDeviceTransfer.create(0, 64L << 20);
+            Device gpu = Device.cuda(0);
+            try (CudaStream stream = CudaStream.create(gpu);
+                 HostDeviceTransfer transfer = HostDeviceTransfer.create(gpu, 64L << 20);
                  Arena structs = Arena.ofConfined()) {
                 // One record for every call: host allocator, staging transfer, the stream work is ordered on.
                 DeviceCopies copies = new DeviceCopies(allocator, transfer, stream);

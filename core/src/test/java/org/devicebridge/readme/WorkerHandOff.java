@@ -6,13 +6,13 @@ import java.time.Duration;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.Device;
 import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.ipc.WorkerChannel;
 
 public class WorkerHandOff {
@@ -31,8 +31,9 @@ public class WorkerHandOff {
             ids.setValueCount(1000);
             VectorSchemaRoot table = VectorSchemaRoot.of(ids);
 
-            try (CudaStream stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
-                 HostDeviceTransfer transfer = HostDeviceTransfer.create(0, 64L << 20);
+            Device gpu = Device.cuda(0);
+            try (CudaStream stream = CudaStream.create(gpu);
+                 HostDeviceTransfer transfer = HostDeviceTransfer.create(gpu, 64L << 20);
                  WorkerChannel channel = WorkerChannel.open(worker.getInputStream(), worker.getOutputStream(),
                          Duration.ofSeconds(60));
                  CudaArrowBatch onGpu = CudaArrow.upload(table, DeviceCopies.of(transfer, stream));

@@ -31,8 +31,7 @@ import org.devicebridge.cuda.DeviceBuffer;
 public final class CudaArrowBatch extends NativeHandle {
     private final SchemaNode schema;
     private final ArrayNode root;
-    private final int device;
-    private final DeviceKind deviceType;
+    private final Device device;
     private final List<DeviceBuffer> memory;
     private final ImportedArray imported;
 
@@ -44,8 +43,7 @@ public final class CudaArrowBatch extends NativeHandle {
         super(describe(what, root, device.ordinal()), holdings.release());
         this.schema = schema;
         this.root = root;
-        this.device = device.ordinal();
-        this.deviceType = device.kind();
+        this.device = device;
         this.memory = List.copyOf(holdings.memory());
         this.imported = holdings.imported();
     }
@@ -77,14 +75,13 @@ public final class CudaArrowBatch extends NativeHandle {
         return root;
     }
 
-    /** {@return the CUDA device ordinal} */
-    public int device() {
+    /**
+     * {@return where the memory lives, as Arrow's {@code device_type} and {@code device_id} name it: a kind of
+     * {@link DeviceKind#CUDA}, {@link DeviceKind#CUDA_HOST} or {@link DeviceKind#CUDA_MANAGED}, and the CUDA
+     * device ordinal ({@code Device.cuda(device().ordinal())} is the CUDA device its streams and events are of)}
+     */
+    public Device device() {
         return device;
-    }
-
-    /** {@return {@link DeviceKind#CUDA}, {@link DeviceKind#CUDA_HOST} or {@link DeviceKind#CUDA_MANAGED}} */
-    public DeviceKind deviceType() {
-        return deviceType;
     }
 
     /** {@return number of rows (the root's length)} */

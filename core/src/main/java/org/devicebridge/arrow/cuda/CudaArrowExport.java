@@ -64,10 +64,10 @@ final class CudaArrowExport {
         MemorySegment out = OutStructs.sized(outDeviceArray, ArrowDeviceArray.sizeof(), "outDeviceArray");
         ArrayNode root = batch.root();
         List<DeviceBuffer> memory = batch.memory();
-        int device = batch.device();
-        if (stream.device() != device) {
+        int device = batch.device().ordinal();
+        if (stream.device().ordinal() != device) {
             throw new IllegalArgumentException(String.format(Locale.ROOT,
-                    "stream of device %d cannot export a batch of device %d", stream.device(), device));
+                    "stream of device %d cannot export a batch of device %d", stream.device().ordinal(), device));
         }
         List<DeviceBuffer> refs = new ArrayList<>(memory.size());
         CudaEvent event = null;
@@ -76,7 +76,7 @@ final class CudaArrowExport {
             for (DeviceBuffer m : memory) {
                 refs.add(m.retain());
             }
-            event = CudaEvent.acquire(device);
+            event = CudaEvent.acquire(stream.device());
             event.record(stream);
             slot = Native.malloc(8);
             slot.set(ValueLayout.JAVA_LONG, 0, event.address());
@@ -89,7 +89,7 @@ final class CudaArrowExport {
             throw e;
         }
         ArrowDeviceArray.device_id(out, device);
-        ArrowDeviceArray.device_type(out, batch.deviceType().code());
+        ArrowDeviceArray.device_type(out, batch.device().kind().code());
         ArrowDeviceArray.sync_event(out, slot);
         for (int i = 0; i < 3; i++) {
             out.set(ValueLayout.JAVA_LONG, ArrowDeviceArray.reserved$offset() + 8L * i, 0L);
@@ -182,9 +182,9 @@ final class CudaArrowExport {
                 return false;
             }
             try (CudaArrowBatch batch = batches.next()) {
-                if (batch.deviceType() != deviceType) {
+                if (batch.device().kind() != deviceType) {
                     throw new IllegalArgumentException("expected batches of device type " + deviceType.arrowName()
-                            + " but found " + batch.deviceType().arrowName());
+                            + " but found " + batch.device().kind().arrowName());
                 }
                 exportDeviceArray(batch, copies, out);
             }

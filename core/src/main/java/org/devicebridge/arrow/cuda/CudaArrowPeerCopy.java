@@ -59,14 +59,14 @@ final class CudaArrowPeerCopy {
         Objects.requireNonNull(batch, "batch");
         Objects.requireNonNull(sourceStream, "sourceStream");
         CudaStream stream = Objects.requireNonNull(copies, "copies").stream();
-        if (batch.deviceType() == DeviceKind.CUDA_HOST) {
+        if (batch.device().kind() == DeviceKind.CUDA_HOST) {
             throw new UnsupportedFeatureException("device_type", "a batch of pinned host memory"
                     + " (ARROW_DEVICE_CUDA_HOST) is reachable from every device: upload it instead of copying it");
         }
-        if (sourceStream.device() != batch.device()) {
+        if (sourceStream.device().ordinal() != batch.device().ordinal()) {
             throw new InvalidArgumentException("sourceStream", String.format(Locale.ROOT,
                     "expected a stream of device %d (the batch's) but found one of device %d",
-                    batch.device(), sourceStream.device()));
+                    batch.device().ordinal(), sourceStream.device().ordinal()));
         }
         ArrayNode root = batch.root();
         List<DeviceBuffer> memory = batch.memory();
@@ -90,7 +90,7 @@ final class CudaArrowPeerCopy {
                 total = Math.addExact(offset, len);
             }
         }
-        try (CudaEvent ready = CudaEvent.acquire(batch.device())) {
+        try (CudaEvent ready = CudaEvent.acquire(sourceStream.device())) {
             ready.record(sourceStream);
             stream.waitEvent(ready);
         }
@@ -122,8 +122,8 @@ final class CudaArrowPeerCopy {
             handedOver = true; // after a throw the stream waited, then dropped them
             stream.closeAfterQueuedWork(read);
             ArrayNode moved = Nodes.relocate(root, placed);
-            return new CudaArrowBatch("Arrow batch copied from device " + batch.device(), batch.schema(), moved,
-                    Device.cuda(stream.device()), new CudaArrowBatch.Holdings(List.of(dst), dst::close, null));
+            return new CudaArrowBatch("Arrow batch copied from device " + batch.device().ordinal(), batch.schema(),
+                    moved, stream.device(), new CudaArrowBatch.Holdings(List.of(dst), dst::close, null));
         } catch (RuntimeException | Error e) {
             dst.close();
             if (!handedOver) {

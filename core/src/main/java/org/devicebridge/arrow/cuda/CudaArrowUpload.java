@@ -102,7 +102,7 @@ final class CudaArrowUpload {
                     handedOver = true; // after a throw the stream waited, then closed them
                     stream.closeAfterQueuedWork(inputs);
                 }
-                out = new CudaArrowBatch("uploaded Arrow batch", schema, device, Device.cuda(transfer.device()),
+                out = new CudaArrowBatch("uploaded Arrow batch", schema, device, transfer.device(),
                         new CudaArrowBatch.Holdings(List.of(memory), up::close, null));
             } catch (RuntimeException | Error e) {
                 if (!async) {

@@ -62,8 +62,8 @@ final class CudaImport implements DeviceCopier {
             throw new ValidationException(Category.DEVICE, "device_id", "expected a CUDA device ordinal in [0, "
                     + Cuda.deviceCount() + ") but found " + deviceId);
         }
-        if (deviceId != stream.device()) {
-            throw new ValidationException(Category.DEVICE, "device_id", "expected " + stream.device()
+        if (deviceId != stream.device().ordinal()) {
+            throw new ValidationException(Category.DEVICE, "device_id", "expected " + stream.device().ordinal()
                     + " (the device of the consumer's stream) but found " + deviceId);
         }
         this.type = deviceType;
@@ -80,7 +80,7 @@ final class CudaImport implements DeviceCopier {
         for (Map.Entry<Long, Long> r : ranges.entrySet()) {
             shared.retain();
             try {
-                wraps.add(DeviceBuffer.wrap(r.getKey(), r.getValue(), device, shared));
+                wraps.add(DeviceBuffer.wrap(r.getKey(), r.getValue(), stream.device(), shared));
             } catch (RuntimeException | Error e) {
                 shared.close();
                 throw e;

@@ -2,6 +2,7 @@ package org.devicebridge.arrow.cuda;
 
 import java.util.Objects;
 import org.apache.arrow.memory.BufferAllocator;
+import org.devicebridge.Device;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
@@ -35,9 +36,9 @@ public record DeviceCopies(BufferAllocator allocator, HostDeviceTransfer transfe
      */
     public DeviceCopies {
         Objects.requireNonNull(stream, "stream");
-        if (transfer != null && transfer.device() != stream.device()) {
-            throw new InvalidArgumentException("stream", "expected a stream of device " + transfer.device()
-                    + " (the transfer's) but found one of device " + stream.device());
+        if (transfer != null && !transfer.device().equals(stream.device())) {
+            throw new InvalidArgumentException("stream", "expected a stream of device " + transfer.device().ordinal()
+                    + " (the transfer's) but found one of device " + stream.device().ordinal());
         }
     }
 
@@ -68,9 +69,9 @@ public record DeviceCopies(BufferAllocator allocator, HostDeviceTransfer transfe
     /**
      * The CUDA device the batches live on.
      *
-     * @return the device ordinal of the stream (and of the transfer)
+     * @return the stream's device (and the transfer's)
      */
-    public int device() {
+    public Device device() {
         return stream.device();
     }
 

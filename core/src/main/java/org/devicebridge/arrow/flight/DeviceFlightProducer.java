@@ -98,9 +98,9 @@ public final class DeviceFlightProducer extends NoOpFlightProducer implements Au
         Objects.requireNonNull(schema, "schema");
         StreamRoots.requireNoDictionaries(schema);
         for (CudaArrowBatch b : List.copyOf(batches)) {
-            if (b.device() != copies.device()) {
-                throw new InvalidArgumentException("batches", "expected batches of device " + copies.device()
-                        + " but found one of device " + b.device());
+            if (b.device().ordinal() != copies.device().ordinal()) {
+                throw new InvalidArgumentException("batches", "expected batches of device " + copies.device().ordinal()
+                        + " but found one of device " + b.device().ordinal());
             }
         }
         List<DeviceFlightBatch> owned = new ArrayList<>(batches.size());

@@ -6,11 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import java.util.List;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.Device;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.TransferOptions;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.testing.RequiresCuda;
 import org.junit.jupiter.api.AfterEach;
@@ -41,8 +41,8 @@ class AsyncLifetimeGpuTest {
         deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
         pinnedMemory = PinnedArrowMemory.create(1); // a freed block is lent again at once
         pinned = pinnedMemory.newRootAllocator();
-        stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-        transfer = HostDeviceTransfer.create(DEVICE, TransferOptions.defaults()
+        stream = CudaStream.create(Device.cuda(DEVICE));
+        transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), TransferOptions.defaults()
                 .withStagingBytes(4L << 20).withChunkBytes(256L << 10));
         poison = new AsyncPoison(DEVICE);
     }
@@ -116,7 +116,7 @@ class AsyncLifetimeGpuTest {
     @Test
     void peerCopyKeepsTheSourceMemoryAfterTheSourceBatchIsClosed() throws Exception {
         List<String> expected = values();
-        try (CudaStream target = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING)) {
+        try (CudaStream target = CudaStream.create(Device.cuda(DEVICE))) {
             AsyncPoison.untilPoisonedWhileBusy(memsets -> {
                 CudaArrowBatch source;
                 try (VectorSchemaRoot root = viewRoot(expected)) {

@@ -11,6 +11,7 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ViewVarCharVector;
+import org.devicebridge.Device;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
@@ -37,7 +38,7 @@ public final class AsyncPoison implements AutoCloseable {
 
     /** A device buffer on {@code device} the memsets write. */
     public AsyncPoison(int device) {
-        blocker = DeviceBuffer.allocate(device, BLOCKER_BYTES);
+        blocker = DeviceBuffer.allocate(Device.cuda(device), BLOCKER_BYTES);
     }
 
     /** Queues {@code count} memsets over the blocker on {@code s}: work the next copies wait behind. */
@@ -116,7 +117,7 @@ public final class AsyncPoison implements AutoCloseable {
     public static List<DeviceBuffer> poisonDevicePool(int device, long bytes, int count, CudaStream on) {
         List<DeviceBuffer> poisoned = new ArrayList<>();
         for (int i = 0; i < count; i++) {
-            DeviceBuffer b = DeviceBuffer.allocateAsync(device, bytes, on);
+            DeviceBuffer b = DeviceBuffer.allocateAsync(Device.cuda(device), bytes, on);
             poisoned.add(b);
             CudaCopies.fillAsync(b.range(0, bytes), POISON, on);
         }

@@ -16,6 +16,7 @@ import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.compare.VectorEqualsVisitor;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.ValidationException;
@@ -32,7 +33,6 @@ import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.foreign.CudaStructs;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
@@ -68,8 +68,8 @@ class CudaArrowImportValidationTest {
         allocator = ExportTestSupport.allocator();
         treesBefore = CudaStructs.TREES.size();
         downloadsBefore = DownloadedBuffers.LIVE.get();
-        stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-        transfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
+        stream = CudaStream.create(Device.cuda(DEVICE));
+        transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20);
         deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
     }
 
@@ -223,8 +223,8 @@ class CudaArrowImportValidationTest {
             MemorySegment out = arena.allocate(org.devicebridge.generated.arrow.ArrowDeviceArrayStream.layout());
             CudaArrow.exportDeviceStream(root.getSchema(), batches.iterator(), DeviceCopies.of(stream), out);
             int count = 0;
-            try (CudaStream consumer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-                 HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
+            try (CudaStream consumer = CudaStream.create(Device.cuda(DEVICE));
+                 HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20);
                  ImportedArrayStream in = ArrowImport.importDeviceStream(out)) {
                 CudaArrowBatch b;
                 while ((b = CudaArrow.importNext(in, level, DeviceCopies.of(consumerTransfer, consumer))) != null) {
@@ -260,7 +260,7 @@ class CudaArrowImportValidationTest {
                         assertEquals(Nodes.address(want.get(k), i), Nodes.address(got.get(k), i), "zero-copy");
                     }
                 }
-                assertEquals(DeviceKind.CUDA, imported.deviceType());
+                assertEquals(Device.cuda(DEVICE), imported.device());
             }
         }
     }

@@ -8,13 +8,13 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
+import org.devicebridge.Device;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.TransferOptions;
 import org.devicebridge.cuda.PointerAttributes;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.testing.RequiresCuda;
 import org.junit.jupiter.api.AfterEach;
@@ -29,7 +29,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 @RequiresCuda
 class CudaArrowPinnedTransferTest {
-    private static final int DEVICE = 0;
+    private static final Device DEVICE = Device.cuda(0);
     private static final int ROWS = 50_000;
     /** Families whose values take 256 KiB or more at {@link #ROWS} rows (64-bit integers, string data, list children). */
     private static final java.util.Set<String> LARGE_VALUES = java.util.Set.of("integers", "strings", "lists");
@@ -50,7 +50,7 @@ class CudaArrowPinnedTransferTest {
         pinnedMemory = PinnedArrowMemory.create();
         pinned = pinnedMemory.newRootAllocator();
         downloadsBefore = DownloadedBuffers.LIVE.get();
-        stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+        stream = CudaStream.create(DEVICE);
         transfer = HostDeviceTransfer.create(DEVICE, TransferOptions.defaults()
                 .withStagingBytes(4L << 20).withChunkBytes(256L << 10));
         deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();

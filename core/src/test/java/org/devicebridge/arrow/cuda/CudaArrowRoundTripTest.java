@@ -31,6 +31,7 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.ExtensionTypeRegistry;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.devicebridge.Device;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
@@ -46,7 +47,6 @@ import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.foreign.CudaStructs;
 import org.devicebridge.foreign.StreamExport;
 import org.devicebridge.generated.arrow.ArrowArray;
@@ -92,8 +92,8 @@ public class CudaArrowRoundTripTest {
         allocator = ExportTestSupport.allocator();
         treesBefore = CudaStructs.TREES.size();
         downloadsBefore = DownloadedBuffers.LIVE.get();
-        stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-        transfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
+        stream = CudaStream.create(Device.cuda(DEVICE));
+        transfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20);
         deviceBytesBefore = CudaCounters.snapshot().deviceBytesOutstanding();
     }
 
@@ -165,7 +165,7 @@ public class CudaArrowRoundTripTest {
         try (CudaArrowBatch batch = CudaArrow.upload(root, dictionaries, DeviceCopies.of(transfer, stream));
              Arena arena = Arena.ofConfined()) {
             assertEquals(root.getRowCount(), batch.length());
-            assertEquals(DEVICE, batch.device());
+            assertEquals(Device.cuda(DEVICE), batch.device());
             assertSameNullCounts(root, dictionaries, batch);
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
             int trees = CudaStructs.TREES.size();
@@ -178,8 +178,8 @@ public class CudaArrowRoundTripTest {
             assertNotEquals(0L, sync.reinterpret(8).get(ValueLayout.JAVA_LONG, 0), "sync_event points to a CUevent");
             DictionaryProvider.MapDictionaryProvider back = new DictionaryProvider.MapDictionaryProvider();
             // a second stream as the consumer: it must wait on the producer's event
-            try (CudaStream consumer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-                 HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20)) {
+            try (CudaStream consumer = CudaStream.create(Device.cuda(DEVICE));
+                 HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20)) {
                 try (CudaArrowBatch imported = CudaArrow.importDeviceArray(schema, out, level,
                         DeviceCopies.of(consumerTransfer, consumer))) {
                     assertEquals(0L, ArrowArray.release(out).address(), "moved: the producer's struct is released");
@@ -448,8 +448,8 @@ public class CudaArrowRoundTripTest {
             CudaArrow.exportDeviceStream(root.getSchema(), batches.iterator(), DeviceCopies.of(stream), out);
             assertEquals(DeviceKind.CUDA.code(), org.devicebridge.generated.arrow.ArrowDeviceArrayStream.device_type(out));
             int count = 0;
-            try (CudaStream consumer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-                 HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
+            try (CudaStream consumer = CudaStream.create(Device.cuda(DEVICE));
+                 HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20);
                  ImportedArrayStream in = ArrowImport.importDeviceStream(out)) {
                 assertEquals(DeviceKind.CUDA, in.deviceType());
                 CudaArrowBatch b;

@@ -20,6 +20,7 @@ import org.apache.arrow.flight.Location;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.Device;
 import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.arrow.cuda.DeviceCopies;
@@ -27,7 +28,6 @@ import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.testing.RequiresCuda;
 import org.junit.jupiter.api.AfterEach;
@@ -45,7 +45,7 @@ import org.junit.jupiter.api.Timeout;
 @RequiresCuda
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class DeviceFlightGpuTest {
-    private static final int DEVICE = 0;
+    private static final Device DEVICE = Device.cuda(0);
 
     private PinnedArrowMemory pinned;
     private BufferAllocator serverMemory;
@@ -67,9 +67,9 @@ class DeviceFlightGpuTest {
         serverMemory = pinned.newRootAllocator();
         clientMemory = pinned.newRootAllocator();
         plainMemory = ArrowMemory.newRootAllocator();
-        serverStream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-        clientStream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
-        consumer = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+        serverStream = CudaStream.create(DEVICE);
+        clientStream = CudaStream.create(DEVICE);
+        consumer = CudaStream.create(DEVICE);
         serverTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
         clientTransfer = HostDeviceTransfer.create(DEVICE, 1 << 20);
         producer = new DeviceFlightProducer(new DeviceCopies(serverMemory, serverTransfer, serverStream));

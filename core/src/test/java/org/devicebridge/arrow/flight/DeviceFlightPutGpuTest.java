@@ -19,13 +19,13 @@ import org.apache.arrow.flight.FlightStatusCode;
 import org.apache.arrow.flight.Location;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.Device;
 import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.testing.RequiresCuda;
 import org.junit.jupiter.api.Test;
@@ -40,7 +40,7 @@ import org.junit.jupiter.api.Timeout;
 @RequiresCuda
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class DeviceFlightPutGpuTest {
-    private static final int DEVICE = 0;
+    private static final Device DEVICE = Device.cuda(0);
 
     @Test
     void aPutOverMaxStreamBytesFreesTheDeviceBatchesItHadUploaded() throws Exception {
@@ -48,7 +48,7 @@ class DeviceFlightPutGpuTest {
         try (PinnedArrowMemory pinned = PinnedArrowMemory.create();
              BufferAllocator serverMemory = pinned.newRootAllocator();
              BufferAllocator clientMemory = ArrowMemory.newRootAllocator();
-             CudaStream stream = CudaStream.create(DEVICE, StreamKind.NON_BLOCKING);
+             CudaStream stream = CudaStream.create(DEVICE);
              HostDeviceTransfer transfer = HostDeviceTransfer.create(DEVICE, 1 << 20)) {
             // a batch of 4000 rows has about 70 KiB of buffers: the first fits, the second crosses the limit
             PutOptions options = PutOptions.defaults().withMaxStreamBytes(100 * 1024);

@@ -23,6 +23,7 @@ import org.apache.arrow.flight.Location;
 import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.Device;
 import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.arrow.cuda.DeviceCopies;
@@ -30,7 +31,6 @@ import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.java.ArrowMemory;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.testing.RequiresCuda;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -167,8 +167,8 @@ class DeviceFlightPythonPeerTest {
         try (PinnedArrowMemory pinned = PinnedArrowMemory.create();
              BufferAllocator memory = pinned.newRootAllocator();
              BufferAllocator plain = ArrowMemory.newRootAllocator();
-             CudaStream stream = CudaStream.create(0, StreamKind.NON_BLOCKING);
-             HostDeviceTransfer transfer = HostDeviceTransfer.create(0, 1 << 20)) {
+             CudaStream stream = CudaStream.create(Device.cuda(0));
+             HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(0), 1 << 20)) {
             DeviceCopies copies = new DeviceCopies(memory, transfer, stream);
             try (PythonServer py = PythonServer.start();
                  FlightClient client = FlightClient.builder(memory, Location.forGrpcInsecure("127.0.0.1", py.port())).build()) {

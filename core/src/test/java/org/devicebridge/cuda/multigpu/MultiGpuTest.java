@@ -34,7 +34,6 @@ import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.cuda.PointerAttributes;
-import org.devicebridge.cuda.StreamKind;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DType;
 import org.devicebridge.dlpack.ExportedTensor;
@@ -112,10 +111,10 @@ class MultiGpuTest {
             MemorySegment before = currentContext(arena);
             Cuda.check("cuCtxSetCurrent", cuda_driver_h.cuCtxSetCurrent(ctx0));
             try {
-                try (CudaStream s1 = CudaStream.create(D1, StreamKind.NON_BLOCKING);
-                     DeviceBuffer b1 = DeviceBuffer.allocateAsync(D1, BYTES, s1);
-                     DeviceBuffer m1 = DeviceBuffer.allocate(D1, BYTES);
-                     CudaEvent e1 = CudaEvent.acquire(D1)) {
+                try (CudaStream s1 = CudaStream.create(Device.cuda(D1));
+                     DeviceBuffer b1 = DeviceBuffer.allocateAsync(Device.cuda(D1), BYTES, s1);
+                     DeviceBuffer m1 = DeviceBuffer.allocate(Device.cuda(D1), BYTES);
+                     CudaEvent e1 = CudaEvent.acquire(Device.cuda(D1))) {
                     assertEquals(ctx0.address(), currentContext(arena).address(), "after create/allocate on device 1");
                     CudaCopies.fillAsync(b1.range(0, BYTES), (byte) 7, s1);
                     CudaCopies.fill(m1.range(0, BYTES), (byte) 9);
@@ -124,7 +123,7 @@ class MultiGpuTest {
                     s1.synchronize();
                     assertTrue(s1.query());
                     assertEquals(D1, PointerAttributes.query(b1.address()).deviceOrdinal());
-                    Cuda.synchronize(D1);
+                    Cuda.synchronize(Device.cuda(D1));
                     assertTrue(Cuda.properties(Device.cuda(D1)).totalMemoryBytes() > 0);
                     assertEquals(ctx0.address(), currentContext(arena).address(), "after copies, events, queries");
                 }
@@ -145,8 +144,8 @@ class MultiGpuTest {
 
     @Test
     void dlpackTensorOnDeviceOneIsConfirmedAndDeviceZeroMemoryLabelledOneIsRejected() {
-        try (DeviceBuffer b0 = DeviceBuffer.allocate(D0, BYTES);
-             DeviceBuffer b1 = DeviceBuffer.allocate(D1, BYTES)) {
+        try (DeviceBuffer b0 = DeviceBuffer.allocate(Device.cuda(D0), BYTES);
+             DeviceBuffer b1 = DeviceBuffer.allocate(Device.cuda(D1), BYTES)) {
             PointerAttributes a = PointerAttributes.query(b1.address());
             assertEquals(PointerAttributes.MemoryType.DEVICE, a.memoryType());
             assertEquals(D1, a.deviceOrdinal(), "the driver names ordinal 1");
@@ -177,15 +176,15 @@ class MultiGpuTest {
     void aStreamOfDeviceOneWaitsOnAnEventOfDeviceZeroBeforeItsPeerCopy() {
         byte[] want = pattern(1);
         try (Arena arena = Arena.ofConfined();
-             CudaStream s0 = CudaStream.create(D0, StreamKind.NON_BLOCKING);
-             CudaStream s1 = CudaStream.create(D1, StreamKind.NON_BLOCKING);
-             DeviceBuffer b0 = DeviceBuffer.allocate(D0, BYTES);
-             DeviceBuffer b1 = DeviceBuffer.allocate(D1, BYTES)) {
+             CudaStream s0 = CudaStream.create(Device.cuda(D0));
+             CudaStream s1 = CudaStream.create(Device.cuda(D1));
+             DeviceBuffer b0 = DeviceBuffer.allocate(Device.cuda(D0), BYTES);
+             DeviceBuffer b1 = DeviceBuffer.allocate(Device.cuda(D1), BYTES)) {
             MemorySegment host = arena.allocate(BYTES, 64);
             MemorySegment.copy(want, 0, host, ValueLayout.JAVA_BYTE, 0, BYTES);
             CudaCopies.fill(b1.range(0, BYTES), (byte) 0);
             CudaCopies.hostToDeviceAsync(host, b0, 0, s0); // produced on device 0's stream
-            try (CudaEvent produced = CudaEvent.acquire(D0)) {
+            try (CudaEvent produced = CudaEvent.acquire(Device.cuda(D0))) {
                 produced.record(s0);
                 s1.waitEvent(produced); // a stream of device 1 waits on an event of device 0
             }
@@ -202,9 +201,9 @@ class MultiGpuTest {
     void synchronousPeerCopiesGoBothWaysAtOffsets() {
         byte[] want = pattern(2);
         try (Arena arena = Arena.ofConfined();
-             DeviceBuffer b0 = DeviceBuffer.allocate(D0, BYTES);
-             DeviceBuffer b1 = DeviceBuffer.allocate(D1, 2L * BYTES);
-             DeviceBuffer c0 = DeviceBuffer.allocate(D0, BYTES)) {
+             DeviceBuffer b0 = DeviceBuffer.allocate(Device.cuda(D0), BYTES);
+             DeviceBuffer b1 = DeviceBuffer.allocate(Device.cuda(D1), 2L * BYTES);
+             DeviceBuffer c0 = DeviceBuffer.allocate(Device.cuda(D0), BYTES)) {
             MemorySegment host = arena.allocate(BYTES, 64);
             MemorySegment.copy(want, 0, host, ValueLayout.JAVA_BYTE, 0, BYTES);
             CudaCopies.hostToDevice(host, b0, 0);
@@ -219,9 +218,9 @@ class MultiGpuTest {
     @Test
     void aPeerCopyOnAStreamOfAThirdDeviceIsRejected() {
         assumeTrue(Cuda.deviceCount() >= 3, "needs a third device");
-        try (CudaStream s2 = CudaStream.create(2, StreamKind.NON_BLOCKING);
-             DeviceBuffer b0 = DeviceBuffer.allocate(D0, 64);
-             DeviceBuffer b1 = DeviceBuffer.allocate(D1, 64)) {
+        try (CudaStream s2 = CudaStream.create(Device.cuda(2));
+             DeviceBuffer b0 = DeviceBuffer.allocate(Device.cuda(D0), 64);
+             DeviceBuffer b1 = DeviceBuffer.allocate(Device.cuda(D1), 64)) {
             assertThrows(InvalidArgumentException.class, () -> CudaCopies.copyPeerAsync(b0.range(0, 64), b1, 0, s2));
         }
     }
@@ -274,12 +273,12 @@ class MultiGpuTest {
         try (BufferAllocator allocator = new RootAllocator();
              VectorSchemaRoot root = sample(allocator, 1000);
              Arena arena = Arena.ofConfined();
-             CudaStream s1 = CudaStream.create(D1, StreamKind.NON_BLOCKING);
-             CudaStream consumer = CudaStream.create(D1, StreamKind.NON_BLOCKING);
-             CudaStream s0 = CudaStream.create(D0, StreamKind.NON_BLOCKING);
-             HostDeviceTransfer t1 = HostDeviceTransfer.create(D1, 1 << 20);
+             CudaStream s1 = CudaStream.create(Device.cuda(D1));
+             CudaStream consumer = CudaStream.create(Device.cuda(D1));
+             CudaStream s0 = CudaStream.create(Device.cuda(D0));
+             HostDeviceTransfer t1 = HostDeviceTransfer.create(Device.cuda(D1), 1 << 20);
              CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(t1, s1))) {
-            assertEquals(D1, batch.device());
+            assertEquals(Device.cuda(D1), batch.device());
             assertEquals(D1, PointerAttributes.query(batch.root().children().get(0).bufferPointer(1).address())
                     .deviceOrdinal(), "uploaded into device 1's memory");
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
@@ -289,7 +288,7 @@ class MultiGpuTest {
             try (CudaArrowBatch imported = CudaArrow.importDeviceArray(batch.schema(), out, ValidationLevel.FULL,
                     DeviceCopies.of(t1, consumer));
                  VectorSchemaRoot down = CudaArrow.download(imported, new DeviceCopies(allocator, t1, consumer))) {
-                assertEquals(D1, imported.device());
+                assertEquals(Device.cuda(D1), imported.device());
                 assertSameValues(root, down);
             }
             // the same array offered to a consumer on device 0: rejected by device_id, the struct released
@@ -311,9 +310,9 @@ class MultiGpuTest {
         try (BufferAllocator allocator = new RootAllocator();
              VectorSchemaRoot root = sample(allocator, 100);
              Arena arena = Arena.ofConfined();
-             CudaStream s0 = CudaStream.create(D0, StreamKind.NON_BLOCKING);
-             CudaStream s1 = CudaStream.create(D1, StreamKind.NON_BLOCKING);
-             HostDeviceTransfer t0 = HostDeviceTransfer.create(D0, 1 << 20);
+             CudaStream s0 = CudaStream.create(Device.cuda(D0));
+             CudaStream s1 = CudaStream.create(Device.cuda(D1));
+             HostDeviceTransfer t0 = HostDeviceTransfer.create(Device.cuda(D0), 1 << 20);
              CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(t0, s0))) {
             MemorySegment out = arena.allocate(ArrowDeviceArray.layout());
             CudaArrow.exportDeviceArray(batch, DeviceCopies.of(s0), out);
@@ -333,17 +332,17 @@ class MultiGpuTest {
     void anArrowBatchCopiedToDeviceOneKeepsItsValues() {
         try (BufferAllocator allocator = new RootAllocator();
              VectorSchemaRoot root = sample(allocator, 5000);
-             CudaStream s0 = CudaStream.create(D0, StreamKind.NON_BLOCKING);
-             CudaStream s1 = CudaStream.create(D1, StreamKind.NON_BLOCKING);
-             HostDeviceTransfer t0 = HostDeviceTransfer.create(D0, 1 << 20);
-             HostDeviceTransfer t1 = HostDeviceTransfer.create(D1, 1 << 20)) {
+             CudaStream s0 = CudaStream.create(Device.cuda(D0));
+             CudaStream s1 = CudaStream.create(Device.cuda(D1));
+             HostDeviceTransfer t0 = HostDeviceTransfer.create(Device.cuda(D0), 1 << 20);
+             HostDeviceTransfer t1 = HostDeviceTransfer.create(Device.cuda(D1), 1 << 20)) {
             CudaArrowBatch moved;
             try (CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(t0, s0))) {
                 assertThrows(InvalidArgumentException.class, () -> CudaArrow.copyAsync(batch, s1, DeviceCopies.of(s1)));
                 moved = CudaArrow.copy(batch, s0, DeviceCopies.of(s1));
             }
             try (moved; VectorSchemaRoot down = CudaArrow.download(moved, new DeviceCopies(allocator, t1, s1))) {
-                assertEquals(D1, moved.device());
+                assertEquals(Device.cuda(D1), moved.device());
                 assertEquals(D1, PointerAttributes.query(moved.root().children().get(1).bufferPointer(2).address())
                         .deviceOrdinal(), "the copy lives in device 1's memory");
                 assertSameValues(root, down);
