@@ -82,7 +82,7 @@ class TorchExchangeApiTest {
             System.out.println("[torch exchange] torch.Tensor.__dlpack_c_exchange_api__ = "
                     + text("torch.Tensor.__dlpack_c_exchange_api__"));
             DLPackExchange api = PythonExchange.of(t0);
-            System.out.println("[torch exchange] table version " + api.version());
+            System.out.println("[torch exchange] table version " + api.majorVersion() + "." + api.minorVersion());
             return api;
         }
     }
