@@ -22,8 +22,8 @@ import org.devicebridge.internal.HandleTracker;
  *   <li><b>Confined to its first user</b> (imports without an {@code Arena} argument): the first segment
  *       taken makes a confined arena owned by the thread that took it. Only that thread may take more
  *       segments, close the handle or hand it over; another thread gets {@link HandleBusyException} (its
- *       cause a {@link WrongThreadException}) and changes nothing. Closing a confined arena is no handshake, so this default costs what a
- *       caller's confined arena costs. A handle whose segments were never asked for has no arena and
+ *       cause a {@link WrongThreadException}) and changes nothing. Closing a confined arena is no
+ *       handshake, so this default costs what a caller's confined arena costs. A handle whose segments were never asked for has no arena and
  *       closes from any thread. The Cleaner (the library's own {@link java.lang.ref.Cleaner} without its
  *       global lock) releases a forgotten handle once neither it nor any segment it handed out is
  *       reachable (it watches the arena's scope, which every segment refers to), with a leak warning:

@@ -188,8 +188,8 @@ public final class ImportedTensor extends NativeHandle {
      * @return the tensor's bytes, borrowed from this handle
      * @throws UnsupportedFeatureException for device memory the CPU cannot read (use {@link #devicePointer()})
      * @throws org.devicebridge.HandleClosedException if the handle was closed
-     * @throws org.devicebridge.HandleBusyException (its cause a {@link WrongThreadException}) if the tensor was imported without an arena and another
-     *         thread took its segment first
+     * @throws org.devicebridge.HandleBusyException (its cause a {@link WrongThreadException}) if the tensor was
+     *         imported without an arena and another thread took its segment first
      */
     public MemorySegment segment() {
         MemorySegment s = segment;
@@ -227,8 +227,8 @@ public final class ImportedTensor extends NativeHandle {
      *
      * @return the release the new owner runs exactly once
      * @throws org.devicebridge.HandleClosedException if the handle was closed or detached already
-     * @throws org.devicebridge.HandleBusyException if a native call holds one of its segments (nothing changed)
-     * @throws org.devicebridge.HandleBusyException (its cause a {@link WrongThreadException}) if its segments are confined to another thread
+     * @throws org.devicebridge.HandleBusyException if a native call holds one of its segments, or (its cause a
+     *         {@link WrongThreadException}) if they are confined to another thread; nothing changed
      * @throws org.devicebridge.UnsupportedFeatureException if it was imported into the caller's arena, whose
      *         close releases it
      */
