@@ -118,7 +118,7 @@ final class ExportDispatch {
         if (e == null || e.dlpack == null) {
             throw new DeviceBridgeException("this exporter object has no live DLPack exporter");
         }
-        MemorySegment tensor = e.dlpack.apply(ConsumerStream.of(e.device, -1L)); // the exchange API does not synchronise
+        MemorySegment tensor = e.dlpack.apply(ConsumerStream.of(e.device, -1L)); // the exchange API: no sync
         if (tensor == null || tensor.equals(MemorySegment.NULL)) {
             throw new DeviceBridgeException("the DLPack exporter returned NULL");
         }

@@ -1,7 +1,7 @@
 package org.devicebridge.python;
 
-import java.lang.foreign.MemorySegment;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
@@ -12,6 +12,7 @@ import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.ExportedTensor;
 import org.devicebridge.dlpack.ImportOptions;
 import org.devicebridge.dlpack.ImportedTensor;
+import org.devicebridge.dlpack.TensorFlag;
 import org.devicebridge.dlpack.TensorSpec;
 import org.devicebridge.internal.Native;
 import org.devicebridge.python.PythonExport.ArrowArrayExporter;
@@ -83,12 +84,12 @@ final class ProtocolCapsules {
             TensorSpec spec = TensorSpec.of(MemorySegment.ofAddress(lowest).reinterpret(t.byteExtent()), t.dtype(),
                     t.shape()).withStrides(t.strides()).withByteOffset(t.originOffset()).withDevice(t.device());
             if (t.isReadOnly()) {
-                spec = spec.withFlags(org.devicebridge.dlpack.TensorFlag.READ_ONLY); // refused below, by name
+                spec = spec.withFlags(TensorFlag.READ_ONLY); // exportLegacy refuses it, naming the flag
             }
             ExportedTensor legacy = DLPack.exportLegacy(spec, arena);
             return legacy.transferOwnership();
         } catch (RuntimeException | Error e) {
-            arena.close(); // deletes the versioned tensor, imported or not yet released by a failed import
+            arena.close(); // releases the import, deleting the versioned tensor (a failed import released it itself)
             throw e;
         }
     }
