@@ -21,9 +21,9 @@ import org.devicebridge.internal.HandleTracker;
  * <ul>
  *   <li><b>Confined to its first user</b> (imports without an {@code Arena} argument): the first segment
  *       taken makes a confined arena owned by the thread that took it. Only that thread may take more
- *       segments, close the handle or hand it over; another thread gets {@link HandleConfinedException}
- *       and changes nothing. Closing a confined arena is no handshake, so this default costs what a
- *       caller's confined arena costs. A handle whose segments were never asked for has no arena and
+ *       segments, close the handle or hand it over; another thread gets {@link HandleBusyException} (its
+ *       cause a {@link WrongThreadException}) and changes nothing. Closing a confined arena is no
+ *       handshake, so this default costs what a caller's confined arena costs. A handle whose segments were never asked for has no arena and
  *       closes from any thread. The Cleaner (the library's own {@link java.lang.ref.Cleaner} without its
  *       global lock) releases a forgotten handle once neither it nor any segment it handed out is
  *       reachable (it watches the arena's scope, which every segment refers to), with a leak warning:
@@ -114,9 +114,9 @@ public abstract class NativeHandle implements AutoCloseable {
      * (that arena's {@code close()} releases).
      *
      * @throws HandleBusyException if a native call holds one of this handle's segments: nothing was
-     *         released and the handle is still live; close it again after the call returned
-     * @throws HandleConfinedException if the handle's segments are confined to another thread (an import
-     *         without an {@code Arena} argument): nothing was released; close it on that thread
+     *         released and the handle is still live; close it again after the call returned. Or, with a
+     *         {@link WrongThreadException} as its cause, if the handle's segments are confined to another thread
+     *         (an import without an {@code Arena} argument): nothing was released; close it on that thread
      */
     @Override
     public final void close() {
@@ -144,7 +144,7 @@ public abstract class NativeHandle implements AutoCloseable {
             return; // no segment was ever handed out: nothing to end, any thread may release
         }
         if (owner != Thread.currentThread()) {
-            throw new HandleConfinedException("cannot " + what + " " + lifecycle.description + " on thread \""
+            throw wrongThread("cannot " + what + " " + lifecycle.description + " on thread \""
                     + Thread.currentThread().getName() + "\": its segments are confined to thread \""
                     + owner.getName() + "\", which took the first one; " + what + " it there, or import it with the "
                     + "overload that takes an Arena and pass Arena.ofShared() to use it from several threads");
@@ -210,7 +210,8 @@ public abstract class NativeHandle implements AutoCloseable {
      * Checks that the calling thread may use this handle's segments: for a segment cached by a subclass.
      *
      * @throws HandleClosedException if the handle is no longer live
-     * @throws HandleConfinedException if its segments are confined to another thread
+     * @throws HandleBusyException (its cause a {@link WrongThreadException}) if its segments are confined to
+     *         another thread
      */
     protected final void ensureSegmentAccess() {
         if (confinedToFirstUser && (owner != Thread.currentThread() || lifecycle.state != Lifecycle.LIVE)) {
@@ -234,7 +235,7 @@ public abstract class NativeHandle implements AutoCloseable {
                 confined = a;
                 cleanable.unregister();
             } else if (owner != Thread.currentThread()) {
-                throw new HandleConfinedException("cannot take a segment of " + lifecycle.description + " on thread \""
+                throw wrongThread("cannot take a segment of " + lifecycle.description + " on thread \""
                         + Thread.currentThread().getName() + "\": its segments are confined to thread \""
                         + owner.getName() + "\", which took the first one; import it with the overload that takes "
                         + "an Arena and pass Arena.ofShared() to read it from several threads");
@@ -250,8 +251,8 @@ public abstract class NativeHandle implements AutoCloseable {
      * releasing).
      *
      * @throws HandleClosedException if the handle is not live
-     * @throws HandleBusyException if a native call holds one of its segments (nothing changed)
-     * @throws HandleConfinedException if its segments are confined to another thread (nothing changed)
+     * @throws HandleBusyException if a native call holds one of its segments, or (its cause a
+     *         {@link WrongThreadException}) if they are confined to another thread; nothing changed
      * @throws UnsupportedFeatureException if the caller's arena owns the release (it cannot be handed over)
      */
     protected final void markConsumed() {
@@ -295,5 +296,10 @@ public abstract class NativeHandle implements AutoCloseable {
         if (pkg != acceptedPackage) {
             acceptedPackage = pkg; // a benign race: whatever it holds was accepted; written only on a change
         }
+    }
+
+    /** A refusal from another thread than the confined scope's owner: the JDK's own type says it, as the cause. */
+    private static HandleBusyException wrongThread(String message) {
+        return new HandleBusyException(message, new WrongThreadException(message));
     }
 }

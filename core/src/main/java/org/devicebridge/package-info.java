@@ -8,7 +8,8 @@
  * first segment; {@code close()} the handle there) or take the caller's (closing it releases every import
  * it holds). A close while a native call holds one of the segments throws
  * {@link org.devicebridge.HandleBusyException} and frees nothing; one from another thread than the owner of
- * an import's confined arena throws {@link org.devicebridge.HandleConfinedException} and frees nothing.
+ * an import's confined arena throws {@link org.devicebridge.HandleBusyException} (its cause a
+ * {@link WrongThreadException}) and frees nothing.
  *
  * <p><b>One ownership rule.</b> {@code export…} gives ownership away, {@code import…} takes it,
  * {@code borrow…}/{@code view…} do neither. After an import returns, the returned handle (or the arena

@@ -110,8 +110,8 @@ public final class ArrayNode {
      * @return the buffer's bytes, read-only and borrowed from the owning handle
      * @throws UnsupportedFeatureException if the buffer is in device memory or its length is unknown
      * @throws org.devicebridge.HandleClosedException if the array was closed
-     * @throws org.devicebridge.HandleConfinedException if the array was imported without an arena and another
-     *         thread took one of its segments first
+     * @throws org.devicebridge.HandleBusyException (its cause a {@link WrongThreadException}) if the array was
+     *         imported without an arena and another thread took one of its segments first
      */
     public MemorySegment buffer(int i) {
         Objects.checkIndex(i, bufferCount());

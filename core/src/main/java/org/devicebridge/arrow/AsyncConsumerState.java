@@ -17,7 +17,7 @@ import org.devicebridge.internal.ExportRegistry;
 import org.devicebridge.internal.Native;
 
 /**
- * The state behind one {@link AsyncDeviceStreamConsumer}: the {@code ArrowAsyncDeviceStreamHandler} this library
+ * The state behind one {@link AsyncDeviceStream}: the {@code ArrowAsyncDeviceStreamHandler} this library
  * fills, its four upcalls, the queue of tasks the producer handed over and the demand account. Upcalls come on
  * the producer's threads ({@link AsyncHandlerUpcalls}) and never throw: a protocol violation becomes the stream's sticky failure (thrown by
  * the consumer's next call) and a non-zero return, which tells the producer to stop and release.

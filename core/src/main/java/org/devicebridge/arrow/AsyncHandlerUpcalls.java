@@ -10,7 +10,7 @@ import org.devicebridge.internal.Errno;
 import org.devicebridge.internal.Native;
 
 /**
- * The four upcalls of the {@code ArrowAsyncDeviceStreamHandler} behind an {@link AsyncDeviceStreamConsumer}: each
+ * The four upcalls of the {@code ArrowAsyncDeviceStreamHandler} behind an {@link AsyncDeviceStream}: each
  * finds its {@link AsyncConsumerState} by the handler's {@code private_data} and hands the call over. They run
  * on the producer's threads and never throw into native code; a call that finds no live handler (after its
  * release, or forged) is counted, logged as a warning and refused.

@@ -25,7 +25,8 @@ import org.devicebridge.generated.arrow.ArrowDeviceArray;
  * <p>Thread safety: the view is immutable and may be read from any thread; buffer segments follow the
  * arena's rules. An import without an arena keeps them in a confined arena owned by the thread that takes
  * the first one: only that thread may take more, close the handle or hand it over (others get
- * {@link org.devicebridge.HandleConfinedException}); pass {@code Arena.ofShared()} to read from several.
+ * {@link org.devicebridge.HandleBusyException} caused by a {@link WrongThreadException}); pass
+ * {@code Arena.ofShared()} to read from several.
  */
 public final class ImportedArray extends NativeHandle {
     private final ArrayTable table;
@@ -147,8 +148,8 @@ public final class ImportedArray extends NativeHandle {
      *
      * @return the step that releases what this handle owned
      * @throws org.devicebridge.HandleClosedException if the array was closed or detached already
-     * @throws org.devicebridge.HandleBusyException if a native call still holds one of its segments
-     * @throws org.devicebridge.HandleConfinedException if its segments are confined to another thread
+     * @throws org.devicebridge.HandleBusyException if a native call still holds one of its segments, or (its
+     *         cause a {@link WrongThreadException}) if they are confined to another thread
      * @throws UnsupportedFeatureException if the caller's arena owns the release (imported with an arena)
      */
     public Runnable detach() {

@@ -38,17 +38,6 @@ public final class HostDeviceTransfer extends NativeHandle {
 
     private final TransferEngine engine;
 
-    /**
-     * What a transfer object did since it was created.
-     *
-     * @param batches uploads and downloads
-     * @param directCopies buffers copied directly between page-locked host memory and the device
-     * @param directBytes the bytes of those copies
-     * @param stagedBytes bytes that went through the staging ring (with the padding between packed buffers)
-     * @param hostWaits times the host waited for the device ({@code cuEventSynchronize})
-     */
-    public record Statistics(long batches, long directCopies, long directBytes, long stagedBytes, long hostWaits) {}
-
     private HostDeviceTransfer(TransferEngine engine) {
         super("host-device transfer for device " + engine.device, engine::close);
         this.engine = engine;
@@ -98,8 +87,17 @@ public final class HostDeviceTransfer extends NativeHandle {
         return engine.ring.chunkBytes();
     }
 
-    /** {@return what this transfer object did so far (a snapshot)} */
-    public Statistics statistics() {
+    /**
+     * {@return the bytes this transfer object moved through its staging ring so far (with the padding between
+     * packed buffers): what did not go directly between page-locked host memory and the device, so a caller
+     * whose host memory is pinned sees it stay unchanged}
+     */
+    public long stagedBytes() {
+        return engine.stats.stagedBytes();
+    }
+
+    /** What this transfer object did so far: the tests' view of direct and staged copies and host waits. */
+    TransferStatistics.Snapshot statistics() {
         return engine.stats.snapshot();
     }
 

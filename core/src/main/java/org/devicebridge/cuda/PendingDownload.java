@@ -1,6 +1,6 @@
 package org.devicebridge.cuda;
 
-import org.devicebridge.HandleConfinedException;
+import org.devicebridge.HandleBusyException;
 
 /**
  * A download in flight, from {@link HostDeviceTransfer#downloadAsync}: its leading ranges are copied first, and
@@ -10,7 +10,8 @@ import org.devicebridge.HandleConfinedException;
  *
  * <p>It holds its transfer until {@code await()} or {@link #close()} returns (or a method throws): another
  * thread's batch on that transfer waits, and this thread's throws {@link org.devicebridge.HandleBusyException}.
- * Confined to the thread that started it: another thread's call throws {@link HandleConfinedException}.
+ * Confined to the thread that started it: another thread's call throws {@link HandleBusyException} (its cause
+ * a {@link WrongThreadException}).
  * Between the calls the caller must not read the destinations of ranges that may still be arriving, nor change
  * or free any destination.
  *
@@ -34,7 +35,8 @@ public final class PendingDownload implements AutoCloseable {
      * Blocks until the leading ranges arrived (at once if called before); the others may still be arriving.
      * Where a destination is pageable, every range arrived.
      *
-     * @throws HandleConfinedException on another thread than the one that started the download
+     * @throws HandleBusyException (its cause a {@link WrongThreadException}) on another thread than the one that
+     *         started the download
      * @throws CudaException if a driver call fails (then no copy writes into a destination any more, and the
      *     transfer is free again)
      */
@@ -60,7 +62,8 @@ public final class PendingDownload implements AutoCloseable {
     /**
      * Blocks until every range arrived, then lets the transfer go. Later calls return at once.
      *
-     * @throws HandleConfinedException on another thread than the one that started the download
+     * @throws HandleBusyException (its cause a {@link WrongThreadException}) on another thread than the one that
+     *         started the download
      * @throws CudaException if a driver call fails (then no copy writes into a destination any more)
      */
     public void await() {
@@ -82,7 +85,8 @@ public final class PendingDownload implements AutoCloseable {
      * Waits for every copy and unpacking of the download still running (none writes into a destination after
      * this returns), then lets the transfer go. Idempotent.
      *
-     * @throws HandleConfinedException on another thread than the one that started the download, if it still runs
+     * @throws HandleBusyException (its cause a {@link WrongThreadException}) on another thread than the one that
+     *         started the download, if it still runs
      * @throws CudaException if a wait fails
      */
     @Override
@@ -103,8 +107,9 @@ public final class PendingDownload implements AutoCloseable {
 
     private void confined() {
         if (Thread.currentThread() != owner) {
-            throw new HandleConfinedException("expected the thread that started the download (" + owner.getName()
-                    + ") but found " + Thread.currentThread().getName());
+            String message = "expected the thread that started the download (" + owner.getName() + ") but found "
+                    + Thread.currentThread().getName();
+            throw new HandleBusyException(message, new WrongThreadException(message));
         }
     }
 

@@ -5,6 +5,17 @@ package org.devicebridge.cuda;
  * waits. Thread-safe: a {@link DeviceUpload} counts its wait on its caller's thread, outside the transfer's lock.
  */
 final class TransferStatistics {
+    /**
+     * A copy of the counts at one moment.
+     *
+     * @param batches uploads and downloads
+     * @param directCopies buffers copied directly between page-locked host memory and the device
+     * @param directBytes the bytes of those copies
+     * @param stagedBytes bytes that went through the staging ring (with the padding between packed buffers)
+     * @param hostWaits times the host waited for the device ({@code cuEventSynchronize})
+     */
+    record Snapshot(long batches, long directCopies, long directBytes, long stagedBytes, long hostWaits) {}
+
     private long batches;
     private long directCopies;
     private long directBytes;
@@ -28,7 +39,11 @@ final class TransferStatistics {
         hostWaits++;
     }
 
-    synchronized HostDeviceTransfer.Statistics snapshot() {
-        return new HostDeviceTransfer.Statistics(batches, directCopies, directBytes, stagedBytes, hostWaits);
+    synchronized Snapshot snapshot() {
+        return new Snapshot(batches, directCopies, directBytes, stagedBytes, hostWaits);
+    }
+
+    synchronized long stagedBytes() {
+        return stagedBytes;
     }
 }

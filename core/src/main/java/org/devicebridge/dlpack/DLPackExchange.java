@@ -91,9 +91,14 @@ public final class DLPackExchange {
         return new DLPackExchange(t, new ImportedTensor.Version(major, minor));
     }
 
-    /** {@return the version in the table's header} */
-    public ImportedTensor.Version version() {
-        return version;
+    /** {@return the DLPack major version in the table's header (always 1: another major is refused)} */
+    public int majorVersion() {
+        return version.major();
+    }
+
+    /** {@return the DLPack minor version in the table's header (2 or later)} */
+    public int minorVersion() {
+        return version.minor();
     }
 
     /** {@return the table's address (borrowed; for handing to native code)} */

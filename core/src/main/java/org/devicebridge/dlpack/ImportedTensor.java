@@ -2,7 +2,6 @@ package org.devicebridge.dlpack;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.Optional;
 import org.devicebridge.Device;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.UnsupportedFeatureException;
@@ -29,13 +28,8 @@ import org.devicebridge.foreign.ForeignImport;
  */
 public final class ImportedTensor extends NativeHandle {
 
-    /**
-     * A DLPack ABI version.
-     *
-     * @param major the major version
-     * @param minor the minor version
-     */
-    public record Version(int major, int minor) {
+    /** A DLPack ABI version, as a versioned struct or an exchange table's header carries it. */
+    record Version(int major, int minor) {
         private static final Version[] MAJOR_1 = new Version[16];
 
         static {
@@ -108,9 +102,17 @@ public final class ImportedTensor extends NativeHandle {
                 subBytePadded, data, arena);
     }
 
-    /** {@return the producer's DLPack version; empty for a legacy {@code DLManagedTensor}} */
-    public Optional<Version> version() {
-        return Optional.ofNullable(version);
+    /**
+     * {@return the producer's DLPack major version (1 for a {@code DLManagedTensorVersioned}); 0 for a legacy
+     * {@code DLManagedTensor}, which carries no version (the ABI before 1.0)}
+     */
+    public int majorVersion() {
+        return version == null ? 0 : version.major();
+    }
+
+    /** {@return the producer's DLPack minor version; 0 for a legacy {@code DLManagedTensor}} */
+    public int minorVersion() {
+        return version == null ? 0 : version.minor();
     }
 
     /** {@return the element type} */
@@ -186,8 +188,8 @@ public final class ImportedTensor extends NativeHandle {
      * @return the tensor's bytes, borrowed from this handle
      * @throws UnsupportedFeatureException for device memory the CPU cannot read (use {@link #devicePointer()})
      * @throws org.devicebridge.HandleClosedException if the handle was closed
-     * @throws org.devicebridge.HandleConfinedException if the tensor was imported without an arena and another
-     *         thread took its segment first
+     * @throws org.devicebridge.HandleBusyException (its cause a {@link WrongThreadException}) if the tensor was
+     *         imported without an arena and another thread took its segment first
      */
     public MemorySegment segment() {
         MemorySegment s = segment;
@@ -225,8 +227,8 @@ public final class ImportedTensor extends NativeHandle {
      *
      * @return the release the new owner runs exactly once
      * @throws org.devicebridge.HandleClosedException if the handle was closed or detached already
-     * @throws org.devicebridge.HandleBusyException if a native call holds one of its segments (nothing changed)
-     * @throws org.devicebridge.HandleConfinedException if its segments are confined to another thread
+     * @throws org.devicebridge.HandleBusyException if a native call holds one of its segments, or (its cause a
+     *         {@link WrongThreadException}) if they are confined to another thread; nothing changed
      * @throws org.devicebridge.UnsupportedFeatureException if it was imported into the caller's arena, whose
      *         close releases it
      */

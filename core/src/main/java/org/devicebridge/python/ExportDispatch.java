@@ -1,16 +1,14 @@
 package org.devicebridge.python;
 
 import java.lang.foreign.MemorySegment;
-import java.util.OptionalLong;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import org.devicebridge.Device;
 import org.devicebridge.DeviceBridgeException;
-import org.devicebridge.dlpack.DLPack;
+import org.devicebridge.dlpack.ConsumerStream;
 import org.devicebridge.internal.ExportRegistry;
 import org.devicebridge.python.PythonExport.ArrowArrayExporter;
-import org.devicebridge.python.PythonExport.DLPackRequest;
 
 /**
  * The Java side of live exporter objects ({@link PythonExport}): the table of their exporters, keyed by the
@@ -27,7 +25,7 @@ final class ExportDispatch {
     private ExportDispatch() {}
 
     /** What one exporter object answers with; null members are protocols it does not speak. */
-    record Exporters(Function<DLPackRequest, MemorySegment> dlpack, Device device, Consumer<MemorySegment> schema,
+    record Exporters(Function<ConsumerStream, MemorySegment> dlpack, Device device, Consumer<MemorySegment> schema,
                      ArrowArrayExporter array, ArrowArrayExporter deviceArray,
                      BiConsumer<MemorySegment, MemorySegment> stream, BiConsumer<MemorySegment, MemorySegment> deviceStream,
                      InterfaceExport.Exported interfaces) {}
@@ -120,8 +118,7 @@ final class ExportDispatch {
         if (e == null || e.dlpack == null) {
             throw new DeviceBridgeException("this exporter object has no live DLPack exporter");
         }
-        MemorySegment tensor = e.dlpack.apply(new DLPackRequest(OptionalLong.of(-1), DLPack.MAJOR_VERSION,
-                DLPack.MINOR_VERSION));
+        MemorySegment tensor = e.dlpack.apply(ConsumerStream.of(e.device, -1L)); // the exchange API: no sync
         if (tensor == null || tensor.equals(MemorySegment.NULL)) {
             throw new DeviceBridgeException("the DLPack exporter returned NULL");
         }

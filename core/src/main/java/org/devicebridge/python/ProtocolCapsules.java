@@ -1,15 +1,21 @@
 package org.devicebridge.python;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
-import java.util.OptionalLong;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import org.devicebridge.Device;
+import org.devicebridge.dlpack.ConsumerStream;
+import org.devicebridge.dlpack.DLPack;
+import org.devicebridge.dlpack.ExportedTensor;
+import org.devicebridge.dlpack.ImportOptions;
+import org.devicebridge.dlpack.ImportedTensor;
+import org.devicebridge.dlpack.TensorFlag;
+import org.devicebridge.dlpack.TensorSpec;
 import org.devicebridge.internal.Native;
 import org.devicebridge.python.PythonExport.ArrowArrayExporter;
-import org.devicebridge.python.PythonExport.DLPackRequest;
 
 /**
  * What each protocol method of an exporter object ({@link PythonExport}) returns: calls the Java exporter
@@ -28,7 +34,7 @@ final class ProtocolCapsules {
     }
 
     /** {@code __dlpack__(stream, max_version, dl_device, copy)}: a new capsule, or NULL with a BufferError set. */
-    static MemorySegment dlpack(Function<DLPackRequest, MemorySegment> exporter, Device device, MemorySegment params) {
+    static MemorySegment dlpack(Function<ConsumerStream, MemorySegment> exporter, Device device, MemorySegment params) {
         MemorySegment stream = Py.tupleItem(params, 0);
         MemorySegment maxVersion = Py.tupleItem(params, 1);
         MemorySegment dlDevice = Py.tupleItem(params, 2);
@@ -45,24 +51,46 @@ final class ProtocolCapsules {
                         type, id, device.kind().code(), device.ordinal()));
             }
         }
-        OptionalLong s = Py.isNone(stream) ? OptionalLong.empty() : OptionalLong.of(Py.asLong(stream, "stream"));
-        int major = -1;
-        int minor = -1;
-        if (!Py.isNone(maxVersion)) {
-            major = (int) Py.asLong(Py.tupleItem(maxVersion, 0), "max_version[0]");
-            minor = (int) Py.asLong(Py.tupleItem(maxVersion, 1), "max_version[1]");
-        }
-        DLPackRequest request = new DLPackRequest(s, major, minor);
-        MemorySegment tensor = exporter.apply(request);
+        ConsumerStream consumer = ConsumerStream.of(device, Py.isNone(stream) ? null : Py.asLong(stream, "stream"));
+        // A consumer that passes no max_version (or a major below 1) predates DLPack 1.0: it takes the legacy struct
+        boolean versioned = !Py.isNone(maxVersion) && Py.asLong(Py.tupleItem(maxVersion, 0), "max_version[0]") >= 1;
+        MemorySegment tensor = exporter.apply(consumer);
         if (tensor == null || tensor.equals(MemorySegment.NULL)) {
             return fail(PyC.EXC_BUFFER_ERROR, "devicebridge: the DLPack exporter returned NULL");
         }
-        CapsuleKind kind = request.versioned() ? CapsuleKind.DLTENSOR_VERSIONED : CapsuleKind.DLTENSOR;
+        CapsuleKind kind = versioned ? CapsuleKind.DLTENSOR_VERSIONED : CapsuleKind.DLTENSOR;
+        if (!versioned) {
+            tensor = legacy(tensor);
+        }
         try {
             return Capsules.newCapsule(tensor, kind);
         } catch (RuntimeException | Error ex) {
             kind.struct().release(tensor.reinterpret(kind.struct().byteSize())); // the capsule never owned it
             throw ex;
+        }
+    }
+
+    /**
+     * Re-exports the exporter's {@code DLManagedTensorVersioned*} as a legacy {@code DLManagedTensor*} whose deleter
+     * deletes it: imported into a shared arena (the legacy deleter may run on any thread) that the legacy export
+     * owns. After a return the legacy struct owns the versioned one; after a throw the versioned one was deleted.
+     * A tensor whose flags a legacy struct cannot carry (read-only, sub-byte padded) is refused.
+     */
+    private static MemorySegment legacy(MemorySegment versioned) {
+        Arena arena = Arena.ofShared();
+        try {
+            ImportedTensor t = DLPack.importVersioned(versioned, ImportOptions.any(), arena);
+            long lowest = t.devicePointer().address() - t.originOffset();
+            TensorSpec spec = TensorSpec.of(MemorySegment.ofAddress(lowest).reinterpret(t.byteExtent()), t.dtype(),
+                    t.shape()).withStrides(t.strides()).withByteOffset(t.originOffset()).withDevice(t.device());
+            if (t.isReadOnly()) {
+                spec = spec.withFlags(TensorFlag.READ_ONLY); // exportLegacy refuses it, naming the flag
+            }
+            ExportedTensor legacy = DLPack.exportLegacy(spec, arena);
+            return legacy.transferOwnership();
+        } catch (RuntimeException | Error e) {
+            arena.close(); // releases the import, deleting the versioned tensor (a failed import released it itself)
+            throw e;
         }
     }
 

@@ -6,12 +6,12 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.OptionalLong;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import org.devicebridge.Device;
 import org.devicebridge.DeviceBridgeException;
+import org.devicebridge.dlpack.ConsumerStream;
 import org.devicebridge.dlpack.TensorSpec;
 
 /**
@@ -29,7 +29,7 @@ import org.devicebridge.dlpack.TensorSpec;
  *
  * {@snippet :
  * try (PyObjectRef obj = PythonExport.builder()
- *         .dlpack(Device.CPU, request -> exportMyTensor(request.versioned()))
+ *         .dlpack(Device.CPU, consumer -> DLPack.exportVersioned(spec, owner).transferOwnership())
  *         .build();
  *      PyObjectRef np = runtime.importModule("numpy");
  *      PyObjectRef array = np.callMethod("from_dlpack", obj)) {
@@ -43,26 +43,6 @@ import org.devicebridge.dlpack.TensorSpec;
 public final class PythonExport {
     // The Python side is ExporterClasses; the calls back into Java go through ExportDispatch to ProtocolCapsules.
 
-
-    /**
-     * What a DLPack consumer asked for in {@code __dlpack__(stream=..., max_version=..., dl_device=...,
-     * copy=...)}.
-     *
-     * @param stream the consumer's stream ({@code cudaStream_t} as an integer; 1 = legacy default stream,
-     *        2 = per-thread default stream, -1 = do not synchronise); empty when the consumer passed None
-     * @param maxVersionMajor the highest DLPack major version the consumer understands; -1 when it passed
-     *        no {@code max_version} (a pre-1.0 consumer)
-     * @param maxVersionMinor the minor of {@code max_version}; -1 when absent
-     */
-    public record DLPackRequest(OptionalLong stream, int maxVersionMajor, int maxVersionMinor) {
-        /**
-         * {@return {@code true} when the export must be a {@code DLManagedTensorVersioned} (capsule
-         * {@code "dltensor_versioned"}); {@code false} for a legacy {@code DLManagedTensor} ("dltensor")}
-         */
-        public boolean versioned() {
-            return maxVersionMajor >= 1;
-        }
-    }
 
     /**
      * Fills a schema and an array for {@code __arrow_c_array__} or {@code __arrow_c_device_array__} (the one
@@ -99,7 +79,7 @@ public final class PythonExport {
     }
 
     // The protocols the Python object speaks, chosen by the methods below.
-    private Function<DLPackRequest, MemorySegment> dlpack;
+    private Function<ConsumerStream, MemorySegment> dlpack;
     private Device device;
     private Consumer<MemorySegment> schema;
     private ArrowArrayExporter array;
@@ -212,14 +192,21 @@ public final class PythonExport {
     /**
      * Adds {@code __dlpack__} and {@code __dlpack_device__}, for a tensor on {@code device}.
      *
+     * A consumer that asks for DLPack 1.x ({@code max_version}) gets the exporter's struct in a
+     * {@code "dltensor_versioned"} capsule; one that predates it gets a legacy {@code DLManagedTensor} in a
+     * {@code "dltensor"} capsule, made here around the exporter's struct (its deleter deletes that one), or a
+     * {@code BufferError} for a read-only or sub-byte tensor, which a legacy struct cannot describe.
+     *
      * @param device the tensor's device, as {@code __dlpack_device__} reports it
-     * @param exporter makes a tensor for each {@code __dlpack__} call: a {@code DLManagedTensorVersioned*}
-     *        if {@link DLPackRequest#versioned()}, else a {@code DLManagedTensor*}, with the data ready on
-     *        {@code request.stream()} (the exporter makes that stream wait for its own work). Ownership of
-     *        the returned struct passes to the capsule on return; on a throw nothing was exported
+     * @param exporter makes a {@code DLManagedTensorVersioned*} for each {@code __dlpack__} call (for example
+     *        {@code DLPack.exportVersioned(spec.withConsumerStream(consumer, c -> c.waitForCuda(myStream)), owner)
+     *        .transferOwnership()}), with the data ready on the consumer's stream it is given (validated for
+     *        {@code device}; it asks for no synchronisation when the consumer passed -1 or the exchange API
+     *        calls). Ownership of the returned struct passes to this library on return (to the capsule, or to
+     *        the legacy struct made around it); on a throw nothing was exported
      * @return this exporter
      */
-    public PythonExport dlpack(Device device, Function<DLPackRequest, MemorySegment> exporter) {
+    public PythonExport dlpack(Device device, Function<ConsumerStream, MemorySegment> exporter) {
         this.device = Objects.requireNonNull(device, "device");
         this.dlpack = Objects.requireNonNull(exporter, "exporter");
         return this;

@@ -155,7 +155,7 @@ class AsyncArrowCppTest {
         long sum = 0;
         int batches = 0;
         try (Arena arena = Arena.ofConfined();
-             AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(2, ValidationLevel.FULL)) {
+             AsyncDeviceStream c = AsyncDeviceStream.open(2, ValidationLevel.FULL)) {
             start.invokeExact(c.handler(), n);
             assertEquals("v", c.schema(WAIT).children().get(0).name());
             for (;;) {
@@ -200,7 +200,7 @@ class AsyncArrowCppTest {
                 MemorySegment stream = ArrowImport.allocateDeviceArrayStream(arena);
                 ArrowJava.exportDeviceStream(roots.get(0).getSchema(), roots.iterator(), null, stream);
                 MemorySegment handler = (MemorySegment) start.invokeExact(3);
-                CompletableFuture<Void> done = AsyncDeviceStreamExport.exportStream(stream, handler, exec);
+                CompletableFuture<Void> done = AsyncDeviceStream.export(stream, handler, exec);
                 assertNull(done.get(30, TimeUnit.SECONDS));
                 MemorySegment sum = arena.allocate(ValueLayout.JAVA_LONG);
                 MemorySegment batches = arena.allocate(ValueLayout.JAVA_INT);
@@ -213,7 +213,7 @@ class AsyncArrowCppTest {
                 roots.forEach(VectorSchemaRoot::close);
             }
         }
-        assertEquals(0, AsyncDeviceStreamExport.liveExports());
+        assertEquals(0, AsyncStreamExport.liveExports());
     }
 
     @Test
@@ -242,8 +242,8 @@ class AsyncArrowCppTest {
             MemorySegment source = ArrowImport.allocateDeviceArrayStream(arena);
             CudaArrow.exportDeviceStream(schema, batches.iterator(), DeviceCopies.of(stream), source); // the stream owns them
             int seen = 0;
-            try (AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(2, ValidationLevel.MINIMAL)) {
-                CompletableFuture<Void> done = AsyncDeviceStreamExport.exportStream(source, c.handler(), exec);
+            try (AsyncDeviceStream c = AsyncDeviceStream.open(2, ValidationLevel.MINIMAL)) {
+                CompletableFuture<Void> done = AsyncDeviceStream.export(source, c.handler(), exec);
                 assertEquals("v", c.schema(WAIT).children().get(0).name());
                 assertEquals(DeviceKind.CUDA, c.deviceType());
                 for (;;) {
@@ -264,7 +264,7 @@ class AsyncArrowCppTest {
             stream.synchronize();
             assertEquals(n, seen);
         }
-        assertEquals(0, AsyncDeviceStreamExport.liveExports());
+        assertEquals(0, AsyncStreamExport.liveExports());
     }
 
     private static long expectedSum(int n, int len) {

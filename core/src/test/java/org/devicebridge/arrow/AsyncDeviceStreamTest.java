@@ -77,7 +77,7 @@ class AsyncDeviceStreamTest {
         }
     }
 
-    private static void apStart(AsyncDeviceStreamConsumer c, int n, int mode) throws Throwable {
+    private static void apStart(AsyncDeviceStream c, int n, int mode) throws Throwable {
         PEER.function("ap_start", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.JAVA_INT,
                 ValueLayout.JAVA_INT)).invokeExact(c.handler(), n, mode);
     }
@@ -107,7 +107,7 @@ class AsyncDeviceStreamTest {
 
     @Test
     void consumerReadsEveryBatchInOrderAndNeverRequestsBeyondItsWindow() throws Throwable {
-        try (AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(2, ValidationLevel.FULL)) {
+        try (AsyncDeviceStream c = AsyncDeviceStream.open(2, ValidationLevel.FULL)) {
             apStart(c, 5, AP_GOOD);
             assertEquals("l", c.schema(WAIT).format());
             for (int b = 0; b < 5; b++) {
@@ -130,12 +130,12 @@ class AsyncDeviceStreamTest {
         assertEquals(5, i("ap_tasks_extracted"));
         assertTasksSpent();
         assertArraysReleased();
-        assertEquals(0, AsyncDeviceStreamConsumer.liveHandlers());
+        assertEquals(0, AsyncDeviceStream.liveHandlers());
     }
 
     @Test
     void aProducerHeldByTheWindowDeliversOnlyWhatWasRequestedAndCancelHandsQueuedTasksBack() throws Throwable {
-        try (AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(3, ValidationLevel.DEFAULT)) {
+        try (AsyncDeviceStream c = AsyncDeviceStream.open(3, ValidationLevel.DEFAULT)) {
             apStart(c, 10, AP_GOOD);
             c.schema(WAIT);
             long deadline = System.nanoTime() + WAIT.toNanos();
@@ -157,7 +157,7 @@ class AsyncDeviceStreamTest {
 
     @Test
     void closingMidStreamSpendsEveryTaskOnce() throws Throwable {
-        AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(4, ValidationLevel.MINIMAL);
+        AsyncDeviceStream c = AsyncDeviceStream.open(4, ValidationLevel.MINIMAL);
         apStart(c, 8, AP_GOOD);
         c.next(WAIT).close();
         c.close();
@@ -170,7 +170,7 @@ class AsyncDeviceStreamTest {
 
     @Test
     void anOnErrorBecomesAnArrowStreamExceptionWithTheProducersCodeAndMessage() throws Throwable {
-        try (AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(1, ValidationLevel.FULL)) {
+        try (AsyncDeviceStream c = AsyncDeviceStream.open(1, ValidationLevel.FULL)) {
             apStart(c, 6, AP_ERROR_MID);
             c.next(WAIT).close();
             c.next(WAIT).close();
@@ -186,7 +186,7 @@ class AsyncDeviceStreamTest {
 
     @Test
     void aTaskBeyondTheDemandIsRefusedWithATypedError() throws Throwable {
-        try (AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(1, ValidationLevel.FULL)) {
+        try (AsyncDeviceStream c = AsyncDeviceStream.open(1, ValidationLevel.FULL)) {
             apStart(c, 4, AP_IGNORE_DEMAND);
             apJoin(); // it sent task 1 (within the demand), then task 2, refused, then stopped and released
             ValidationException e = assertThrows(ValidationException.class, () -> c.next(WAIT));
@@ -216,7 +216,7 @@ class AsyncDeviceStreamTest {
     }
 
     private void expectViolation(int mode, String path, String words) throws Throwable {
-        try (AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(8, ValidationLevel.FULL)) {
+        try (AsyncDeviceStream c = AsyncDeviceStream.open(8, ValidationLevel.FULL)) {
             apStart(c, 2, mode);
             apJoin();
             ValidationException e = assertThrows(ValidationException.class, () -> {
@@ -237,7 +237,7 @@ class AsyncDeviceStreamTest {
 
     @Test
     void aNullSchemaIsRefused() throws Throwable {
-        try (AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(2, ValidationLevel.FULL)) {
+        try (AsyncDeviceStream c = AsyncDeviceStream.open(2, ValidationLevel.FULL)) {
             apStart(c, 2, AP_NULL_SCHEMA);
             apJoin();
             ValidationException e = assertThrows(ValidationException.class, () -> c.schema(WAIT));
@@ -248,7 +248,7 @@ class AsyncDeviceStreamTest {
 
     @Test
     void aFailedExtractDataIsAnArrowStreamException() throws Throwable {
-        try (AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(2, ValidationLevel.FULL)) {
+        try (AsyncDeviceStream c = AsyncDeviceStream.open(2, ValidationLevel.FULL)) {
             apStart(c, 3, AP_EXTRACT_FAILS);
             ArrowStreamException e = assertThrows(ArrowStreamException.class, () -> c.next(WAIT));
             assertEquals(Errno.EIO, e.errno());
@@ -262,7 +262,7 @@ class AsyncDeviceStreamTest {
 
     @Test
     void aBatchOnAnotherDeviceThanTheProducersIsReleasedAndRefused() throws Throwable {
-        try (AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(1, ValidationLevel.MINIMAL)) {
+        try (AsyncDeviceStream c = AsyncDeviceStream.open(1, ValidationLevel.MINIMAL)) {
             apStart(c, 2, AP_WRONG_DEVICE);
             ValidationException e = assertThrows(ValidationException.class, () -> c.next(WAIT));
             assertEquals(Category.DEVICE, e.category());
@@ -274,19 +274,19 @@ class AsyncDeviceStreamTest {
 
     @Test
     void aTimeoutLeavesTheStreamLive() throws Throwable {
-        try (AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(1, ValidationLevel.FULL)) {
+        try (AsyncDeviceStream c = AsyncDeviceStream.open(1, ValidationLevel.FULL)) {
             ArrowStreamException e = assertThrows(ArrowStreamException.class, () -> c.next(Duration.ZERO));
             assertEquals(Errno.ETIMEDOUT, e.errno());
             assertTrue(c.isLive());
         } // never handed over: close frees the handler (the leak check proves it)
-        assertEquals(0, AsyncDeviceStreamConsumer.liveHandlers());
+        assertEquals(0, AsyncDeviceStream.liveHandlers());
     }
 
     @Test
     void aWindowOutOfRangeIsRefused() {
-        assertThrows(InvalidArgumentException.class, () -> AsyncDeviceStreamConsumer.open(0, ValidationLevel.FULL));
+        assertThrows(InvalidArgumentException.class, () -> AsyncDeviceStream.open(0, ValidationLevel.FULL));
         assertThrows(InvalidArgumentException.class,
-                () -> AsyncDeviceStreamConsumer.open(AsyncDeviceStreamConsumer.MAX_WINDOW + 1, ValidationLevel.FULL));
+                () -> AsyncDeviceStream.open(AsyncDeviceStream.MAX_WINDOW + 1, ValidationLevel.FULL));
     }
 
     // ---- the library produces ----
@@ -327,7 +327,7 @@ class AsyncDeviceStreamTest {
     void producerHandsEveryBatchOnDemandThenTheEndThenOneRelease() throws Throwable {
         int streamsBefore = i("as_streams_released");
         try (Arena arena = Arena.ofConfined()) {
-            CompletableFuture<Void> done = AsyncDeviceStreamExport.exportStream(source(arena, 6, -1), acMake(2, AC_GOOD), EXEC);
+            CompletableFuture<Void> done = AsyncDeviceStream.export(source(arena, 6, -1), acMake(2, AC_GOOD), EXEC);
             assertNull(done.get(20, TimeUnit.SECONDS));
         }
         assertEquals(1, acAwaitRelease());
@@ -337,13 +337,13 @@ class AsyncDeviceStreamTest {
         assertEquals(expectedSum(6), l("ac_sum"));
         assertEquals(streamsBefore + 1, i("as_streams_released"));
         assertArraysReleased();
-        assertEquals(0, AsyncDeviceStreamExport.liveExports());
+        assertEquals(0, AsyncStreamExport.liveExports());
     }
 
     @Test
     void aFailingSourceReachesTheConsumerAsOnErrorThenRelease() throws Throwable {
         try (Arena arena = Arena.ofConfined()) {
-            CompletableFuture<Void> done = AsyncDeviceStreamExport.exportStream(source(arena, 6, 3), acMake(2, AC_GOOD), EXEC);
+            CompletableFuture<Void> done = AsyncDeviceStream.export(source(arena, 6, 3), acMake(2, AC_GOOD), EXEC);
             ArrowStreamException e = assertInstanceOf(ArrowStreamException.class, failure(done));
             assertEquals(Errno.EIO, e.errno());
         }
@@ -357,7 +357,7 @@ class AsyncDeviceStreamTest {
     @Test
     void aRequestOfZeroIsAProtocolErrorReportedThroughOnError() throws Throwable {
         try (Arena arena = Arena.ofConfined()) {
-            CompletableFuture<Void> done = AsyncDeviceStreamExport.exportStream(source(arena, 3, -1),
+            CompletableFuture<Void> done = AsyncDeviceStream.export(source(arena, 3, -1),
                     acMake(2, AC_BAD_REQUEST), EXEC);
             ValidationException e = assertInstanceOf(ValidationException.class, failure(done));
             assertEquals("request", e.path());
@@ -371,7 +371,7 @@ class AsyncDeviceStreamTest {
     void aTaskExtractedTwiceGetsEinvalTheSecondTime() throws Throwable {
         long staleBefore = AsyncProducerState.STALE_CALLS.get();
         try (Arena arena = Arena.ofConfined()) {
-            AsyncDeviceStreamExport.exportStream(source(arena, 2, -1), acMake(1, AC_EXTRACT_TWICE), EXEC)
+            AsyncDeviceStream.export(source(arena, 2, -1), acMake(1, AC_EXTRACT_TWICE), EXEC)
                     .get(20, TimeUnit.SECONDS);
         }
         assertEquals(1, acAwaitRelease());
@@ -384,7 +384,7 @@ class AsyncDeviceStreamTest {
     @Test
     void aRefusedTaskEndsTheExportAndItsArrayIsReleased() throws Throwable {
         try (Arena arena = Arena.ofConfined()) {
-            CompletableFuture<Void> done = AsyncDeviceStreamExport.exportStream(source(arena, 5, -1),
+            CompletableFuture<Void> done = AsyncDeviceStream.export(source(arena, 5, -1),
                     acMake(3, AC_REFUSE_TASK), EXEC);
             ArrowStreamException e = assertInstanceOf(ArrowStreamException.class, failure(done));
             assertTrue(e.getMessage().startsWith("on_next_task"), e.getMessage());
@@ -392,13 +392,13 @@ class AsyncDeviceStreamTest {
         assertEquals(1, acAwaitRelease());
         assertEquals(0, i("ac_error_code")); // a refusal is followed by the release alone
         assertArraysReleased();
-        assertEquals(0, AsyncDeviceStreamExport.liveExports());
+        assertEquals(0, AsyncStreamExport.liveExports());
     }
 
     @Test
     void aConsumersCancelEndsTheExportWithTheReleaseAlone() throws Throwable {
         try (Arena arena = Arena.ofConfined()) {
-            AsyncDeviceStreamExport.exportStream(source(arena, 50, -1), acMake(1, AC_CANCEL_AFTER_2), EXEC)
+            AsyncDeviceStream.export(source(arena, 50, -1), acMake(1, AC_CANCEL_AFTER_2), EXEC)
                     .get(20, TimeUnit.SECONDS);
         }
         assertEquals(1, acAwaitRelease());
@@ -410,7 +410,7 @@ class AsyncDeviceStreamTest {
     @Test
     void aRefusedSchemaEndsTheExportWithoutTasks() throws Throwable {
         try (Arena arena = Arena.ofConfined()) {
-            CompletableFuture<Void> done = AsyncDeviceStreamExport.exportStream(source(arena, 5, -1),
+            CompletableFuture<Void> done = AsyncDeviceStream.export(source(arena, 5, -1),
                     acMake(3, AC_REFUSE_SCHEMA), EXEC);
             assertInstanceOf(ArrowStreamException.class, failure(done));
         }
@@ -421,13 +421,13 @@ class AsyncDeviceStreamTest {
     @Test
     void tasksMayBeExtractedAfterTheHandlerWasReleased() throws Throwable {
         try (Arena arena = Arena.ofConfined()) {
-            AsyncDeviceStreamExport.exportStream(source(arena, 4, -1), acMake(8, AC_DEFER), EXEC).get(20, TimeUnit.SECONDS);
+            AsyncDeviceStream.export(source(arena, 4, -1), acMake(8, AC_DEFER), EXEC).get(20, TimeUnit.SECONDS);
         }
         assertEquals(1, acAwaitRelease());
-        assertEquals(4, AsyncDeviceStreamExport.liveExports()); // four tasks still the consumer's to extract
+        assertEquals(4, AsyncStreamExport.liveExports()); // four tasks still the consumer's to extract
         assertEquals(0, i("ac_drain"));
         assertEquals(expectedSum(4), l("ac_sum"));
-        assertEquals(0, AsyncDeviceStreamExport.liveExports());
+        assertEquals(0, AsyncStreamExport.liveExports());
         assertArraysReleased();
     }
 
@@ -437,7 +437,7 @@ class AsyncDeviceStreamTest {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment s = source(arena, 1, -1);
             ValidationException e = assertThrows(ValidationException.class,
-                    () -> AsyncDeviceStreamExport.exportStream(s, MemorySegment.NULL, EXEC));
+                    () -> AsyncDeviceStream.export(s, MemorySegment.NULL, EXEC));
             assertEquals(Category.NULL_POINTER, e.category());
         }
         assertEquals(streamsBefore + 1, i("as_streams_released"));
@@ -448,8 +448,8 @@ class AsyncDeviceStreamTest {
     @Test
     void theLibrarysProducerFeedsTheLibrarysConsumer() throws Throwable {
         try (Arena arena = Arena.ofConfined();
-             AsyncDeviceStreamConsumer c = AsyncDeviceStreamConsumer.open(3, ValidationLevel.FULL)) {
-            CompletableFuture<Void> done = AsyncDeviceStreamExport.exportStream(source(arena, 7, -1), c.handler(), EXEC);
+             AsyncDeviceStream c = AsyncDeviceStream.open(3, ValidationLevel.FULL)) {
+            CompletableFuture<Void> done = AsyncDeviceStream.export(source(arena, 7, -1), c.handler(), EXEC);
             long sum = 0;
             for (;;) {
                 try (ImportedArray a = c.next(WAIT)) {
@@ -465,7 +465,7 @@ class AsyncDeviceStreamTest {
             assertNull(done.get(20, TimeUnit.SECONDS));
         }
         assertArraysReleased();
-        assertEquals(0, AsyncDeviceStreamExport.liveExports());
-        assertEquals(0, AsyncDeviceStreamConsumer.liveHandlers());
+        assertEquals(0, AsyncStreamExport.liveExports());
+        assertEquals(0, AsyncDeviceStream.liveHandlers());
     }
 }

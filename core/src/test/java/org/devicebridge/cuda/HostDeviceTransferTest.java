@@ -225,9 +225,9 @@ class HostDeviceTransferTest {
             List<MemorySegment> host = slices(pinned.segment(), sizes, r);
             List<MemorySegment> back = slices(pinnedBack.segment(), sizes, null);
             for (int round = 0; round < 3; round++) {
-                HostDeviceTransfer.Statistics before = transfer.statistics();
+                TransferStatistics.Snapshot before = transfer.statistics();
                 try (DeviceUpload up = transfer.upload(host, stream)) {
-                    HostDeviceTransfer.Statistics mid = transfer.statistics();
+                    TransferStatistics.Snapshot mid = transfer.statistics();
                     assertEquals(before.directCopies() + sizes.length, mid.directCopies(), "every buffer copied directly");
                     assertEquals(before.stagedBytes(), mid.stagedBytes(), "nothing staged");
                     assertEquals(before.hostWaits() + 1, mid.hostWaits(), "one host wait for the upload");
@@ -236,7 +236,7 @@ class HostDeviceTransferTest {
                     }
                     checkPaddingIsZero(arena, up, stream);
                     download(transfer, up.buffer(), up.offsets(), back, stream);
-                    HostDeviceTransfer.Statistics after = transfer.statistics();
+                    TransferStatistics.Snapshot after = transfer.statistics();
                     assertEquals(mid.directCopies() + sizes.length, after.directCopies());
                     assertEquals(mid.stagedBytes(), after.stagedBytes(), "nothing staged");
                     assertEquals(mid.hostWaits() + 1, after.hostWaits(), "one host wait for the download");
@@ -333,12 +333,13 @@ class HostDeviceTransferTest {
             List<MemorySegment> p = slices(pinned.segment(), pinnedSizes, r);
             List<MemorySegment> q = batch(arena, r, pageableSizes);
             List<MemorySegment> host = List.of(q.get(0), p.get(0), q.get(1), p.get(1), q.get(2));
-            HostDeviceTransfer.Statistics before = transfer.statistics();
+            TransferStatistics.Snapshot before = transfer.statistics();
             try (DeviceUpload up = transfer.upload(host, stream)) {
-                HostDeviceTransfer.Statistics after = transfer.statistics();
+                TransferStatistics.Snapshot after = transfer.statistics();
                 assertEquals(before.directCopies() + 2, after.directCopies());
                 assertEquals(before.directBytes() + (5 << 20) + 33, after.directBytes());
                 assertTrue(after.stagedBytes() - before.stagedBytes() >= (6 << 20) + 1003, "the pageable bytes are staged");
+                assertEquals(after.stagedBytes(), transfer.stagedBytes(), "the public count is the staged bytes");
                 checkPaddingIsZero(arena, up, stream);
                 List<MemorySegment> back = transfer.download(up.ranges(), arena, stream);
                 for (int i = 0; i < host.size(); i++) {

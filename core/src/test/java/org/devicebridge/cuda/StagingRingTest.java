@@ -407,7 +407,7 @@ class StagingRingTest {
             src.fill((byte) 2); // what HostDeviceTransfer.uploadAsync's contract forbids: the device sees it
             stream.await(TransferOps.BATCH); // what upload() does before it returns
             assertEquals(2, device.get(ValueLayout.JAVA_BYTE, 99));
-            assertEquals(new HostDeviceTransfer.Statistics(0, 1, 100, 0, 0), stats.snapshot());
+            assertEquals(new TransferStatistics.Snapshot(0, 1, 100, 0, 0), stats.snapshot());
         }
     }
 

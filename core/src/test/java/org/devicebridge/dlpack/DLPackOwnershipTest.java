@@ -272,7 +272,8 @@ class DLPackOwnershipTest {
         legacy.nullStrides = true;
         try (ImportedTensor t = DLPack.importLegacy(legacy.build(arena), ImportOptions.any())) {
             assertArrayEquals(new long[] {3, 1}, t.strides());
-            assertTrue(t.version().isEmpty());
+            assertEquals(0, t.majorVersion(), "a legacy struct carries no version");
+            assertEquals(0, t.minorVersion());
             assertFalse(t.isReadOnly());
         }
         NativeTensor v11 = NativeTensor.cpu();
@@ -280,7 +281,8 @@ class DLPackOwnershipTest {
         v11.nullStrides = true;
         try (ImportedTensor t = DLPack.importVersioned(v11.build(arena), ImportOptions.any())) {
             assertArrayEquals(new long[] {3, 1}, t.strides());
-            assertEquals(new ImportedTensor.Version(1, 1), t.version().orElseThrow());
+            assertEquals(1, t.majorVersion());
+            assertEquals(1, t.minorVersion());
         }
         NativeTensor scalar = NativeTensor.cpu();
         scalar.shape = new long[0];
@@ -298,7 +300,7 @@ class DLPackOwnershipTest {
         NativeTensor spec = NativeTensor.cpu();
         spec.minor = 9;
         try (ImportedTensor t = DLPack.importVersioned(spec.build(arena), ImportOptions.any())) {
-            assertEquals(9, t.version().orElseThrow().minor());
+            assertEquals(9, t.minorVersion());
         }
         assertEquals(1, NativeTensor.DELETES.get());
     }

@@ -15,7 +15,7 @@ import java.util.stream.Stream;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.FieldVector;
-import org.devicebridge.HandleConfinedException;
+import org.devicebridge.HandleBusyException;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.NativeHandle.State;
 import org.devicebridge.arrow.ImportedArray;
@@ -35,7 +35,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * The default scope of an import made without an {@code Arena}: confined to the thread that takes its first
  * segment. Another thread that takes a segment, closes the handle or hands it over gets
- * {@link HandleConfinedException} and changes nothing (the owner still reads the data, and its close
+ * {@link HandleBusyException} caused by a {@link WrongThreadException} and changes nothing (the owner still reads the data, and its close
  * releases exactly once); a handle whose segments were never taken closes from any thread; and the Cleaner
  * releases a forgotten import exactly once, only after its segments became unreachable too.
  */
@@ -88,7 +88,8 @@ class ConfinedDefaultScopeTest {
     }
 
     private static void assertConfined(String what, Throwable thrown) {
-        HandleConfinedException e = assertInstanceOf(HandleConfinedException.class, thrown, what);
+        HandleBusyException e = assertInstanceOf(HandleBusyException.class, thrown, what);
+        assertInstanceOf(WrongThreadException.class, e.getCause(), what + ": the cause says it was the wrong thread");
         assertTrue(e.getMessage().contains("Arena.ofShared()"), what + ": the message names the shared-arena overload: "
                 + e.getMessage());
     }

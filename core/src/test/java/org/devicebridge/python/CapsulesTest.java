@@ -167,7 +167,7 @@ class CapsulesTest {
     void exporterObjectIsCollectedAndForgetsItsExporters() {
         int before = PythonExport.liveObjects();
         try (PyObjectRef obj = PythonExport.builder()
-                .dlpack(Device.CPU, r -> TestTensors.cpuTensor(r.versioned(), new float[] {5}, new long[] {1}, false))
+                .dlpack(Device.CPU, r -> TestTensors.cpuTensor(true, new float[] {5}, new long[] {1}, false))
                 .build()) {
             assertTrue(obj.hasAttr("__dlpack__"));
             assertFalse(obj.hasAttr("__arrow_c_array__"), "only the protocols given are offered");
@@ -179,6 +179,24 @@ class CapsulesTest {
             assertEquals(Device.CPU, PythonImport.device(obj));
         }
         assertEquals(before, PythonExport.liveObjects());
+    }
+
+    @Test
+    void aLegacyConsumerGetsNoReadOnlyTensorAndTheExportIsDeletedOnce() {
+        try (PyObjectRef obj = PythonExport.builder()
+                .dlpack(Device.CPU, r -> TestTensors.cpuTensor(true, new float[] {5}, new long[] {1}, true))
+                .build()) {
+            PythonException e = assertThrows(PythonException.class, () -> obj.callMethod("__dlpack__").close());
+            assertEquals("BufferError", e.pythonType(), "a legacy struct cannot say read-only: " + e.pythonMessage());
+            assertEquals(deletesBefore + 1, TestTensors.DELETES.get(), "the versioned export was deleted once");
+            try (PyObjectRef ns = python.newNamespace()) {
+                python.set(ns, "obj", obj);
+                try (PyObjectRef capsule = python.eval("obj.__dlpack__(max_version=(1, 0))", ns)) {
+                    assertEquals("dltensor_versioned", Capsules.nameOf(capsule), "a 1.x consumer gets the read-only tensor");
+                }
+            }
+        }
+        assertEquals(deletesBefore + 2, TestTensors.DELETES.get());
     }
 
     @Test

@@ -14,6 +14,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.devicebridge.Device;
+import org.devicebridge.dlpack.ConsumerStream;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 import org.devicebridge.generated.dlpack.DLDevice;
 import org.devicebridge.generated.dlpack.DLTensor;
@@ -114,12 +115,12 @@ class GpuTensorInteropTest {
                 init[i] = i;
             }
             ok("cuMemcpyHtoD", cuda_driver_h.cuMemcpyHtoD_v2(dptr, arena.allocateFrom(JAVA_FLOAT, init), 4L * N));
-            AtomicReference<PythonExport.DLPackRequest> seen = new AtomicReference<>();
+            AtomicReference<ConsumerStream> seen = new AtomicReference<>();
             try (PyObjectRef obj = PythonExport.builder()
                     .dlpack(Device.cuda(0), r -> {
                         seen.set(r);
                         // the data was written synchronously above: ready on any stream the consumer names
-                        return TestTensors.tensor(r.versioned(), MemorySegment.ofAddress(dptr), false,
+                        return TestTensors.tensor(true, MemorySegment.ofAddress(dptr), false,
                                 new long[] {N}, 2, 0, false);
                     })
                     .build()) {
@@ -148,8 +149,8 @@ class GpuTensorInteropTest {
                      PyObjectRef dev = python.eval("dev", ns)) {
                     assertEquals(dptr, ptr.toLong(), library + " uses Java's device memory in place");
                     assertEquals("cuda:0", dev.str());
-                    assertTrue(seen.get().stream().isPresent(), "a CUDA consumer passes its stream");
-                    assertEquals(streamPtr.toLong(), seen.get().stream().getAsLong(),
+                    assertTrue(seen.get().needsSync(), "a CUDA consumer passes its stream");
+                    assertEquals(streamPtr.toLong(), seen.get().handle().address(),
                             "the consumer's non-default stream reaches the Java exporter");
                 }
                 float[] expected = new float[N];

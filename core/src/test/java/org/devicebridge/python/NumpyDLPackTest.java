@@ -12,6 +12,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.devicebridge.Device;
+import org.devicebridge.dlpack.ConsumerStream;
 import org.devicebridge.generated.dlpack.DLDataType;
 import org.devicebridge.generated.dlpack.DLDevice;
 import org.devicebridge.generated.dlpack.DLManagedTensorVersioned;
@@ -62,18 +63,18 @@ class NumpyDLPackTest {
         }
     }
 
-    private PyObjectRef javaTensor(float[] values, long[] shape, boolean readOnly, AtomicReference<PythonExport.DLPackRequest> seen) {
+    private PyObjectRef javaTensor(float[] values, long[] shape, boolean readOnly, AtomicReference<ConsumerStream> seen) {
         return PythonExport.builder()
                 .dlpack(Device.CPU, r -> {
                     seen.set(r);
-                    return TestTensors.cpuTensor(r.versioned(), values, shape, readOnly);
+                    return TestTensors.cpuTensor(true, values, shape, readOnly);
                 })
                 .build();
     }
 
     @Test
     void numpyConsumesJavaTensorWithValuesShapeAndOneDelete() {
-        AtomicReference<PythonExport.DLPackRequest> seen = new AtomicReference<>();
+        AtomicReference<ConsumerStream> seen = new AtomicReference<>();
         try (PyObjectRef obj = javaTensor(new float[] {1, 2, 3, 4, 5, 6}, new long[] {2, 3}, false, seen)) {
             python.set(ns, "obj", obj);
             python.exec("a = np.from_dlpack(obj)", ns);
@@ -82,10 +83,10 @@ class NumpyDLPackTest {
             }
             try (PyObjectRef w = python.eval("bool(a.flags.writeable)", ns)) {
                 // NumPy 1.x marks every array imported through a legacy capsule read-only
-                assertEquals(seen.get().versioned() ? "True" : "False", w.str());
+                assertEquals(numpyVersioned() ? "True" : "False", w.str());
             }
-            assertEquals(numpyVersioned(), seen.get().versioned(), "NumPy >= 2.1 asks for a versioned tensor");
-            assertTrue(seen.get().stream().isEmpty(), "a CPU consumer passes stream=None");
+            assertFalse(seen.get().needsSync(), "a CPU consumer passes stream=None: nothing to synchronise");
+            assertEquals(Device.CPU, seen.get().device());
             assertEquals(deletesBefore, TestTensors.DELETES.get(), "NumPy holds the tensor while the array lives");
             python.exec("del a, obj", ns);
         }
@@ -97,8 +98,8 @@ class NumpyDLPackTest {
         AtomicReference<MemorySegment> data = new AtomicReference<>();
         try (PyObjectRef obj = PythonExport.builder()
                 .dlpack(Device.CPU, r -> {
-                    MemorySegment t = TestTensors.cpuTensor(r.versioned(), new float[] {0, 0, 0, 0}, new long[] {4}, false);
-                    data.set(DLTensor.data(TestTensors.dlTensor(t, r.versioned())).reinterpret(16));
+                    MemorySegment t = TestTensors.cpuTensor(true, new float[] {0, 0, 0, 0}, new long[] {4}, false);
+                    data.set(DLTensor.data(TestTensors.dlTensor(t, true)).reinterpret(16));
                     return t;
                 })
                 .build()) {
@@ -122,7 +123,7 @@ class NumpyDLPackTest {
 
     @Test
     void readOnlyJavaTensorIsReadOnlyInNumpyOrNotExportedToLegacyNumpy() {
-        AtomicReference<PythonExport.DLPackRequest> seen = new AtomicReference<>();
+        AtomicReference<ConsumerStream> seen = new AtomicReference<>();
         try (PyObjectRef obj = javaTensor(new float[] {7, 8}, new long[] {2}, true, seen)) {
             python.set(ns, "obj", obj);
             python.exec("a = np.from_dlpack(obj)", ns);
@@ -216,8 +217,8 @@ class NumpyDLPackTest {
         AtomicReference<MemorySegment> exported = new AtomicReference<>();
         try (PyObjectRef obj = PythonExport.builder()
                 .dlpack(Device.CPU, r -> {
-                    MemorySegment t = TestTensors.cpuTensor(r.versioned(), new float[] {3, 1, 4}, new long[] {3}, false);
-                    exported.set(DLTensor.data(TestTensors.dlTensor(t, r.versioned())));
+                    MemorySegment t = TestTensors.cpuTensor(true, new float[] {3, 1, 4}, new long[] {3}, false);
+                    exported.set(DLTensor.data(TestTensors.dlTensor(t, true)));
                     return t;
                 })
                 .build()) {

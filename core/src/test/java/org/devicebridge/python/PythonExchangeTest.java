@@ -2,6 +2,7 @@ package org.devicebridge.python;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,10 +10,10 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.OptionalLong;
 import org.devicebridge.Device;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.UnsupportedFeatureException;
+import org.devicebridge.dlpack.ConsumerStream;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DLPackExchange;
 import org.devicebridge.dlpack.DType;
@@ -33,7 +34,7 @@ class PythonExchangeTest {
     private PyObjectRef ns;
     private long liveBefore;
     private int exportsBefore;
-    private final List<PythonExport.DLPackRequest> requests = new ArrayList<>();
+    private final List<ConsumerStream> requests = new ArrayList<>();
 
     @BeforeEach
     void setUp() {
@@ -59,7 +60,7 @@ class PythonExchangeTest {
     private PyObjectRef exporter(float[] values) {
         return PythonExport.builder().dlpack(Device.CPU, r -> {
             requests.add(r);
-            return TestTensors.cpuTensor(r.versioned(), values, new long[] {values.length}, false);
+            return TestTensors.cpuTensor(true, values, new long[] {values.length}, false);
         }).dlpackExchangeApi().build();
     }
 
@@ -72,7 +73,8 @@ class PythonExchangeTest {
             }
             DLPackExchange api = PythonExchange.of(obj);
             assertEquals(PythonExchange.publishedTable().address(), api.address(), "the one published table");
-            assertEquals(new ImportedTensor.Version(DLPack.MAJOR_VERSION, DLPack.MINOR_VERSION), api.version());
+            assertEquals(DLPack.MAJOR_VERSION, api.majorVersion());
+            assertEquals(DLPack.MINOR_VERSION, api.minorVersion());
         }
     }
 
@@ -89,8 +91,7 @@ class PythonExchangeTest {
             }
             assertEquals(1, TestTensors.DELETES.get(), "deleted once when the import closed");
             assertEquals(1, requests.size());
-            assertEquals(OptionalLong.of(-1), requests.get(0).stream(), "no synchronisation: stream -1");
-            assertTrue(requests.get(0).versioned());
+            assertFalse(requests.get(0).needsSync(), "no synchronisation: stream -1");
         }
     }
 
@@ -119,7 +120,7 @@ class PythonExchangeTest {
     @Test
     void aTypeWithoutATableIsRefusedTyped() {
         try (PyObjectRef plain = PythonExport.builder().dlpack(Device.CPU,
-                r -> TestTensors.cpuTensor(r.versioned(), new float[] {1}, new long[] {1}, false)).build()) {
+                r -> TestTensors.cpuTensor(true, new float[] {1}, new long[] {1}, false)).build()) {
             assertThrows(UnsupportedFeatureException.class, () -> PythonExchange.of(plain));
         }
         assertThrows(DeviceBridgeException.class, () -> PythonExport.builder().arrowSchema(s -> { })

@@ -67,7 +67,7 @@ class PythonImportTest {
         try (PyObjectRef obj = PythonExport.builder()
                 .dlpack(Device.CPU, r -> {
                     calls[0]++;
-                    return TestTensors.cpuTensor(r.versioned(), new float[] {1.5f, -2f, 3.25f}, new long[] {3}, false);
+                    return TestTensors.cpuTensor(true, new float[] {1.5f, -2f, 3.25f}, new long[] {3}, false);
                 })
                 .dlpackExchangeApi()
                 .build();

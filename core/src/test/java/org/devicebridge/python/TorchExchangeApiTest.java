@@ -13,6 +13,7 @@ import java.util.Locale;
 import java.util.OptionalLong;
 import org.devicebridge.Device;
 import org.devicebridge.cuda.PointerAttributes;
+import org.devicebridge.dlpack.ConsumerStream;
 import org.devicebridge.dlpack.DLPack;
 import org.devicebridge.dlpack.DLPackExchange;
 import org.devicebridge.dlpack.DType;
@@ -82,7 +83,7 @@ class TorchExchangeApiTest {
             System.out.println("[torch exchange] torch.Tensor.__dlpack_c_exchange_api__ = "
                     + text("torch.Tensor.__dlpack_c_exchange_api__"));
             DLPackExchange api = PythonExchange.of(t0);
-            System.out.println("[torch exchange] table version " + api.version());
+            System.out.println("[torch exchange] table version " + api.majorVersion() + "." + api.minorVersion());
             return api;
         }
     }
@@ -162,17 +163,17 @@ class TorchExchangeApiTest {
 
     @Test
     void torchFromDlpackOnAnObjectPublishingTheLibrarysTable() {
-        List<PythonExport.DLPackRequest> requests = new ArrayList<>();
+        List<ConsumerStream> requests = new ArrayList<>();
         float[] values = {4f, 5f, 6f};
         try (PyObjectRef obj = PythonExport.builder().dlpack(Device.CPU, r -> {
             requests.add(r);
-            return TestTensors.cpuTensor(r.versioned(), values, new long[] {3}, false);
+            return TestTensors.cpuTensor(true, values, new long[] {3}, false);
         }).dlpackExchangeApi().build()) {
             python.set(ns, "obj", obj);
             python.exec("x = torch.from_dlpack(obj)", ns);
             assertEquals("[4.0, 5.0, 6.0]", text("x.tolist()"));
             assertEquals(1, requests.size());
-            boolean viaTable = requests.get(0).stream().equals(OptionalLong.of(-1));
+            boolean viaTable = !requests.get(0).needsSync();
             System.out.println("[torch exchange] torch.from_dlpack on an object whose type publishes devicebridge's "
                     + "table went through " + (viaTable ? "the exchange table (managed_tensor_from_py_object_no_sync)"
                     : "__dlpack__ (request " + requests.get(0) + "): torch " + text("torch.__version__")
@@ -202,7 +203,7 @@ class TorchExchangeApiTest {
         float[] values = new float[64];
         try (PyObjectRef t = python.eval("t", ns);
              PyObjectRef obj = PythonExport.builder().dlpack(Device.CPU,
-                     r -> TestTensors.cpuTensor(r.versioned(), values, new long[] {64}, false)).dlpackExchangeApi().build();
+                     r -> TestTensors.cpuTensor(true, values, new long[] {64}, false)).dlpackExchangeApi().build();
              Gil ignored = python.gil()) {
             DLPackExchange ours = PythonExchange.of(obj);
             python.set(ns, "obj", obj);

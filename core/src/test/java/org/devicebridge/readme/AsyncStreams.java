@@ -13,8 +13,7 @@ import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowImport;
-import org.devicebridge.arrow.AsyncDeviceStreamConsumer;
-import org.devicebridge.arrow.AsyncDeviceStreamExport;
+import org.devicebridge.arrow.AsyncDeviceStream;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.java.ArrowJava;
@@ -41,9 +40,9 @@ public class AsyncStreams {
             ArrowJava.exportDeviceStream(a.getSchema(), List.of(a, b).iterator(), null, stream);
 
             // The consumer: a handler the library implements, at most 2 batches requested ahead.
-            try (AsyncDeviceStreamConsumer consumer = AsyncDeviceStreamConsumer.open(2, ValidationLevel.FULL)) {
+            try (AsyncDeviceStream consumer = AsyncDeviceStream.open(2, ValidationLevel.FULL)) {
                 // The producer: drives any handler (here ours; in practice Arrow C++'s or yours).
-                CompletableFuture<Void> done = AsyncDeviceStreamExport.exportStream(stream, consumer.handler(), pool);
+                CompletableFuture<Void> done = AsyncDeviceStream.export(stream, consumer.handler(), pool);
                 System.out.println("schema: " + consumer.schema(Duration.ofSeconds(10)).children().get(0).name());
                 for (;;) {
                     try (ImportedArray batch = consumer.next(Duration.ofSeconds(10))) {

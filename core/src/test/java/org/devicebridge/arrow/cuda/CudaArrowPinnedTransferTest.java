@@ -13,6 +13,7 @@ import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.cuda.TransferCounts;
 import org.devicebridge.cuda.TransferOptions;
 import org.devicebridge.cuda.PointerAttributes;
 import org.devicebridge.internal.CudaCounters;
@@ -81,16 +82,16 @@ class CudaArrowPinnedTransferTest {
             assertTrue(PointerAttributes.isPageLocked(java.lang.foreign.MemorySegment.ofAddress(
                     first.getValidityBuffer().memoryAddress()).reinterpret(Math.max(1, first.getValidityBuffer().capacity()))),
                     "the test allocator gives pinned memory");
-            HostDeviceTransfer.Statistics s0 = transfer.statistics();
+            TransferCounts s0 = TransferCounts.of(transfer);
             try (CudaArrowBatch batch = CudaArrow.upload(root, dictionaries, DeviceCopies.of(transfer, stream))) {
-                HostDeviceTransfer.Statistics s1 = transfer.statistics();
+                TransferCounts s1 = TransferCounts.of(transfer);
                 assertEquals(s0.stagedBytes(), s1.stagedBytes(), "nothing staged on the way up");
                 assertTrue(s1.directCopies() > s0.directCopies(), "every buffer copied directly");
                 assertEquals(s0.hostWaits() + 1, s1.hostWaits(), "one host wait for the upload");
                 CudaArrowRoundTripTest.assertSameNullCounts(root, dictionaries, batch);
                 DictionaryProvider.MapDictionaryProvider back = new DictionaryProvider.MapDictionaryProvider();
                 try (VectorSchemaRoot down = CudaArrow.download(batch, back, new DeviceCopies(pinned, transfer, stream))) {
-                    HostDeviceTransfer.Statistics s2 = transfer.statistics();
+                    TransferCounts s2 = TransferCounts.of(transfer);
                     assertEquals(s1.stagedBytes(), s2.stagedBytes(), "nothing staged on the way down");
                     long copies = s2.directCopies() - s1.directCopies();
                     long waits = s2.hostWaits() - s1.hostWaits();
@@ -119,14 +120,14 @@ class CudaArrowPinnedTransferTest {
         List<FieldVector> vectors = ExportTestSupport.family(family, pageable, ROWS, true, dictionaries);
         try (VectorSchemaRoot root = new VectorSchemaRoot(vectors)) {
             root.setRowCount(ROWS);
-            HostDeviceTransfer.Statistics s0 = transfer.statistics();
+            TransferCounts s0 = TransferCounts.of(transfer);
             try (CudaArrowBatch batch = CudaArrow.upload(root, dictionaries, DeviceCopies.of(transfer, stream))) {
-                HostDeviceTransfer.Statistics s1 = transfer.statistics();
+                TransferCounts s1 = TransferCounts.of(transfer);
                 assertEquals(s0.directCopies(), s1.directCopies(), "nothing copied directly");
                 CudaArrowRoundTripTest.assertSameNullCounts(root, dictionaries, batch);
                 assertTrue(s1.stagedBytes() > s0.stagedBytes());
                 try (VectorSchemaRoot down = CudaArrow.download(batch, new DeviceCopies(pageable, transfer, stream))) {
-                    HostDeviceTransfer.Statistics s2 = transfer.statistics();
+                    TransferCounts s2 = TransferCounts.of(transfer);
                     assertEquals(s1.directCopies(), s2.directCopies(), "a pageable block is staged");
                     assertSameValues(root, down);
                 }
@@ -144,9 +145,9 @@ class CudaArrowPinnedTransferTest {
         try (VectorSchemaRoot root = new VectorSchemaRoot(vectors);
              CudaEvent done = CudaEvent.acquire(DEVICE)) {
             root.setRowCount(ROWS);
-            long waits = transfer.statistics().hostWaits();
+            long waits = TransferCounts.of(transfer).hostWaits();
             try (CudaArrowBatch batch = CudaArrow.uploadAsync(root, dictionaries, DeviceCopies.of(transfer, stream))) {
-                assertEquals(waits, transfer.statistics().hostWaits(), "no host wait");
+                assertEquals(waits, TransferCounts.of(transfer).hostWaits(), "no host wait");
                 CudaArrowRoundTripTest.assertSameNullCounts(root, dictionaries, batch);
                 done.record(stream);
                 done.synchronize();

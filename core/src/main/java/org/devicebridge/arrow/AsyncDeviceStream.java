@@ -5,6 +5,8 @@ import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.NativeHandle;
@@ -16,8 +18,10 @@ import org.devicebridge.generated.arrow.ArrowDeviceArray;
 import org.devicebridge.internal.Native;
 
 /**
- * The consumer side of the Arrow C async device stream: an {@code ArrowAsyncDeviceStreamHandler} this library
- * implements, handed to a native producer, and a pull API over what the producer pushes.
+ * The Arrow C async device stream, both sides. The handle is the consumer side: an
+ * {@code ArrowAsyncDeviceStreamHandler} this library implements ({@link #open}), handed to a native producer,
+ * and a pull API over what the producer pushes. The producer side is {@link #export}: it drives any
+ * handler (Arrow C++'s, a native consumer's, or this library's own) from a C device stream.
  *
  * {@snippet lang=c :
  * struct ArrowAsyncDeviceStreamHandler {
@@ -53,7 +57,7 @@ import org.devicebridge.internal.Native;
  * <p>Thread safety: every method may be called from any thread; {@link #next} calls are serialised. The
  * producer may call the handler from any of its threads.
  */
-public final class AsyncDeviceStreamConsumer extends NativeHandle {
+public final class AsyncDeviceStream extends NativeHandle {
     /** The largest window: more batches in flight than this is a configuration error, not a stream. */
     public static final int MAX_WINDOW = 1 << 16;
 
@@ -61,7 +65,7 @@ public final class AsyncDeviceStreamConsumer extends NativeHandle {
     private final ValidationLevel level;
     private final Object nextLock = new Object();
 
-    private AsyncDeviceStreamConsumer(AsyncConsumerState state, ValidationLevel level) {
+    private AsyncDeviceStream(AsyncConsumerState state, ValidationLevel level) {
         super("async device stream consumer", state::close);
         this.state = state;
         this.level = level;
@@ -80,13 +84,55 @@ public final class AsyncDeviceStreamConsumer extends NativeHandle {
      * @return a consumer waiting for its producer
      * @throws InvalidArgumentException if {@code window} is out of range
      */
-    public static AsyncDeviceStreamConsumer open(int window, ValidationLevel level) {
+    public static AsyncDeviceStream open(int window, ValidationLevel level) {
         requireNativeAccess();
         Objects.requireNonNull(level, "level");
         if (window < 1 || window > MAX_WINDOW) {
             throw new InvalidArgumentException("window", "expected 1 to " + MAX_WINDOW + " but found " + window);
         }
-        return new AsyncDeviceStreamConsumer(new AsyncConsumerState(window), level);
+        return new AsyncDeviceStream(new AsyncConsumerState(window), level);
+    }
+
+    /**
+     * The producer side: moves the stream at {@code arrowDeviceArrayStreamPtr} and starts feeding it to
+     * {@code handlerPtr}. Pulls from the stream ({@code get_schema}, {@code get_next}) on {@code executor}, one
+     * task at a time, only while the consumer's demand lasts; returns at once. The source is any
+     * {@code ArrowDeviceArrayStream}: one this library exported (Arrow Java batches through
+     * {@code org.devicebridge.arrow.java.ArrowJava}, CUDA batches through {@code org.devicebridge.arrow.cuda})
+     * or a native one.
+     *
+     * <p>What the consumer sees: {@code producer} set, then {@code on_schema} with the stream's schema; after
+     * each {@code request(n)} at most {@code n} more {@code on_next_task} calls, one batch each, whose
+     * {@code extract_data} moves the batch's {@code ArrowDeviceArray} (and with it its sync event) out, or
+     * releases it for a NULL {@code out}; {@code on_next_task(NULL)} at the end; {@code on_error} when the source
+     * fails or the consumer breaks the protocol ({@code request} with {@code n <= 0}); and in every case exactly
+     * one {@code release} of the handler. The {@code ArrowAsyncProducer} is freed once the release came and every
+     * task handed out was extracted, so a consumer may still call {@code request} (a no-op then) for a task it
+     * took before the release, as Arrow C++'s consumer does. A {@code cancel} ends the stream with just the
+     * release. Handler callbacks come one at a time, on {@code executor}'s threads, never from inside
+     * {@code request} or {@code cancel}; a task may be extracted from any thread, also after the release.
+     *
+     * <p>Ownership: after a return the export owns the stream (released when the export ends) and the
+     * handler's consumer gets its {@code release} exactly once; every batch handed over is the consumer's from
+     * its {@code extract_data}. After a throw the stream has been released (or was not live), and a handler
+     * with all four callbacks has had {@code on_error} and {@code release}; one without them was not touched.
+     *
+     * @param arrowDeviceArrayStreamPtr the source {@code ArrowDeviceArrayStream}, moved
+     * @param handlerPtr the consumer's {@code ArrowAsyncDeviceStreamHandler}, its four callbacks set
+     * @param executor runs the export's work (a task per burst of demand); must not run it on the caller's
+     *     thread inside {@code request} (a direct executor would call the handler re-entrantly)
+     * @return completes when the handler was released: normally at the end of the stream or after a cancel;
+     *     exceptionally with {@link ArrowStreamException} for a source that failed or a consumer that refused
+     *     (a non-zero {@code on_schema} / {@code on_next_task}), {@link ValidationException} for a consumer
+     *     that broke the protocol or a batch on another device than the stream's
+     * @throws ValidationException if the stream or the handler is NULL, released or lacks a callback, or
+     *     ({@link Category#DEVICE}) the stream's device type is unknown
+     * @throws InvalidArgumentException if a pointer is a heap or read-only segment
+     */
+    public static CompletableFuture<Void> export(MemorySegment arrowDeviceArrayStreamPtr, MemorySegment handlerPtr,
+                                                 Executor executor) {
+        requireNativeAccess();
+        return AsyncStreamExport.exportStream(arrowDeviceArrayStreamPtr, handlerPtr, executor);
     }
 
     /**
