@@ -168,11 +168,7 @@ final class IpcBatchImport implements AutoCloseable {
             return new IpcBatchImport(descriptor, batch, unmapped);
         } catch (RuntimeException | Error e) {
             if (!handedOver) {
-                try {
-                    Closing.closeAll(mapped, DeviceBuffer::close);
-                } catch (RuntimeException | Error s) {
-                    e.addSuppressed(s);
-                }
+                Closing.closeAllAfter(mapped, DeviceBuffer::close, e);
             }
             throw e;
         }
@@ -220,11 +216,7 @@ final class IpcBatchImport implements AutoCloseable {
             }
             return mapped;
         } catch (RuntimeException | Error e) {
-            try {
-                Closing.closeAll(mapped, DeviceBuffer::close);
-            } catch (RuntimeException | Error s) {
-                e.addSuppressed(s);
-            }
+            Closing.closeAllAfter(mapped, DeviceBuffer::close, e);
             throw e;
         }
     }

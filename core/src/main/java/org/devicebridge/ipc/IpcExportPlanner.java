@@ -187,13 +187,7 @@ final class IpcExportPlanner {
                 failure.addSuppressed(e);
             }
         }
-        for (DeviceBuffer b : held) {
-            try {
-                b.close();
-            } catch (RuntimeException | Error e) {
-                failure.addSuppressed(e);
-            }
-        }
+        Closing.closeAllAfter(held, DeviceBuffer::close, failure);
         held.clear();
     }
 

@@ -193,10 +193,9 @@ public final class WorkerChannel implements AutoCloseable {
         for (int k = 0; k < handles.size(); k++) {
             allocations.add(k == export.copyHandle() ? null : export.allocation(k));
         }
-        String id = export.descriptor().id();
-        post(new Call(id, WorkerState.Sent.of(export), Payload.ARROW_BATCH, handles, allocations,
-                export.descriptor().toJson()));
-        return new IpcExport(export);
+        IpcExport exported = new IpcExport(export);
+        post(new Call(exported.id(), exported, Payload.ARROW_BATCH, handles, allocations, exported.descriptor()));
+        return exported;
     }
 
     /**
@@ -220,16 +219,17 @@ public final class WorkerChannel implements AutoCloseable {
         Objects.requireNonNull(stream, "stream");
         state.requireOpen();
         IpcTensorExport export = IpcTensorExport.export(buffer, spec, stream);
-        post(new Call(export.descriptor().id(), WorkerState.Sent.of(export), Payload.TENSOR,
-                List.of(export.descriptor().memHandle()), List.of(buffer), export.descriptor().toJson()));
-        return new IpcExport(export);
+        IpcExport exported = new IpcExport(export);
+        post(new Call(exported.id(), exported, Payload.TENSOR, List.of(export.descriptor().memHandle()),
+                List.of(buffer), exported.descriptor()));
+        return exported;
     }
 
     /**
      * A call to write: the export's id and handle on it, what it carries, its handles and the allocations they
      * name (null for one the worker must not keep mapped), and the descriptor line.
      */
-    private record Call(String id, WorkerState.Sent export, Payload payload, List<byte[]> handles,
+    private record Call(String id, IpcExport export, Payload payload, List<byte[]> handles,
                         List<DeviceBuffer> allocations, String descriptor) {}
 
     /** Registers the export, picks what the worker may keep mapped or must unmap, and writes the call. */

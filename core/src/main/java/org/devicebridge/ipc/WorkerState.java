@@ -25,53 +25,12 @@ import org.devicebridge.ipc.WorkerChannel.PeerException;
 final class WorkerState implements WorkerLink.Events {
     private static final System.Logger LOG = System.getLogger(WorkerChannel.class.getName());
 
-    /** One export sent to the worker, batch or tensor alike. */
-    interface Sent {
-        void acknowledge(String closeMessage);
-
-        void close();
-
-        void forceClose();
-
-        static Sent of(IpcBatchExport e) {
-            return new Sent() {
-                public void acknowledge(String m) {
-                    e.acknowledge(m);
-                }
-
-                public void close() {
-                    e.close();
-                }
-
-                public void forceClose() {
-                    e.forceClose();
-                }
-            };
-        }
-
-        static Sent of(IpcTensorExport e) {
-            return new Sent() {
-                public void acknowledge(String m) {
-                    e.acknowledge(m);
-                }
-
-                public void close() {
-                    e.close();
-                }
-
-                public void forceClose() {
-                    e.forceClose();
-                }
-            };
-        }
-    }
-
     /** What {@link WorkerChannel#close()} does next. */
     enum Closing { DONE, RELEASE, BYE }
 
     private enum State { OPEN, CLOSING, STALLED, GONE, CLOSED }
 
-    private final Map<String, Sent> exports = new ConcurrentHashMap<>();
+    private final Map<String, IpcExport> exports = new ConcurrentHashMap<>();
     private final Map<String, DeviceBuffer> cached = new LinkedHashMap<>();
     private final Map<String, DeviceBuffer> unmapping = new HashMap<>();
     private final AtomicInteger mappedResults = new AtomicInteger();
@@ -97,13 +56,13 @@ final class WorkerState implements WorkerLink.Events {
         }
     }
 
-    void register(String id, Sent export) {
+    void register(String id, IpcExport export) {
         exports.put(id, export);
     }
 
     /** Takes back an export whose call was never queued: the worker never saw it. */
     void forget(String id, Throwable failure) {
-        Sent s = exports.remove(id);
+        IpcExport s = exports.remove(id);
         if (s != null) {
             try {
                 s.forceClose();
@@ -146,7 +105,7 @@ final class WorkerState implements WorkerLink.Events {
 
     @Override
     public void closed(String exportId) {
-        Sent s = exports.remove(exportId);
+        IpcExport s = exports.remove(exportId);
         if (s == null) {
             throw new ValidationException(Category.CONTENT, "devicebridge_ipc_closed", "expected the id of an"
                     + " export sent to the worker and not yet closed but found " + JsonFields.describe(exportId));
@@ -260,8 +219,8 @@ final class WorkerState implements WorkerLink.Events {
             cached.clear();
             unmapping.clear();
         }
-        for (Iterator<Sent> it = exports.values().iterator(); it.hasNext(); ) {
-            Sent s = it.next();
+        for (Iterator<IpcExport> it = exports.values().iterator(); it.hasNext(); ) {
+            IpcExport s = it.next();
             it.remove();
             try {
                 s.forceClose();
