@@ -31,7 +31,7 @@ public final class ImportedArray extends NativeHandle {
     private final ArrayTable table;
     private final ForeignImport.Kind kind; // null for host copies that own a release step instead of a struct
     private final MemorySegment owned;
-    private final Runnable release;
+    private final Runnable release; // host copies only: for a struct, detach() makes the step when asked
     private final DeviceKind deviceType;
     private final long deviceId;
     private final long syncEvent;
@@ -47,7 +47,7 @@ public final class ImportedArray extends NativeHandle {
                 () -> kind.release(owned), arena);
         this.kind = kind;
         this.owned = owned;
-        this.release = null; // detach() makes the step: a second object per import would cost on the hot path
+        this.release = null; // not kept: one release object per import, not two, on the hot path
         this.table = table;
         this.level = level;
         if (kind == ForeignImport.Kind.ARROW_DEVICE_ARRAY) {
