@@ -106,46 +106,42 @@ final class ArrayReader {
     }
 
     /**
-     * Validates {@code array} (the moved root struct) against {@code schema} at {@code level} and returns
-     * the flat table of the whole tree.
+     * Validates {@code array} (the moved root struct) at {@code level} against the layout of {@code into} and
+     * fills {@code into} (a new table) with the whole tree.
      *
      * @param originalAddress the producer's address of the root, so a child pointing back at it is a cycle
-     * @param host whether buffers are host memory (contents are read only then, and only at DEFAULT/FULL)
+     * @param into the table to fill; its layout is the schema's and it says whether buffers are host memory
+     *     (contents are read only then, and only at DEFAULT/FULL)
      * @throws ValidationException with the category and field path of the first problem found
      */
-    static ArrayTable read(MemorySegment array, long originalAddress, SchemaNode schema, ValidationLevel level,
-                           boolean host) {
-        return read(array, originalAddress, schema, level, host, null);
+    static void read(MemorySegment array, long originalAddress, ArrayTable into, ValidationLevel level) {
+        read(array, originalAddress, into, level, null);
     }
 
     /**
-     * As {@link #read(MemorySegment, long, SchemaNode, ValidationLevel, boolean)}; for device memory
-     * ({@code host} false) contents are read through {@code copies} at DEFAULT and FULL.
+     * As {@link #read(MemorySegment, long, ArrayTable, ValidationLevel)}; for device memory (a table not of
+     * host memory) contents are read through {@code copies} at DEFAULT and FULL.
      */
-    static ArrayTable read(MemorySegment array, long originalAddress, SchemaNode schema, ValidationLevel level,
-                           boolean host, HostCopies copies) {
-        SchemaLayout layout = schema.layout();
-        RecordBatchTemplate template = layout.template();
-        if (template != null && (level == ValidationLevel.MINIMAL || level == ValidationLevel.DEFAULT)) {
-            ArrayTable table = new ArrayTable(layout, host);
-            if (template.read(array.address(), originalAddress, table)) {
-                return table;
-            }
-            // a problem: the general reader below finds and names it
+    static void read(MemorySegment array, long originalAddress, ArrayTable into, ValidationLevel level,
+                     HostCopies copies) {
+        RecordBatchTemplate template = into.layout.template();
+        if (template != null && (level == ValidationLevel.MINIMAL || level == ValidationLevel.DEFAULT)
+                && template.read(array.address(), originalAddress, into)) {
+            return;
         }
-        return readGeneral(array, originalAddress, schema, level, host, copies);
+        // No template, or a problem: the general reader finds and names it. It writes every row of the table
+        // again (a template's layout has fixed buffer places, so what the template left is overwritten).
+        readGeneral(array, originalAddress, into, level, copies);
     }
 
-    /** As {@link #read(MemorySegment, long, SchemaNode, ValidationLevel, boolean, HostCopies)}, never through a template. */
-    static ArrayTable readGeneral(MemorySegment array, long originalAddress, SchemaNode schema, ValidationLevel level,
-                                  boolean host, HostCopies copies) {
-        ArrayTable table = new ArrayTable(schema.layout(), host);
-        ArrayReader r = new ArrayReader(level, table, host ? null : copies);
+    /** As {@link #read(MemorySegment, long, ArrayTable, ValidationLevel, HostCopies)}, never through a template. */
+    static void readGeneral(MemorySegment array, long originalAddress, ArrayTable into, ValidationLevel level,
+                            HostCopies copies) {
+        ArrayReader r = new ArrayReader(level, into, into.host ? null : copies);
         try {
             r.ancestors[0] = originalAddress;
             r.depth = 1;
             r.check(array.address(), 0);
-            return table;
         } finally {
             r.done();
         }
@@ -186,10 +182,7 @@ final class ArrayReader {
                 for (int i = 0; i < count; i++) {
                     addr[i] = hostTable.bufferAddress(n, i);
                 }
-                long length = hostTable.length(n);
-                long offset = hostTable.offset(n);
-                long end = r.contents.add(offset, length, n, "offset");
-                r.sizer.sizeAndCheckContents(n, addr, len, count, length, offset, hostTable.nullCount(n), end);
+                r.sizer.sizeAndCheckContents(n, addr, len, count); // the header is in the table already
                 for (int i = 0; i < count; i++) {
                     long size = hostTable.bufferLength(n, i);
                     if (len[i] > 0 && (size < 0 || len[i] > size)) {
@@ -260,7 +253,7 @@ final class ArrayReader {
         if (offset < 0) {
             throw new ValidationException(Category.SIZE, at(n, "offset"), "expected a non-negative offset but found " + offset);
         }
-        long end = contents.add(offset, length, n, "offset");
+        contents.add(offset, length, n, "offset"); // offset + length must fit: every size below is derived from it
         if (minimal() && (nullCount < -1 || nullCount > length)) {
             throw new ValidationException(Category.SIZE, at(n, "null_count"),
                     "expected a null count in [-1, " + length + "] but found " + nullCount);
@@ -323,8 +316,9 @@ final class ArrayReader {
             node(d, dictionary);
         }
 
-        sizer.sizeAndCheckContents(n, addr, len, (int) nBuffers, length, offset, nullCount, end);
-        table.setNode(n, length, nullCount, offset, addr, len, (int) nBuffers);
+        table.setNode(n, length, nullCount, offset); // the sizer and the content checks read the header from the table
+        sizer.sizeAndCheckContents(n, addr, len, (int) nBuffers);
+        table.setBuffers(n, addr, len, (int) nBuffers);
     }
 
 }

@@ -33,11 +33,18 @@ final class ArrayTable {
         buffers = new long[2 * layout.bufferCount()];
     }
 
-    /** Records node {@code i}, once (the reader fills children before their parent). */
-    void setNode(int i, long length, long nullCount, long offset, long[] addresses, long[] byteLengths, int count) {
+    /**
+     * Records the header of node {@code i} (the reader fills children before their parent, and a node's header
+     * before its buffers, which the checks of its buffers read back from here).
+     */
+    void setNode(int i, long length, long nullCount, long offset) {
         nodeFields[3 * i] = length;
         nodeFields[3 * i + 1] = nullCount;
         nodeFields[3 * i + 2] = offset;
+    }
+
+    /** Records the first {@code count} buffers of node {@code i}, once, after its header and those of its children. */
+    void setBuffers(int i, long[] addresses, long[] byteLengths, int count) {
         int start = bufferRange == null ? layout.bufferStart(i) : buffersUsed;
         if (2 * (start + count) > buffers.length) {
             buffers = Arrays.copyOf(buffers, Math.max(2 * (start + count), buffers.length * 2));
@@ -53,25 +60,8 @@ final class ArrayTable {
         }
     }
 
-    /** Records node {@code i} of a layout with {@link SchemaLayout#fixedBuffers()}, which has no buffers. */
-    void setNode(int i, long length, long nullCount, long offset) {
-        nodeFields[3 * i] = length;
-        nodeFields[3 * i + 1] = nullCount;
-        nodeFields[3 * i + 2] = offset;
-    }
-
-    /** Records node {@code i} of a layout with {@link SchemaLayout#fixedBuffers()}, which has one buffer. */
-    void setNode(int i, long length, long nullCount, long offset, long address0, long bytes0) {
-        setNode(i, length, nullCount, offset);
-        int b = 2 * layout.bufferStart(i);
-        buffers[b] = address0;
-        buffers[b + 1] = bytes0;
-    }
-
-    /** Records node {@code i} of a layout with {@link SchemaLayout#fixedBuffers()}, which has two buffers. */
-    void setNode(int i, long length, long nullCount, long offset, long address0, long bytes0, long address1,
-                 long bytes1) {
-        setNode(i, length, nullCount, offset);
+    /** Records the two buffers of node {@code i} of a layout with {@link SchemaLayout#fixedBuffers()}. */
+    void setBuffers(int i, long address0, long bytes0, long address1, long bytes1) {
         int b = 2 * layout.bufferStart(i);
         buffers[b] = address0;
         buffers[b + 1] = bytes0;
@@ -94,7 +84,10 @@ final class ArrayTable {
         return t;
     }
 
-    /** Replaces buffer {@code i} of {@code node} (only on a table made by {@link #derive}, before it is shared). */
+    /**
+     * Records buffer {@code i} of {@code node}: of a layout with {@link SchemaLayout#fixedBuffers()} as it is
+     * read, or, replacing it, on a table made by {@link #derive} before it is shared.
+     */
     void setBuffer(int node, int i, long address, long byteLength) {
         int b = firstBuffer(node) + i;
         buffers[2 * b] = address;

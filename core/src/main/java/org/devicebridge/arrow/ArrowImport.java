@@ -98,9 +98,9 @@ public final class ArrowImport {
         Objects.requireNonNull(level, "level");
         long original = arrowArrayPtr.address();
         return ForeignImport.take(ForeignImport.Kind.ARROW_ARRAY, arrowArrayPtr, owned -> {
-            ArrayTable table = ArrayReader.read(owned, original, schema, level, true);
-            return new ImportedArray(ForeignImport.Kind.ARROW_ARRAY, owned, table, DeviceKind.CPU, -1, 0,
-                    level, arena);
+            ArrayTable table = new ArrayTable(schema.layout(), true);
+            ArrayReader.read(owned, original, table, level);
+            return new ImportedArray(ForeignImport.Kind.ARROW_ARRAY, owned, table, level, arena);
         });
     }
 
@@ -146,12 +146,15 @@ public final class ArrowImport {
     public static ImportedArray importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
                                                   ValidationLevel level, Arena arena) {
         requireNativeAccess();
-        return importDeviceArray(schema, arrowDeviceArrayPtr, level, arena, null, false);
+        return importDevice(schema, arrowDeviceArrayPtr, level, arena, null);
     }
 
-    private static ImportedArray importDeviceArray(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
-                                                   ValidationLevel level, Arena arena, DeviceCopier copier,
-                                                   boolean deviceMemory) {
+    /**
+     * Both device imports: without a copier (CPU memory at any level, device memory at NONE or MINIMAL), or
+     * with one (device memory only, at any level).
+     */
+    private static ImportedArray importDevice(SchemaNode schema, MemorySegment arrowDeviceArrayPtr,
+                                              ValidationLevel level, Arena arena, DeviceCopier copier) {
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(arrowDeviceArrayPtr, "arrowDeviceArrayPtr");
         Objects.requireNonNull(level, "level");
@@ -161,7 +164,7 @@ public final class ArrowImport {
             long deviceId = ArrowDeviceArray.device_id(owned);
             long sync = ArrowDeviceArray.sync_event(owned).address();
             checkDevice(deviceType, deviceId, sync, copier == null ? level : ValidationLevel.MINIMAL);
-            if (deviceMemory && deviceType == DeviceKind.CPU) {
+            if (copier != null && deviceType == DeviceKind.CPU) {
                 throw new ValidationException(Category.DEVICE, "device_type",
                         "expected device memory but found ARROW_DEVICE_CPU: import it without a copier");
             }
@@ -173,12 +176,15 @@ public final class ArrowImport {
                             "expected 0 but found " + r);
                 }
             }
-            boolean host = deviceType == DeviceKind.CPU;
-            MemorySegment array = owned.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());
-            ArrayTable table = copier == null ? ArrayReader.read(array, original, schema, level, host)
-                    : DeviceContents.read(array, original, schema, level, copier, deviceType, deviceId, sync);
-            return new ImportedArray(ForeignImport.Kind.ARROW_DEVICE_ARRAY, owned, table, deviceType, deviceId, sync,
-                    level, arena);
+            ArrayTable table;
+            if (copier == null) {
+                table = new ArrayTable(schema.layout(), deviceType == DeviceKind.CPU);
+                ArrayReader.read(owned.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof()), original, table,
+                        level);
+            } else {
+                table = DeviceContents.read(owned, original, schema, level, copier);
+            }
+            return new ImportedArray(ForeignImport.Kind.ARROW_DEVICE_ARRAY, owned, table, level, arena);
         });
     }
 
@@ -206,7 +212,7 @@ public final class ArrowImport {
                                                   ValidationLevel level, Arena arena, DeviceCopier copier) {
         requireNativeAccess();
         Objects.requireNonNull(copier, "copier");
-        return importDeviceArray(schema, arrowDeviceArrayPtr, level, arena, copier, true);
+        return importDevice(schema, arrowDeviceArrayPtr, level, arena, copier);
     }
 
     /**

@@ -48,12 +48,15 @@ final class BufferSizer {
 
 
     /**
-     * Sizes node {@code n}'s buffers into {@code len} from its metadata (and, at DEFAULT/FULL, from the
-     * offsets it reads) and checks the contents the level reads. Children and the dictionary are in the
-     * table already.
+     * Sizes node {@code n}'s buffers ({@code addr}, the first {@code nBuffers}) into {@code len} from its
+     * metadata (and, at DEFAULT/FULL, from the offsets it reads) and checks the contents the level reads. The
+     * node's header (length, null count, offset), its children and its dictionary are in the table already.
      */
-    void sizeAndCheckContents(int n, long[] addr, long[] len, int nBuffers, long length, long offset,
-                              long nullCount, long end) {
+    void sizeAndCheckContents(int n, long[] addr, long[] len, int nBuffers) {
+        long length = table.length(n);
+        long offset = table.offset(n);
+        long nullCount = table.nullCount(n);
+        long end = contents.add(offset, length, n, "offset");
         ArrowDataType type = layout.schema(n).type();
         Layout layoutKind = type.layout();
         int dictionary = layout.dictionary(n);
@@ -88,7 +91,7 @@ final class BufferSizer {
                 }
                 len[2] = data;
                 if (contents.full() && len[1] != 0 && (type.id() == TypeId.UTF8 || type.id() == TypeId.LARGE_UTF8)) {
-                    contents.checkUtf8(addr, len, offset, length, w, n);
+                    contents.checkUtf8(n, addr, len);
                 }
             }
             case VIEW -> {
@@ -111,7 +114,7 @@ final class BufferSizer {
                     }
                 }
                 if (contents.full()) {
-                    contents.checkViews(addr, len, offset, length, variadic, n, true, type.id() == TypeId.UTF8_VIEW);
+                    contents.checkViews(n, addr, len, variadic, true);
                 }
             }
             case LIST, LARGE_LIST -> {
@@ -136,7 +139,7 @@ final class BufferSizer {
                 len[1] = contents.mul(end, w, n, "length");
                 len[2] = len[1];
                 if (contents.full()) {
-                    contents.checkListViews(addr, offset, length, w, table.length(layout.child(n, 0)), n);
+                    contents.checkListViews(n, addr);
                 }
             }
             case FIXED_SIZE_LIST -> {
@@ -157,7 +160,7 @@ final class BufferSizer {
                     len[1] = contents.mul(end, 4, n, "length");
                 }
                 if (contents.full()) {
-                    contents.checkUnion(addr, layoutKind == Layout.DENSE_UNION, type, offset, length, n);
+                    contents.checkUnion(n, addr);
                 }
             }
             case RUN_END_ENCODED -> contents.checkRunEnds(n, end, length);
@@ -170,15 +173,17 @@ final class BufferSizer {
         }
         if (contents.full()) {
             if (hasValidity) {
-                contents.checkNullCount(addr, len, offset, length, nullCount, n);
+                contents.checkNullCount(n, addr, len);
             }
             if (layoutKind == Layout.FIXED_WIDTH && ValueChecks.applies(type)) {
-                ValueChecks.check(type, contents.host(addr[1], len[1], at(n, "buffers[1]")),
-                        addr[0] == 0 ? null : contents.host(addr[0], len[0], at(n, "buffers[0]")), offset, length,
-                        at(n, "buffers[1]"));
+                String problem = ValueChecks.firstProblem(type, contents.host(addr[1], len[1], at(n, "buffers[1]")),
+                        addr[0] == 0 ? null : contents.host(addr[0], len[0], at(n, "buffers[0]")), offset, length);
+                if (problem != null) {
+                    throw new ValidationException(Category.CONTENT, at(n, "buffers[1]"), problem);
+                }
             }
             if (dictionary >= 0) {
-                contents.checkDictionaryIndices(addr, type, offset, length, table.length(dictionary), n);
+                contents.checkDictionaryIndices(n, addr);
             }
         }
     }

@@ -78,7 +78,11 @@ final class ContentChecks {
         return new OffsetRange(first, last);
     }
 
-    void checkUtf8(long[] addr, long[] len, long offset, long length, int w, int n) {
+    /** FULL: every non-null string of (utf8 or large utf8) node {@code n}, its buffers sized in {@code len}, is UTF-8. */
+    void checkUtf8(int n, long[] addr, long[] len) {
+        long offset = table.offset(n);
+        long length = table.length(n);
+        int w = layout.schema(n).type().layout().offsetWidth();
         String path = layout.path(n);
         MemorySegment offs = host(addr[1], len[1], at(path, "buffers[1]"));
         MemorySegment data = host(addr[2], len[2], at(path, "buffers[2]"));
@@ -101,14 +105,15 @@ final class ContentChecks {
     }
 
     /**
-     * Views of elements [offset, offset + length) that are not null: a non-negative size, and for a view
-     * out of line a buffer index and a byte range within the variadic buffers (what every reader relies on).
-     * With {@code strict} also what Arrow C++'s {@code ValidateFull} requires beyond bounds: zero padding
-     * after inline bytes, and a prefix equal to the first 4 bytes of the data; with {@code utf8} every value
-     * is valid UTF-8.
+     * Views of node {@code n}'s non-null elements: a non-negative size, and for a view out of line a buffer
+     * index and a byte range within the {@code variadic} buffers (what every reader relies on). With
+     * {@code strict} also what Arrow C++'s {@code ValidateFull} requires beyond bounds: zero padding after
+     * inline bytes, a prefix equal to the first 4 bytes of the data, and for a utf8 view valid UTF-8.
      */
-    void checkViews(long[] addr, long[] len, long offset, long length, int variadic, int n, boolean strict,
-                    boolean utf8) {
+    void checkViews(int n, long[] addr, long[] len, int variadic, boolean strict) {
+        long offset = table.offset(n);
+        long length = table.length(n);
+        boolean utf8 = strict && layout.schema(n).type().id() == ArrowDataType.TypeId.UTF8_VIEW;
         String path = layout.path(n);
         String vp = at(path, "buffers[1]");
         MemorySegment views = host(addr[1], len[1], vp);
@@ -171,7 +176,12 @@ final class ContentChecks {
         }
     }
 
-    void checkListViews(long[] addr, long offset, long length, int width, long childLength, int n) {
+    /** FULL: every non-null list view of node {@code n} lies within its child. */
+    void checkListViews(int n, long[] addr) {
+        long offset = table.offset(n);
+        long length = table.length(n);
+        int width = layout.schema(n).type().layout().offsetWidth();
+        long childLength = table.length(layout.child(n, 0));
         String path = layout.path(n);
         long bytes = mul(add(offset, length, n, ""), width, n, "");
         MemorySegment offs = host(addr[1], bytes, at(path, "buffers[1]"));
@@ -187,7 +197,12 @@ final class ContentChecks {
         }
     }
 
-    void checkUnion(long[] addr, boolean dense, ArrowDataType type, long offset, long length, int n) {
+    /** FULL: every type id of union node {@code n} is declared and, if dense, every offset lies within its child. */
+    void checkUnion(int n, long[] addr) {
+        long offset = table.offset(n);
+        long length = table.length(n);
+        ArrowDataType type = layout.schema(n).type();
+        boolean dense = type.layout() == ArrowDataType.Layout.DENSE_UNION;
         String path = layout.path(n);
         String tp = at(path, "buffers[0]");
         MemorySegment ids = host(addr[0], offset + length, tp);
@@ -296,7 +311,10 @@ final class ContentChecks {
      * FULL: the declared null count of node {@code n} (unless -1) equals the null bits of its validity
      * bitmap over [offset, offset + length). Nodes without a bitmap have no nulls, which MINIMAL checked.
      */
-    void checkNullCount(long[] addr, long[] len, long offset, long length, long nullCount, int n) {
+    void checkNullCount(int n, long[] addr, long[] len) {
+        long offset = table.offset(n);
+        long length = table.length(n);
+        long nullCount = table.nullCount(n);
         if (nullCount < 0 || addr[0] == 0) {
             return;
         }
@@ -308,33 +326,25 @@ final class ContentChecks {
         }
     }
 
-    void checkDictionaryIndices(long[] addr, ArrowDataType type, long offset, long length, long dictLength,
-                                        int n) {
+    /** FULL: every non-null index of dictionary-encoded node {@code n} lies within its dictionary. */
+    void checkDictionaryIndices(int n, long[] addr) {
+        long offset = table.offset(n);
+        long length = table.length(n);
+        ArrowDataType type = layout.schema(n).type();
+        long dictLength = table.length(layout.dictionary(n));
         String path = layout.path(n);
         String ip = at(path, "buffers[1]");
-        int w = type.elementByteWidth();
-        boolean unsigned = switch (type.id()) {
-            case UINT8, UINT16, UINT32, UINT64 -> true;
-            default -> false;
-        };
-        MemorySegment values = host(addr[1], mul(offset + length, w, n, "buffers[1]"), ip);
+        MemorySegment values = host(addr[1], mul(offset + length, type.elementByteWidth(), n, "buffers[1]"), ip);
         MemorySegment validity = addr[0] == 0 ? null : host(addr[0], Bitmaps.bytes(offset + length), at(path, "buffers[0]"));
         for (long i = offset; i < offset + length; i++) {
             if (validity != null && !Bitmaps.bit(validity, i)) {
                 continue;
             }
-            long v = switch (w) {
-                case 1 -> unsigned ? Byte.toUnsignedLong(values.get(ValueLayout.JAVA_BYTE, i)) : values.get(ValueLayout.JAVA_BYTE, i);
-                case 2 -> unsigned ? Short.toUnsignedLong(values.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i))
-                        : values.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i);
-                case 4 -> unsigned ? Integer.toUnsignedLong(values.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i))
-                        : values.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i);
-                default -> values.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
-            };
+            long v = ValueChecks.integerAt(values, i, type);
             if (v < 0 || v >= dictLength) {
                 throw new ValidationException(Category.CONTENT, ip, "dictionary index at " + (i - offset)
                         + ": expected a value in [0, " + dictLength + ") but found "
-                        + (w == 8 && unsigned ? Long.toUnsignedString(v) : String.valueOf(v)));
+                        + (type.id() == ArrowDataType.TypeId.UINT64 ? Long.toUnsignedString(v) : String.valueOf(v)));
             }
         }
     }

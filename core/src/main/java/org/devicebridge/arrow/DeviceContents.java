@@ -2,8 +2,9 @@ package org.devicebridge.arrow;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
-import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.ArrowDataType.Layout;
+import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.generated.arrow.ArrowDeviceArray;
 
 /**
  * Validates a device array at DEFAULT or FULL from host copies of just the buffers each level reads, so
@@ -16,14 +17,21 @@ final class DeviceContents {
     private DeviceContents() {}
 
     /**
-     * Reads the device array {@code array} at {@code level}: its structure first, which {@code copier} then
-     * checks ({@link DeviceCopier#prepare}), then the contents DEFAULT and FULL read, from host copies.
+     * Reads the device array {@code deviceArray} (a moved {@code ArrowDeviceArray}) at {@code level}: its
+     * structure first, which {@code copier} then checks ({@link DeviceCopier#prepare}, with the struct's device
+     * and sync event), then the contents DEFAULT and FULL read, from host copies.
+     *
+     * @param originalAddress the producer's address of the {@code ArrowArray} inside, for the cycle check
      */
-    static ArrayTable read(MemorySegment array, long originalAddress, SchemaNode schema, ValidationLevel level,
-                           DeviceCopier copier, DeviceKind deviceType, long deviceId, long syncEvent) {
+    static ArrayTable read(MemorySegment deviceArray, long originalAddress, SchemaNode schema, ValidationLevel level,
+                           DeviceCopier copier) {
+        MemorySegment array = deviceArray.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());
         ValidationLevel structureLevel = level == ValidationLevel.NONE ? ValidationLevel.NONE : ValidationLevel.MINIMAL;
-        ArrayTable structure = ArrayReader.read(array, originalAddress, schema, structureLevel, false);
-        copier.prepare(deviceType, deviceId, MemorySegment.ofAddress(syncEvent), structure.node(0));
+        ArrayTable structure = new ArrayTable(schema.layout(), false);
+        ArrayReader.read(array, originalAddress, structure, structureLevel);
+        copier.prepare(ArrowImport.deviceType(ArrowDeviceArray.device_type(deviceArray)),
+                ArrowDeviceArray.device_id(deviceArray),
+                MemorySegment.ofAddress(ArrowDeviceArray.sync_event(deviceArray).address()), structure.node(0));
         if (level != ValidationLevel.DEFAULT && level != ValidationLevel.FULL) {
             return structure;
         }
@@ -46,7 +54,8 @@ final class DeviceContents {
             }
         }
         HostCopies firstCopies = copier.copyToHost(first.addresses(), first.sizes());
-        ArrayTable sized = ArrayReader.read(array, originalAddress, schema, ValidationLevel.DEFAULT, false, firstCopies);
+        ArrayTable sized = new ArrayTable(schema.layout(), false);
+        ArrayReader.read(array, originalAddress, sized, ValidationLevel.DEFAULT, firstCopies);
         if (level == ValidationLevel.DEFAULT) {
             return sized;
         }
@@ -57,7 +66,9 @@ final class DeviceContents {
             }
         }
         HostCopies all = copier.copyToHost(rest.addresses(), rest.sizes());
-        return ArrayReader.read(array, originalAddress, schema, ValidationLevel.FULL, false, all);
+        ArrayTable full = new ArrayTable(schema.layout(), false);
+        ArrayReader.read(array, originalAddress, full, ValidationLevel.FULL, all);
+        return full;
     }
 
     /** Device ranges to copy: every non-NULL buffer of known, non-zero size that was added. */

@@ -10,7 +10,6 @@ import org.devicebridge.NativeHandle;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.foreign.ForeignImport;
-import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
 
 /**
@@ -32,16 +31,35 @@ public final class ImportedArray extends NativeHandle {
     private final ArrayTable table;
     private final ForeignImport.Kind kind; // null for host copies that own a release step instead of a struct
     private final MemorySegment owned;
-    private final Runnable release;
+    private final Runnable release; // host copies only: for a struct, detach() makes the step when asked
     private final DeviceKind deviceType;
     private final long deviceId;
     private final long syncEvent;
     private final ValidationLevel level;
 
-    ImportedArray(ForeignImport.Kind kind, MemorySegment owned, ArrayTable table, DeviceKind deviceType, long deviceId,
-                  long syncEvent, ValidationLevel level, Arena arena) {
-        this(kind == ForeignImport.Kind.ARROW_DEVICE_ARRAY ? "imported ArrowDeviceArray" : "imported ArrowArray",
-                kind, owned, () -> kind.release(owned), table, deviceType, deviceId, syncEvent, level, arena);
+    /**
+     * An imported {@code ArrowArray} or {@code ArrowDeviceArray} ({@code kind}), moved into {@code owned}: the
+     * device and sync event are read from an {@code ArrowDeviceArray} (which the import checked), a plain
+     * {@code ArrowArray} is CPU memory without either.
+     */
+    ImportedArray(ForeignImport.Kind kind, MemorySegment owned, ArrayTable table, ValidationLevel level, Arena arena) {
+        super(kind == ForeignImport.Kind.ARROW_DEVICE_ARRAY ? "imported ArrowDeviceArray" : "imported ArrowArray",
+                () -> kind.release(owned), arena);
+        this.kind = kind;
+        this.owned = owned;
+        this.release = null; // not kept: one release object per import, not two, on the hot path
+        this.table = table;
+        this.level = level;
+        if (kind == ForeignImport.Kind.ARROW_DEVICE_ARRAY) {
+            this.deviceType = ArrowImport.deviceType(ArrowDeviceArray.device_type(owned));
+            this.deviceId = ArrowDeviceArray.device_id(owned);
+            this.syncEvent = ArrowDeviceArray.sync_event(owned).address();
+        } else {
+            this.deviceType = DeviceKind.CPU;
+            this.deviceId = -1;
+            this.syncEvent = 0;
+        }
+        table.ownedBy(segments());
     }
 
     /**
@@ -50,22 +68,21 @@ public final class ImportedArray extends NativeHandle {
      * Arrow Java, when the last Arrow buffer is released. Handle-owned arena; device type CPU, no sync event.
      */
     ImportedArray(ArrayTable table, ValidationLevel level, Runnable release) {
-        this("host copy of a device array", null, null, release, table, DeviceKind.CPU, -1, 0, level, null);
-    }
-
-    private ImportedArray(String description, ForeignImport.Kind kind, MemorySegment owned, Runnable release,
-                          ArrayTable table, DeviceKind deviceType, long deviceId, long syncEvent,
-                          ValidationLevel level, Arena arena) {
-        super(description, release::run, arena);
-        this.kind = kind;
-        this.owned = owned;
+        super("host copy of a device array", release::run, null);
+        this.kind = null;
+        this.owned = null;
         this.release = release;
         this.table = table;
-        this.deviceType = deviceType;
-        this.deviceId = deviceId;
-        this.syncEvent = syncEvent;
         this.level = level;
-        table.ownedBy(new SegmentSource() {
+        this.deviceType = DeviceKind.CPU;
+        this.deviceId = -1;
+        this.syncEvent = 0;
+        table.ownedBy(segments());
+    }
+
+    /** Segments of the table's buffers, each from this handle's arena. */
+    private SegmentSource segments() {
+        return new SegmentSource() {
             @Override
             public MemorySegment segment(long address, long byteSize) {
                 return ImportedArray.this.segment(address, byteSize);
@@ -75,7 +92,7 @@ public final class ImportedArray extends NativeHandle {
             public void ensureLive() {
                 ImportedArray.this.ensureLive();
             }
-        });
+        };
     }
 
     /** {@return the level this array was validated at} */
@@ -154,7 +171,12 @@ public final class ImportedArray extends NativeHandle {
      */
     public Runnable detach() {
         markConsumed();
-        return release;
+        if (release != null) {
+            return release;
+        }
+        ForeignImport.Kind k = kind;
+        MemorySegment struct = owned;
+        return () -> k.release(struct);
     }
 
     /**
@@ -180,10 +202,9 @@ public final class ImportedArray extends NativeHandle {
             throw new UnsupportedFeatureException("", "expected an imported ArrowDeviceArray of device memory but found "
                     + (table.host ? "host memory" : "a plain ArrowArray"));
         }
-        MemorySegment array = owned.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());
         // The producer's root address only served the cycle check, which the import already ran on this tree.
-        ArrayTable reread = DeviceContents.read(array, array.address(), table.layout.schema(0), level, copier,
-                deviceType, deviceId, syncEvent);
+        ArrayTable reread = DeviceContents.read(owned, owned.address() + ArrowDeviceArray.array$offset(),
+                table.layout.schema(0), level, copier);
         reread.ownedBy(table.source());
         return reread.node(0);
     }

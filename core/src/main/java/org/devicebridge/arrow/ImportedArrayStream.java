@@ -39,16 +39,17 @@ public final class ImportedArrayStream extends NativeHandle {
      */
     private final Object callbackLock;
 
-    private ImportedArrayStream(ForeignImport.Kind kind, MemorySegment owned, boolean device, SchemaNode schema,
-                                DeviceKind deviceType, Object callbackLock) {
-        super(device ? "imported ArrowDeviceArrayStream" : "imported ArrowArrayStream", () -> {
+    private ImportedArrayStream(ForeignImport.Kind kind, MemorySegment owned, SchemaNode schema, DeviceKind deviceType,
+                                Object callbackLock) {
+        super(kind == ForeignImport.Kind.ARROW_DEVICE_ARRAY_STREAM ? "imported ArrowDeviceArrayStream"
+                : "imported ArrowArrayStream", () -> {
             synchronized (callbackLock) {
                 kind.release(owned);
             }
         });
         this.callbackLock = callbackLock;
         this.stream = owned;
-        this.device = device;
+        this.device = kind == ForeignImport.Kind.ARROW_DEVICE_ARRAY_STREAM;
         this.schema = schema;
         this.deviceType = deviceType;
     }
@@ -74,7 +75,7 @@ public final class ImportedArrayStream extends NativeHandle {
                     throw new ArrowStreamException("get_schema", errno, lastError(owned, device));
                 }
                 try (ImportedSchema s = ArrowImport.importSchema(out)) {
-                    return new ImportedArrayStream(kind, owned, device, s.root(), deviceType, new Object());
+                    return new ImportedArrayStream(kind, owned, s.root(), deviceType, new Object());
                 }
             } finally {
                 Native.free(out);

@@ -118,7 +118,8 @@ final class RecordBatchTemplate {
         if (field(a, DICTIONARY) != 0 || (validity == 0 && nullCount > 0)) {
             return false;
         }
-        table.setNode(0, length, nullCount, offset, validity, validity == 0 ? 0 : Bitmaps.bytes(end));
+        table.setNode(0, length, nullCount, offset);
+        table.setBuffer(0, 0, validity, validity == 0 ? 0 : Bitmaps.bytes(end));
         return true;
     }
 
@@ -163,7 +164,8 @@ final class RecordBatchTemplate {
         if (data == 0 && dataBytes > 0) {
             return false;
         }
-        table.setNode(i + 1, length, nullCount, offset, validity, validity == 0 ? 0 : Bitmaps.bytes(end), data, dataBytes);
+        table.setNode(i + 1, length, nullCount, offset);
+        table.setBuffers(i + 1, validity, validity == 0 ? 0 : Bitmaps.bytes(end), data, dataBytes);
         return true;
     }
 }

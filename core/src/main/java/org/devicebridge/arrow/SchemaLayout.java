@@ -31,7 +31,7 @@ final class SchemaLayout {
         parent = new int[n];
         edge = new int[n];
         int[] depths = new int[n];
-        collect(root, -1, DICTIONARY_EDGE, 1, depths, 0);
+        collect(root, -1, DICTIONARY_EDGE, depths, 0);
         childStart = new int[n];
         dictionary = new int[n];
         int children = 0;
@@ -72,19 +72,22 @@ final class SchemaLayout {
         return node.dictionary() == null ? n : n + count(node.dictionary());
     }
 
-    /** Places {@code node} and its subtree in pre-order from index {@code self} on; returns the next free index. */
-    private int collect(SchemaNode node, int parentIndex, int edgeIndex, int nodeDepth, int[] depths, int self) {
+    /**
+     * Places {@code node} and its subtree in pre-order from index {@code self} on, with the depth of each in
+     * {@code depths} (1 for the root, one more than its parent's for every other); returns the next free index.
+     */
+    private int collect(SchemaNode node, int parentIndex, int edgeIndex, int[] depths, int self) {
         nodes[self] = node;
         parent[self] = parentIndex;
         edge[self] = edgeIndex;
-        depths[self] = nodeDepth;
+        depths[self] = parentIndex < 0 ? 1 : depths[parentIndex] + 1;
         int next = self + 1;
         List<SchemaNode> children = node.children();
         for (int i = 0; i < children.size(); i++) {
-            next = collect(children.get(i), self, i, nodeDepth + 1, depths, next);
+            next = collect(children.get(i), self, i, depths, next);
         }
         if (node.dictionary() != null) {
-            next = collect(node.dictionary(), self, DICTIONARY_EDGE, nodeDepth + 1, depths, next);
+            next = collect(node.dictionary(), self, DICTIONARY_EDGE, depths, next);
         }
         return next;
     }

@@ -27,16 +27,22 @@ public final class SchemaNode {
     private final SchemaNode dictionary;
     private volatile SchemaLayout layout; // the shape of arrays of this type, made on the first import
 
+    /**
+     * The fields of one {@code ArrowSchema} as the schema reader parsed and checked them ({@code name} may be
+     * {@code null}; {@code dictionary} is {@code null} unless the field is dictionary-encoded).
+     */
+    record Fields(String name, ArrowDataType type, long flags, Map<String, String> metadata, List<SchemaNode> children,
+                  SchemaNode dictionary) {}
 
-    SchemaNode(String path, String name, ArrowDataType type, long flags, Map<String, String> metadata,
-               List<SchemaNode> children, SchemaNode dictionary) {
+    /** The node at field path {@code path} (empty for the root) with {@code fields}. */
+    SchemaNode(String path, Fields fields) {
         this.path = path;
-        this.name = name;
-        this.type = Objects.requireNonNull(type);
-        this.flags = flags;
-        this.metadata = metadata;
-        this.children = List.copyOf(children);
-        this.dictionary = dictionary;
+        this.name = fields.name();
+        this.type = Objects.requireNonNull(fields.type());
+        this.flags = fields.flags();
+        this.metadata = fields.metadata();
+        this.children = List.copyOf(fields.children());
+        this.dictionary = fields.dictionary();
     }
 
     /** {@return the field path of this node from the root, e.g. {@code children[1].dictionary}; empty for the root} */

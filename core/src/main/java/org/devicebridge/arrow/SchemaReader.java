@@ -120,7 +120,7 @@ final class SchemaReader {
                         "expected ARROW_FLAG_DICTIONARY_ORDERED only on a dictionary-encoded field but found no dictionary");
             }
             checkChildren(type, children, path);
-            return new SchemaNode(path, name, type, flags, metadata, children, dictionary);
+            return new SchemaNode(path, new SchemaNode.Fields(name, type, flags, metadata, children, dictionary));
         } finally {
             ancestors.remove(s.address());
         }

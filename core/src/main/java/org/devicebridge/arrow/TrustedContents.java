@@ -54,15 +54,14 @@ final class TrustedContents {
                         c.checkOffsets(addr[1], offset, length, kind.offsetWidth(), n);
                     }
                 }
-                case VIEW -> c.checkViews(addr, len, offset, length, count - 3, n, false, false);
-                case LIST_VIEW, LARGE_LIST_VIEW -> c.checkListViews(addr, offset, length, kind.offsetWidth(),
-                        hostTable.length(layout.child(n, 0)), n);
-                case SPARSE_UNION, DENSE_UNION -> c.checkUnion(addr, kind == Layout.DENSE_UNION, type, offset, length, n);
+                case VIEW -> c.checkViews(n, addr, len, count - 3, false);
+                case LIST_VIEW, LARGE_LIST_VIEW -> c.checkListViews(n, addr);
+                case SPARSE_UNION, DENSE_UNION -> c.checkUnion(n, addr);
                 case RUN_END_ENCODED -> c.checkRunEnds(n, offset + length, length);
                 default -> { }
             }
             if (dictionary >= 0) {
-                c.checkDictionaryIndices(addr, type, offset, length, hostTable.length(dictionary), n);
+                c.checkDictionaryIndices(n, addr);
             }
         }
     }

@@ -3,8 +3,6 @@ package org.devicebridge.arrow;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.math.BigInteger;
-import org.devicebridge.ValidationException;
-import org.devicebridge.ValidationException.Category;
 import org.devicebridge.internal.Bitmaps;
 
 /**
@@ -43,12 +41,14 @@ final class ValueChecks {
 
     /**
      * Checks the non-null values [offset, offset + length) of {@code values} (sized for them) against
-     * {@code type}; {@code validity} is the bitmap or {@code null} when every slot is valid.
+     * {@code type}; {@code validity} is the bitmap or {@code null} when every slot is valid. The caller names
+     * the buffer in the error it throws (the path is built only then).
      *
-     * @throws ValidationException {@code CONTENT} at {@code path} for the first value out of range
+     * @return {@code null} if every value is in range, else what is wrong with the first one out of range
+     *     ("value 3: expected ...")
      */
-    static void check(ArrowDataType type, MemorySegment values, MemorySegment validity, long offset, long length,
-                      String path) {
+    static String firstProblem(ArrowDataType type, MemorySegment values, MemorySegment validity, long offset,
+                               long length) {
         long[] limbs = new long[4];
         for (long i = offset; i < offset + length; i++) {
             if (validity != null && !Bitmaps.bit(validity, i)) {
@@ -69,9 +69,23 @@ final class ValueChecks {
                 default -> null;
             };
             if (problem != null) {
-                throw new ValidationException(Category.CONTENT, path, "value " + (i - offset) + ": " + problem);
+                return "value " + (i - offset) + ": " + problem;
             }
         }
+        return null;
+    }
+
+    /** Value {@code i} of {@code values}, of integer {@code type} (an index type), unsigned types zero-extended. */
+    static long integerAt(MemorySegment values, long i, ArrowDataType type) {
+        return switch (type.id()) {
+            case INT8 -> values.get(ValueLayout.JAVA_BYTE, i);
+            case UINT8 -> Byte.toUnsignedLong(values.get(ValueLayout.JAVA_BYTE, i));
+            case INT16 -> values.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i);
+            case UINT16 -> Short.toUnsignedLong(values.getAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i));
+            case INT32 -> values.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i);
+            case UINT32 -> Integer.toUnsignedLong(values.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i));
+            default -> values.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
+        };
     }
 
     private static String within(long v, ArrowDataType type) {

@@ -162,8 +162,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
             MemorySegment array = HandMade.rootArray(HandMade.array(arena, 4,
                     new MemorySegment[] {MemorySegment.NULL, values}));
             ArrowArray.offset(array, 2);
-            SchemaNode int32 = new SchemaNode("", "x", ArrowFormat.parse("i", ""), 0, java.util.Map.of(),
-                    java.util.List.of(), null);
+            SchemaNode int32 = field("x", "i", 0);
             FieldVector imported = ArrowJava.importFieldVector(allocator,
                     ArrowImport.importArray(int32, array, ValidationLevel.FULL), null);
             TransferPair pair = imported.getTransferPair(allocator);
@@ -187,8 +186,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
             for (int i = 0; i < 5; i++) {
                 values.setAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i, 1L << (10 * i));
             }
-            SchemaNode int64 = new SchemaNode("", "x", ArrowFormat.parse("l", ""), 0, java.util.Map.of(),
-                    java.util.List.of(), null);
+            SchemaNode int64 = field("x", "l", 0);
             MemorySegment a1 = HandMade.rootArray(HandMade.array(arena, 5, new MemorySegment[] {MemorySegment.NULL, values}));
             try (ImportedArray view = ArrowImport.importArray(int64, a1, ValidationLevel.FULL)) {
                 assertEquals(1L << 40, view.root().buffer(1).getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, 4));

@@ -74,6 +74,7 @@ public abstract class ArrowTestSupport {
 
     /** A parsed field of type {@code format} without children, as an import would give it. */
     protected static SchemaNode field(String name, String format, long flags) {
-        return new SchemaNode("", name, ArrowFormat.parse(format, ""), flags, java.util.Map.of(), java.util.List.of(), null);
+        return new SchemaNode("", new SchemaNode.Fields(name, ArrowFormat.parse(format, ""), flags, java.util.Map.of(),
+                java.util.List.of(), null));
     }
 }

@@ -52,8 +52,12 @@ class RecordBatchTemplateTest {
     /** The table as text, or the exception's category, path and message. */
     private static String outcome(MemorySegment root, SchemaNode schema, ValidationLevel level, boolean general) {
         try {
-            ArrayTable t = general ? ArrayReader.readGeneral(root, root.address(), schema, level, true, null)
-                    : ArrayReader.read(root, root.address(), schema, level, true);
+            ArrayTable t = new ArrayTable(schema.layout(), true);
+            if (general) {
+                ArrayReader.readGeneral(root, root.address(), t, level, null);
+            } else {
+                ArrayReader.read(root, root.address(), t, level);
+            }
             StringBuilder s = new StringBuilder();
             for (int n = 0; n < t.size(); n++) {
                 s.append(n).append(": ").append(t.length(n)).append(' ').append(t.nullCount(n)).append(' ')

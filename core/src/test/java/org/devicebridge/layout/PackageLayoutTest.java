@@ -273,16 +273,6 @@ class PackageLayoutTest {
      * constructor, nested classes with '$'), each with why. Every one lies outside the transfer engine's files.
      */
     private static final Set<String> OVER_FIVE_PARAMETERS_FOR_NOW = Set.of(
-            // the Arrow C Data package: its import and validation are rebuilt by the 1.0 surface (issue 29 item 1)
-            "org.devicebridge.arrow.ArrayReader.read", "org.devicebridge.arrow.ArrayReader.readGeneral",
-            "org.devicebridge.arrow.ArrayTable.setNode",
-            "org.devicebridge.arrow.ArrowImport.importDeviceArray", "org.devicebridge.arrow.BufferSizer.sizeAndCheckContents",
-            "org.devicebridge.arrow.ContentChecks.checkDictionaryIndices", "org.devicebridge.arrow.ContentChecks.checkListViews",
-            "org.devicebridge.arrow.ContentChecks.checkNullCount", "org.devicebridge.arrow.ContentChecks.checkUnion",
-            "org.devicebridge.arrow.ContentChecks.checkUtf8", "org.devicebridge.arrow.ContentChecks.checkViews",
-            "org.devicebridge.arrow.DeviceContents.read", "org.devicebridge.arrow.ImportedArray.<init>",
-            "org.devicebridge.arrow.ImportedArrayStream.<init>", "org.devicebridge.arrow.SchemaLayout.collect",
-            "org.devicebridge.arrow.SchemaNode.<init>", "org.devicebridge.arrow.ValueChecks.check",
             // Flight, the Arrow Java bridge, DLPack, the plumbing, IPC and Python: their own parts of the 1.0 work
             "org.devicebridge.arrow.flight.ClientCalls.put", "org.devicebridge.arrow.flight.ClientCalls.putRoots",
             "org.devicebridge.arrow.flight.ClientCalls.write", "org.devicebridge.arrow.flight.FlightCalls.send",
