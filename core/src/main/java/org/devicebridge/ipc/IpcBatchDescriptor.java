@@ -123,71 +123,6 @@ record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> han
     }
 
     /**
-     * An allocation of an IPC-shareable pool: the pool's index among those the reader imported, and the
-     * allocation's {@code CUmemPoolPtrExportData}.
-     *
-     * <p>Immutable and thread-safe.
-     *
-     * @param pool the pool's index, in {@code [0, MAX_POOLS)}
-     * @param pointer the 64 bytes of {@code cuMemPoolExportPointer}
-     */
-    public record PoolPointer(int pool, byte[] pointer) {
-        /**
-         * Copies the bytes and checks them.
-         *
-         * @throws ValidationException {@code SIZE} for a pool index out of range, {@code STRUCTURE} for a pointer
-         *         that is not 64 bytes
-         */
-        public PoolPointer {
-            Objects.requireNonNull(pointer, "pointer");
-            if (pool < 0 || pool >= MAX_POOLS) {
-                throw new ValidationException(Category.SIZE, "pool", "expected a pool index in [0, " + MAX_POOLS
-                        + ") but found " + pool);
-            }
-            if (pointer.length != HANDLE_SIZE) {
-                throw new ValidationException(Category.STRUCTURE, "pointer", "expected " + HANDLE_SIZE
-                        + " bytes but found " + pointer.length);
-            }
-            pointer = pointer.clone();
-        }
-
-        /** {@return the 64 bytes (a copy)} */
-        @Override
-        public byte[] pointer() {
-            return pointer.clone();
-        }
-
-        @Override
-        public boolean equals(Object o) {
-            return o instanceof PoolPointer p && p.pool == pool && java.util.Arrays.equals(p.pointer, pointer);
-        }
-
-        @Override
-        public int hashCode() {
-            return 31 * pool + java.util.Arrays.hashCode(pointer);
-        }
-
-        @Override
-        public String toString() {
-            return "PoolPointer[" + pool + ", " + HEX.formatHex(pointer) + "]";
-        }
-    }
-
-    /**
-     * A descriptor of version 1: every allocation has a CUDA IPC handle.
-     *
-     * @param id the export's identity
-     * @param device the CUDA device ordinal
-     * @param schema the Arrow IPC schema message
-     * @param handles the 64-byte memory handles, one per allocation
-     * @param array the root node
-     * @param eventHandle the event handle, or {@code null}
-     */
-    IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> handles, Node array, byte[] eventHandle) {
-        this(id, device, schema, handles, List.of(), array, eventHandle);
-    }
-
-    /**
      * Where a buffer lies: {@code size} bytes at {@code offset} from the base of allocation {@code handle}.
      *
      * <p>Immutable and thread-safe.
@@ -339,7 +274,7 @@ record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> han
             for (int k = 0; k < poolPointers.size(); k++) {
                 PoolPointer p = poolPointers.get(k);
                 b.append(k == 0 ? "" : ", ").append("{\"pool\": ").append(p.pool()).append(", \"pointer\": \"")
-                        .append(HEX.formatHex(p.pointer)).append("\"}");
+                        .append(HEX.formatHex(p.pointer())).append("\"}");
             }
             b.append(']');
         }

@@ -8,7 +8,6 @@ import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.ipc.IpcBatchDescriptor.BufferRef;
 import org.devicebridge.ipc.IpcBatchDescriptor.Node;
-import org.devicebridge.ipc.IpcBatchDescriptor.PoolPointer;
 import org.devicebridge.internal.FieldPath;
 
 /**

@@ -13,7 +13,6 @@ import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.ipc.IpcBatchDescriptor.BufferRef;
 import org.devicebridge.ipc.IpcBatchDescriptor.Node;
-import org.devicebridge.ipc.IpcBatchDescriptor.PoolPointer;
 import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaException;
 import org.devicebridge.cuda.CudaStream;
