@@ -30,11 +30,15 @@ nfun=$(grep -cE '^CUresult cu[A-Za-z0-9_]+\(' "$here/cuda_driver.h")
 # 2. constants and sizes
 names=$(grep -oE '^\s*(CU_[A-Z0-9_]+|CUDA_[A-Z0-9_]+)\s*=' "$here/cuda_driver.h" | tr -d ' =' ;
         grep -oE '^#define (CU_[A-Z0-9_]+)' "$here/cuda_driver.h" | awk '{print $2}')
-types="CUdevice CUdeviceptr CUcontext CUstream CUevent CUmemoryPool CUipcMemHandle CUipcEventHandle CUresult CUdevice_attribute CUpointer_attribute CUmemorytype CUstream_flags CUevent_flags CUmemPool_attribute"
+types="CUdevice CUdeviceptr CUcontext CUstream CUevent CUmemoryPool CUipcMemHandle CUipcEventHandle CUresult CUdevice_attribute CUpointer_attribute CUmemorytype CUstream_flags CUevent_flags CUmemPool_attribute CUmemAllocationType CUmemAllocationHandleType CUmemLocationType CUmemLocation CUmemPoolProps CUmemPoolPtrExportData"
+# the offsets of the struct fields the library writes (maxSize and usage are left zero, so toolkits before 12.2,
+# which lack them, still check)
+fields="CUmemLocation.type CUmemLocation.id CUmemPoolProps.allocType CUmemPoolProps.handleTypes CUmemPoolProps.location CUmemPoolProps.win32SecurityAttributes"
 {
-  echo '#include <stdio.h>'; echo '#include HEADER'; echo 'int main(void){'
+  echo '#include <stdio.h>'; echo '#include <stddef.h>'; echo '#include HEADER'; echo 'int main(void){'
   for n in $names; do echo "  printf(\"%s=%lld\\n\", \"$n\", (long long)($n));"; done
   for t in $types; do echo "  printf(\"sizeof(%s)=%zu\\n\", \"$t\", sizeof($t));"; done
+  for f in $fields; do echo "  printf(\"offsetof(%s)=%zu\\n\", \"$f\", offsetof(${f%%.*}, ${f#*.}));"; done
   echo '  return 0; }'
 } > "$work/values.c"
 "$cc" -std=c11 -DHEADER='"cuda_driver.h"' -I "$here" "$work/values.c" -o "$work/ours"
@@ -43,4 +47,4 @@ types="CUdevice CUdeviceptr CUcontext CUstream CUevent CUmemoryPool CUipcMemHand
 if ! diff -u "$work/toolkit.txt" "$work/ours.txt"; then
   echo "check-cuda-header: FAILED: values differ from $cuda_h (- toolkit, + ours)"; exit 1
 fi
-echo "check-cuda-header: OK: $nfun prototypes, $(echo $names | wc -w) constants, $(echo $types | wc -w) type sizes agree with $cuda_h"
+echo "check-cuda-header: OK: $nfun prototypes, $(echo $names | wc -w) constants, $(echo $types | wc -w) type sizes, $(echo $fields | wc -w) field offsets agree with $cuda_h"

@@ -22,6 +22,7 @@ import org.devicebridge.bench.B10Support.Children;
 import org.devicebridge.bench.B10Support.Row;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.cuda.TransferOptions;
 import org.devicebridge.ipc.WorkerChannel;
 
 /**
@@ -32,6 +33,9 @@ import org.devicebridge.ipc.WorkerChannel;
  *   <li>(a1) {@link WorkerChannel} round trip of the batch as an upload leaves it (stream-ordered pool memory,
  *       which the channel copies once into shareable memory per call: {@code copiedBytes} says how much);</li>
  *   <li>(a2) the same batch in {@code cuMemAlloc} memory ({@link B10DefaultAllocBatch}), shared zero-copy;</li>
+ *   <li>(a3) the batch uploaded into the device's IPC-shareable pool ({@link TransferOptions#withIpcShareable}):
+ *       the pool goes to the worker once over its socket, the batch zero-copy (where the driver cannot share a
+ *       pool, the upload lands in the default pool and the row copies as (a1) does);</li>
  *   <li>(b) Spark's path today: download, Arrow IPC stream over a loopback socket to {@code b10_host_peer.py}
  *       (pyarrow reads, CuPy uploads every buffer, the function, downloads, an IPC stream back), upload;</li>
  *   <li>(c) the raw CUDA IPC floor, in Python alone ({@code b10_ipc_floor.py}), one direction.</li>
@@ -44,7 +48,7 @@ import org.devicebridge.ipc.WorkerChannel;
 public final class B10WorkerHandOff {
     static final String USAGE = """
             B10WorkerHandOff [--python python3] [--python-dir bench/src/main/python] [--iterations 20]
-                             [--shapes 16x1048576,8x1048576] [--only a1,a2,b,c] [--function plus_one|identity]
+                             [--shapes 16x1048576,8x1048576] [--only a1,a2,a3,b,c] [--function plus_one|identity]
                              [--timeout 300] [--dry-run]
             """;
 
@@ -56,7 +60,7 @@ public final class B10WorkerHandOff {
             Path dir = Path.of("bench", "src", "main", "python");
             int iterations = 20;
             String shapes = "16x1048576,8x1048576";
-            String only = "a1,a2,b,c";
+            String only = "a1,a2,a3,b,c";
             String function = "plus_one";
             int timeout = 300;
             boolean dry = false;
@@ -175,6 +179,17 @@ public final class B10WorkerHandOff {
                     try (B10DefaultAllocBatch a2 = B10DefaultAllocBatch.copyOf(uploaded, host.getSchema(), stream,
                             transfer)) {
                         rows.add(B10Phases.handOff(o, d, a2.batch(), "a2 WorkerChannel, cuMemAlloc memory", shape(s)));
+                    }
+                });
+            }
+            if (o.only().contains("a3")) {
+                phase("a3 " + shape(s), failures, () -> {
+                    try (HostDeviceTransfer shareable = HostDeviceTransfer.create(Device.cuda(0),
+                            TransferOptions.defaults().withStagingBytes(64L << 20).withIpcShareable(true));
+                         CudaArrowBatch pooled = CudaArrow.upload(host, DeviceCopies.of(shareable, stream))) {
+                        stream.synchronize();
+                        rows.add(B10Phases.handOff(o, d, pooled, "a3 WorkerChannel, upload into the IPC-shareable pool",
+                                shape(s)));
                     }
                 });
             }

@@ -243,6 +243,36 @@ public final class Cuda {
     }
 
     /**
+     * Sends {@code device}'s IPC-shareable memory pool (what uploads with {@link TransferOptions#ipcShareable()}
+     * allocate from, where the driver supports it) to another process on this machine: exports the pool as a
+     * POSIX file descriptor ({@code cuMemPoolExportToShareableHandle}), connects to the Unix stream socket at
+     * {@code socket}, checks that process {@code peerPid} of this process's user listens there
+     * ({@code SO_PEERCRED}) and sends it the descriptor ({@code SCM_RIGHTS}). The other process imports the pool
+     * once ({@code cuMemPoolImportFromShareableHandle}), then opens each buffer from the 64 bytes of its
+     * {@link DeviceBuffer#ipcPoolPointer()} ({@code cuMemPoolImportPointer}), zero-copy.
+     *
+     * <p>Ownership: nothing new is held after a return or a throw (the descriptor made here is closed on every
+     * path); the pool stays this process's, and the other process holds its own descriptor.
+     *
+     * @param device a CUDA device ({@link DeviceKind#CUDA})
+     * @param socket the path of the socket the other process listens on (at most 107 bytes)
+     * @param peerPid the process that must be listening there
+     * @throws org.devicebridge.UnsupportedFeatureException where the driver cannot share a pool as a file
+     *     descriptor
+     * @throws InvalidArgumentException for a device of another kind, or a path the platform cannot name
+     * @throws DeviceBridgeException if a socket call fails ({@code errno} named) or another process listens there
+     *     (nothing sent)
+     * @throws CudaException if the driver fails
+     * @throws CudaUnavailableException without a CUDA driver
+     */
+    public static void sendIpcPool(Device device, java.nio.file.Path socket, long peerPid) {
+        requireCudaDevice(device);
+        requireNativeAccess();
+        Objects.requireNonNull(socket, "socket");
+        IpcMemoryPool.send(device.ordinal(), socket.toString(), peerPid);
+    }
+
+    /**
      * Blocks until all work on {@code device} (in its primary context, every stream) finished
      * ({@code cuCtxSynchronize}).
      *

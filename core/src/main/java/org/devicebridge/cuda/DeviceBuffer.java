@@ -37,7 +37,7 @@ public final class DeviceBuffer extends NativeHandle {
 
     /** How an allocation is given back. */
     enum Kind {
-        MEM_ALLOC, POOL, WRAPPED, IPC, EMPTY;
+        MEM_ALLOC, POOL, IPC_POOL, WRAPPED, IPC, EMPTY;
 
         /** For descriptions, computed once. */
         final String label = name().toLowerCase(Locale.ROOT);
@@ -133,6 +133,15 @@ public final class DeviceBuffer extends NativeHandle {
     }
 
     private static DeviceBuffer allocateAsync(int device, long bytes, CudaStream stream) {
+        return allocateAsync(device, bytes, stream, Kind.POOL);
+    }
+
+    /**
+     * {@link #allocateAsync(Device, long, CudaStream)} from the default pool ({@code kind} {@code POOL}) or from
+     * the device's IPC-shareable pool ({@code IPC_POOL}: {@link IpcMemoryPool}; the default pool where the driver
+     * cannot share one).
+     */
+    static DeviceBuffer allocateAsync(int device, long bytes, CudaStream stream, Kind kind) {
         requireNativeAccess();
         checkBytes(bytes);
         Objects.requireNonNull(stream, "stream");
@@ -144,7 +153,9 @@ public final class DeviceBuffer extends NativeHandle {
         if (bytes == 0) {
             return empty(device);
         }
-        MemorySegment pool = DeviceMemoryPool.of(device);
+        MemorySegment pool = kind == Kind.IPC_POOL ? IpcMemoryPool.of(device) : null;
+        Kind made = pool == null ? Kind.POOL : Kind.IPC_POOL;
+        pool = pool == null ? DeviceMemoryPool.of(device) : pool;
         CudaStream.Ref streamRef = stream.retainRef();
         long address;
         long saved = CudaContext.enter(device);
@@ -161,7 +172,7 @@ public final class DeviceBuffer extends NativeHandle {
         }
         CudaCounters.memAllocAsync(bytes);
         PointerAttributes.registerOwn(address, bytes, device);
-        return new DeviceBuffer(new Allocation(address, bytes, device, Kind.POOL, () -> {
+        return new DeviceBuffer(new Allocation(address, bytes, device, made, () -> {
             PointerAttributes.unregisterOwn(address);
             try {
                 long savedOnFree = CudaContext.enter(device);
@@ -283,7 +294,7 @@ public final class DeviceBuffer extends NativeHandle {
 
     /** {@return {@code true} for stream-ordered memory from {@link #allocateAsync}} */
     public boolean isStreamOrdered() {
-        return allocation.kind == Kind.POOL;
+        return allocation.kind == Kind.POOL || allocation.kind == Kind.IPC_POOL;
     }
 
     Kind kind() {
@@ -319,6 +330,30 @@ public final class DeviceBuffer extends NativeHandle {
      */
     public byte[] ipcHandle() {
         return CudaIpc.getMemHandle(this);
+    }
+
+    /**
+     * The 64 bytes ({@code CUmemPoolPtrExportData} of {@code cuMemPoolExportPointer}) that name this buffer's
+     * memory to a process that imported its pool, for stream-ordered memory of the device's IPC-shareable pool:
+     * what an upload with {@link TransferOptions#ipcShareable()} allocates where the driver can share a pool
+     * as a POSIX file descriptor. The other process imports the pool once ({@link Cuda#sendIpcPool}, then
+     * {@code cuMemPoolImportFromShareableHandle}) and each buffer with {@code cuMemPoolImportPointer}; the bytes
+     * carry no ownership, and the other process must free its import ({@code cuMemFree}) before this buffer's
+     * last close frees the memory.
+     *
+     * @return 64 bytes; the caller keeps owning this buffer and must keep it open while others use it
+     * @throws UnsupportedFeatureException for any other buffer (the default pool's, {@code cuMemAlloc}, wrapped,
+     *         opened or empty memory)
+     * @throws CudaException if the driver refuses
+     */
+    public byte[] ipcPoolPointer() {
+        requireNativeAccess();
+        if (allocation.kind != Kind.IPC_POOL) {
+            throw new UnsupportedFeatureException("buffer", "expected memory of the device's IPC-shareable pool"
+                    + " (an upload with TransferOptions.withIpcShareable(true)) but found a " + allocation.kind.label
+                    + " buffer");
+        }
+        return IpcMemoryPool.exportPointer(allocation.device, address());
     }
 
     /**

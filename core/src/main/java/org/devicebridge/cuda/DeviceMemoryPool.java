@@ -16,7 +16,8 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  * threshold is 0: at each synchronisation the pool gives the memory freed since back to the driver, so the
  * next allocation of that size maps fresh physical memory again, a cost of the order of a fraction of a PCIe
  * copy of the same bytes (see bench/RESULTS.md). {@link #retain(int, long)} keeps up to that many freed bytes in the pool, as RMM's and
- * PyTorch's pools do; {@link #trim(int, long)} gives them back.
+ * PyTorch's pools do; {@link #trim(int, long)} gives them back. Both apply to the device's IPC-shareable pool
+ * too, once it is made ({@link IpcMemoryPool}).
  *
  * <p>The default pool is the process's, not this library's: CuPy's async pool and any code calling
  * {@code cudaMallocAsync} without a pool share it, and see the threshold set here. Nothing here is done
@@ -50,6 +51,10 @@ final class DeviceMemoryPool {
             value.set(JAVA_LONG, 0, bytes);
             CudaDriver.check("cuMemPoolSetAttribute", cuda_driver_h.cuMemPoolSetAttribute(of(device),
                     cuda_driver_h.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD(), value));
+        }
+        MemorySegment shareable = IpcMemoryPool.ifMade(device); // it keeps what the default pool keeps
+        if (shareable != null) {
+            IpcMemoryPool.setThreshold(shareable, bytes);
         }
     }
 
@@ -94,6 +99,10 @@ final class DeviceMemoryPool {
             throw new InvalidArgumentException("keepBytes", "expected a byte count >= 0 but found " + keepBytes);
         }
         CudaDriver.check("cuMemPoolTrimTo", cuda_driver_h.cuMemPoolTrimTo(of(device), keepBytes));
+        MemorySegment shareable = IpcMemoryPool.ifMade(device);
+        if (shareable != null) {
+            CudaDriver.check("cuMemPoolTrimTo", cuda_driver_h.cuMemPoolTrimTo(shareable, keepBytes));
+        }
     }
 
     private static long attribute(int device, int attribute) {

@@ -24,15 +24,18 @@ final class TransferEngine {
     final TransferStatistics stats = new TransferStatistics();
     private final PinnedHostBuffer staging;
     private final TransferEvents events;
+    private final DeviceBuffer.Kind uploadMemory;
     private final ReentrantLock lock = new ReentrantLock();
     private PendingDownload pending; // guarded by lock
 
-    private TransferEngine(int device, PinnedHostBuffer staging, StagingRing ring, TransferEvents events) {
+    private TransferEngine(int device, PinnedHostBuffer staging, StagingRing ring, TransferEvents events,
+                           DeviceBuffer.Kind uploadMemory) {
         this.device = device;
         this.identity = Device.cuda(device);
         this.staging = staging;
         this.ring = ring;
         this.events = events;
+        this.uploadMemory = uploadMemory;
     }
 
     /**
@@ -54,7 +57,8 @@ final class TransferEngine {
                 copies[i] = new StagingCopy(StagingCopy.DEFAULT_PARALLEL_THRESHOLD, StagingCopy.DEFAULT_MIN_SLICE,
                         options.threads());
             }
-            return new TransferEngine(device, staging, new StagingRing(chunks, copies), events);
+            return new TransferEngine(device, staging, new StagingRing(chunks, copies), events,
+                    options.ipcShareable() ? DeviceBuffer.Kind.IPC_POOL : DeviceBuffer.Kind.POOL);
         } catch (RuntimeException | Error e) {
             try {
                 if (events != null) {
@@ -116,7 +120,7 @@ final class TransferEngine {
             direct[i] = PointerAttributes.isPageLocked(src[i]);
         }
         BatchTransfer.Layout layout = BatchTransfer.layout(sizes, direct);
-        DeviceBuffer dst = DeviceBuffer.allocateAsync(identity, layout.total(), stream);
+        DeviceBuffer dst = DeviceBuffer.allocateAsync(device, layout.total(), stream, uploadMemory);
         CudaEvent copied = null;
         boolean queued = false;
         try {

@@ -4,7 +4,7 @@ import java.util.Locale;
 import org.devicebridge.InvalidArgumentException;
 
 /**
- * How a {@link HostDeviceTransfer} stages pageable memory.
+ * How a {@link HostDeviceTransfer} stages pageable memory, and where its uploads allocate device memory.
  *
  * <p>Immutable and thread-safe; it owns nothing.
  *
@@ -13,8 +13,15 @@ import org.devicebridge.InvalidArgumentException;
  *     batch smaller than the ring uses each chunk in part); a multiple of {@value HostDeviceTransfer#ALIGNMENT},
  *     at most half of {@code stagingBytes} (the ring has at least two)
  * @param threads threads that pack or unpack one chunk at most (the caller and the shared workers)
+ * @param ipcShareable whether uploads allocate from the device's IPC-shareable memory pool instead of its default
+ *     pool: device memory another process opens zero-copy ({@link DeviceBuffer#ipcPoolPointer()},
+ *     {@link Cuda#sendIpcPool}; a {@code org.devicebridge.ipc.WorkerChannel} hands such batches to its worker
+ *     without the copy it makes of the default pool's memory). The pool is made on the first such upload and kept
+ *     for the process, one per device, with the default pool's release threshold. Where the driver cannot share
+ *     a pool as a POSIX file descriptor ({@code CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES}) uploads use
+ *     the default pool all the same, and sharing them copies as before
  */
-public record TransferOptions(long stagingBytes, long chunkBytes, int threads) {
+public record TransferOptions(long stagingBytes, long chunkBytes, int threads, boolean ipcShareable) {
     /** Staging memory by default: 64 MiB. */
     public static final long DEFAULT_STAGING_BYTES = 64L << 20;
     /** Chunk size by default: 8 MiB (bench/RESULTS.md, B6, shows the sweep that chose it). */
@@ -44,8 +51,20 @@ public record TransferOptions(long stagingBytes, long chunkBytes, int threads) {
     }
 
     /**
+     * Options whose uploads allocate from the device's default pool.
+     *
+     * @param stagingBytes see the record's parameter
+     * @param chunkBytes see the record's parameter
+     * @param threads see the record's parameter
+     * @throws InvalidArgumentException as the canonical constructor
+     */
+    public TransferOptions(long stagingBytes, long chunkBytes, int threads) {
+        this(stagingBytes, chunkBytes, threads, false);
+    }
+
+    /**
      * The defaults: {@value #DEFAULT_STAGING_BYTES} bytes of staging memory in chunks of
-     * {@value #DEFAULT_CHUNK_BYTES} bytes, and every core (up to 16) packing.
+     * {@value #DEFAULT_CHUNK_BYTES} bytes, every core (up to 16) packing, uploads into the default pool.
      *
      * @return the default options
      */
@@ -67,7 +86,7 @@ public record TransferOptions(long stagingBytes, long chunkBytes, int threads) {
                     + " bytes of staging memory but found " + stagingBytes);
         }
         long chunk = Math.min(chunkBytes, stagingBytes / 2 / ALIGNMENT * ALIGNMENT);
-        return new TransferOptions(stagingBytes, chunk, threads);
+        return new TransferOptions(stagingBytes, chunk, threads, ipcShareable);
     }
 
     /**
@@ -78,7 +97,7 @@ public record TransferOptions(long stagingBytes, long chunkBytes, int threads) {
      * @throws InvalidArgumentException if the chunk is invalid or does not fit twice
      */
     public TransferOptions withChunkBytes(long chunkBytes) {
-        return new TransferOptions(stagingBytes, chunkBytes, threads);
+        return new TransferOptions(stagingBytes, chunkBytes, threads, ipcShareable);
     }
 
     /**
@@ -89,6 +108,16 @@ public record TransferOptions(long stagingBytes, long chunkBytes, int threads) {
      * @throws InvalidArgumentException if {@code threads} is below 1
      */
     public TransferOptions withThreads(int threads) {
-        return new TransferOptions(stagingBytes, chunkBytes, threads);
+        return new TransferOptions(stagingBytes, chunkBytes, threads, ipcShareable);
+    }
+
+    /**
+     * These options with uploads into the device's IPC-shareable pool ({@code true}) or its default pool.
+     *
+     * @param ipcShareable see the record's parameter
+     * @return new options
+     */
+    public TransferOptions withIpcShareable(boolean ipcShareable) {
+        return new TransferOptions(stagingBytes, chunkBytes, threads, ipcShareable);
     }
 }

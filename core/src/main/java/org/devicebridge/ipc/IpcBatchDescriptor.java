@@ -38,6 +38,13 @@ import org.devicebridge.internal.FieldPath;
  * {@code {"devicebridge_ipc_closed": "<id>"}} ({@link #closeMessage()}), and the exporter keeps the memory
  * alive until then ({@link IpcBatchExport}).
  *
+ * <p><b>Version 2: pool memory.</b> Memory of an IPC-shareable stream-ordered pool has no {@code CUipcMemHandle};
+ * a descriptor that names such allocations carries {@code "devicebridge_ipc": 2} and the key {@code pool_pointers}:
+ * one {@code {"pool": <index>, "pointer": "<128 hex digits of CUmemPoolPtrExportData>"}} per allocation, the pool
+ * an index into the pools the reader imported over the worker channel's socket, in the order they came. The
+ * allocations a buffer's {@code handle} indexes are {@code handles} followed by {@code pool_pointers}. A
+ * descriptor without pool allocations is written as version 1, unchanged.
+ *
  * <p>The full specification, with what a reader refuses, is {@code docs/ipc-format.md}. The constructor checks
  * what needs no GPU, with exact arithmetic: the id, the device ordinal, handle sizes and count, handle indices,
  * signs, null counts, sums that overflow, the schema message's size and nesting depth. The schema message's
@@ -50,13 +57,19 @@ import org.devicebridge.internal.FieldPath;
  * @param device the CUDA device ordinal
  * @param schema the Arrow IPC schema message
  * @param handles the 64-byte memory handles, one per allocation
+ * @param poolPointers the allocations of IPC-shareable pools (version 2), after {@code handles} in the indices of
+ *        the buffers; empty in version 1
  * @param array the root node: a struct whose children are the columns
  * @param eventHandle the 64 bytes of the event handle, or {@code null} when the data was ready at export
  */
-record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> handles, Node array,
-                                 byte[] eventHandle) {
-    /** The format version written in {@code devicebridge_ipc}. */
+record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> handles, List<PoolPointer> poolPointers,
+                          Node array, byte[] eventHandle) {
+    /** The format version written in {@code devicebridge_ipc} when no allocation is pool memory. */
     public static final int FORMAT_VERSION = Acknowledgement.FORMAT_VERSION;
+    /** The format version written when {@link #poolPointers()} is not empty. */
+    public static final int POOL_FORMAT_VERSION = 2;
+    /** The most pools a reader imports (one per device of the exporting process). */
+    public static final int MAX_POOLS = 64;
     /** The longest descriptor {@link #parse} reads, in characters. */
     public static final int MAX_JSON_CHARS = 1 << 22;
     /** The most allocation handles one descriptor names. */
@@ -114,7 +127,7 @@ record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> han
      *
      * <p>Immutable and thread-safe.
      *
-     * @param handle the index into the descriptor's {@code handles}
+     * @param handle the index into the descriptor's allocations: {@code handles}, then {@code pool_pointers}
      * @param offset the byte offset from the allocation's base
      * @param size the buffer's size in bytes
      */
@@ -155,12 +168,19 @@ record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> han
         Objects.requireNonNull(id, "id");
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(handles, "handles");
+        Objects.requireNonNull(poolPointers, "poolPointers");
         Objects.requireNonNull(array, "array");
         Acknowledgement.checkId(id);
         if (handles.size() > MAX_HANDLES) {
             throw new ValidationException(Category.SIZE, "handles", "expected at most " + MAX_HANDLES
                     + " handles but found " + handles.size());
         }
+        if (poolPointers.size() > MAX_HANDLES - handles.size()) {
+            throw new ValidationException(Category.SIZE, "pool_pointers", "expected at most " + MAX_HANDLES
+                    + " allocations in all but found " + handles.size() + " handles and " + poolPointers.size()
+                    + " pool pointers");
+        }
+        poolPointers = List.copyOf(poolPointers);
         if (schema.length > MAX_SCHEMA_BYTES) {
             throw new ValidationException(Category.SIZE, "schema", "expected at most " + MAX_SCHEMA_BYTES
                     + " bytes but found " + schema.length);
@@ -193,7 +213,7 @@ record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> han
             throw new ValidationException(Category.FORMAT, "array.dictionary", "expected a struct root without a"
                     + " dictionary but found one");
         }
-        checkRefs(array, copies.size(), "array", 0);
+        checkRefs(array, copies.size() + poolPointers.size(), "array", 0);
     }
 
     private static void checkRefs(Node n, int handles, String path, int depth) {
@@ -205,7 +225,7 @@ record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> han
             BufferRef b = n.buffers().get(i);
             if (b != null && b.handle() >= handles) {
                 throw new ValidationException(Category.SIZE, FieldPath.join(path, "buffers[" + i + "]"),
-                        "expected a handle index below " + handles + " but found " + b.handle());
+                        "expected an allocation index below " + handles + " but found " + b.handle());
             }
         }
         for (int c = 0; c < n.children().size(); c++) {
@@ -241,14 +261,24 @@ record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> han
     /** {@return the descriptor as one line of ASCII JSON (the format of the class comment)} */
     public String toJson() {
         StringBuilder b = new StringBuilder(1024);
-        b.append("{\"devicebridge_ipc\": ").append(FORMAT_VERSION).append(", \"kind\": \"").append(KIND)
+        b.append("{\"devicebridge_ipc\": ").append(version()).append(", \"kind\": \"").append(KIND)
                 .append("\", \"id\": ");
         StrictJson.quote(b, id).append(", \"device\": ").append(device).append(", \"schema\": \"")
                 .append(Base64.getEncoder().encodeToString(schema)).append("\", \"handles\": [");
         for (int k = 0; k < handles.size(); k++) {
             b.append(k == 0 ? "\"" : ", \"").append(HEX.formatHex(handles.get(k))).append('"');
         }
-        b.append("], \"array\": ");
+        b.append(']');
+        if (!poolPointers.isEmpty()) {
+            b.append(", \"pool_pointers\": [");
+            for (int k = 0; k < poolPointers.size(); k++) {
+                PoolPointer p = poolPointers.get(k);
+                b.append(k == 0 ? "" : ", ").append("{\"pool\": ").append(p.pool()).append(", \"pointer\": \"")
+                        .append(HEX.formatHex(p.pointer())).append("\"}");
+            }
+            b.append(']');
+        }
+        b.append(", \"array\": ");
         node(b, array);
         b.append(", \"event_handle\": ").append(eventHandle == null ? "null" : "\"" + HEX.formatHex(eventHandle) + "\"")
                 .append('}');
@@ -281,6 +311,11 @@ record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> han
         b.append('}');
     }
 
+    /** {@return the format version this descriptor is written as: 2 when it names pool memory, else 1} */
+    int version() {
+        return poolPointers.isEmpty() ? FORMAT_VERSION : POOL_FORMAT_VERSION;
+    }
+
     /** {@return the message the importer sends back once it closed every mapping} */
     public String closeMessage() {
         return Acknowledgement.closeMessage(id);
@@ -296,7 +331,8 @@ record IpcBatchDescriptor(String id, int device, byte[] schema, List<byte[]> han
      * @return the descriptor
      * @throws ValidationException with the key path (e.g. {@code array.children[1].buffers[2]}):
      *         {@code FORMAT} for text that is not strict JSON (see {@code docs/ipc-format.md}), a wrong value type, bad
-     *         hex or base64, or another {@code kind}; {@code VERSION} for a format version other than 1;
+     *         hex or base64, or another {@code kind}; {@code VERSION} for a format version other than 1 and 2, or
+     *         {@code pool_pointers} in version 1;
      *         {@code STRUCTURE} for a missing key; {@code DEVICE} for a device outside {@code [0, 2^31)};
      *         {@code SIZE} for a number outside its range; and the constructors' categories
      */

@@ -107,6 +107,15 @@ final class IpcBatchExport implements AutoCloseable {
      *         schema message)
      */
     public static IpcBatchExport export(CudaArrowBatch batch, CudaStream stream, Memory memory) {
+        return export(batch, stream, memory, null);
+    }
+
+    /**
+     * {@link #export(CudaArrowBatch, CudaStream, Memory)}, naming memory of the device's IPC-shareable pool by its
+     * pool pointer where {@code pools} (a worker channel's) can send the pool to the reader; null: such memory is
+     * copied as the default pool's is.
+     */
+    static IpcBatchExport export(CudaArrowBatch batch, CudaStream stream, Memory memory, IpcExportPlanner.Pools pools) {
         requireNativeAccess();
         requireArrowJava("IpcExport.exportBatch");
         Cuda.require();
@@ -123,7 +132,7 @@ final class IpcBatchExport implements AutoCloseable {
                     stream.device().ordinal()));
         }
         byte[] schema = IpcSchemas.serialize(batch.schema());
-        IpcExportPlanner p = new IpcExportPlanner(batch.memory(), memory);
+        IpcExportPlanner p = new IpcExportPlanner(batch.memory(), memory, pools);
         CudaEvent event = null;
         try {
             ArrayNode root = batch.root();
@@ -133,7 +142,7 @@ final class IpcBatchExport implements AutoCloseable {
             event.record(stream);
             byte[] eventHandle = event.ipcHandle();
             IpcBatchDescriptor d = new IpcBatchDescriptor(UUID.randomUUID().toString(), batch.device().ordinal(), schema,
-                    p.handles, p.node(root), eventHandle);
+                    p.handles, p.poolPointers, p.node(root), eventHandle);
             return new IpcBatchExport(d, p, event);
         } catch (RuntimeException | Error e) {
             if (event != null) {

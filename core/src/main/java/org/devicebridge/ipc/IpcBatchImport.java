@@ -15,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import org.devicebridge.Device;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.HandleBusyException;
+import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.SchemaNode;
@@ -83,7 +84,8 @@ final class IpcBatchImport implements AutoCloseable {
      *         {@code LENGTH} for a buffer beyond its mapped allocation (path {@code array.children[c].buffers[i]});
      *         {@code FORMAT} for a schema message Arrow Java cannot read; and the library's import categories
      *         for a batch that does not match its schema or fails the level's checks
-     * @throws org.devicebridge.UnsupportedFeatureException for a dictionary-encoded field
+     * @throws org.devicebridge.UnsupportedFeatureException for a dictionary-encoded field, or pool allocations
+     *         ({@code pool_pointers}, format version 2)
      * @throws CudaUnavailableException without a CUDA driver
      * @throws org.devicebridge.ArrowJavaUnavailableException without Arrow Java (it reads the schema)
      * @throws NullPointerException without a transfer at DEFAULT or FULL (nothing is mapped then)
@@ -115,6 +117,11 @@ final class IpcBatchImport implements AutoCloseable {
         Objects.requireNonNull(stream, "stream");
         if (level == ValidationLevel.DEFAULT || level == ValidationLevel.FULL) {
             Objects.requireNonNull(transfer, "transfer (needed to validate at " + level + ")");
+        }
+        if (!descriptor.poolPointers().isEmpty()) {
+            throw new UnsupportedFeatureException("pool_pointers", "expected allocations with CUDA IPC handles but found "
+                    + descriptor.poolPointers().size() + " of an IPC-shareable pool: a pool travels as a file descriptor"
+                    + " over a worker channel's socket to its worker, and this importer imports none");
         }
         DeviceCopies copies = new DeviceCopies(null, transfer, stream); // checks the transfer's device before mapping
         int device = descriptor.device();
@@ -182,7 +189,8 @@ final class IpcBatchImport implements AutoCloseable {
      *
      * @return the batch's struct type
      * @throws ValidationException with the path of the first disagreement
-     * @throws org.devicebridge.UnsupportedFeatureException for a dictionary-encoded field
+     * @throws org.devicebridge.UnsupportedFeatureException for a dictionary-encoded field, or pool allocations
+     *         ({@code pool_pointers}, format version 2)
      */
     static SchemaNode validate(IpcBatchDescriptor descriptor) {
         SchemaNode schema = IpcSchemas.deserialize(descriptor.schema());

@@ -21,9 +21,10 @@ final class IpcBatchJson {
     static IpcBatchDescriptor parse(String json) {
         Map<String, Object> m = StrictJson.object(json, IpcBatchDescriptor.MAX_JSON_CHARS);
         long version = JsonFields.integer(m, "devicebridge_ipc", "", Long.MIN_VALUE, Long.MAX_VALUE, Category.VERSION);
-        if (version != IpcBatchDescriptor.FORMAT_VERSION) {
+        if (version != IpcBatchDescriptor.FORMAT_VERSION && version != IpcBatchDescriptor.POOL_FORMAT_VERSION) {
             throw new ValidationException(Category.VERSION, "devicebridge_ipc", "expected format version "
-                    + IpcBatchDescriptor.FORMAT_VERSION + " but found " + version);
+                    + IpcBatchDescriptor.FORMAT_VERSION + " or " + IpcBatchDescriptor.POOL_FORMAT_VERSION + " but found "
+                    + version);
         }
         String kind = JsonFields.string(m, "kind", "");
         if (!IpcBatchDescriptor.KIND.equals(kind)) {
@@ -38,10 +39,37 @@ final class IpcBatchJson {
         for (int k = 0; k < hs.size(); k++) {
             handles.add(JsonFields.hex(hs.get(k), "handles[" + k + "]", IpcBatchDescriptor.HANDLE_SIZE));
         }
+        List<PoolPointer> pools = poolPointers(m, version, handles.size());
         Object event = JsonFields.get(m, "event_handle", "");
         byte[] eventHandle = event == null ? null : JsonFields.hex(event, "event_handle", IpcBatchDescriptor.HANDLE_SIZE);
-        Node array = readNode(JsonFields.object(JsonFields.get(m, "array", ""), "array"), "array", 0, handles.size());
-        return new IpcBatchDescriptor(id, device, schema, handles, array, eventHandle);
+        Node array = readNode(JsonFields.object(JsonFields.get(m, "array", ""), "array"), "array", 0,
+                handles.size() + pools.size());
+        return new IpcBatchDescriptor(id, device, schema, handles, pools, array, eventHandle);
+    }
+
+    /**
+     * The {@code pool_pointers} of version 2 (required there, possibly empty); none in version 1, where the key is
+     * refused: a version 1 reader would ignore it and misread the buffers that index it.
+     */
+    private static List<PoolPointer> poolPointers(Map<String, Object> m, long version, int handles) {
+        if (version == IpcBatchDescriptor.FORMAT_VERSION) {
+            if (m.containsKey("pool_pointers")) {
+                throw new ValidationException(Category.VERSION, "pool_pointers", "expected pool pointers only in format"
+                        + " version " + IpcBatchDescriptor.POOL_FORMAT_VERSION + " but found them in version " + version);
+            }
+            return List.of();
+        }
+        List<?> ps = JsonFields.list(JsonFields.get(m, "pool_pointers", ""), "pool_pointers",
+                IpcBatchDescriptor.MAX_HANDLES - handles);
+        List<PoolPointer> out = new ArrayList<>(ps.size());
+        for (int k = 0; k < ps.size(); k++) {
+            String at = "pool_pointers[" + k + "]";
+            Map<String, Object> p = JsonFields.object(ps.get(k), at);
+            int pool = (int) JsonFields.integer(p, "pool", at, 0, IpcBatchDescriptor.MAX_POOLS - 1L, Category.SIZE);
+            byte[] pointer = JsonFields.hex(JsonFields.get(p, "pointer", at), at + ".pointer", IpcBatchDescriptor.HANDLE_SIZE);
+            out.add(new PoolPointer(pool, pointer));
+        }
+        return out;
     }
 
     /** Standard base64 with padding (RFC 4648, section 4), at most {@link #IpcBatchDescriptor.MAX_SCHEMA_BYTES} bytes decoded. */
@@ -84,8 +112,8 @@ final class IpcBatchJson {
                         + JsonFields.describe(b) + (b instanceof List<?> l ? " of " + l.size() : ""));
             }
             if (handles == 0) {
-                throw new ValidationException(Category.SIZE, at, "expected no buffer (the descriptor has no handles)"
-                        + " but found one");
+                throw new ValidationException(Category.SIZE, at, "expected no buffer (the descriptor has no"
+                        + " allocations) but found one");
             }
             int h = (int) JsonFields.integer(l.get(0), at + "[0]", 0, handles - 1L, Category.SIZE);
             long o = JsonFields.integer(l.get(1), at + "[1]", 0, Long.MAX_VALUE, Category.SIZE);

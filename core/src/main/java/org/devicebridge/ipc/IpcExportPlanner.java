@@ -7,6 +7,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import org.devicebridge.Device;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.ArrayNode;
@@ -23,20 +24,37 @@ import org.devicebridge.internal.Closing;
 
 /**
  * Decides, buffer by buffer, which allocation handle and offset the descriptor names, and queues the
- * copies of what cannot be shared. Single-threaded, one per export.
+ * copies of what cannot be shared. Memory of the device's IPC-shareable pool is named by its pool pointer where
+ * the export goes over a channel that can send the pool ({@link Pools}), else copied as the default pool's is.
+ * Single-threaded, one per export.
  */
 final class IpcExportPlanner {
+    /** Where pool memory can go: the channel's index of a device's shareable pool, sent to the reader if need be. */
+    interface Pools {
+        /**
+         * {@return the index, among the pools the reader holds, of {@code device}'s IPC-shareable pool (sent now if
+         * it was not yet), or -1 where the reader cannot take pools}
+         */
+        int indexOf(Device device);
+    }
+
+    /** Where a buffer lies, before the allocations are numbered: a handle's index, or a pool pointer's. */
+    private record Ref(boolean pool, int index, long offset, long size) {}
+
     private final List<DeviceBuffer> memory;
     private final IpcExport.Memory policy;
+    private final Pools pools;
     final List<byte[]> handles = new ArrayList<>();
+    final List<PoolPointer> poolPointers = new ArrayList<>();
     final List<DeviceBuffer> held = new ArrayList<>();
     /** The reference in {@link #held} of each handle's allocation, in handle order. */
     final List<DeviceBuffer> byHandle = new ArrayList<>();
     /** The index of the handle of the export's own copy, or -1 when nothing is copied. */
     int copyHandle = -1;
     private final Map<Long, Integer> handleOf = new HashMap<>(); // allocation address -> handle index
+    private final Map<Long, Integer> poolPointerOf = new HashMap<>(); // allocation address -> pool pointer index
     private final Map<Long, DeviceBuffer> unshareable = new HashMap<>(); // address -> our reference
-    private final Map<ArrayNode, BufferRef[]> refs = new IdentityHashMap<>();
+    private final Map<ArrayNode, Ref[]> refs = new IdentityHashMap<>();
     private final List<Pending> pending = new ArrayList<>();
     private CudaStream queuedOn; // the stream copies were queued on, if any
     long copyBytes;
@@ -44,9 +62,11 @@ final class IpcExportPlanner {
     /** A buffer to copy: node {@code node}'s buffer {@code buffer} from {@code source} to {@code offset}. */
     private record Pending(ArrayNode node, int buffer, DeviceRange source, long offset) {}
 
-    IpcExportPlanner(List<DeviceBuffer> memory, IpcExport.Memory policy) {
+    /** A planner for {@code memory} (the batch's allocations); {@code pools} is null where no pool can be sent. */
+    IpcExportPlanner(List<DeviceBuffer> memory, IpcExport.Memory policy, Pools pools) {
         this.memory = memory;
         this.policy = policy;
+        this.pools = pools;
     }
 
     /** Plans every node of the tree, depth first: a node, its children, then its dictionary. */
@@ -61,7 +81,7 @@ final class IpcExportPlanner {
     }
 
     private void plan(ArrayNode n) {
-        BufferRef[] out = new BufferRef[n.bufferCount()];
+        Ref[] out = new Ref[n.bufferCount()];
         refs.put(n, out);
         for (int i = 0; i < out.length; i++) {
             long address = n.bufferPointer(i).address();
@@ -82,15 +102,46 @@ final class IpcExportPlanner {
                 throw new InvalidArgumentException(path, String.format(Locale.ROOT, "expected the buffer's %d"
                         + " bytes at 0x%x inside the batch's device memory but found none holding them", len, address));
             }
-            Integer h = share(holder, path);
-            if (h != null) {
-                out[i] = new BufferRef(h, address - holder.address(), len);
+            Integer p = pools == null ? null : sharePool(holder);
+            Integer h = p != null ? null : share(holder, path);
+            if (p != null) {
+                out[i] = new Ref(true, p, address - holder.address(), len);
+            } else if (h != null) {
+                out[i] = new Ref(false, h, address - holder.address(), len);
             } else if (len > 0) {
                 long at = align(copyBytes);
                 pending.add(new Pending(n, i, holder.range(address - holder.address(), len), at));
                 copyBytes = Math.addExact(at, len);
             }
         }
+    }
+
+    /**
+     * The pool pointer index of {@code holder}'s allocation, or {@code null} if it is not memory of an
+     * IPC-shareable pool the reader can take.
+     */
+    private Integer sharePool(DeviceBuffer holder) {
+        long key = holder.address();
+        Integer k = poolPointerOf.get(key);
+        if (k != null || handleOf.containsKey(key) || unshareable.containsKey(key) || !holder.isStreamOrdered()) {
+            return k;
+        }
+        byte[] pointer;
+        try {
+            pointer = holder.ipcPoolPointer();
+        } catch (UnsupportedFeatureException e) {
+            return null; // the default pool's: copied, as ever
+        }
+        int pool = pools.indexOf(holder.device());
+        if (pool < 0) {
+            return null;
+        }
+        DeviceBuffer ref = holder.retain(); // the reader frees its import before it acknowledges: kept until then
+        held.add(ref);
+        k = poolPointers.size();
+        poolPointers.add(new PoolPointer(pool, pointer));
+        poolPointerOf.put(key, k);
+        return k;
     }
 
     /** The handle index of {@code holder}'s allocation, or {@code null} if it is copied instead. */
@@ -156,7 +207,7 @@ final class IpcExportPlanner {
         try {
             for (Pending c : pending) {
                 CudaCopies.deviceToDeviceAsync(c.source(), copy, c.offset(), stream);
-                refs.get(c.node())[c.buffer()] = new BufferRef(h, c.offset(), c.source().byteSize());
+                refs.get(c.node())[c.buffer()] = new Ref(false, h, c.offset(), c.source().byteSize());
             }
         } catch (RuntimeException | Error e) {
             try {
@@ -174,7 +225,14 @@ final class IpcExportPlanner {
         for (ArrayNode c : n.children()) {
             children.add(node(c));
         }
-        return new Node(n.length(), n.nullCount(), n.offset(), Arrays.asList(refs.get(n)), children,
+        Ref[] rs = refs.get(n);
+        BufferRef[] buffers = new BufferRef[rs.length];
+        for (int i = 0; i < rs.length; i++) { // the allocations are numbered now: handles, then pool pointers
+            Ref r = rs[i];
+            buffers[i] = r == null ? null : new BufferRef(r.pool() ? handles.size() + r.index() : r.index(), r.offset(),
+                    r.size());
+        }
+        return new Node(n.length(), n.nullCount(), n.offset(), Arrays.asList(buffers), children,
                 n.dictionary() == null ? null : node(n.dictionary()));
     }
 

@@ -33,10 +33,10 @@ import org.devicebridge.ipc.WorkerProtocol.Payload;
  * crosses host memory but one line of JSON each way per call. The protocol, with its bounds, is the "Worker
  * channel" section of {@code docs/ipc-format.md}; the guide is {@code docs/worker.md}.
  *
- * <p><b>A call.</b> {@link #send(CudaArrowBatch, CudaStream)} exports the batch ({@link IpcExport#exportBatch}, with
- * {@link IpcExport.Memory#COPY_UNSHAREABLE}: {@code cuMemAlloc} memory is shared zero-copy, stream-ordered
- * pool memory is copied once into shareable memory and {@link IpcExport#copiedBytes()} says how much) and
- * writes its descriptor; {@link #receive(CudaStream, ValidationLevel, HostDeviceTransfer)} reads the worker's
+ * <p><b>A call.</b> {@link #send(CudaArrowBatch, CudaStream)} exports the batch ({@link IpcExport#exportBatch}:
+ * {@code cuMemAlloc} and IPC-shareable pool memory ({@link org.devicebridge.cuda.TransferOptions#withIpcShareable},
+ * the pool sent once over the worker's socket) zero-copy, the default pool's copied once, as
+ * {@link IpcExport#copiedBytes()} says) and writes its descriptor; {@link #receive(CudaStream, ValidationLevel, HostDeviceTransfer)} reads the worker's
  * result and maps it as a {@link CudaArrowBatch}; {@link #call(CudaArrowBatch, CudaStream)} does both. Results
  * come back in the order of the calls; several calls may be sent before their results are received.
  *
@@ -77,7 +77,6 @@ public final class WorkerChannel implements AutoCloseable {
             FAILED
         }
 
-        /** What happened to the worker. */
         private final Reason reason;
 
         /**
@@ -99,6 +98,7 @@ public final class WorkerChannel implements AutoCloseable {
     private final WorkerLink link;
     private final WorkerState state = new WorkerState();
     private final WorkerReplies replies;
+    private final WorkerPools pools = new WorkerPools();
     private final Object sendLock = new Object();
     private long sent;
 
@@ -126,8 +126,7 @@ public final class WorkerChannel implements AutoCloseable {
     public static WorkerChannel open(InputStream fromWorker, OutputStream toWorker, Duration timeout) {
         Objects.requireNonNull(fromWorker, "fromWorker");
         Objects.requireNonNull(toWorker, "toWorker");
-        Objects.requireNonNull(timeout, "timeout");
-        if (timeout.isNegative() || timeout.isZero()) {
+        if (!Objects.requireNonNull(timeout, "timeout").isPositive()) {
             throw new org.devicebridge.InvalidArgumentException("timeout", "expected a positive duration but found "
                     + timeout);
         }
@@ -139,6 +138,7 @@ public final class WorkerChannel implements AutoCloseable {
             if (r.header().kind() != Kind.HELLO) {
                 throw c.replies.refuse("kind", "expected the worker's \"hello\" but found \"" + r.header().kind().wire() + "\"");
             }
+            c.pools.offered(r.header());
             return c;
         } catch (RuntimeException | Error e) {
             c.forceClose();
@@ -167,8 +167,9 @@ public final class WorkerChannel implements AutoCloseable {
     }
 
     /**
-     * Hands {@code batch} to the worker: exports it ({@link IpcExport#exportBatch} with
-     * {@link IpcExport.Memory#COPY_UNSHAREABLE}, its event recorded on {@code stream}) and writes the call.
+     * Hands {@code batch} to the worker: exports it ({@link IpcExport#exportBatch} with {@code COPY_UNSHAREABLE}, but
+     * IPC-shareable pool memory zero-copy where the worker and the driver can share the pool; its event recorded on
+     * {@code stream}) and writes the call.
      *
      * <p>Ownership: after a return the channel owns the export (it closes it when the worker's close message
      * comes, force-closes it when the worker is gone); the returned export is borrowed, to read
@@ -181,13 +182,14 @@ public final class WorkerChannel implements AutoCloseable {
      * @return the export, owned by the channel
      * @throws PeerException if the worker is gone or does not read within the timeout
      * @throws HandleClosedException if the channel is closed or ended by an earlier failure
+     * @throws DeviceBridgeException if sending a pool over the worker's socket fails ({@code errno} named)
      * @throws org.devicebridge.UnsupportedFeatureException and the other failures of {@link IpcExport#exportBatch}
      */
     public IpcExport send(CudaArrowBatch batch, CudaStream stream) {
         Objects.requireNonNull(batch, "batch");
         Objects.requireNonNull(stream, "stream");
         state.requireOpen();
-        IpcBatchExport export = IpcBatchExport.export(batch, stream, IpcExport.Memory.COPY_UNSHAREABLE);
+        IpcBatchExport export = IpcBatchExport.export(batch, stream, IpcExport.Memory.COPY_UNSHAREABLE, pools);
         List<byte[]> handles = export.descriptor().handles();
         List<DeviceBuffer> allocations = new ArrayList<>(handles.size());
         for (int k = 0; k < handles.size(); k++) {
@@ -239,7 +241,8 @@ public final class WorkerChannel implements AutoCloseable {
                 state.register(c.id(), c.export());
                 List<Integer> transientHandles = new ArrayList<>();
                 List<String> unmap = state.keepMapped(c.handles(), c.allocations(), transientHandles);
-                link.post(WorkerProtocol.call(++sent, c.payload(), unmap, transientHandles), c.descriptor());
+                String call = WorkerProtocol.call(++sent, c.payload(), unmap, transientHandles, pools.announce());
+                link.post(call, c.descriptor());
             }
         } catch (RuntimeException | Error e) {
             state.forget(c.id(), e);
@@ -269,8 +272,7 @@ public final class WorkerChannel implements AutoCloseable {
     public CudaArrowBatch receive(CudaStream stream, ValidationLevel level, HostDeviceTransfer transfer) {
         Objects.requireNonNull(stream, "stream");
         Objects.requireNonNull(level, "level");
-        Reply r = nextResult(Payload.ARROW_BATCH);
-        IpcBatchDescriptor d = IpcBatchDescriptor.parse(r.descriptor());
+        IpcBatchDescriptor d = IpcBatchDescriptor.parse(nextResult(Payload.ARROW_BATCH).descriptor());
         Runnable tell = teller(d.closeMessage());
         try {
             return IpcBatchImport.open(d, new IpcBatchImport.Target(level, stream, transfer), tell).batch();
@@ -295,8 +297,7 @@ public final class WorkerChannel implements AutoCloseable {
     public ImportedTensor receiveTensor(CudaStream stream, ImportOptions options) {
         Objects.requireNonNull(stream, "stream");
         Objects.requireNonNull(options, "options");
-        Reply r = nextResult(Payload.TENSOR);
-        IpcTensorDescriptor d = IpcTensorDescriptor.parse(r.descriptor());
+        IpcTensorDescriptor d = IpcTensorDescriptor.parse(nextResult(Payload.TENSOR).descriptor());
         Runnable tell = teller(d.closeMessage());
         try {
             return IpcTensorImport.open(d, stream, options, tell);
@@ -393,7 +394,7 @@ public final class WorkerChannel implements AutoCloseable {
     @Override
     public String toString() {
         synchronized (sendLock) {
-            return "WorkerChannel[" + state + ", " + sent + " calls sent, " + replies + "]";
+            return "WorkerChannel[" + state + ", " + sent + " calls sent, " + replies + ", " + pools + "]";
         }
     }
 }

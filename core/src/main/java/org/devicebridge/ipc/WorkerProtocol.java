@@ -60,8 +60,14 @@ final class WorkerProtocol {
      * @param unmapped the handles (lower-case hex) the worker closed since its last header
      * @param error the error text of an {@code error} header; null otherwise
      * @param closedId the export id a close message names; null for a header
+     * @param pid the worker's process id its {@code hello} names; 0 when it names none or for another kind
+     * @param poolSocket the Unix socket its {@code hello} offers for memory pools; null when none
      */
-    record Message(Kind kind, long seq, Payload payload, List<String> unmapped, String error, String closedId) {}
+    record Message(Kind kind, long seq, Payload payload, List<String> unmapped, String error, String closedId, long pid,
+                   String poolSocket) {}
+
+    /** The most bytes of a {@code pool_socket} path (a Unix socket address holds 107 and a NUL). */
+    static final int MAX_SOCKET_PATH_BYTES = 107;
 
     private WorkerProtocol() {}
 
@@ -85,6 +91,15 @@ final class WorkerProtocol {
      *        instead of keeping them mapped
      */
     static String call(long seq, Payload payload, List<String> unmap, List<Integer> transientHandles) {
+        return call(seq, payload, unmap, transientHandles, 0);
+    }
+
+    /**
+     * {@return the JVM's {@code call} header} as {@link #call(long, Payload, List, List)}, telling the worker that
+     * {@code poolsSent} pools were sent over its {@code pool_socket} since the previous call (written only when not
+     * 0): it takes them, in order, before it reads the descriptor
+     */
+    static String call(long seq, Payload payload, List<String> unmap, List<Integer> transientHandles, int poolsSent) {
         if (unmap.size() > MAX_HANDLE_LIST) {
             throw new IllegalArgumentException("at most " + MAX_HANDLE_LIST + " handles per unmap list");
         }
@@ -98,7 +113,11 @@ final class WorkerProtocol {
         for (int k = 0; k < transientHandles.size(); k++) {
             b.append(k == 0 ? "" : ", ").append(transientHandles.get(k));
         }
-        return b.append("]}").toString();
+        b.append(']');
+        if (poolsSent != 0) {
+            b.append(", \"pools_sent\": ").append(poolsSent);
+        }
+        return b.append('}').toString();
     }
 
     /** {@return the lower-case hex of a 64-byte handle, as the protocol names handles} */
@@ -116,7 +135,7 @@ final class WorkerProtocol {
     static Message read(String line) {
         Map<String, Object> m = StrictJson.object(line, MAX_HEADER_BYTES);
         if (m.containsKey("devicebridge_ipc_closed") && !m.containsKey(KEY)) {
-            return new Message(null, 0, null, List.of(), null, Acknowledgement.closedId(line));
+            return new Message(null, 0, null, List.of(), null, Acknowledgement.closedId(line), 0, null);
         }
         long version = JsonFields.integer(m, KEY, "", Long.MIN_VALUE, Long.MAX_VALUE, Category.VERSION);
         if (version != VERSION) {
@@ -160,6 +179,28 @@ final class WorkerProtocol {
             }
             unmapped = List.copyOf(out);
         }
-        return new Message(kind, seq, payload, unmapped, error, null);
+        long pid = 0;
+        String poolSocket = null;
+        if (kind == Kind.HELLO && m.containsKey("pid")) {
+            pid = JsonFields.integer(m, "pid", "", 1, Integer.MAX_VALUE, Category.SIZE);
+        }
+        if (kind == Kind.HELLO && m.containsKey("pool_socket")) {
+            poolSocket = socketPath(JsonFields.string(m, "pool_socket", ""));
+        }
+        return new Message(kind, seq, payload, unmapped, error, null, pid, poolSocket);
+    }
+
+    /** An absolute path a Unix socket address holds: at most {@value #MAX_SOCKET_PATH_BYTES} bytes, no NUL. */
+    private static String socketPath(String path) {
+        int bytes = path.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+        if (bytes == 0 || bytes > MAX_SOCKET_PATH_BYTES) {
+            throw new ValidationException(Category.SIZE, "pool_socket", "expected 1 to " + MAX_SOCKET_PATH_BYTES
+                    + " bytes of path but found " + bytes);
+        }
+        if (!path.startsWith("/") || path.indexOf('\0') >= 0) {
+            throw new ValidationException(Category.FORMAT, "pool_socket", "expected an absolute path without NUL but"
+                    + " found " + JsonFields.describe(path));
+        }
+        return path;
     }
 }

@@ -12,6 +12,11 @@ waited on the JVM's event), and returns a DeviceBatch (or a cupy.ndarray). Witho
 input itself (identity); buffers of the result that lie in the JVM's memory are copied once into memory of this
 process (CUDA IPC cannot share memory a process mapped from another), the others are shared in place.
 
+Pool memory: at hello the worker offers a Unix socket in a private directory ("pool_socket"); the JVM sends each
+device's IPC-shareable memory pool over it once, as a file descriptor, and names allocations of that pool in a
+descriptor of format version 2 ("pool_pointers"). The worker imports each pool once (cuMemPoolImportFromShareableHandle)
+and each allocation per call (cuMemPoolImportPointer), and frees those imports (cuMemFree) before its close message.
+
 Lifetime: the worker keeps every allocation it mapped open between calls (keyed by its handle), so that only the
 first call pays the driver's cold open, and closes one when the JVM says that allocation is gone ("unmap").
 It tells the JVM it is done with a call's data (the close message) once its stream has finished with it. Its
@@ -23,7 +28,10 @@ import ctypes
 import importlib
 import json
 import os
+import shutil
+import socket
 import sys
+import tempfile
 import traceback
 import uuid
 
@@ -34,6 +42,10 @@ MAX_HEADER_BYTES = 1 << 16
 MAX_DESCRIPTOR_BYTES = {"arrow_batch": 1 << 22, "tensor": 1 << 16}
 MAX_HANDLE_LIST = 256
 MAX_ERROR_CHARS = 1 << 14
+MAX_POOLS = 64
+_POSIX_FD = 1  # CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+_READ_WRITE = 3  # CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+_DEVICE_LOCATION = 1  # CU_MEM_LOCATION_TYPE_DEVICE
 _ALIGN = 64
 _D2D = 3  # cudaMemcpyDeviceToDevice
 
@@ -55,6 +67,104 @@ def _address_range(ptr):
     if rc != 0:
         raise RuntimeError("cuMemGetAddressRange failed with CUresult %d for 0x%x" % (rc, ptr))
     return base.value, size.value
+
+
+def _check(rc, what):
+    if rc != 0:
+        raise RuntimeError("%s failed with CUresult %d" % (what, rc))
+
+
+class _Location(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+
+class _AccessDesc(ctypes.Structure):
+    _fields_ = [("location", _Location), ("flags", ctypes.c_int)]
+
+
+class _Pools:
+    """The memory pools the JVM sent over the pool socket, in the order they came, imported once each."""
+
+    def __init__(self):
+        self.listener, self.directory, self.pools = None, None, []
+
+    def offer(self):
+        """Listens on a socket in a new private directory (0700); returns its path, or None where it cannot."""
+        if not sys.platform.startswith("linux") or not hasattr(socket, "recv_fds"):
+            return None
+        directory = tempfile.mkdtemp(prefix="devicebridge-worker-")
+        path = os.path.join(directory, "pools")
+        if len(path.encode()) > 107:
+            os.rmdir(directory)
+            return None
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(MAX_POOLS)
+        listener.settimeout(30)
+        self.listener, self.directory = listener, directory
+        return path
+
+    def take(self, count, device):
+        """Accepts the pools the JVM sent before this call: one connection, one descriptor each."""
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0 or len(self.pools) + count > MAX_POOLS:
+            raise ProtocolError("pools_sent: expected an integer in [0, %d] but found %r"
+                                % (MAX_POOLS - len(self.pools), count))
+        if count and self.listener is None:
+            raise ProtocolError("pools_sent: this worker offered no pool socket")
+        for _ in range(count):
+            conn, _ = self.listener.accept()
+            with conn:
+                uid = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)[4:8]
+                if int.from_bytes(uid, sys.byteorder) != os.geteuid():
+                    raise ProtocolError("pools_sent: a process of another user connected to the pool socket")
+                conn.settimeout(30)
+                _, fds, _, _ = socket.recv_fds(conn, 1, 1)
+            if len(fds) != 1:
+                for fd in fds:
+                    os.close(fd)
+                raise ProtocolError("pools_sent: expected one descriptor per connection but found %d" % len(fds))
+            pool = ctypes.c_void_p()
+            try:
+                _check(_cuda.cuMemPoolImportFromShareableHandle(ctypes.byref(pool), ctypes.c_void_p(fds[0]),
+                                                                _POSIX_FD, ctypes.c_ulonglong(0)),
+                       "cuMemPoolImportFromShareableHandle")
+            finally:
+                os.close(fds[0])
+            flags = ctypes.c_int()
+            here = _Location(_DEVICE_LOCATION, device)
+            _check(_cuda.cuMemPoolGetAccess(ctypes.byref(flags), pool, ctypes.byref(here)), "cuMemPoolGetAccess")
+            if flags.value != _READ_WRITE:
+                desc = _AccessDesc(here, _READ_WRITE)
+                _check(_cuda.cuMemPoolSetAccess(pool, ctypes.byref(desc), ctypes.c_size_t(1)), "cuMemPoolSetAccess")
+            self.pools.append(pool)
+
+    def import_pointer(self, entry, path):
+        """Maps one allocation of a pool: (pointer, size). The caller frees it with cuMemFree."""
+        if not isinstance(entry, dict) or set(entry) - {"pool", "pointer"}:
+            raise ProtocolError("%s: expected {\"pool\": index, \"pointer\": hex}" % path)
+        k, hexdata = entry.get("pool"), entry.get("pointer")
+        if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < len(self.pools):
+            raise ProtocolError("%s.pool: expected an index below %d but found %r" % (path, len(self.pools), k))
+        if not isinstance(hexdata, str) or len(hexdata) != 128:
+            raise ProtocolError("%s.pointer: expected 128 hex digits" % path)
+        try:
+            data = (ctypes.c_ubyte * 64).from_buffer_copy(bytes.fromhex(hexdata))
+        except ValueError:
+            raise ProtocolError("%s.pointer: expected 128 hex digits" % path)
+        ptr = ctypes.c_uint64()
+        _check(_cuda.cuMemPoolImportPointer(ctypes.byref(ptr), self.pools[k], ctypes.byref(data)),
+               "cuMemPoolImportPointer")
+        try:
+            return ptr.value, _address_range(ptr.value)[1]
+        except Exception:
+            _cuda.cuMemFree_v2(ctypes.c_uint64(ptr.value))
+            raise
+
+    def close(self):
+        if self.listener is not None:
+            self.listener.close()
+            shutil.rmtree(self.directory, ignore_errors=True)
+            self.listener = None
 
 
 def as_torch(array):
@@ -139,6 +249,8 @@ class Worker:
         self.results = {}  # export id -> what keeps a result alive until the JVM's close message
         self.events = []  # interprocess events free for reuse
         self.stream = None
+        self.pools = _Pools()
+        self.imported = []  # (pointer, size) of pool allocations imported for the current call
 
     # ---- the channel
     def _read(self, limit):
@@ -177,7 +289,13 @@ class Worker:
         return [h.lower() for h in hexhandles]
 
     def _inside_mapped(self, ptr):
-        return any(base <= ptr < base + size for base, size in self.mapped.values())
+        return any(base <= ptr < base + size for base, size in list(self.mapped.values()) + self.imported)
+
+    def _free_imported(self):
+        """Frees this call's pool imports: the JVM frees the memory only after the close message that follows."""
+        imported, self.imported = self.imported, []
+        for ptr, _ in imported:
+            _check(_cuda.cuMemFree_v2(ctypes.c_uint64(ptr)), "cuMemFree")
 
     def _wait(self, event_handle):
         if event_handle is not None:
@@ -307,17 +425,25 @@ class Worker:
     # ---- the loop
     def _call(self, header, d):
         payload = header["payload"]
-        if d.get("devicebridge_ipc") != 1 or d.get("kind") != payload:
-            raise ProtocolError("call %d: expected a version 1 %s descriptor" % (header["seq"], payload))
+        versions = (1, 2) if payload == "arrow_batch" else (1,)
+        if d.get("devicebridge_ipc") not in versions or d.get("kind") != payload:
+            raise ProtocolError("call %d: expected a %s descriptor of version %s" % (header["seq"], payload, versions))
+        pointers = d.get("pool_pointers", []) if d.get("devicebridge_ipc") == 2 else []
+        if not isinstance(pointers, list) or len(pointers) + len(d.get("handles", [])) > 1 << 16:
+            raise ProtocolError("pool_pointers: expected a list of at most 65536 allocations")
         with cupy.cuda.Device(d["device"]):
             if self.stream is None:
                 self.stream = cupy.cuda.Stream(non_blocking=True)
             unmapped = self._unmap(header.get("unmap", []))
+            self.pools.take(header.get("pools_sent", 0), d["device"])
             keep, answer = [], None
             try:
                 with self.stream:
                     if payload == "arrow_batch":
                         bases = [self._map(h.lower()) for h in d["handles"]]
+                        for k, entry in enumerate(pointers):
+                            self.imported.append(self.pools.import_pointer(entry, "pool_pointers[%d]" % k))
+                        bases += self.imported
                         self._wait(d["event_handle"])
                         data = DeviceBatch(base64.b64decode(d["schema"]), self._node(bases, d["array"], "array"),
                                            d["device"])
@@ -341,6 +467,8 @@ class Worker:
                 text = ("%s: %s" % (type(e).__name__, e))[:MAX_ERROR_CHARS] or "error"
                 answer = [self._header("error", seq=header["seq"], message=text, unmapped=unmapped)]
             finally:
+                self.stream.synchronize()  # no work reads the pool imports any more
+                self._free_imported()
                 handles = d.get("handles") or [d.get("mem_handle")]
                 self._unmap([handles[k] for k in header.get("transient", []) if 0 <= k < len(handles)])
             self._send(*answer, {"devicebridge_ipc_closed": d["id"]})
@@ -362,7 +490,9 @@ class Worker:
                                     % (PROTOCOL, m.get("devicebridge_worker")))
             kind = m.get("kind")
             if kind == "hello":
-                self._send(self._header("hello", pid=os.getpid()))
+                offered = self.pools.offer()
+                extra = {} if offered is None else {"pool_socket": offered}
+                self._send(self._header("hello", pid=os.getpid(), **extra))
             elif kind == "call":
                 seq += 1
                 if m.get("seq") != seq or m.get("payload") not in MAX_DESCRIPTOR_BYTES:
@@ -393,7 +523,11 @@ def serve(function=identity, fin=None, fout=None):
         sys.stdout = sys.stderr
     if fin is None:
         fin = sys.stdin.buffer
-    Worker(function, fin, fout).run()
+    worker = Worker(function, fin, fout)
+    try:
+        worker.run()
+    finally:
+        worker.pools.close()
 
 
 def _function(spec):

@@ -104,7 +104,7 @@ class IpcBatchDescriptorTest {
         Node root = new Node(3, 0, 0, Arrays.asList((BufferRef) null), List.of(ints, strings), null);
         byte[] schema = schemaMessage(Field.nullable("i", new ArrowType.Int(32, true)),
                 Field.notNullable("s", ArrowType.Utf8.INSTANCE));
-        return new IpcBatchDescriptor("id-\"1\"", 0, schema, List.of(handle(1), handle(2)), root, event);
+        return new IpcBatchDescriptor("id-\"1\"", 0, schema, List.of(handle(1), handle(2)), List.of(), root, event);
     }
 
     @Test
@@ -159,7 +159,7 @@ class IpcBatchDescriptorTest {
         assertEquals(Category.FORMAT, refused(good.substring(0, good.length() - 1)).category());
         assertEquals(Category.FORMAT, refused("[1, 2]").category());
         assertEquals(Category.FORMAT, refused(good + " x").category());
-        refused(good.replace("\"devicebridge_ipc\": 1", "\"devicebridge_ipc\": 2"), Category.VERSION, "devicebridge_ipc");
+        refused(good.replace("\"devicebridge_ipc\": 1", "\"devicebridge_ipc\": 3"), Category.VERSION, "devicebridge_ipc");
         refused(good.replace("\"arrow_batch\"", "\"tensor\""), Category.FORMAT, "kind");
         refused(good.replace("\"device\": 0", "\"device\": -1"), Category.DEVICE, "device");
         refused(good.replace("\"device\": 0", "\"device\": 0.5"), Category.FORMAT, "device");
@@ -263,7 +263,7 @@ class IpcBatchDescriptorTest {
                 List<Long> bases = new ArrayList<>();
                 Node described = describe(host.root(), bases);
                 IpcBatchDescriptor d = IpcBatchDescriptor.parse(new IpcBatchDescriptor("cpu", 0,
-                        IpcSchemas.serialize(schema), bases.stream().map(b -> handle(b.intValue())).toList(), described,
+                        IpcSchemas.serialize(schema), bases.stream().map(b -> handle(b.intValue())).toList(), List.of(), described,
                         null).toJson());
                 SchemaNode type = IpcSchemas.deserialize(d.schema());
                 assertEquals(ArrowJava.toField(schema), ArrowJava.toField(type), "the schema message");

@@ -320,7 +320,7 @@ class IpcBatchPythonTest {
             assertTrue(theirs.array().children().get(0).buffers().get(1).offset() >= 4096,
                     "the buffers lie past the block's base: base handle + offset");
             IpcBatchDescriptor otherDevice = new IpcBatchDescriptor(theirs.id(), Cuda.deviceCount(), theirs.schema(),
-                    theirs.handles(), theirs.array(), theirs.eventHandle());
+                    theirs.handles(), List.of(), theirs.array(), theirs.eventHandle());
             assertEquals(Category.DEVICE, assertThrows(ValidationException.class, () -> IpcBatchImport.open(
                     otherDevice, ValidationLevel.FULL, stream, transfer)).category());
             Node x = theirs.array().children().get(0);
@@ -330,7 +330,7 @@ class IpcBatchPythonTest {
             List<Node> columns = new ArrayList<>(theirs.array().children());
             columns.set(0, new Node(x.length(), x.nullCount(), x.offset(), beyond, x.children(), null));
             IpcBatchDescriptor tooLong = new IpcBatchDescriptor(theirs.id(), DEVICE, theirs.schema(), theirs.handles(),
-                    new Node(theirs.array().length(), 0, 0, theirs.array().buffers(), columns, null), theirs.eventHandle());
+                    List.of(), new Node(theirs.array().length(), 0, 0, theirs.array().buffers(), columns, null), theirs.eventHandle());
             ValidationException e = assertThrows(ValidationException.class,
                     () -> IpcBatchImport.open(tooLong, ValidationLevel.FULL, stream, transfer));
             assertEquals(Category.LENGTH, e.category(), e.getMessage());
@@ -338,7 +338,7 @@ class IpcBatchPythonTest {
             byte[] garbage = new byte[64];
             Arrays.fill(garbage, (byte) 0x5A);
             IpcBatchDescriptor unopenable = new IpcBatchDescriptor("none", DEVICE, theirs.schema(), List.of(garbage),
-                    theirs.array(), null);
+                    List.of(), theirs.array(), null);
             ValidationException h = assertThrows(ValidationException.class,
                     () -> IpcBatchImport.open(unopenable, ValidationLevel.MINIMAL, stream, null));
             assertEquals(Category.DEVICE, h.category(), h.getMessage());

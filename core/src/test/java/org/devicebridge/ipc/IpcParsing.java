@@ -29,7 +29,7 @@ public final class IpcParsing {
     /** {@return the descriptor line of a batch}, written by {@link IpcBatchDescriptor#toJson()} */
     public static String batchJson(String id, int device, byte[] schema, List<byte[]> handles, NodeSpec root,
                                    byte[] eventHandle) {
-        return new IpcBatchDescriptor(id, device, schema, handles, node(root), eventHandle).toJson();
+        return new IpcBatchDescriptor(id, device, schema, handles, List.of(), node(root), eventHandle).toJson();
     }
 
     private static IpcBatchDescriptor.Node node(NodeSpec n) {

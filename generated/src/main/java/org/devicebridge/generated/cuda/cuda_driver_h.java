@@ -392,6 +392,15 @@ public class cuda_driver_h extends cuda_driver_h$shared {
     public static int CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED() {
         return CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED;
     }
+    private static final int CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES = (int)119L;
+    /**
+     * {@snippet lang=c :
+     * enum CUdevice_attribute_enum.CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES = 119
+     * }
+     */
+    public static int CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES() {
+        return CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES;
+    }
     private static final int CU_POINTER_ATTRIBUTE_CONTEXT = (int)1L;
     /**
      * {@snippet lang=c :
@@ -670,6 +679,60 @@ public class cuda_driver_h extends cuda_driver_h$shared {
      */
     public static int CU_MEMPOOL_ATTR_USED_MEM_HIGH() {
         return CU_MEMPOOL_ATTR_USED_MEM_HIGH;
+    }
+    private static final int CU_MEM_ALLOCATION_TYPE_INVALID = (int)0L;
+    /**
+     * {@snippet lang=c :
+     * enum CUmemAllocationType_enum.CU_MEM_ALLOCATION_TYPE_INVALID = 0
+     * }
+     */
+    public static int CU_MEM_ALLOCATION_TYPE_INVALID() {
+        return CU_MEM_ALLOCATION_TYPE_INVALID;
+    }
+    private static final int CU_MEM_ALLOCATION_TYPE_PINNED = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum CUmemAllocationType_enum.CU_MEM_ALLOCATION_TYPE_PINNED = 1
+     * }
+     */
+    public static int CU_MEM_ALLOCATION_TYPE_PINNED() {
+        return CU_MEM_ALLOCATION_TYPE_PINNED;
+    }
+    private static final int CU_MEM_HANDLE_TYPE_NONE = (int)0L;
+    /**
+     * {@snippet lang=c :
+     * enum CUmemAllocationHandleType_enum.CU_MEM_HANDLE_TYPE_NONE = 0
+     * }
+     */
+    public static int CU_MEM_HANDLE_TYPE_NONE() {
+        return CU_MEM_HANDLE_TYPE_NONE;
+    }
+    private static final int CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum CUmemAllocationHandleType_enum.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1
+     * }
+     */
+    public static int CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR() {
+        return CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    }
+    private static final int CU_MEM_LOCATION_TYPE_INVALID = (int)0L;
+    /**
+     * {@snippet lang=c :
+     * enum CUmemLocationType_enum.CU_MEM_LOCATION_TYPE_INVALID = 0
+     * }
+     */
+    public static int CU_MEM_LOCATION_TYPE_INVALID() {
+        return CU_MEM_LOCATION_TYPE_INVALID;
+    }
+    private static final int CU_MEM_LOCATION_TYPE_DEVICE = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum CUmemLocationType_enum.CU_MEM_LOCATION_TYPE_DEVICE = 1
+     * }
+     */
+    public static int CU_MEM_LOCATION_TYPE_DEVICE() {
+        return CU_MEM_LOCATION_TYPE_DEVICE;
     }
 
     private static class cuGetErrorName {
@@ -2371,6 +2434,376 @@ public class cuda_driver_h extends cuda_driver_h$shared {
                 traceDowncall("cuMemAllocFromPoolAsync", dptr, bytesize, pool, hStream);
             }
             return (int)mh$.invokeExact(dptr, bytesize, pool, hStream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cuMemPoolCreate {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_driver_h.C_INT,
+            cuda_driver_h.C_POINTER,
+            cuda_driver_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cuMemPoolCreate").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cuMemPoolCreate"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+     * }
+     */
+    public static FunctionDescriptor cuMemPoolCreate$descriptor() {
+        return cuMemPoolCreate.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+     * }
+     */
+    public static MethodHandle cuMemPoolCreate$handle() {
+        return cuMemPoolCreate.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+     * }
+     */
+    public static MemorySegment cuMemPoolCreate$address() {
+        return cuMemPoolCreate.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+     * }
+     */
+    public static int cuMemPoolCreate(MemorySegment pool, MemorySegment poolProps) {
+        var mh$ = cuMemPoolCreate.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cuMemPoolCreate", pool, poolProps);
+            }
+            return (int)mh$.invokeExact(pool, poolProps);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cuMemPoolDestroy {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_driver_h.C_INT,
+            cuda_driver_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cuMemPoolDestroy").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cuMemPoolDestroy"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolDestroy(CUmemoryPool pool)
+     * }
+     */
+    public static FunctionDescriptor cuMemPoolDestroy$descriptor() {
+        return cuMemPoolDestroy.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolDestroy(CUmemoryPool pool)
+     * }
+     */
+    public static MethodHandle cuMemPoolDestroy$handle() {
+        return cuMemPoolDestroy.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolDestroy(CUmemoryPool pool)
+     * }
+     */
+    public static MemorySegment cuMemPoolDestroy$address() {
+        return cuMemPoolDestroy.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * CUresult cuMemPoolDestroy(CUmemoryPool pool)
+     * }
+     */
+    public static int cuMemPoolDestroy(MemorySegment pool) {
+        var mh$ = cuMemPoolDestroy.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cuMemPoolDestroy", pool);
+            }
+            return (int)mh$.invokeExact(pool);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cuMemPoolExportToShareableHandle {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_driver_h.C_INT,
+            cuda_driver_h.C_POINTER,
+            cuda_driver_h.C_POINTER,
+            cuda_driver_h.C_INT,
+            cuda_driver_h.C_LONG_LONG
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cuMemPoolExportToShareableHandle").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cuMemPoolExportToShareableHandle"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType, unsigned long long flags)
+     * }
+     */
+    public static FunctionDescriptor cuMemPoolExportToShareableHandle$descriptor() {
+        return cuMemPoolExportToShareableHandle.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType, unsigned long long flags)
+     * }
+     */
+    public static MethodHandle cuMemPoolExportToShareableHandle$handle() {
+        return cuMemPoolExportToShareableHandle.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType, unsigned long long flags)
+     * }
+     */
+    public static MemorySegment cuMemPoolExportToShareableHandle$address() {
+        return cuMemPoolExportToShareableHandle.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType, unsigned long long flags)
+     * }
+     */
+    public static int cuMemPoolExportToShareableHandle(MemorySegment handle_out, MemorySegment pool, int handleType, long flags) {
+        var mh$ = cuMemPoolExportToShareableHandle.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cuMemPoolExportToShareableHandle", handle_out, pool, handleType, flags);
+            }
+            return (int)mh$.invokeExact(handle_out, pool, handleType, flags);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cuMemPoolImportFromShareableHandle {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_driver_h.C_INT,
+            cuda_driver_h.C_POINTER,
+            cuda_driver_h.C_POINTER,
+            cuda_driver_h.C_INT,
+            cuda_driver_h.C_LONG_LONG
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cuMemPoolImportFromShareableHandle").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cuMemPoolImportFromShareableHandle"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle, CUmemAllocationHandleType handleType, unsigned long long flags)
+     * }
+     */
+    public static FunctionDescriptor cuMemPoolImportFromShareableHandle$descriptor() {
+        return cuMemPoolImportFromShareableHandle.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle, CUmemAllocationHandleType handleType, unsigned long long flags)
+     * }
+     */
+    public static MethodHandle cuMemPoolImportFromShareableHandle$handle() {
+        return cuMemPoolImportFromShareableHandle.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle, CUmemAllocationHandleType handleType, unsigned long long flags)
+     * }
+     */
+    public static MemorySegment cuMemPoolImportFromShareableHandle$address() {
+        return cuMemPoolImportFromShareableHandle.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle, CUmemAllocationHandleType handleType, unsigned long long flags)
+     * }
+     */
+    public static int cuMemPoolImportFromShareableHandle(MemorySegment pool_out, MemorySegment handle, int handleType, long flags) {
+        var mh$ = cuMemPoolImportFromShareableHandle.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cuMemPoolImportFromShareableHandle", pool_out, handle, handleType, flags);
+            }
+            return (int)mh$.invokeExact(pool_out, handle, handleType, flags);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cuMemPoolExportPointer {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_driver_h.C_INT,
+            cuda_driver_h.C_POINTER,
+            cuda_driver_h.C_LONG_LONG
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cuMemPoolExportPointer").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cuMemPoolExportPointer"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr)
+     * }
+     */
+    public static FunctionDescriptor cuMemPoolExportPointer$descriptor() {
+        return cuMemPoolExportPointer.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr)
+     * }
+     */
+    public static MethodHandle cuMemPoolExportPointer$handle() {
+        return cuMemPoolExportPointer.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr)
+     * }
+     */
+    public static MemorySegment cuMemPoolExportPointer$address() {
+        return cuMemPoolExportPointer.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr)
+     * }
+     */
+    public static int cuMemPoolExportPointer(MemorySegment shareData_out, long ptr) {
+        var mh$ = cuMemPoolExportPointer.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cuMemPoolExportPointer", shareData_out, ptr);
+            }
+            return (int)mh$.invokeExact(shareData_out, ptr);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cuMemPoolImportPointer {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_driver_h.C_INT,
+            cuda_driver_h.C_POINTER,
+            cuda_driver_h.C_POINTER,
+            cuda_driver_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.find("cuMemPoolImportPointer").orElseThrow(() -> new UnsatisfiedLinkError("unresolved symbol: cuMemPoolImportPointer"));
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData *shareData)
+     * }
+     */
+    public static FunctionDescriptor cuMemPoolImportPointer$descriptor() {
+        return cuMemPoolImportPointer.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData *shareData)
+     * }
+     */
+    public static MethodHandle cuMemPoolImportPointer$handle() {
+        return cuMemPoolImportPointer.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData *shareData)
+     * }
+     */
+    public static MemorySegment cuMemPoolImportPointer$address() {
+        return cuMemPoolImportPointer.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData *shareData)
+     * }
+     */
+    public static int cuMemPoolImportPointer(MemorySegment ptr_out, MemorySegment pool, MemorySegment shareData) {
+        var mh$ = cuMemPoolImportPointer.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cuMemPoolImportPointer", ptr_out, pool, shareData);
+            }
+            return (int)mh$.invokeExact(ptr_out, pool, shareData);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
