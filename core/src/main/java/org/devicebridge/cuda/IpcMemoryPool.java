@@ -110,6 +110,14 @@ final class IpcMemoryPool {
             MemorySegment pool = out.get(ADDRESS, 0);
             try {
                 setThreshold(pool, DeviceMemoryPool.releaseThreshold(device));
+                // The driver exports pointers only of a pool exported once (CUDA_ERROR_INVALID_VALUE before):
+                // export it now, so that every allocation's pointer can be shared, and close that descriptor.
+                int fd = exportFd(device, pool);
+                try {
+                    UnixFds.close(fd);
+                } catch (IOException e) {
+                    throw new DeviceBridgeException("closing the pool's file descriptor failed: " + e.getMessage(), e);
+                }
             } catch (RuntimeException e) {
                 try {
                     CudaDriver.check("cuMemPoolDestroy", cuda_driver_h.cuMemPoolDestroy(pool));
@@ -164,18 +172,7 @@ final class IpcMemoryPool {
                     + " share a memory pool as a POSIX file descriptor (CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES"
                     + " lacks CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)", device));
         }
-        int fd;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(JAVA_INT);
-            long saved = CudaContext.enter(device);
-            try {
-                CudaDriver.check("cuMemPoolExportToShareableHandle", cuda_driver_h.cuMemPoolExportToShareableHandle(
-                        out, pool, cuda_driver_h.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR(), 0L));
-            } finally {
-                CudaContext.exit(saved);
-            }
-            fd = out.get(JAVA_INT, 0);
-        }
+        int fd = exportFd(device, pool);
         DeviceBridgeException failure = null;
         try {
             UnixFds.send(socketPath, peerPid, fd);
@@ -195,6 +192,21 @@ final class IpcMemoryPool {
         }
         if (failure != null) {
             throw failure;
+        }
+    }
+
+    /** A new POSIX file descriptor of {@code pool} ({@code cuMemPoolExportToShareableHandle}); the caller closes it. */
+    private static int exportFd(int device, MemorySegment pool) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(JAVA_INT);
+            long saved = CudaContext.enter(device);
+            try {
+                CudaDriver.check("cuMemPoolExportToShareableHandle", cuda_driver_h.cuMemPoolExportToShareableHandle(
+                        out, pool, cuda_driver_h.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR(), 0L));
+            } finally {
+                CudaContext.exit(saved);
+            }
+            return out.get(JAVA_INT, 0);
         }
     }
 }

@@ -77,7 +77,7 @@ public final class WorkerChannel implements AutoCloseable {
             FAILED
         }
 
-        private final Reason reason;
+        /** What happened to the worker. */ private final Reason reason;
 
         /**
          * An exception for {@code reason}.
