@@ -286,9 +286,7 @@ class PackageLayoutTest {
             // Flight, the Arrow Java bridge, DLPack, the plumbing, IPC and Python: their own parts of the 1.0 work
             "org.devicebridge.arrow.flight.ClientCalls.put", "org.devicebridge.arrow.flight.ClientCalls.putRoots",
             "org.devicebridge.arrow.flight.ClientCalls.write", "org.devicebridge.arrow.flight.FlightCalls.send",
-            "org.devicebridge.arrow.flight.FlightCalls.serve", "org.devicebridge.arrow.java.ExportArrayWriter.planVector",
-            "org.devicebridge.arrow.java.ExportBlock.writeRoot", "org.devicebridge.arrow.java.ExportRewrites.childReadFor",
-            "org.devicebridge.arrow.java.ExportRewrites.narrowDecimals", "org.devicebridge.arrow.java.ExportRewrites.sparseTypeIds",
+            "org.devicebridge.arrow.flight.FlightCalls.serve",
             "org.devicebridge.dlpack.Geometry.<init>", "org.devicebridge.dlpack.Geometry.of",
             "org.devicebridge.dlpack.ImportedTensor.<init>", "org.devicebridge.dlpack.ImportedTensor.create",
             "org.devicebridge.dlpack.TensorReader.wrap", "org.devicebridge.dlpack.TensorSpec.<init>",
