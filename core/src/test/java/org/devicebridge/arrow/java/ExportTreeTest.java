@@ -107,7 +107,7 @@ class ExportTreeTest {
         MemorySegment array = arena.allocate(ArrowArray.layout());
         long exports = org.devicebridge.internal.ExportRegistry.outstandingExports();
         try (VectorSchemaRoot root = longs(3, 10)) {
-            ArrowJava.exportRoot(root, array, null);
+            ArrowJava.exportRoot(root, null, array, null);
         }
         assertEquals(exports + 1, org.devicebridge.internal.ExportRegistry.outstandingExports(), "one registry entry");
         assertEquals(liveBefore + 4, ExportRuntime.liveNodes());
@@ -127,7 +127,7 @@ class ExportTreeTest {
         MemorySegment array = arena.allocate(ArrowArray.layout());
         MemorySegment copy = arena.allocate(ArrowArray.layout());
         try (VectorSchemaRoot root = longs(2, 5)) {
-            ArrowJava.exportRoot(root, array, null);
+            ArrowJava.exportRoot(root, null, array, null);
         }
         copy.copyFrom(array);
         release(array);
@@ -142,7 +142,7 @@ class ExportTreeTest {
     void aMovedChildReleasedTwiceIsReleasedOnceAndTheSecondIsStale() {
         MemorySegment array = arena.allocate(ArrowArray.layout());
         try (VectorSchemaRoot root = longs(3, 5)) {
-            ArrowJava.exportRoot(root, array, null);
+            ArrowJava.exportRoot(root, null, array, null);
         }
         MemorySegment moved = moveOut(child(array, 1));
         MemorySegment copy = arena.allocate(ArrowArray.layout());
@@ -162,7 +162,7 @@ class ExportTreeTest {
     void forgedPrivateDataIsCountedAsStaleAndTouchesNothing() {
         MemorySegment array = arena.allocate(ArrowArray.layout());
         try (VectorSchemaRoot root = longs(2, 5)) {
-            ArrowJava.exportRoot(root, array, null);
+            ArrowJava.exportRoot(root, null, array, null);
         }
         long live = ExportRuntime.liveNodes();
         long privateData = ArrowArray.private_data(array).address();
@@ -187,7 +187,7 @@ class ExportTreeTest {
         try (Arena shared = Arena.ofShared()) {
             List<MemorySegment> moved = new ArrayList<>();
             try (VectorSchemaRoot root = longs(columns, 64)) {
-                ArrowJava.exportRoot(root, array, null);
+                ArrowJava.exportRoot(root, null, array, null);
             }
             for (int i = 0; i < columns; i += 2) {
                 MemorySegment m = shared.allocate(ArrowArray.layout());
@@ -241,7 +241,7 @@ class ExportTreeTest {
         Schema s;
         try (VectorSchemaRoot root = nulls(columns, 3)) {
             s = root.getSchema();
-            ArrowJava.exportRoot(root, array, schema);
+            ArrowJava.exportRoot(root, null, array, schema);
         }
         assertEquals(liveBefore + 2 * (columns + 1), ExportRuntime.liveNodes());
         MemorySegment last = moveOut(child(array, columns - 1));
