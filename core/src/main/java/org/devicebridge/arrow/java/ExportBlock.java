@@ -14,7 +14,8 @@ import org.devicebridge.internal.Native;
  * registers its block ({@link ExportRuntime.Tree}), then fills the block. The block (child structs, pointer
  * arrays, variadic sizes, node table) is composed in the thread's reused {@code long[]} image and copied
  * into native memory at once, so a batch of n nodes costs one bounds-checked copy instead of some 16n
- * checked stores; the caller's root struct is composed in the same image, after the block, and copied out on its own.
+ * checked stores; the caller's root struct is composed in the same image, after the block, and copied out
+ * on its own.
  */
 final class ExportBlock {
     private static final MemorySegment ALL = ExportRuntime.ALL;
