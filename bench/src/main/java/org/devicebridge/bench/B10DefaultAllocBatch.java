@@ -85,7 +85,7 @@ final class B10DefaultAllocBatch implements AutoCloseable {
             }
             stream.synchronize();
             MemorySegment schemaStruct = org.devicebridge.generated.arrow.ArrowSchema.allocate(arena);
-            ArrowJava.exportSchema(arrowSchema, schemaStruct);
+            ArrowJava.exportSchema(arrowSchema, null, schemaStruct);
             schema = ArrowImport.importSchema(schemaStruct);
             MemorySegment deviceArray = fill(arena, owned, uploaded.length(), device);
             int before = RELEASES.get();

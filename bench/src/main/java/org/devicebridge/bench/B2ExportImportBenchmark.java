@@ -131,7 +131,7 @@ public class B2ExportImportBenchmark {
             array = ArrowArray.allocate(arena);
             schemaStruct = ArrowSchema.allocate(arena);
             if (!includeSchema) {
-                ArrowJava.exportSchema(root.getSchema(), schemaStruct);
+                ArrowJava.exportSchema(root.getSchema(), null, schemaStruct);
                 importedSchema = ArrowImport.importSchema(schemaStruct);
                 cTarget = VectorSchemaRoot.create(root.getSchema(), allocator);
             }
@@ -156,12 +156,12 @@ public class B2ExportImportBenchmark {
          */
         ImportedArray exportAndImport(Arena scope) {
             if (includeSchema) {
-                ArrowJava.exportRoot(root, array, schemaStruct);
+                ArrowJava.exportRoot(root, null, array, schemaStruct);
                 try (ImportedSchema s = ArrowImport.importSchema(schemaStruct)) {
                     return ArrowImport.importArray(s.root(), array, ValidationLevel.DEFAULT, scope);
                 }
             }
-            ArrowJava.exportRoot(root, array, null);
+            ArrowJava.exportRoot(root, null, array, null);
             return ArrowImport.importArray(importedSchema.root(), array, ValidationLevel.DEFAULT, scope);
         }
     }
@@ -263,11 +263,12 @@ public class B2ExportImportBenchmark {
 
     /**
      * The export alone (a diagnostic for the export's share of {@link #viewRead}): the batch exported into a
-     * struct this library allocates ({@code ArrowJava.exportRoot(root)}), then released by the handle's close.
+     * struct this library allocates ({@code ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null))}),
+     * then released by the handle's close.
      */
     @Benchmark
     public long exportRelease(Batch b) {
-        try (ExportedArray e = ArrowJava.exportRoot(b.root)) {
+        try (ExportedArray e = ExportedArray.allocate(out -> ArrowJava.exportRoot(b.root, null, out, null))) {
             return e.segment().get(ValueLayout.JAVA_LONG, 0);
         }
     }

@@ -136,7 +136,7 @@ public class B3ZeroCopyBenchmark {
             try (VectorSchemaRoot root = Batches.int64Root(allocator, 1, Math.toIntExact(bytes / 8))) {
                 batch = CudaArrow.upload(root, DeviceCopies.of(transfer, stream));
                 MemorySegment schemaStruct = ArrowSchema.allocate(arena);
-                ArrowJava.exportSchema(root.getSchema(), schemaStruct);
+                ArrowJava.exportSchema(root.getSchema(), null, schemaStruct);
                 schema = ArrowImport.importSchema(schemaStruct);
             }
             stream.synchronize();
@@ -185,7 +185,7 @@ public class B3ZeroCopyBenchmark {
 
     @Benchmark
     public long cpuExportImport(Host h) {
-        ArrowJava.exportVector((BigIntVector) h.root.getVector(0), h.array);
+        ArrowJava.exportVector((BigIntVector) h.root.getVector(0), null, h.array, null);
         try (ImportedArray imported = ArrowImport.importArray(h.schema.root(), h.array, ValidationLevel.DEFAULT)) {
             return imported.root().length();
         }

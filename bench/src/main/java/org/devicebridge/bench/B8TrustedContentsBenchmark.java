@@ -79,7 +79,7 @@ public class B8TrustedContentsBenchmark {
         arena = Arena.ofShared();
         array = ArrowArray.allocate(arena);
         schemaStruct = ArrowSchema.allocate(arena);
-        ArrowJava.exportSchema(root.getSchema(), schemaStruct);
+        ArrowJava.exportSchema(root.getSchema(), null, schemaStruct);
         importedSchema = ArrowImport.importSchema(schemaStruct);
     }
 
@@ -107,7 +107,7 @@ public class B8TrustedContentsBenchmark {
     }
 
     private ImportedArray exportAndImport(ValidationLevel level, Arena scope) {
-        ArrowJava.exportRoot(root, array, null);
+        ArrowJava.exportRoot(root, null, array, null);
         return ArrowImport.importArray(importedSchema.root(), array, level, scope);
     }
 

@@ -83,7 +83,7 @@ final class IpcSchemas {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment c = arena.allocate(ArrowSchema.layout());
-            ArrowJava.exportSchema(schema, c);
+            ArrowJava.exportSchema(schema, null, c);
             try (ImportedSchema imported = ArrowImport.importSchema(c)) {
                 return imported.root(); // plain Java data, usable after close
             }

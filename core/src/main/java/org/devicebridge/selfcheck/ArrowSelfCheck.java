@@ -104,7 +104,7 @@ final class ArrowSelfCheck implements SelfCheckSection {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment schema = ArrowSchema.allocate(arena);
             MemorySegment array = ArrowArray.allocate(arena);
-            ArrowJava.exportRoot(table, array, schema);
+            ArrowJava.exportRoot(table, null, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema)) {
                 ImportedArray a = ArrowImport.importArray(s.root(), array, ValidationLevel.FULL);
                 return ArrowJava.importVectorSchemaRoot(allocator, a, null);
@@ -116,8 +116,8 @@ final class ArrowSelfCheck implements SelfCheckSection {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment schema = ArrowSchema.allocate(arena);
             MemorySegment array = ArrowDeviceArray.allocate(arena);
-            ArrowJava.exportSchema(table.getSchema(), schema);
-            ArrowJava.exportDeviceArray(table, array);
+            ArrowJava.exportSchema(table.getSchema(), null, schema);
+            ArrowJava.exportDeviceArray(table, null, array);
             try (ImportedSchema s = ArrowImport.importSchema(schema)) {
                 ImportedArray a = ArrowImport.importDeviceArray(s.root(), array, ValidationLevel.FULL);
                 return ArrowJava.importVectorSchemaRoot(allocator, a, null);

@@ -89,7 +89,7 @@ public final class AccessChild {
             case "pythonAvailable" -> Boolean.toString(PythonRuntime.isAvailable());
             case "python" -> PythonRuntime.get().toString();
             case "arrowExport" -> {
-                ArrowJava.exportRoot((org.apache.arrow.vector.VectorSchemaRoot) null, null, null);
+                ArrowJava.exportRoot((org.apache.arrow.vector.VectorSchemaRoot) null, null, null, null);
                 yield "";
             }
             case "arrowJavaImport" -> ArrowJava.toField(null).toString();

@@ -62,7 +62,7 @@ class ConcurrencyTest {
             long held = allocator.getAllocatedMemory();
             for (int i = 0; i < N; i++) {
                 MemorySegment out = arena.allocate(ArrowArray.layout());
-                ArrowJava.exportVector(v, out);
+                ArrowJava.exportVector(v, null, out, null);
                 assertEquals(exports + 1, ExportRegistry.outstandingExports(), "outstanding exports while exported");
                 NativeThreads.runOnNativeThread(ArrowArray.release(out), out);
                 assertEquals(MemorySegment.NULL, ArrowArray.release(out), "release marks the struct released");
@@ -129,7 +129,7 @@ class ConcurrencyTest {
                     for (int i = 0; i < N; i++) {
                         int id = i;
                         MemorySegment array = arena.allocate(ArrowArray.layout());
-                        ArrowJava.exportVector(v, array);
+                        ArrowJava.exportVector(v, null, array, null);
                         ExportedTensor t = DLPack.exportVersioned(TensorSpec.of(data, DType.FLOAT32, 4),
                                 () -> owners.incrementAndGet(id));
                         queue.put(new MemorySegment[] {array, t.transferOwnership().reinterpret(DLManagedTensorVersioned.sizeof())});

@@ -254,11 +254,11 @@ class IpcBatchDescriptorTest {
         try (VectorSchemaRoot root = new VectorSchemaRoot(vectors); Arena arena = Arena.ofConfined()) {
             root.setRowCount(rows);
             SchemaNode schema;
-            try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema());
+            try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
                  ImportedSchema is = ArrowImport.importSchema(es.segment())) {
                 schema = is.root();
             }
-            try (ExportedArray ea = ArrowJava.exportRoot(root);
+            try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
                  ImportedArray host = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 List<Long> bases = new ArrayList<>();
                 Node described = describe(host.root(), bases);

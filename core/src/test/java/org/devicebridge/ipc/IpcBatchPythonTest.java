@@ -190,7 +190,7 @@ class IpcBatchPythonTest {
 
     /** The schema of {@code root} as the library imports it. */
     private static SchemaNode schemaOf(VectorSchemaRoot root) {
-        try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema());
+        try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
              ImportedSchema is = ArrowImport.importSchema(es.segment())) {
             return is.root();
         }
@@ -202,7 +202,7 @@ class IpcBatchPythonTest {
      */
     private static CudaArrowBatch inMemAlloc(VectorSchemaRoot root, CudaStream stream, HostDeviceTransfer transfer) {
         SchemaNode schema = schemaOf(root);
-        try (ExportedArray ea = ArrowJava.exportRoot(root);
+        try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
              ImportedArray host = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT);
              Arena arena = Arena.ofConfined()) {
             List<MemorySegment> sources = new ArrayList<>();

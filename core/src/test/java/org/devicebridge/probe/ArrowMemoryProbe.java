@@ -82,7 +82,7 @@ public final class ArrowMemoryProbe {
             try (Arena structs = Arena.ofConfined()) {
                 MemorySegment schema = ArrowImport.allocateSchema(structs);
                 MemorySegment array = ArrowImport.allocateArray(structs);
-                ArrowJava.exportRoot(table, array, schema);
+                ArrowJava.exportRoot(table, null, array, schema);
                 try (ImportedSchema s = ArrowImport.importSchema(schema);
                      VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
                              ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {

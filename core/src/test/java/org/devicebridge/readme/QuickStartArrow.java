@@ -29,7 +29,7 @@ public class QuickStartArrow {
             MemorySegment array = ArrowImport.allocateArray(structs);
 
             // Export (zero-copy), then import: the handles own the structs, close() releases them.
-            ArrowJava.exportRoot(table, array, schema);
+            ArrowJava.exportRoot(table, null, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
                  ImportedArray batch = ArrowImport.importArray(s.root(), array, ValidationLevel.FULL)) {
                 ArrayNode id = batch.root().children().get(0);
@@ -37,7 +37,7 @@ public class QuickStartArrow {
             }
 
             // Or into Arrow Java in one call, zero-copy: released with the last Arrow buffer.
-            ArrowJava.exportRoot(table, array, schema);
+            ArrowJava.exportRoot(table, null, array, schema);
             try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator, array, schema, null)) {
                 System.out.print(back.contentToTSVString());
             }

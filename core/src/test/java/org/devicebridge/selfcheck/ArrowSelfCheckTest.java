@@ -30,7 +30,7 @@ class ArrowSelfCheckTest {
                 try (VectorSchemaRoot one = VectorSchemaRoot.of(v); Arena arena = Arena.ofConfined()) {
                     MemorySegment schema = ArrowSchema.allocate(arena);
                     MemorySegment array = ArrowArray.allocate(arena);
-                    ArrowJava.exportRoot(one, array, schema);
+                    ArrowJava.exportRoot(one, null, array, schema);
                     try (ImportedSchema s = ArrowImport.importSchema(schema)) {
                         ImportedArray a = ArrowImport.importArray(s.root(), array, ValidationLevel.FULL);
                         try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator, a, null)) {

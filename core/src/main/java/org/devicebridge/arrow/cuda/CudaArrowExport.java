@@ -173,7 +173,7 @@ final class CudaArrowExport {
                                DeviceKind deviceType) implements StreamExport.Source {
         @Override
         public void exportSchema(MemorySegment out) {
-            ArrowJava.exportSchema(schema, out);
+            ArrowJava.exportSchema(schema, null, out);
         }
 
         @Override

@@ -144,7 +144,7 @@ final class CudaArrowUpload {
      */
     private record Inputs(ExportedArray export, ImportedArray host) implements AutoCloseable {
         static Inputs of(VectorSchemaRoot root, DictionaryProvider provider, SchemaNode schema) {
-            ExportedArray ea = ArrowJava.exportRoot(root, provider);
+            ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, provider, out, null));
             try {
                 return new Inputs(ea, ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT));
             } catch (RuntimeException | Error e) {
@@ -184,7 +184,7 @@ final class CudaArrowUpload {
             return last.node();
         }
         SchemaNode node;
-        try (ExportedSchema es = ArrowJava.exportSchema(schema, provider);
+        try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(schema, provider, out));
              ImportedSchema is = ArrowImport.importSchema(es.segment())) {
             node = is.root();
         }

@@ -251,13 +251,13 @@ final class PutAdmission {
         private final ImportedSchema schema;
 
         FullCheck(Schema schema) {
-            try (ExportedSchema exported = ArrowJava.exportSchema(schema)) {
+            try (ExportedSchema exported = ExportedSchema.allocate(out -> ArrowJava.exportSchema(schema, null, out))) {
                 this.schema = ArrowImport.importSchema(exported.segment());
             }
         }
 
         void check(VectorSchemaRoot root) {
-            try (ExportedArray exported = ArrowJava.exportRoot(root);
+            try (ExportedArray exported = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
                  ImportedArray checked = ArrowImport.importArray(schema.root(), exported.segment(), ValidationLevel.FULL)) {
                 // the import is the check; the handles release the structs (the root keeps its buffers)
             }

@@ -1,12 +1,7 @@
 package org.devicebridge.arrow.java;
 
-import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
-import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
-
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.Iterator;
-import java.util.Objects;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -14,23 +9,12 @@ import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
-import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrowImport;
-import org.devicebridge.arrow.ExportedArray;
-import org.devicebridge.arrow.ExportedSchema;
-import org.devicebridge.arrow.ExportedStream;
 import org.devicebridge.arrow.ImportedArray;
-import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
-import org.devicebridge.foreign.ForeignImport;
-import org.devicebridge.foreign.OutStructs;
-import org.devicebridge.foreign.StreamExport;
-import org.devicebridge.generated.arrow.ArrowArrayStream;
-import org.devicebridge.generated.arrow.ArrowDeviceArray;
-import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
 
 /**
  * Arrow Java and the Arrow C Data, Device and Stream interfaces, in one call per job, as Arrow Java's own
@@ -46,9 +30,13 @@ import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
  * {@code device_type = ARROW_DEVICE_CPU}) and the C Stream Interface ({@code ArrowArrayStream},
  * {@code ArrowDeviceArrayStream}).
  *
- * <p>Each method fills either a struct the caller allocated (a native {@link MemorySegment}, at least the
- * struct's size; a zero-length segment such as {@code MemorySegment.ofAddress(p)} is taken to point at a
- * whole struct) or a struct this library allocates and returns as an owning handle. The struct's
+ * <p>Each method fills a struct the caller allocated (a native {@link MemorySegment}, at least the struct's
+ * size; a zero-length segment such as {@code MemorySegment.ofAddress(p)} is taken to point at a whole struct),
+ * as a native engine that hands over its own struct needs. For a struct this library allocates, owned by a
+ * handle, pass the call to {@link org.devicebridge.arrow.ExportedArray#allocate} (or {@code allocateDevice}),
+ * {@link org.devicebridge.arrow.ExportedSchema#allocate} or {@link org.devicebridge.arrow.ExportedStream#allocate}
+ * (or {@code allocateDevice}): {@code ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null))}
+ * (after a throw of the call the struct is freed and nothing is held). The struct's
  * {@code release} callback belongs to the consumer: it must be called exactly once, from any thread,
  * and frees everything the export holds. Buffers are not copied: the exported pointers are the
  * {@code ArrowBuf}s' own memory, and each export holds a reference to every buffer it points to, so the
@@ -56,7 +44,8 @@ import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
  * exported data must not be modified while exported.
  *
  * <p>Dictionary-encoded vectors need the {@link DictionaryProvider} that holds their dictionaries
- * (an {@link ArrowReader} is one). Extension types are exported as their storage type with the field's metadata
+ * (an {@link ArrowReader} is one); every export takes it, {@code null} where no field is dictionary-encoded.
+ * Extension types are exported as their storage type with the field's metadata
  * as Arrow Java holds it ({@code ARROW:extension:name} / {@code ARROW:extension:metadata} included), as arrow-c-data writes it. Exported arrays always
  * have {@code offset = 0}. Decimal32 and decimal64, which Arrow Java keeps in its 16-byte {@code DecimalVector}
  * under a 32- or 64-bit field, are the one copy: their values are narrowed exactly into 4- or 8-byte buffers the
@@ -107,44 +96,22 @@ import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
  * {@link org.devicebridge.ValidationException} naming the field, the array released.
  */
 public final class ArrowJava {
-    /** What this class needs of the generated bindings, made on first use (never while this class loads). */
-    private static final class Bindings {
-        static final long STREAM_SIZE = ArrowArrayStream.sizeof();
-        static final long DEVICE_STREAM_SIZE = ArrowDeviceArrayStream.sizeof();
-    }
-
     private ArrowJava() {}
 
     // ------------------------------------------------------------------ schema
 
     /**
      * Exports {@code schema} as a struct-typed {@code ArrowSchema} (format {@code +s}, one child per
-     * field, the schema's metadata) into {@code outSchema}. After a return the consumer owns the struct
-     * and must release it; after a throw {@code outSchema} is untouched and the caller owns nothing new.
-     *
-     * @param schema the Arrow Java schema; only read
-     * @param outSchema where to write the {@code ArrowSchema}: native memory of at least its size, owned by the caller
-     */
-    public static void exportSchema(Schema schema, MemorySegment outSchema) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportSchema");
-        exportSchema(schema, null, outSchema);
-    }
-
-    /**
-     * Like {@link #exportSchema(Schema, MemorySegment)}, resolving dictionary-encoded fields through
-     * {@code provider} (may be {@code null} when no field is dictionary-encoded). After a return the
-     * consumer owns the struct; after a throw {@code outSchema} is untouched and nothing is held.
+     * field, the schema's metadata) into {@code outSchema}, resolving dictionary-encoded fields through
+     * {@code provider}. After a return the consumer owns the struct and must release it; after a throw
+     * {@code outSchema} is untouched and the caller owns nothing new.
      *
      * @param schema the Arrow Java schema; only read
      * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
      * @param outSchema where to write the {@code ArrowSchema}: native memory of at least its size, owned by the caller
      */
     public static void exportSchema(Schema schema, DictionaryProvider provider, MemorySegment outSchema) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportSchema");
-        Objects.requireNonNull(schema, "schema");
-        ExportSchemaWriter.export(schema, provider, OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema"));
+        ArrowJavaExport.schema(schema, provider, outSchema);
     }
 
     /**
@@ -157,188 +124,45 @@ public final class ArrowJava {
      * @param outSchema where to write the {@code ArrowSchema}: native memory of at least its size, owned by the caller
      */
     public static void exportField(Field field, DictionaryProvider provider, MemorySegment outSchema) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportField");
-        Objects.requireNonNull(field, "field");
-        ExportSchemaWriter.export(field, provider, OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema"));
-    }
-
-    /**
-     * Exports {@code schema} into a library-allocated {@code ArrowSchema}. The caller owns the returned
-     * handle (and through it the struct until a consumer releases or moves it); after a throw nothing is
-     * held.
-     *
-     * @param schema the Arrow Java schema; only read
-     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
-     * @return the owning handle of the exported {@code ArrowSchema}
-     */
-    public static ExportedSchema exportSchema(Schema schema, DictionaryProvider provider) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportSchema");
-        Objects.requireNonNull(schema, "schema");
-        return ExportedSchema.allocate(s -> ExportSchemaWriter.export(schema, provider, s));
-    }
-
-    /**
-     * {@link #exportSchema(Schema, DictionaryProvider)} for a schema without dictionary-encoded fields.
-     *
-     * @param schema the Arrow Java schema; only read
-     * @return the owning handle of the exported {@code ArrowSchema}
-     */
-    public static ExportedSchema exportSchema(Schema schema) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportSchema");
-        return exportSchema(schema, (DictionaryProvider) null);
-    }
-
-    /**
-     * Exports one field into a library-allocated {@code ArrowSchema}. The caller owns the returned handle;
-     * after a throw nothing is held.
-     *
-     * @param field the Arrow Java field; only read
-     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
-     * @return the owning handle of the exported {@code ArrowSchema}
-     */
-    public static ExportedSchema exportField(Field field, DictionaryProvider provider) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportField");
-        Objects.requireNonNull(field, "field");
-        return ExportedSchema.allocate(s -> ExportSchemaWriter.export(field, provider, s));
+        ArrowJavaExport.field(field, provider, outSchema);
     }
 
     // ------------------------------------------------------------------ arrays
 
     /**
-     * Exports {@code vector} into {@code outArray} without copying its buffers. After a return the
-     * consumer owns the struct (and through it a reference to each buffer) and must release it; the
-     * caller still owns {@code vector} and may close it. After a throw {@code outArray} is untouched and
-     * nothing is held.
-     *
-     * @param vector the vector to export; the caller keeps owning it
-     * @param outArray where to write the {@code ArrowArray}: native memory of at least its size, owned by the caller
-     */
-    public static void exportVector(FieldVector vector, MemorySegment outArray) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportVector");
-        exportVector(vector, null, outArray, null);
-    }
-
-    /**
-     * Exports {@code vector} into {@code outArray}, and its field into {@code outSchema} unless that is
-     * {@code null}; dictionaries come from {@code provider}. After a return the consumer owns both
-     * structs; the caller still owns {@code vector}. After a throw both outputs are untouched (a schema
-     * already written is released again) and nothing is held.
+     * Exports {@code vector} into {@code outArray} without copying its buffers, and its field into
+     * {@code outSchema} unless that is {@code null}; dictionaries come from {@code provider}. After a return
+     * the consumer owns both structs (and through the array a reference to each buffer) and must release
+     * them; the caller still owns {@code vector} and may close it. After a throw both outputs are untouched
+     * (a schema already written is released again) and nothing is held.
      *
      * @param vector the vector to export; the caller keeps owning it
      * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
      * @param outArray where to write the {@code ArrowArray}: native memory of at least its size, owned by the caller
-     * @param outSchema where to write the {@code ArrowSchema}: native memory of at least its size, owned by the caller
+     * @param outSchema where to write the {@code ArrowSchema}: native memory of at least its size, owned by the
+     *     caller; or {@code null} to export the array alone
      */
     public static void exportVector(FieldVector vector, DictionaryProvider provider, MemorySegment outArray,
                                     MemorySegment outSchema) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportVector");
-        Objects.requireNonNull(vector, "vector");
-        MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
-        MemorySegment schema = outSchema == null ? null
-                : OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
-        if (schema != null) {
-            ExportSchemaWriter.export(VectorFields.of(vector), provider, schema);
-        }
-        try {
-            ExportArrayWriter.exportVector(vector, provider, array);
-        } catch (RuntimeException | Error e) {
-            releaseWritten(schema);
-            throw e;
-        }
-    }
-
-    /**
-     * Exports {@code vector} into a library-allocated {@code ArrowArray}. The caller owns the returned
-     * handle and still owns {@code vector}; after a throw nothing is held.
-     *
-     * @param vector the vector to export; the caller keeps owning it
-     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
-     * @return the owning handle of the exported {@code ArrowArray}
-     */
-    public static ExportedArray exportVector(FieldVector vector, DictionaryProvider provider) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportVector");
-        Objects.requireNonNull(vector, "vector");
-        return ExportedArray.allocate(s -> ExportArrayWriter.exportVector(vector, provider, s));
+        ArrowJavaExport.vector(vector, provider, outArray, outSchema);
     }
 
     /**
      * Exports the batch in {@code root} as a struct array (length = row count, one child per vector)
      * into {@code outArray}, and its schema into {@code outSchema} unless that is {@code null} (export
-     * the schema once with {@link #exportSchema(Schema, MemorySegment)}, then batches alone). After a
-     * return the consumer owns the structs; the caller still owns {@code root}, and may reload or close
-     * it. After a throw the outputs are untouched and nothing is held.
-     *
-     * @param root the batch; the caller keeps owning it
-     * @param outArray where to write the {@code ArrowArray}: native memory of at least its size, owned by the caller
-     * @param outSchema where to write the {@code ArrowSchema}: native memory of at least its size, owned by the caller
-     */
-    public static void exportRoot(VectorSchemaRoot root, MemorySegment outArray, MemorySegment outSchema) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportRoot");
-        exportRoot(root, null, outArray, outSchema);
-    }
-
-    /**
-     * {@link #exportRoot(VectorSchemaRoot, MemorySegment, MemorySegment)} with dictionaries from
-     * {@code provider}. After a return the consumer owns the structs; after a throw the outputs are
-     * untouched and nothing is held.
+     * the schema once with {@link #exportSchema}, then batches alone); dictionaries come from
+     * {@code provider}. After a return the consumer owns the structs; the caller still owns {@code root},
+     * and may reload or close it. After a throw the outputs are untouched and nothing is held.
      *
      * @param root the batch; the caller keeps owning it
      * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
      * @param outArray where to write the {@code ArrowArray}: native memory of at least its size, owned by the caller
-     * @param outSchema where to write the {@code ArrowSchema}: native memory of at least its size, owned by the caller
+     * @param outSchema where to write the {@code ArrowSchema}: native memory of at least its size, owned by the
+     *     caller; or {@code null} to export the batch alone
      */
     public static void exportRoot(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment outArray,
                                   MemorySegment outSchema) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportRoot");
-        Objects.requireNonNull(root, "root");
-        MemorySegment array = OutStructs.sized(outArray, ExportRuntime.ARRAY_SIZE, "outArray");
-        MemorySegment schema = outSchema == null ? null
-                : OutStructs.sized(outSchema, ExportRuntime.SCHEMA_SIZE, "outSchema");
-        if (schema != null) {
-            ExportSchemaWriter.export(root.getSchema(), provider, schema);
-        }
-        try {
-            ExportArrayWriter.exportRoot(root, provider, array);
-        } catch (RuntimeException | Error e) {
-            releaseWritten(schema);
-            throw e;
-        }
-    }
-
-    /**
-     * Exports the batch in {@code root} into a library-allocated {@code ArrowArray}. The caller owns the
-     * returned handle and still owns {@code root}; after a throw nothing is held.
-     *
-     * @param root the batch; the caller keeps owning it
-     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
-     * @return the owning handle of the exported {@code ArrowArray}
-     */
-    public static ExportedArray exportRoot(VectorSchemaRoot root, DictionaryProvider provider) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportRoot");
-        Objects.requireNonNull(root, "root");
-        return ExportedArray.allocate(s -> ExportArrayWriter.exportRoot(root, provider, s));
-    }
-
-    /**
-     * {@link #exportRoot(VectorSchemaRoot, DictionaryProvider)} without dictionaries.
-     *
-     * @param root the batch; the caller keeps owning it
-     * @return the owning handle of the exported {@code ArrowArray}
-     */
-    public static ExportedArray exportRoot(VectorSchemaRoot root) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportRoot");
-        return exportRoot(root, null);
+        ArrowJavaExport.root(root, provider, outArray, outSchema);
     }
 
     // ------------------------------------------------------------------ device arrays (CPU)
@@ -357,61 +181,7 @@ public final class ArrowJava {
      */
     public static void exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider,
                                          MemorySegment outDeviceArray) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportDeviceArray");
-        Objects.requireNonNull(root, "root");
-        exportDeviceArrayInto(root, provider, OutStructs.sized(outDeviceArray, ArrowDeviceArray.sizeof(), "outDeviceArray"));
-    }
-
-    /**
-     * {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider, MemorySegment)} without dictionaries.
-     *
-     * @param root the batch; the caller keeps owning it
-     * @param outDeviceArray where to write the {@code ArrowDeviceArray}: native memory of at least its size,
-     *     owned by the caller
-     */
-    public static void exportDeviceArray(VectorSchemaRoot root, MemorySegment outDeviceArray) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportDeviceArray");
-        exportDeviceArray(root, null, outDeviceArray);
-    }
-
-    /**
-     * Exports the batch in {@code root} into a library-allocated CPU {@code ArrowDeviceArray}. The caller
-     * owns the returned handle and still owns {@code root}; after a throw nothing is held.
-     *
-     * @param root the batch; the caller keeps owning it
-     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
-     * @return the owning handle of the exported {@code ArrowDeviceArray}
-     */
-    public static ExportedArray exportDeviceArray(VectorSchemaRoot root, DictionaryProvider provider) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportDeviceArray");
-        Objects.requireNonNull(root, "root");
-        return ExportedArray.allocateDevice(s -> exportDeviceArrayInto(root, provider, s));
-    }
-
-    /**
-     * {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider)} without dictionaries.
-     *
-     * @param root the batch; the caller keeps owning it
-     * @return the owning handle of the exported {@code ArrowDeviceArray}
-     */
-    public static ExportedArray exportDeviceArray(VectorSchemaRoot root) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportDeviceArray");
-        return exportDeviceArray(root, (DictionaryProvider) null);
-    }
-
-    static void exportDeviceArrayInto(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment out) {
-        ExportArrayWriter.exportRoot(root, provider, out); // the ArrowArray is the first member
-        ArrowDeviceArray.device_id(out, -1L);
-        ArrowDeviceArray.device_type(out, DeviceKind.CPU.code());
-        ArrowDeviceArray.sync_event(out, MemorySegment.NULL);
-        long reserved = ArrowDeviceArray.reserved$offset();
-        for (int i = 0; i < 3; i++) {
-            out.set(ValueLayout.JAVA_LONG, reserved + 8L * i, 0L);
-        }
+        ArrowJavaExport.deviceArray(root, provider, outDeviceArray);
     }
 
     // ------------------------------------------------------------------ streams
@@ -428,26 +198,7 @@ public final class ArrowJava {
      * @param outStream where to write the stream struct: native memory of at least its size, owned by the caller
      */
     public static void exportStream(ArrowReader reader, MemorySegment outStream) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportStream");
-        Objects.requireNonNull(reader, "reader");
-        StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot),
-                OutStructs.sized(outStream, Bindings.STREAM_SIZE, "outStream"));
-    }
-
-    /**
-     * Exports {@code reader} into a library-allocated {@code ArrowArrayStream}. After a return the stream
-     * owns {@code reader} and the caller owns the handle; after a throw the caller still owns
-     * {@code reader}.
-     *
-     * @param reader the batches; the stream owns it after a return
-     * @return the owning handle of the exported {@code ArrowArrayStream}
-     */
-    public static ExportedStream exportStream(ArrowReader reader) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportStream");
-        Objects.requireNonNull(reader, "reader");
-        return ExportedStream.allocate(s -> StreamExport.exportHost(Sources.of(reader, ExportArrayWriter::exportRoot), s));
+        ArrowJavaExport.stream(reader, outStream);
     }
 
     /**
@@ -465,51 +216,26 @@ public final class ArrowJava {
      */
     public static void exportStream(Schema schema, Iterator<? extends VectorSchemaRoot> batches,
                                     DictionaryProvider provider, MemorySegment outStream) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportStream");
-        Objects.requireNonNull(schema, "schema");
-        Objects.requireNonNull(batches, "batches");
-        StreamExport.exportHost(Sources.of(schema, batches, provider, ExportArrayWriter::exportRoot),
-                OutStructs.sized(outStream, Bindings.STREAM_SIZE, "outStream"));
+        ArrowJavaExport.stream(schema, batches, provider, outStream);
     }
 
     /**
      * Exports {@code reader} as an {@code ArrowDeviceArrayStream} with {@code device_type =
-     * ARROW_DEVICE_CPU}; each batch is a CPU {@code ArrowDeviceArray} as from
-     * {@link #exportDeviceArray(VectorSchemaRoot, DictionaryProvider, MemorySegment)}. After a return the
-     * stream owns {@code reader} and closes it on release; after a throw the caller still owns it and
-     * {@code outStream} is untouched.
+     * ARROW_DEVICE_CPU}; each batch is a CPU {@code ArrowDeviceArray} as from {@link #exportDeviceArray}.
+     * After a return the stream owns {@code reader} and closes it on release; after a throw the caller
+     * still owns it and {@code outStream} is untouched.
      *
      * @param reader the batches; the stream owns it after a return
      * @param outStream where to write the stream struct: native memory of at least its size, owned by the caller
      */
     public static void exportDeviceStream(ArrowReader reader, MemorySegment outStream) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportDeviceStream");
-        Objects.requireNonNull(reader, "reader");
-        StreamExport.exportDevice(Sources.of(reader, ArrowJava::exportDeviceArrayInto), DeviceKind.CPU,
-                OutStructs.sized(outStream, Bindings.DEVICE_STREAM_SIZE, "outStream"));
-    }
-
-    /**
-     * Exports {@code reader} into a library-allocated CPU {@code ArrowDeviceArrayStream}. After a return
-     * the stream owns {@code reader} and the caller owns the handle; after a throw the caller still owns
-     * {@code reader}.
-     *
-     * @param reader the batches; the stream owns it after a return
-     * @return the owning handle of the exported {@code ArrowDeviceArrayStream}
-     */
-    public static ExportedStream exportDeviceStream(ArrowReader reader) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportDeviceStream");
-        Objects.requireNonNull(reader, "reader");
-        return ExportedStream.allocateDevice(
-                s -> StreamExport.exportDevice(Sources.of(reader, ArrowJava::exportDeviceArrayInto), DeviceKind.CPU, s));
+        ArrowJavaExport.deviceStream(reader, outStream);
     }
 
     /**
      * {@link #exportStream(Schema, Iterator, DictionaryProvider, MemorySegment)} as an
-     * {@code ArrowDeviceArrayStream} with {@code device_type = ARROW_DEVICE_CPU}. Ownership as there.
+     * {@code ArrowDeviceArrayStream} with {@code device_type = ARROW_DEVICE_CPU}. Ownership as there: after a
+     * return the stream owns the iterator (not the roots); after a throw the caller still owns it.
      *
      * @param schema the Arrow Java schema; only read
      * @param batches the batches, in order; after a return the stream owns the iterator (not the roots)
@@ -518,29 +244,7 @@ public final class ArrowJava {
      */
     public static void exportDeviceStream(Schema schema, Iterator<? extends VectorSchemaRoot> batches,
                                           DictionaryProvider provider, MemorySegment outStream) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.exportDeviceStream");
-        Objects.requireNonNull(schema, "schema");
-        Objects.requireNonNull(batches, "batches");
-        StreamExport.exportDevice(Sources.of(schema, batches, provider, ArrowJava::exportDeviceArrayInto),
-                DeviceKind.CPU,
-                OutStructs.sized(outStream, Bindings.DEVICE_STREAM_SIZE, "outStream"));
-    }
-
-    // ------------------------------------------------------------------
-
-    /**
-     * A library-allocated struct of {@code size} bytes, filled by {@code fill} and owned by the handle
-     * {@code wrap} makes of it; after a throw of {@code fill} the struct is freed and nothing is held.
-     */
-    /**
-     * Releases again the schema an export wrote into {@code schema} (unless {@code null}) before its array
-     * failed, so that after the throw both outputs are untouched and nothing is held.
-     */
-    private static void releaseWritten(MemorySegment schema) {
-        if (schema != null) {
-            ExportRuntime.release(ExportRuntime.SCHEMA, schema);
-        }
+        ArrowJavaExport.deviceStream(schema, batches, provider, outStream);
     }
 
     // ------------------------------------------------------------------ import
@@ -569,13 +273,7 @@ public final class ArrowJava {
     public static VectorSchemaRoot importVectorSchemaRoot(BufferAllocator allocator, MemorySegment arrowArrayPtr,
                                                           MemorySegment arrowSchemaPtr,
                                                           DictionaryProvider.MapDictionaryProvider dictionaries) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.importVectorSchemaRoot");
-        Objects.requireNonNull(allocator, "allocator");
-        try (ImportedSchema schema = importSchemaOrRelease(arrowSchemaPtr, arrowArrayPtr)) {
-            return ArrowJavaImport.importVectorSchemaRoot(allocator,
-                    ArrowImport.importArray(schema.root(), arrowArrayPtr, ValidationLevel.DEFAULT), dictionaries);
-        }
+        return ArrowJavaImport.importVectorSchemaRoot(allocator, arrowArrayPtr, arrowSchemaPtr, dictionaries);
     }
 
     /**
@@ -596,33 +294,7 @@ public final class ArrowJava {
     public static FieldVector importFieldVector(BufferAllocator allocator, MemorySegment arrowArrayPtr,
                                                 MemorySegment arrowSchemaPtr,
                                                 DictionaryProvider.MapDictionaryProvider dictionaries) {
-        requireNativeAccess();
-        requireArrowJava("ArrowJava.importFieldVector");
-        Objects.requireNonNull(allocator, "allocator");
-        try (ImportedSchema schema = importSchemaOrRelease(arrowSchemaPtr, arrowArrayPtr)) {
-            return ArrowJavaImport.importFieldVector(allocator,
-                    ArrowImport.importArray(schema.root(), arrowArrayPtr, ValidationLevel.DEFAULT), dictionaries);
-        }
-    }
-
-    /**
-     * The schema of a one-call import; if it is refused, the array struct is released too (moved, then its
-     * {@code release} called), so that after the throw the caller owns neither struct.
-     */
-    private static ImportedSchema importSchemaOrRelease(MemorySegment arrowSchemaPtr, MemorySegment arrowArrayPtr) {
-        try {
-            return ArrowImport.importSchema(arrowSchemaPtr);
-        } catch (RuntimeException | Error e) {
-            try {
-                ForeignImport.take(ForeignImport.Kind.ARROW_ARRAY, arrowArrayPtr, owned -> {
-                    ForeignImport.Kind.ARROW_ARRAY.release(owned);
-                    return null;
-                });
-            } catch (RuntimeException more) {
-                e.addSuppressed(more);
-            }
-            throw e;
-        }
+        return ArrowJavaImport.importFieldVector(allocator, arrowArrayPtr, arrowSchemaPtr, dictionaries);
     }
 
     /**

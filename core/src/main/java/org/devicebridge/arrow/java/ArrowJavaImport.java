@@ -3,6 +3,7 @@ package org.devicebridge.arrow.java;
 import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -15,9 +16,12 @@ import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowDataType.TypeId;
+import org.devicebridge.arrow.ArrowImport;
 import org.devicebridge.arrow.ImportedArray;
+import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
+import org.devicebridge.foreign.ForeignImport;
 
 /**
  * The import into Arrow Java behind {@link ArrowJava}'s import methods (see its class comment for what is
@@ -79,6 +83,55 @@ final class ArrowJavaImport {
         requireNativeAccess();
         requireArrowJava("ArrowJava.importVectorSchemaRoot");
         return importInto(allocator, array, dictionaries, true, ArrowJavaImport::loadRoot);
+    }
+
+    /**
+     * Moves, validates (DEFAULT) and imports a record batch from C structs: {@link ArrowJava}'s one-call
+     * import. After a return the caller owns the root; after a throw both structs were released.
+     */
+    static VectorSchemaRoot importVectorSchemaRoot(BufferAllocator allocator, MemorySegment arrowArrayPtr,
+                                                   MemorySegment arrowSchemaPtr,
+                                                   DictionaryProvider.MapDictionaryProvider dictionaries) {
+        requireNativeAccess();
+        requireArrowJava("ArrowJava.importVectorSchemaRoot");
+        Objects.requireNonNull(allocator, "allocator");
+        try (ImportedSchema schema = importSchemaOrRelease(arrowSchemaPtr, arrowArrayPtr)) {
+            return importVectorSchemaRoot(allocator,
+                    ArrowImport.importArray(schema.root(), arrowArrayPtr, ValidationLevel.DEFAULT), dictionaries);
+        }
+    }
+
+    /** The one-call import above, for any type, into one vector. Ownership as there. */
+    static FieldVector importFieldVector(BufferAllocator allocator, MemorySegment arrowArrayPtr,
+                                         MemorySegment arrowSchemaPtr,
+                                         DictionaryProvider.MapDictionaryProvider dictionaries) {
+        requireNativeAccess();
+        requireArrowJava("ArrowJava.importFieldVector");
+        Objects.requireNonNull(allocator, "allocator");
+        try (ImportedSchema schema = importSchemaOrRelease(arrowSchemaPtr, arrowArrayPtr)) {
+            return importFieldVector(allocator,
+                    ArrowImport.importArray(schema.root(), arrowArrayPtr, ValidationLevel.DEFAULT), dictionaries);
+        }
+    }
+
+    /**
+     * The schema of a one-call import; if it is refused, the array struct is released too (moved, then its
+     * {@code release} called), so that after the throw the caller owns neither struct.
+     */
+    private static ImportedSchema importSchemaOrRelease(MemorySegment arrowSchemaPtr, MemorySegment arrowArrayPtr) {
+        try {
+            return ArrowImport.importSchema(arrowSchemaPtr);
+        } catch (RuntimeException | Error e) {
+            try {
+                ForeignImport.take(ForeignImport.Kind.ARROW_ARRAY, arrowArrayPtr, owned -> {
+                    ForeignImport.Kind.ARROW_ARRAY.release(owned);
+                    return null;
+                });
+            } catch (RuntimeException more) {
+                e.addSuppressed(more);
+            }
+            throw e;
+        }
     }
 
     /** Builds the Arrow Java result of one import with the loader, once the array is checked and handed over. */

@@ -50,7 +50,7 @@ final class ExportArrayWriter {
         ArrayExportPlan p = ArrayExportPlan.take();
         try {
             p.reserveRoot();
-            planVector(p, 0, vector, VectorFields.of(vector), provider, 0);
+            planVector(p, 0, vector, VectorFields.of(vector), provider);
             ExportBlock.write(p, out);
         } finally {
             ArrayExportPlan.done(p);
@@ -77,7 +77,7 @@ final class ExportArrayWriter {
                     throw new ValidationException(ValidationException.Category.LENGTH, p.path(first + i), "vector '"
                             + v.getName() + "' has " + v.getValueCount() + " values but the root has " + rows + " rows");
                 }
-                planVector(p, first + i, v, fields.get(i), provider, 1);
+                planVector(p, first + i, v, fields.get(i), provider);
             }
             ExportBlock.write(p, out);
         } finally {
@@ -93,9 +93,9 @@ final class ExportArrayWriter {
      * field, or the root schema's): the array follows it where Arrow Java's vector could be read in another
      * order (a dense union's field lists its children by type id, its vector by when they were added).
      */
-    private static void planVector(ArrayExportPlan p, int node, FieldVector vector, Field field, DictionaryProvider provider,
-                                   int depth) {
-        if (depth > FieldPath.MAX_DEPTH) {
+    private static void planVector(ArrayExportPlan p, int node, FieldVector vector, Field field,
+                                   DictionaryProvider provider) {
+        if (p.depth(node) > FieldPath.MAX_DEPTH) {
             throw new ValidationException(ValidationException.Category.DEPTH, p.path(node),
                     "the data nests deeper than " + FieldPath.MAX_DEPTH
                             + " levels (or a dictionary refers back to itself)");
@@ -133,7 +133,7 @@ final class ExportArrayWriter {
                 validity(p, node, validity);
                 if (type instanceof ArrowType.Decimal && v instanceof BaseFixedWidthVector f
                         && bits < 8L * f.getTypeWidth() && len > 0) {
-                    data = ExportRewrites.narrowDecimals(p, node, f, (int) bits, data, validity, len);
+                    data = ExportRewrites.narrowDecimals(p, node, f, (int) bits);
                 }
                 required(p, node, data, ceilDiv8(Math.multiplyExact(bits, len)), 1);
                 expectedChildren = 0;
@@ -209,7 +209,7 @@ final class ExportArrayWriter {
                 p.nullCount[node] = 0; // unions have no validity bitmap
                 ArrowBuf types = fb.get(0);
                 if (!dense && v instanceof UnionVector sparse && children.size() == field.getChildren().size()) {
-                    types = ExportRewrites.sparseTypeIds(p, node, sparse, u.getTypeIds(), children, types, len);
+                    types = ExportRewrites.sparseTypeIds(p, node, sparse, u.getTypeIds(), children);
                 }
                 required(p, node, types, len, 0);
                 if (dense) {
@@ -244,11 +244,10 @@ final class ExportArrayWriter {
         }
         int first = p.reserveDependents(node, children.size(), dictionary != null);
         if (dictionary != null) {
-            planVector(p, first + children.size(), dictionary.getVector(), VectorFields.of(dictionary.getVector()), provider,
-                    depth + 1);
+            planVector(p, first + children.size(), dictionary.getVector(), VectorFields.of(dictionary.getVector()), provider);
         }
         for (int i = 0; i < children.size(); i++) {
-            planVector(p, first + i, children.get(i), field.getChildren().get(i), provider, depth + 1);
+            planVector(p, first + i, children.get(i), field.getChildren().get(i), provider);
         }
     }
 

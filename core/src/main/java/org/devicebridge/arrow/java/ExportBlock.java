@@ -14,7 +14,8 @@ import org.devicebridge.internal.Native;
  * registers its block ({@link ExportRuntime.Tree}), then fills the block. The block (child structs, pointer
  * arrays, variadic sizes, node table) is composed in the thread's reused {@code long[]} image and copied
  * into native memory at once, so a batch of n nodes costs one bounds-checked copy instead of some 16n
- * checked stores; only the caller's root struct is written field by field.
+ * checked stores; the caller's root struct is composed in the same image, after the block, and copied out
+ * on its own.
  */
 final class ExportBlock {
     private static final MemorySegment ALL = ExportRuntime.ALL;
@@ -48,7 +49,8 @@ final class ExportBlock {
         long table = size;
         size = Math.addExact(size, p.tableBytes());
         int longs = Math.toIntExact(size / 8); // every part is a multiple of 8 bytes
-        long[] img = p.image(longs);
+        int rootAt = longs; // the root struct's image, copied to out rather than into the block
+        long[] img = p.image(Math.addExact(longs, STRUCT_LONGS));
         retainAll(p);
         ExportRuntime.Tree tree;
         long privateData;
@@ -97,23 +99,20 @@ final class ExportBlock {
             long buffersAddress = base + 8L * buffers;
             long childrenAddress = nc == 0 ? 0L : base + 8L * children;
             long dictionaryAddress = dictionary < 0 ? 0L : tree.struct(dictionary);
-            if (i == 0) {
-                writeRoot(out, p, buffersAddress, childrenAddress, dictionaryAddress, privateData, stub);
-            } else {
-                int s = (i - 1) * STRUCT_LONGS;
-                img[s + LENGTH] = p.length[i];
-                img[s + NULL_COUNT] = p.nullCount[i];
-                img[s + OFFSET] = 0L;
-                img[s + N_BUFFERS] = nb;
-                img[s + N_CHILDREN] = nc;
-                img[s + BUFFERS] = buffersAddress;
-                img[s + CHILDREN] = childrenAddress;
-                img[s + DICTIONARY] = dictionaryAddress;
-                img[s + PRIVATE] = privateData + i;
-                img[s + RELEASE] = stub;
-            }
+            int s = i == 0 ? rootAt : (i - 1) * STRUCT_LONGS;
+            img[s + LENGTH] = p.length[i];
+            img[s + NULL_COUNT] = p.nullCount[i];
+            img[s + OFFSET] = 0L;
+            img[s + N_BUFFERS] = nb;
+            img[s + N_CHILDREN] = nc;
+            img[s + BUFFERS] = buffersAddress;
+            img[s + CHILDREN] = childrenAddress;
+            img[s + DICTIONARY] = dictionaryAddress;
+            img[s + PRIVATE] = privateData + i;
+            img[s + RELEASE] = stub;
         }
         MemorySegment.copy(img, 0, ALL, ValueLayout.JAVA_LONG_UNALIGNED, base, longs);
+        MemorySegment.copy(img, rootAt, out, ValueLayout.JAVA_LONG_UNALIGNED, 0L, STRUCT_LONGS);
     }
 
     /** Two {@code int}s as the long whose native bytes hold {@code first}, then {@code second}. */
@@ -121,20 +120,6 @@ final class ExportBlock {
         long lo = LITTLE_ENDIAN ? first : second;
         long hi = LITTLE_ENDIAN ? second : first;
         return (lo & 0xFFFF_FFFFL) | (hi << 32);
-    }
-
-    private static void writeRoot(MemorySegment s, ArrayExportPlan p, long buffers, long children,
-                                  long dictionary, long privateData, long release) {
-        s.set(ValueLayout.JAVA_LONG, ArrowArrayFields.LENGTH, p.length[0]);
-        s.set(ValueLayout.JAVA_LONG, ArrowArrayFields.NULL_COUNT, p.nullCount[0]);
-        s.set(ValueLayout.JAVA_LONG, ArrowArrayFields.OFFSET, 0L);
-        s.set(ValueLayout.JAVA_LONG, ArrowArrayFields.N_BUFFERS, p.bufferCount[0]);
-        s.set(ValueLayout.JAVA_LONG, ArrowArrayFields.N_CHILDREN, p.childCount[0]);
-        s.set(ValueLayout.JAVA_LONG, ArrowArrayFields.BUFFERS, buffers);
-        s.set(ValueLayout.JAVA_LONG, ArrowArrayFields.CHILDREN, children);
-        s.set(ValueLayout.JAVA_LONG, ArrowArrayFields.DICTIONARY, dictionary);
-        s.set(ValueLayout.JAVA_LONG, ArrowArrayFields.PRIVATE_DATA, privateData);
-        s.set(ValueLayout.JAVA_LONG, ArrowArrayFields.RELEASE, release);
     }
 
     /** Takes a reference to every planned buffer; if one cannot be retained, drops those taken and throws. */

@@ -17,6 +17,8 @@ abstract class ExportPlan {
     private int[] parent;
     /** Index among the parent's children, or -1 for the parent's dictionary. */
     private int[] position;
+    /** Levels below the root (a dictionary is one below the node it encodes), for the depth cap. */
+    private int[] depth;
     int[] firstDependent;
     int[] childCount;
     int[] dependentCount;
@@ -30,6 +32,7 @@ abstract class ExportPlan {
     private void allocate(int capacity) {
         parent = new int[capacity];
         position = new int[capacity];
+        depth = new int[capacity];
         firstDependent = new int[capacity];
         childCount = new int[capacity];
         dependentCount = new int[capacity];
@@ -55,6 +58,7 @@ abstract class ExportPlan {
         nodes = 1;
         parent[0] = -1;
         position[0] = 0;
+        depth[0] = 0;
     }
 
     /**
@@ -68,12 +72,18 @@ abstract class ExportPlan {
         for (int j = 0; j < count; j++) {
             parent[first + j] = node;
             position[first + j] = j < children ? j : -1;
+            depth[first + j] = depth[node] + 1;
         }
         nodes = first + count;
         firstDependent[node] = first;
         childCount[node] = children;
         dependentCount[node] = count;
         return first;
+    }
+
+    /** Levels between {@code node} and the root: 0 for the root, 1 for its children and its dictionary. */
+    final int depth(int node) {
+        return depth[node];
     }
 
     /** The node that is {@code node}'s dictionary, or -1. */
@@ -86,6 +96,7 @@ abstract class ExportPlan {
             int capacity = Math.max(n, parent.length * 2);
             parent = Arrays.copyOf(parent, capacity);
             position = Arrays.copyOf(position, capacity);
+            depth = Arrays.copyOf(depth, capacity);
             firstDependent = Arrays.copyOf(firstDependent, capacity);
             childCount = Arrays.copyOf(childCount, capacity);
             dependentCount = Arrays.copyOf(dependentCount, capacity);

@@ -23,12 +23,15 @@ final class ExportRewrites {
      * Arrow Java 19 keeps decimal32/decimal64 in its 16-byte {@code DecimalVector} while the field says 32 or
      * 64 bits; the C Data Interface wants 4- or 8-byte values. They are narrowed exactly into a buffer this
      * export makes (from the vector's allocator; the export holds it and frees it in its release), null slots
-     * as 0; a valid value that does not fit is refused.
+     * as 0; a valid value that does not fit is refused. Node {@code node} is planned up to its null count.
      *
+     * @param bits the width the exported field declares: 32 or 64
      * @throws ValidationException ({@code CONTENT}) naming the first value that does not fit
      */
-    static ArrowBuf narrowDecimals(ArrayExportPlan p, int node, BaseFixedWidthVector v, int bits, ArrowBuf data,
-                                           ArrowBuf validity, long len) {
+    static ArrowBuf narrowDecimals(ArrayExportPlan p, int node, BaseFixedWidthVector v, int bits) {
+        ArrowBuf data = v.getDataBuffer();
+        ArrowBuf validity = v.getValidityBuffer();
+        long len = p.length[node];
         long width = v.getTypeWidth();
         if (width != 16 || data == null || data.capacity() < Math.multiplyExact(width, len)) {
             throw new ValidationException(ValidationException.Category.SIZE, p.path(node, "buffers[1]"),
@@ -121,7 +124,9 @@ final class ExportRewrites {
      *         row: where no child is null)
      */
     static ArrowBuf sparseTypeIds(ArrayExportPlan p, int node, UnionVector v, int[] fieldIds,
-                                  List<FieldVector> children, ArrowBuf types, long len) {
+                                  List<FieldVector> children) {
+        ArrowBuf types = v.getTypeBuffer();
+        long len = p.length[node];
         if (len == 0 || types == null || types.memoryAddress() == 0 || types.capacity() < len) {
             return types; // required() names a short buffer
         }
@@ -144,7 +149,11 @@ final class ExportRewrites {
             } else {
                 seen1 |= bit;
             }
-            int child = childReadFor(p, node, v, children, id, i);
+            int child = childReadFor(v, children, id);
+            if (child == NO_CHILD) {
+                throw new ValidationException(ValidationException.Category.CONTENT, p.path(node, "buffers[0]"),
+                        "type id " + id + " at index " + i + " selects no child of the sparse union");
+            }
             int out = child == UNSET ? -1 : fieldIds == null ? child : fieldIds[child];
             exported[id] = (byte) out;
             rewrite |= out != id;
@@ -176,15 +185,16 @@ final class ExportRewrites {
 
     /** What {@link #childReadFor} returns for type id 0 in a union without a null child: rows never set. */
     private static final int UNSET = -1;
+    /** What {@link #childReadFor} returns for an id that selects no child: the caller refuses the row. */
+    private static final int NO_CHILD = -2;
 
     /**
      * The index in {@code children} of the child {@code UnionVector} reads for type id {@code id}, or
-     * {@link #UNSET} for id 0 ({@code MinorType.NULL}, read as null) where no child is a null vector. Arrow
-     * Java's lookup makes a vector for a minor type it has none of; should it do so here, the id selects no
-     * child and is refused (any read of that row by Arrow Java would have done the same).
+     * {@link #UNSET} for id 0 ({@code MinorType.NULL}, read as null) where no child is a null vector, or
+     * {@link #NO_CHILD}. Arrow Java's lookup makes a vector for a minor type it has none of; should it do so
+     * here, the id selects no child and is refused (any read of that row by Arrow Java would have done the same).
      */
-    private static int childReadFor(ArrayExportPlan p, int node, UnionVector v, List<FieldVector> children,
-                                    int id, long row) {
+    private static int childReadFor(UnionVector v, List<FieldVector> children, int id) {
         Object found;
         try {
             found = v.getVectorByType(id);
@@ -202,10 +212,6 @@ final class ExportRewrites {
         if (v.getChildrenFromFields().size() == children.size() && match < 0 && found == null) {
             return UNSET;
         }
-        if (match < 0 || v.getChildrenFromFields().size() != children.size()) {
-            throw new ValidationException(ValidationException.Category.CONTENT, p.path(node, "buffers[0]"),
-                    "type id " + id + " at index " + row + " selects no child of the sparse union");
-        }
-        return match;
+        return match < 0 || v.getChildrenFromFields().size() != children.size() ? NO_CHILD : match;
     }
 }

@@ -84,7 +84,7 @@ final class ExportSchemaWriter {
             p.flags[0] = 0;
             int first = p.reserveDependents(0, fields.size(), false);
             for (int i = 0; i < fields.size(); i++) {
-                planField(p, first + i, fields.get(i), provider, 1);
+                planField(p, first + i, fields.get(i), provider);
             }
             write(p, out);
         } finally {
@@ -98,7 +98,7 @@ final class ExportSchemaWriter {
         Plan p = plan();
         try {
             p.reserveRoot();
-            planField(p, 0, field, provider, 0);
+            planField(p, 0, field, provider);
             write(p, out);
         } finally {
             p.reset();
@@ -192,8 +192,8 @@ final class ExportSchemaWriter {
     }
 
     /** Plans node {@code node} (already reserved) from {@code field}, then its dictionary and children. */
-    private static void planField(Plan p, int node, Field field, DictionaryProvider provider, int depth) {
-        if (depth > FieldPath.MAX_DEPTH) {
+    private static void planField(Plan p, int node, Field field, DictionaryProvider provider) {
+        if (p.depth(node) > FieldPath.MAX_DEPTH) {
             throw new ValidationException(ValidationException.Category.DEPTH, p.path(node),
                     "the schema nests deeper than " + FieldPath.MAX_DEPTH + " levels (or a dictionary refers back to itself)");
         }
@@ -211,10 +211,10 @@ final class ExportSchemaWriter {
         }
         int first = p.reserveDependents(node, children.size(), dictionary != null);
         if (dictionary != null) {
-            planField(p, first + children.size(), VectorFields.of(dictionary.getVector()), provider, depth + 1);
+            planField(p, first + children.size(), VectorFields.of(dictionary.getVector()), provider);
         }
         for (int i = 0; i < children.size(); i++) {
-            planField(p, first + i, children.get(i), provider, depth + 1);
+            planField(p, first + i, children.get(i), provider);
         }
     }
 

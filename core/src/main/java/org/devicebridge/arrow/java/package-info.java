@@ -13,7 +13,8 @@
  * and has released it after a throw.
  *
  * <p><b>Start here:</b> {@link org.devicebridge.arrow.java.ArrowJava#exportRoot(org.apache.arrow.vector.VectorSchemaRoot,
- * java.lang.foreign.MemorySegment, java.lang.foreign.MemorySegment)} to hand a batch to C, and
+ * org.apache.arrow.vector.dictionary.DictionaryProvider, java.lang.foreign.MemorySegment,
+ * java.lang.foreign.MemorySegment)} to hand a batch to C, and
  * {@link org.devicebridge.arrow.java.ArrowJava#importVectorSchemaRoot} to take one from C after
  * {@link org.devicebridge.arrow.ArrowImport#importArray(org.devicebridge.arrow.SchemaNode,
  * java.lang.foreign.MemorySegment, org.devicebridge.arrow.ValidationLevel)}.

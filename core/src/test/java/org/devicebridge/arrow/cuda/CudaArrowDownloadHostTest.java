@@ -178,7 +178,7 @@ class CudaArrowDownloadHostTest {
     }
 
     private static SchemaNode schemaOf(VectorSchemaRoot root, DictionaryProvider dictionaries) {
-        try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema(), dictionaries);
+        try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), dictionaries, out));
              ImportedSchema is = ArrowImport.importSchema(es.segment())) {
             return is.root();
         }
@@ -403,7 +403,7 @@ class CudaArrowDownloadHostTest {
     void aViewBuiltHereIsMovedToItsCopiesWithoutAReread() {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
             SchemaNode schema = schemaOf(root, null);
-            try (ExportedArray ea = ArrowJava.exportRoot(root);
+            try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
                  ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 ArrayNode uploaded = source.root().relocated(Map.of()); // as an upload's view: not host-readable
                 assertFalse(uploaded.isHostAccessible());
@@ -423,7 +423,7 @@ class CudaArrowDownloadHostTest {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
             SchemaNode schema = schemaOf(root, null);
             MemorySegment offsets = offsets(root);
-            try (ExportedArray ea = ArrowJava.exportRoot(root);
+            try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
                  ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 ArrayNode uploaded = source.root().relocated(Map.of()); // as an upload's view
                 HostBatch batch = new HostBatch();
@@ -446,7 +446,7 @@ class CudaArrowDownloadHostTest {
     void aViewBuiltHereWithoutLengthsIsRefusedBeforeAnyCopy() {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
             SchemaNode schema = schemaOf(root, null);
-            try (ExportedArray ea = ArrowJava.exportRoot(root);
+            try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
                  ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.MINIMAL)) {
                 ArrayNode unsized = source.root().relocated(Map.of());
                 HostBatch batch = new HostBatch();

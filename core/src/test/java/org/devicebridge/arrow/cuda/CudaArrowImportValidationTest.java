@@ -94,7 +94,7 @@ class CudaArrowImportValidationTest {
     }
 
     private static SchemaNode schemaOf(VectorSchemaRoot root) {
-        try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema());
+        try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
              ImportedSchema is = ArrowImport.importSchema(es.segment())) {
             return is.root();
         }

@@ -124,7 +124,7 @@ public class CudaArrowRoundTripTest {
     }
 
     private static SchemaNode schemaOf(VectorSchemaRoot root, DictionaryProvider provider) {
-        try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema(), provider);
+        try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), provider, out));
              ImportedSchema is = ArrowImport.importSchema(es.segment())) {
             return is.root();
         }
@@ -201,7 +201,7 @@ public class CudaArrowRoundTripTest {
      * has the null count a counting export of the root writes, none is left -1.
      */
     static void assertSameNullCounts(VectorSchemaRoot root, DictionaryProvider provider, CudaArrowBatch batch) {
-        try (ExportedArray ea = ArrowJava.exportRoot(root, provider);
+        try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, provider, out, null));
              ImportedArray host = ArrowImport.importArray(batch.schema(), ea.segment(), ValidationLevel.FULL)) {
             List<ArrayNode> want = Nodes.collect(host.root());
             List<ArrayNode> got = Nodes.collect(batch.root());
@@ -333,7 +333,7 @@ public class CudaArrowRoundTripTest {
             MemorySegment in = arena.allocate(ArrowDeviceArray.layout());
             int nodesBefore = ExportTestSupport.exportedArrays();
             long releasesBefore = ExportTestSupport.arrayReleases();
-            ArrowJava.exportDeviceArray(root, in); // CPU buffers ...
+            ArrowJava.exportDeviceArray(root, null, in); // CPU buffers ...
             int nodes = ExportTestSupport.exportedArrays() - nodesBefore;
             ArrowDeviceArray.device_type(in, DeviceKind.CUDA.code()); // ... labelled CUDA
             ArrowDeviceArray.device_id(in, (long) DEVICE);

@@ -91,14 +91,14 @@ class CudaArrowWithoutDriverTest {
     void importReleasesItsInputExactlyOnce(ValidationLevel level) {
         try (VectorSchemaRoot root = table(); Arena arena = Arena.ofConfined()) {
             SchemaNode schema;
-            try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema());
+            try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
                  ImportedSchema is = ArrowImport.importSchema(es.segment())) {
                 schema = is.root();
             }
             MemorySegment in = arena.allocate(ArrowDeviceArray.layout());
             int nodesBefore = ExportTestSupport.exportedArrays();
             long releasesBefore = ExportTestSupport.arrayReleases();
-            ArrowJava.exportDeviceArray(root, in);
+            ArrowJava.exportDeviceArray(root, null, in);
             int nodes = ExportTestSupport.exportedArrays() - nodesBefore;
             ArrowDeviceArray.device_type(in, DeviceKind.CUDA.code());
             ArrowDeviceArray.device_id(in, 0L);

@@ -71,11 +71,11 @@ class CudaStructsTest {
         VectorSchemaRoot root = new VectorSchemaRoot(vectors);
         root.setRowCount(rows);
         SchemaNode schema;
-        try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema());
+        try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
              ImportedSchema is = ArrowImport.importSchema(es.segment())) {
             schema = is.root();
         }
-        try (ExportedArray ea = ArrowJava.exportRoot(root)) {
+        try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null))) {
             return new Source(vectors, root, schema, ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT));
         }
     }
@@ -128,11 +128,11 @@ class CudaStructsTest {
         try (VectorSchemaRoot root = new VectorSchemaRoot(vectors); Arena arena = Arena.ofConfined()) {
             root.setRowCount(rows);
             SchemaNode schema;
-            try (ExportedSchema es = ArrowJava.exportSchema(root.getSchema(), dictionaries);
+            try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), dictionaries, out));
                  ImportedSchema is = ArrowImport.importSchema(es.segment())) {
                 schema = is.root();
             }
-            try (ExportedArray ea = ArrowJava.exportRoot(root, dictionaries);
+            try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, dictionaries, out, null));
                  ImportedArray host = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 MemorySegment out = arena.allocate(ArrowArray.layout());
                 Nodes.write(host.root(), Nodes::address, out, freed::incrementAndGet);

@@ -114,7 +114,7 @@ class ArrowExportLifecycleTest {
     void schemaExportedOnceThenSeveralBatchesExportedAlone() {
         MemorySegment schema = newSchema();
         try (VectorSchemaRoot root = intsAndStrings(5, 0)) {
-            ArrowJava.exportSchema(root.getSchema(), schema);
+            ArrowJava.exportSchema(root.getSchema(), null, schema);
             try (CDataDictionaryProvider dp = new CDataDictionaryProvider();
                  VectorSchemaRoot target = Data.importVectorSchemaRoot(allocator,
                          org.apache.arrow.c.ArrowSchema.wrap(schema.address()), dp)) {
@@ -123,7 +123,7 @@ class ArrowExportLifecycleTest {
                     fill((IntVector) root.getVector(0), (VarCharVector) root.getVector(1), batch * 4, batch);
                     root.setRowCount(batch * 4);
                     MemorySegment array = newArray();
-                    ArrowJava.exportRoot(root, array, null);
+                    ArrowJava.exportRoot(root, null, array, null);
                     Data.importIntoVectorSchemaRoot(allocator, org.apache.arrow.c.ArrowArray.wrap(array.address()),
                             target, dp);
                     assertEquals(rowsOf(root), rowsOf(target), "batch " + batch);
@@ -139,7 +139,7 @@ class ArrowExportLifecycleTest {
         List<Object> expected;
         try (VectorSchemaRoot root = intsAndStrings(50, 7)) {
             expected = rowsOf(root);
-            ArrowJava.exportRoot(root, array, schema);
+            ArrowJava.exportRoot(root, null, array, schema);
         } // the producer's vectors are closed here; the export still holds its buffer references
         assertTrue(allocator.getAllocatedMemory() > 0, "the export keeps the buffers alive");
         try (CDataDictionaryProvider dp = new CDataDictionaryProvider();
@@ -160,7 +160,7 @@ class ArrowExportLifecycleTest {
         MemorySegment array = newArray();
         long before = ExportTestSupport.arrayReleases();
         try (VectorSchemaRoot root = intsAndStrings(10, 1)) {
-            ArrowJava.exportRoot(root, array, null);
+            ArrowJava.exportRoot(root, null, array, null);
         }
         MemorySegment release = ArrowArray.release(array);
         MemorySegment thread = arena.allocate(ValueLayout.JAVA_LONG);
@@ -199,7 +199,7 @@ class ArrowExportLifecycleTest {
             try (VectorSchemaRoot root = intsAndStrings(8, 2)) {
                 for (int i = 0; i < batches; i++) {
                     MemorySegment a = shared.allocate(ArrowArray.layout());
-                    ArrowJava.exportRoot(root, a, null);
+                    ArrowJava.exportRoot(root, null, a, null);
                     queue.put(a);
                 }
             }
@@ -214,7 +214,7 @@ class ArrowExportLifecycleTest {
     void aChildMovedOutByTheConsumerOutlivesItsParentAndIsReleasedAlone() {
         MemorySegment array = newArray();
         try (VectorSchemaRoot root = intsAndStrings(6, 3)) {
-            ArrowJava.exportRoot(root, array, null);
+            ArrowJava.exportRoot(root, null, array, null);
         }
         int live = ExportTestSupport.exportedArrays();
         MemorySegment child = ArrowArray.children(array).reinterpret(16).get(ValueLayout.ADDRESS, 8)
@@ -244,8 +244,8 @@ class ArrowExportLifecycleTest {
         List<Object> expected;
         try (VectorSchemaRoot root = intsAndStrings(9, 4)) {
             expected = rowsOf(root);
-            ArrowJava.exportDeviceArray(root, device);
-            ArrowJava.exportSchema(root.getSchema(), schema);
+            ArrowJava.exportDeviceArray(root, null, device);
+            ArrowJava.exportSchema(root.getSchema(), null, schema);
         }
         assertEquals(1, ArrowDeviceArray.device_type(device), "ARROW_DEVICE_CPU");
         assertEquals(-1L, ArrowDeviceArray.device_id(device));
@@ -416,7 +416,7 @@ class ArrowExportLifecycleTest {
         long before = ExportTestSupport.arrayReleases();
         ExportedArray handle;
         try (VectorSchemaRoot root = intsAndStrings(3, 5)) {
-            handle = ArrowJava.exportRoot(root);
+            handle = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
         }
         assertNotEquals(0L, handle.address());
         assertEquals(3, ArrowArray.length(handle.segment()));
@@ -430,8 +430,8 @@ class ArrowExportLifecycleTest {
     void libraryAllocatedStructsMovedByArrowCDataAreReleasedByItAndClosedByUs() {
         List<Object> expected;
         try (VectorSchemaRoot root = intsAndStrings(12, 6);
-             ExportedArray array = ArrowJava.exportRoot(root);
-             ExportedSchema schema = ArrowJava.exportSchema(root.getSchema())) {
+             ExportedArray array = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
+             ExportedSchema schema = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out))) {
             expected = rowsOf(root);
             long before = ExportTestSupport.arrayReleases();
             try (CDataDictionaryProvider dp = new CDataDictionaryProvider();
@@ -448,22 +448,22 @@ class ArrowExportLifecycleTest {
     @Test
     void libraryAllocatedStreamClosedUnusedClosesTheReader() {
         TestReader reader = new TestReader(allocator, 1, -1);
-        try (ExportedStream s = ArrowJava.exportStream(reader)) {
+        try (ExportedStream s = ExportedStream.allocate(out -> ArrowJava.exportStream(reader, out))) {
             assertFalse(reader.closed);
             assertFalse(s.isDevice());
             assertEquals(ArrowArrayStream.sizeof(), s.segment().byteSize());
         }
         assertTrue(reader.closed);
         TestReader reader2 = new TestReader(allocator, 1, -1);
-        try (ExportedStream s = ArrowJava.exportDeviceStream(reader2)) {
+        try (ExportedStream s = ExportedStream.allocateDevice(out -> ArrowJava.exportDeviceStream(reader2, out))) {
             assertTrue(s.isDevice());
             assertEquals(ArrowDeviceArrayStream.sizeof(), s.segment().byteSize());
             assertEquals(1, ArrowDeviceArrayStream.device_type(s.segment()));
         }
         assertTrue(reader2.closed);
         try (VectorSchemaRoot root = intsAndStrings(2, 1);
-             ExportedArray d = ArrowJava.exportDeviceArray(root);
-             ExportedArray a = ArrowJava.exportRoot(root)) {
+             ExportedArray d = ExportedArray.allocateDevice(out -> ArrowJava.exportDeviceArray(root, null, out));
+             ExportedArray a = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null))) {
             assertTrue(d.isDevice());
             assertEquals(ArrowDeviceArray.sizeof(), d.segment().byteSize());
             assertEquals(-1L, ArrowDeviceArray.device_id(d.segment()));
@@ -480,7 +480,7 @@ class ArrowExportLifecycleTest {
             int live = ExportRuntime.liveNodes();
             long memory = allocator.getAllocatedMemory();
             ValidationException e = assertThrows(ValidationException.class,
-                    () -> ArrowJava.exportRoot(root, array, null));
+                    () -> ArrowJava.exportRoot(root, null, array, null));
             assertEquals(ValidationException.Category.LENGTH, e.category());
             assertEquals("children[1]", e.path());
             assertEquals(live, ExportRuntime.liveNodes());
@@ -506,12 +506,12 @@ class ArrowExportLifecycleTest {
     void outputStructsThatAreTooSmallOrOnTheHeapAreRejected() {
         try (VectorSchemaRoot root = intsAndStrings(1, 1)) {
             ValidationException small = assertThrows(ValidationException.class,
-                    () -> ArrowJava.exportRoot(root, arena.allocate(40), null));
+                    () -> ArrowJava.exportRoot(root, null, arena.allocate(40), null));
             assertEquals(ValidationException.Category.SIZE, small.category());
             assertEquals("outArray: expected at least 80 bytes but found 40", small.getMessage());
             assertThrows(ValidationException.class,
-                    () -> ArrowJava.exportRoot(root, MemorySegment.ofArray(new byte[80]), null));
-            assertThrows(ValidationException.class, () -> ArrowJava.exportRoot(root, MemorySegment.NULL, null));
+                    () -> ArrowJava.exportRoot(root, null, MemorySegment.ofArray(new byte[80]), null));
+            assertThrows(ValidationException.class, () -> ArrowJava.exportRoot(root, null, MemorySegment.NULL, null));
         }
     }
 
@@ -524,7 +524,7 @@ class ArrowExportLifecycleTest {
             v.setNull(1);
             v.set(2, 3);
             v.setValueCount(3);
-            ArrowJava.exportVector(v, array);
+            ArrowJava.exportVector(v, null, array, null);
             assertEquals(1, ArrowArray.null_count(array));
             MemorySegment buffers = ArrowArray.buffers(array).reinterpret(16);
             assertEquals(v.getValidityBuffer().memoryAddress(), buffers.get(ValueLayout.JAVA_LONG, 0), "zero-copy");
@@ -533,7 +533,7 @@ class ArrowExportLifecycleTest {
         }
         try (VarCharVector empty = new VarCharVector("e", allocator)) {
             empty.setValueCount(0);
-            ArrowJava.exportVector(empty, array);
+            ArrowJava.exportVector(empty, null, array, null);
             MemorySegment buffers = ArrowArray.buffers(array).reinterpret(24);
             assertEquals(0L, buffers.get(ValueLayout.JAVA_LONG, 0), "no validity needed without values");
             assertNotEquals(0L, buffers.get(ValueLayout.JAVA_LONG, 8), "offsets: one zero, never NULL");

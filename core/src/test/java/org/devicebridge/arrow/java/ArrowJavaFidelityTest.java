@@ -179,7 +179,7 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             assertExportedLikeArrowCData(original, "l");
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
-            ArrowJava.exportRoot(root, array, schema);
+            ArrowJava.exportRoot(root, null, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
                  VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
                          ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
@@ -278,7 +278,7 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             try (VectorSchemaRoot root = new VectorSchemaRoot(schema, List.of(list, struct, map, ints), 6)) {
                 MemorySegment array = arena.allocate(ArrowArray.layout());
                 MemorySegment schemaStruct = arena.allocate(ArrowSchema.layout());
-                ArrowJava.exportRoot(root, array, schemaStruct);
+                ArrowJava.exportRoot(root, null, array, schemaStruct);
                 try (ImportedSchema s = ArrowImport.importSchema(schemaStruct);
                      VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
                              ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
@@ -341,8 +341,8 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             root.setRowCount(6);
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
             MemorySegment array = arena.allocate(ArrowArray.layout());
-            ArrowJava.exportSchema(root.getSchema(), schema); // once, as a stream does, before any batch
-            ArrowJava.exportRoot(root, array, null);
+            ArrowJava.exportSchema(root.getSchema(), null, schema); // once, as a stream does, before any batch
+            ArrowJava.exportRoot(root, null, array, null);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
                  VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
                          ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
@@ -358,12 +358,12 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             u.getIntVector().setSafe(3, 1); // every child now holds a value at unset row 3
             u.getBigIntVector().setSafe(3, 1L);
             MemorySegment array = arena.allocate(ArrowArray.layout());
-            ValidationException e = assertThrows(ValidationException.class, () -> ArrowJava.exportVector(u, array));
+            ValidationException e = assertThrows(ValidationException.class, () -> ArrowJava.exportVector(u, null, array, null));
             assertEquals(ValidationException.Category.CONTENT, e.category());
             assertTrue(e.getMessage().contains("index 3") && e.getMessage().contains("no child is null"), e.getMessage());
             assertEquals(0L, ArrowArray.release(array).address(), "the output is untouched");
             u.getTypeBuffer().setByte(3, 99); // no minor type has that number
-            e = assertThrows(ValidationException.class, () -> ArrowJava.exportVector(u, array));
+            e = assertThrows(ValidationException.class, () -> ArrowJava.exportVector(u, null, array, null));
             assertTrue(e.getMessage().contains("type id 99 at index 3"), e.getMessage());
         }
     }

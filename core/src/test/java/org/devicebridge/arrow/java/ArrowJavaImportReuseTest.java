@@ -58,7 +58,7 @@ class ArrowJavaImportReuseTest extends ArrowTestSupport {
     private VectorSchemaRoot roundTrip(VectorSchemaRoot root, Arena arena) {
         MemorySegment array = arena.allocate(ArrowArray.layout());
         MemorySegment schema = arena.allocate(ArrowSchema.layout());
-        ArrowJava.exportRoot(root, array, schema);
+        ArrowJava.exportRoot(root, null, array, schema);
         ImportedArray imported;
         try (ImportedSchema s = ArrowImport.importSchema(schema)) {
             imported = ArrowImport.importArray(s.root(), array, ValidationLevel.DEFAULT);
@@ -70,12 +70,12 @@ class ArrowJavaImportReuseTest extends ArrowTestSupport {
     void theSameSchemaImportedAgainReusesItsFieldsAndAnEqualOneToo() {
         try (Arena arena = Arena.ofConfined(); VectorSchemaRoot producer = batch("c", 3, 7)) {
             MemorySegment schemaStruct = arena.allocate(ArrowSchema.layout());
-            ArrowJava.exportSchema(producer.getSchema(), schemaStruct);
+            ArrowJava.exportSchema(producer.getSchema(), null, schemaStruct);
             try (ImportedSchema schema = ArrowImport.importSchema(schemaStruct)) {
                 List<Field> first;
                 for (int round = 0; round < 2; round++) {
                     MemorySegment array = arena.allocate(ArrowArray.layout());
-                    ArrowJava.exportRoot(producer, array, null);
+                    ArrowJava.exportRoot(producer, null, array, null);
                     try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
                             ArrowImport.importArray(schema.root(), array, ValidationLevel.DEFAULT), null)) {
                         assertEquals(producer.getSchema(), back.getSchema());
@@ -84,8 +84,8 @@ class ArrowJavaImportReuseTest extends ArrowTestSupport {
                 }
                 MemorySegment a1 = arena.allocate(ArrowArray.layout());
                 MemorySegment a2 = arena.allocate(ArrowArray.layout());
-                ArrowJava.exportRoot(producer, a1, null);
-                ArrowJava.exportRoot(producer, a2, null);
+                ArrowJava.exportRoot(producer, null, a1, null);
+                ArrowJava.exportRoot(producer, null, a2, null);
                 try (VectorSchemaRoot b1 = ArrowJava.importVectorSchemaRoot(allocator,
                         ArrowImport.importArray(schema.root(), a1, ValidationLevel.DEFAULT), null);
                      VectorSchemaRoot b2 = ArrowJava.importVectorSchemaRoot(allocator,

@@ -60,7 +60,7 @@ class ArrowJavaOneCallImportTest extends ArrowTestSupport {
                 table.setRowCount(3);
                 MemorySegment array = structs.allocate(ArrowArray.layout());
                 MemorySegment schema = structs.allocate(ArrowSchema.layout());
-                ArrowJava.exportRoot(table, array, schema);
+                ArrowJava.exportRoot(table, null, array, schema);
                 try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator, array, schema, null)) {
                     assertEquals(new Schema(java.util.List.of(ids.getField(), names.getField())), back.getSchema());
                     assertEquals(table.contentToTSVString(), back.contentToTSVString());

@@ -101,14 +101,14 @@ class BridgeExactnessTest extends ArrowTestSupport {
         try (VectorSchemaRoot original = mapRoot(rows); Arena arena = Arena.ofConfined()) {
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
-            ArrowJava.exportRoot(original, array, schema);
+            ArrowJava.exportRoot(original, null, array, schema);
             try (ImportedSchema s = ArrowImport.importSchema(schema);
                  VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
                          ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 assertEquals(original.getSchema(), ours.getSchema(), "names, field and schema metadata kept");
                 assertEquals(original.contentToTSVString(), ours.contentToTSVString());
                 // the other way: ours exported again, read by arrow-c-data, which keeps them the same way
-                ArrowJava.exportRoot(ours, array, schema);
+                ArrowJava.exportRoot(ours, null, array, schema);
                 try (CDataDictionaryProvider p = new CDataDictionaryProvider();
                      VectorSchemaRoot peer = Data.importVectorSchemaRoot(allocator,
                              org.apache.arrow.c.ArrowArray.wrap(array.address()), org.apache.arrow.c.ArrowSchema.wrap(schema.address()), p)) {

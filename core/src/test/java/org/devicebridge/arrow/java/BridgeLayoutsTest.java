@@ -254,7 +254,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             List<String> expected = values(v);
             assertEquals(expected, roundTrip(v));
             MemorySegment array = arena.allocate(org.devicebridge.generated.arrow.ArrowArray.layout());
-            ArrowJava.exportVector(v, array);
+            ArrowJava.exportVector(v, null, array, null);
             try (ImportedSchema s = ArrowImport.importSchema(exportedSchema(v, arena))) {
                 MemorySegment buffers = array.get(java.lang.foreign.ValueLayout.ADDRESS,
                         org.devicebridge.generated.arrow.ArrowArray.buffers$offset()).reinterpret(8);
@@ -266,7 +266,7 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             v.getTypeBuffer().setByte(1, 100); // no minor type 100, no declared id 100
             MemorySegment untouched = arena.allocate(org.devicebridge.generated.arrow.ArrowArray.layout());
             org.devicebridge.ValidationException e = assertThrows(org.devicebridge.ValidationException.class,
-                    () -> ArrowJava.exportVector(v, untouched));
+                    () -> ArrowJava.exportVector(v, null, untouched, null));
             assertEquals(org.devicebridge.ValidationException.Category.CONTENT, e.category());
             assertTrue(e.getMessage().contains("type id 100 at index 1"), e.getMessage());
             assertEquals(0, untouched.get(java.lang.foreign.ValueLayout.ADDRESS,

@@ -3,6 +3,7 @@ package org.devicebridge.arrow.java;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -18,10 +19,15 @@ import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.NullVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.devicebridge.ValidationException;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.devicebridge.internal.Callbacks;
+import org.devicebridge.internal.FieldPath;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -107,7 +113,7 @@ class ExportTreeTest {
         MemorySegment array = arena.allocate(ArrowArray.layout());
         long exports = org.devicebridge.internal.ExportRegistry.outstandingExports();
         try (VectorSchemaRoot root = longs(3, 10)) {
-            ArrowJava.exportRoot(root, array, null);
+            ArrowJava.exportRoot(root, null, array, null);
         }
         assertEquals(exports + 1, org.devicebridge.internal.ExportRegistry.outstandingExports(), "one registry entry");
         assertEquals(liveBefore + 4, ExportRuntime.liveNodes());
@@ -127,7 +133,7 @@ class ExportTreeTest {
         MemorySegment array = arena.allocate(ArrowArray.layout());
         MemorySegment copy = arena.allocate(ArrowArray.layout());
         try (VectorSchemaRoot root = longs(2, 5)) {
-            ArrowJava.exportRoot(root, array, null);
+            ArrowJava.exportRoot(root, null, array, null);
         }
         copy.copyFrom(array);
         release(array);
@@ -142,7 +148,7 @@ class ExportTreeTest {
     void aMovedChildReleasedTwiceIsReleasedOnceAndTheSecondIsStale() {
         MemorySegment array = arena.allocate(ArrowArray.layout());
         try (VectorSchemaRoot root = longs(3, 5)) {
-            ArrowJava.exportRoot(root, array, null);
+            ArrowJava.exportRoot(root, null, array, null);
         }
         MemorySegment moved = moveOut(child(array, 1));
         MemorySegment copy = arena.allocate(ArrowArray.layout());
@@ -162,7 +168,7 @@ class ExportTreeTest {
     void forgedPrivateDataIsCountedAsStaleAndTouchesNothing() {
         MemorySegment array = arena.allocate(ArrowArray.layout());
         try (VectorSchemaRoot root = longs(2, 5)) {
-            ArrowJava.exportRoot(root, array, null);
+            ArrowJava.exportRoot(root, null, array, null);
         }
         long live = ExportRuntime.liveNodes();
         long privateData = ArrowArray.private_data(array).address();
@@ -187,7 +193,7 @@ class ExportTreeTest {
         try (Arena shared = Arena.ofShared()) {
             List<MemorySegment> moved = new ArrayList<>();
             try (VectorSchemaRoot root = longs(columns, 64)) {
-                ArrowJava.exportRoot(root, array, null);
+                ArrowJava.exportRoot(root, null, array, null);
             }
             for (int i = 0; i < columns; i += 2) {
                 MemorySegment m = shared.allocate(ArrowArray.layout());
@@ -241,7 +247,7 @@ class ExportTreeTest {
         Schema s;
         try (VectorSchemaRoot root = nulls(columns, 3)) {
             s = root.getSchema();
-            ArrowJava.exportRoot(root, array, schema);
+            ArrowJava.exportRoot(root, null, array, schema);
         }
         assertEquals(liveBefore + 2 * (columns + 1), ExportRuntime.liveNodes());
         MemorySegment last = moveOut(child(array, columns - 1));
@@ -256,5 +262,44 @@ class ExportTreeTest {
         assertEquals(s.getFields().size(), ArrowSchema.n_children(schema));
         Callbacks.invokeVoidPointer(ArrowSchema.release(schema), schema);
         assertEquals(0, stale());
+    }
+
+    @Test
+    void dataNestedDeeperThan64LevelsIsRefusedWithTheOutputsUntouchedAndDepth64IsExported() {
+        MemorySegment array = arena.allocate(ArrowArray.layout());
+        MemorySegment schema = arena.allocate(ArrowSchema.layout());
+        try (FieldVector deepest = nestedLists(FieldPath.MAX_DEPTH)) { // its leaf 64 levels below the root
+            ArrowJava.exportVector(deepest, null, array, schema);
+            MemorySegment node = array;
+            for (int level = 0; level < FieldPath.MAX_DEPTH; level++) {
+                assertEquals(1, ArrowArray.n_children(node), "level " + level);
+                node = child(node, 0);
+            }
+            assertEquals(0, ArrowArray.n_children(node), "the leaf");
+            release(array);
+            Callbacks.invokeVoidPointer(ArrowSchema.release(schema), schema);
+        }
+        try (FieldVector tooDeep = nestedLists(FieldPath.MAX_DEPTH + 1)) {
+            ValidationException e = assertThrows(ValidationException.class,
+                    () -> ArrowJava.exportVector(tooDeep, null, array, null));
+            assertEquals(ValidationException.Category.DEPTH, e.category(), e.getMessage());
+            assertEquals(0L, ArrowArray.release(array).address(), "the array is untouched");
+            e = assertThrows(ValidationException.class, () -> ArrowJava.exportField(tooDeep.getField(), null, schema));
+            assertEquals(ValidationException.Category.DEPTH, e.category(), e.getMessage());
+            assertEquals(0L, ArrowSchema.release(schema).address(), "the schema is untouched");
+        }
+        assertEquals(0, stale());
+    }
+
+    /** An empty list of lists, {@code levels} deep above a bigint leaf. */
+    private FieldVector nestedLists(int levels) {
+        Field f = Field.nullable("leaf", new ArrowType.Int(64, true));
+        for (int i = 0; i < levels; i++) {
+            f = new Field("l" + i, FieldType.nullable(ArrowType.List.INSTANCE), List.of(f));
+        }
+        FieldVector v = f.createVector(allocator);
+        v.allocateNew();
+        v.setValueCount(0);
+        return v;
     }
 }

@@ -139,7 +139,7 @@ class ViewPaddingExportTest extends ArrowTestSupport {
                 try (VectorSchemaRoot slice = root.slice(1, 5); Arena arena = Arena.ofConfined()) {
                     MemorySegment array = arena.allocate(ArrowArray.layout());
                     MemorySegment schema = arena.allocate(ArrowSchema.layout());
-                    ArrowJava.exportRoot(slice, array, schema);
+                    ArrowJava.exportRoot(slice, null, array, schema);
                     try (ImportedSchema is = ArrowImport.importSchema(schema);
                          VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
                                  ArrowImport.importArray(is.root(), array, ValidationLevel.FULL), null)) {
