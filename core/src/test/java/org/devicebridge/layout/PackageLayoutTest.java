@@ -284,16 +284,12 @@ class PackageLayoutTest {
             "org.devicebridge.arrow.ImportedArrayStream.<init>", "org.devicebridge.arrow.SchemaLayout.collect",
             "org.devicebridge.arrow.SchemaNode.<init>", "org.devicebridge.arrow.ValueChecks.check",
             // Flight, the Arrow Java bridge, DLPack, the plumbing, IPC and Python: their own parts of the 1.0 work
-            "org.devicebridge.arrow.flight.ClientCalls.put", "org.devicebridge.arrow.flight.ClientCalls.putRoots",
-            "org.devicebridge.arrow.flight.ClientCalls.write", "org.devicebridge.arrow.flight.FlightCalls.send",
-            "org.devicebridge.arrow.flight.FlightCalls.serve", "org.devicebridge.arrow.java.ExportArrayWriter.planVector",
+            "org.devicebridge.arrow.java.ExportArrayWriter.planVector",
             "org.devicebridge.arrow.java.ExportBlock.writeRoot", "org.devicebridge.arrow.java.ExportRewrites.childReadFor",
             "org.devicebridge.arrow.java.ExportRewrites.narrowDecimals", "org.devicebridge.arrow.java.ExportRewrites.sparseTypeIds",
             "org.devicebridge.dlpack.Geometry.<init>", "org.devicebridge.dlpack.Geometry.of",
             "org.devicebridge.dlpack.ImportedTensor.<init>", "org.devicebridge.dlpack.ImportedTensor.create",
-            "org.devicebridge.dlpack.TensorReader.wrap", "org.devicebridge.dlpack.TensorSpec.<init>",
-            "org.devicebridge.foreign.CudaStructs.fill", "org.devicebridge.internal.NonTemporalCopy.copy",
-            "org.devicebridge.ipc.JsonFields.integer", "org.devicebridge.python.InterfaceImport.importMask");
+            "org.devicebridge.dlpack.TensorReader.wrap", "org.devicebridge.dlpack.TensorSpec.<init>");
 
     /**
      * The positional parameters {@code m} declares: what the class file says, less what the compiler adds (an enum
