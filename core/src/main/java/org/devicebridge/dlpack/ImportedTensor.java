@@ -44,11 +44,20 @@ public final class ImportedTensor extends NativeHandle {
         }
     }
 
+    /**
+     * What {@link TensorReader} checked of one tensor, for its handle to keep.
+     *
+     * @param version the producer's version; null for a legacy {@code DLManagedTensor}
+     * @param device the device the data is on
+     * @param geometry dtype, shape, strides, byte offset and the byte range
+     * @param flags the versioned struct's {@code flags} (0 for a legacy struct)
+     * @param data the {@code data} pointer
+     */
+    record Fields(Version version, Device device, Geometry geometry, long flags, long data) {}
+
     private final Version version;
-    private final DType dtype;
     private final Device device;
-    private final Geometry geometry;
-    private final long byteOffset;
+    private final Geometry geometry; // dtype and byte_offset too
     private final boolean readOnly;
     private final boolean copied;
     private final boolean subBytePadded;
@@ -62,24 +71,21 @@ public final class ImportedTensor extends NativeHandle {
     // segment is immutable (final fields), so a plain field suffices (a volatile store would cost a fence)
     private MemorySegment segment;
 
-    private ImportedTensor(ForeignImport.Kind kind, MemorySegment owned, Exports.LocalRelease local, Version version,
-                           DType dtype, Device device, Geometry geometry, long byteOffset, boolean readOnly,
-                           boolean copied, boolean subBytePadded, long data, Arena arena) {
+    private ImportedTensor(ForeignImport.Kind kind, MemorySegment owned, Exports.LocalRelease local, Fields fields,
+                           Arena arena) {
         super(description(kind), local != null ? local : () -> kind.release(owned), arena);
         this.kind = kind;
         this.owned = local != null ? null : owned;
         this.local = local;
-        this.version = version;
-        this.dtype = dtype;
-        this.device = device;
-        this.geometry = geometry;
-        this.byteOffset = byteOffset;
-        this.readOnly = readOnly;
-        this.copied = copied;
-        this.subBytePadded = subBytePadded;
-        this.originAddress = data + byteOffset;
+        this.version = fields.version();
+        this.device = fields.device();
+        this.geometry = fields.geometry();
+        this.readOnly = (fields.flags() & DLPack.FLAG_READ_ONLY) != 0;
+        this.copied = (fields.flags() & DLPack.FLAG_IS_COPIED) != 0;
+        this.subBytePadded = (fields.flags() & DLPack.FLAG_IS_SUBBYTE_TYPE_PADDED) != 0;
+        this.originAddress = fields.data() + geometry.byteOffset();
         this.hostAccessible = device.kind().isHostAccessible();
-        this.segmentAddress = originAddress + geometry.start;
+        this.segmentAddress = originAddress + geometry.start();
     }
 
     private static String description(ForeignImport.Kind kind) {
@@ -94,12 +100,12 @@ public final class ImportedTensor extends NativeHandle {
      * @param local null for a foreign tensor, whose release calls its deleter on {@code owned}; for a tensor
      *              this library exported and handed over itself, what is left to release once its struct
      *              is freed ({@link DLPack#importTensor})
+     * @param fields what validation established
+     * @param arena the caller's arena whose close releases the tensor, or null for one the handle owns
      */
     static ImportedTensor create(ForeignImport.Kind kind, MemorySegment owned, Exports.LocalRelease local,
-                                 Version version, DType dtype, Device device, Geometry geometry, long byteOffset,
-                                 boolean readOnly, boolean copied, boolean subBytePadded, long data, Arena arena) {
-        return new ImportedTensor(kind, owned, local, version, dtype, device, geometry, byteOffset, readOnly, copied,
-                subBytePadded, data, arena);
+                                 Fields fields, Arena arena) {
+        return new ImportedTensor(kind, owned, local, fields, arena);
     }
 
     /**
@@ -117,7 +123,7 @@ public final class ImportedTensor extends NativeHandle {
 
     /** {@return the element type} */
     public DType dtype() {
-        return dtype;
+        return geometry.dtype();
     }
 
     /** {@return the device the data is on} */
@@ -127,37 +133,37 @@ public final class ImportedTensor extends NativeHandle {
 
     /** {@return the number of dimensions (0 for a scalar)} */
     public int ndim() {
-        return geometry.shape.length;
+        return geometry.shape().length;
     }
 
     /** {@return a copy of the shape} */
     public long[] shape() {
-        return geometry.shape.clone();
+        return geometry.shape().clone();
     }
 
     /** {@return a copy of the strides in elements (compact row-major where the producer passed NULL)} */
     public long[] strides() {
-        return geometry.strides.clone();
+        return geometry.strides().clone();
     }
 
     /** {@return {@code byte_offset} as the producer gave it; already applied to {@link #segment()} and {@link #devicePointer()}} */
     public long byteOffset() {
-        return byteOffset;
+        return geometry.byteOffset();
     }
 
     /** {@return the number of elements (the product of the shape)} */
     public long elementCount() {
-        return geometry.elements;
+        return geometry.elements();
     }
 
     /** {@return bytes the tensor spans (from its lowest to its highest addressed byte; 0 when it has no elements)} */
     public long byteExtent() {
-        return geometry.extent;
+        return geometry.extent();
     }
 
     /** {@return {@code true} if the elements are laid out compact row-major (C order)} */
     public boolean isCompact() {
-        return geometry.compact;
+        return geometry.compact();
     }
 
     /** {@return {@code true} if the producer set {@code DLPACK_FLAG_BITMASK_READ_ONLY}; {@link #segment()} is then read-only} */
@@ -202,7 +208,7 @@ public final class ImportedTensor extends NativeHandle {
             throw new UnsupportedFeatureException("dl_tensor.device", "memory on " + device.kind()
                     + " is not host-accessible; use devicePointer()");
         }
-        s = segment(segmentAddress, geometry.extent);
+        s = segment(segmentAddress, geometry.extent());
         s = readOnly ? s.asReadOnly() : s;
         segment = s;
         return s;

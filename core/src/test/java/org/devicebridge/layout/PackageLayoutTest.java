@@ -286,10 +286,7 @@ class PackageLayoutTest {
             // Flight, the Arrow Java bridge, DLPack, the plumbing, IPC and Python: their own parts of the 1.0 work
             "org.devicebridge.arrow.java.ExportArrayWriter.planVector",
             "org.devicebridge.arrow.java.ExportBlock.writeRoot", "org.devicebridge.arrow.java.ExportRewrites.childReadFor",
-            "org.devicebridge.arrow.java.ExportRewrites.narrowDecimals", "org.devicebridge.arrow.java.ExportRewrites.sparseTypeIds",
-            "org.devicebridge.dlpack.Geometry.<init>", "org.devicebridge.dlpack.Geometry.of",
-            "org.devicebridge.dlpack.ImportedTensor.<init>", "org.devicebridge.dlpack.ImportedTensor.create",
-            "org.devicebridge.dlpack.TensorReader.wrap", "org.devicebridge.dlpack.TensorSpec.<init>");
+            "org.devicebridge.arrow.java.ExportRewrites.narrowDecimals", "org.devicebridge.arrow.java.ExportRewrites.sparseTypeIds");
 
     /**
      * The positional parameters {@code m} declares: what the class file says, less what the compiler adds (an enum
