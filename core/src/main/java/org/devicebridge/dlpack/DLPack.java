@@ -9,7 +9,6 @@ import java.util.Objects;
 import org.devicebridge.Device;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
-import org.devicebridge.ValidationException.Category;
 import org.devicebridge.foreign.ForeignImport;
 
 /**

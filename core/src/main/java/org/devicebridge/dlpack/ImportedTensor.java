@@ -2,7 +2,9 @@ package org.devicebridge.dlpack;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.foreign.ForeignImport;
@@ -44,24 +46,12 @@ public final class ImportedTensor extends NativeHandle {
         }
     }
 
-    /**
-     * What {@link TensorReader} checked of one tensor, for its handle to keep.
-     *
-     * @param version the producer's version; null for a legacy {@code DLManagedTensor}
-     * @param device the device the data is on
-     * @param geometry dtype, shape, strides, byte offset and the byte range
-     * @param flags the versioned struct's {@code flags} (0 for a legacy struct)
-     * @param data the {@code data} pointer
-     */
-    record Fields(Version version, Device device, Geometry geometry, long flags, long data) {}
-
     private final Version version;
     private final Device device;
     private final Geometry geometry; // dtype and byte_offset too
     private final boolean readOnly;
     private final boolean copied;
     private final boolean subBytePadded;
-    private final long originAddress; // data + byte_offset
     private final boolean hostAccessible;
     private final long segmentAddress;
     private final ForeignImport.Kind kind;
@@ -71,21 +61,32 @@ public final class ImportedTensor extends NativeHandle {
     // segment is immutable (final fields), so a plain field suffices (a volatile store would cost a fence)
     private MemorySegment segment;
 
-    private ImportedTensor(ForeignImport.Kind kind, MemorySegment owned, Exports.LocalRelease local, Fields fields,
+    /**
+     * Reads the header, device and data pointer from {@code owned}, which {@link TensorReader} validated: the
+     * library's copy of the struct (moved), so it reads what was checked.
+     */
+    private ImportedTensor(ForeignImport.Kind kind, MemorySegment owned, Exports.LocalRelease local, Geometry geometry,
                            Arena arena) {
         super(description(kind), local != null ? local : () -> kind.release(owned), arena);
         this.kind = kind;
         this.owned = local != null ? null : owned;
         this.local = local;
-        this.version = fields.version();
-        this.device = fields.device();
-        this.geometry = fields.geometry();
-        this.readOnly = (fields.flags() & DLPack.FLAG_READ_ONLY) != 0;
-        this.copied = (fields.flags() & DLPack.FLAG_IS_COPIED) != 0;
-        this.subBytePadded = (fields.flags() & DLPack.FLAG_IS_SUBBYTE_TYPE_PADDED) != 0;
-        this.originAddress = fields.data() + geometry.byteOffset();
+        boolean versioned = kind == ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED;
+        long t = versioned ? TensorStruct.V_TENSOR : TensorStruct.L_TENSOR;
+        long flags = versioned ? owned.get(ValueLayout.JAVA_LONG, TensorStruct.V_FLAGS) : 0;
+        this.version = versioned ? Version.of(owned.get(ValueLayout.JAVA_INT, TensorStruct.V_MAJOR),
+                owned.get(ValueLayout.JAVA_INT, TensorStruct.V_MINOR)) : null;
+        int type = owned.get(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_TYPE);
+        this.device = type == DeviceKind.CPU.code() ? Device.CPU : new Device(DeviceKind.fromCode(type).orElseThrow(),
+                owned.get(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_ID));
+        this.geometry = geometry;
+        this.readOnly = (flags & DLPack.FLAG_READ_ONLY) != 0;
+        this.copied = (flags & DLPack.FLAG_IS_COPIED) != 0;
+        this.subBytePadded = (flags & DLPack.FLAG_IS_SUBBYTE_TYPE_PADDED) != 0;
         this.hostAccessible = device.kind().isHostAccessible();
-        this.segmentAddress = originAddress + geometry.start();
+        // data + byte_offset + start: exact, checked by TensorReader
+        this.segmentAddress = TensorStruct.pointer(owned, t + TensorStruct.DATA) + geometry.byteOffset()
+                + geometry.start();
     }
 
     private static String description(ForeignImport.Kind kind) {
@@ -100,12 +101,12 @@ public final class ImportedTensor extends NativeHandle {
      * @param local null for a foreign tensor, whose release calls its deleter on {@code owned}; for a tensor
      *              this library exported and handed over itself, what is left to release once its struct
      *              is freed ({@link DLPack#importTensor})
-     * @param fields what validation established
+     * @param geometry the tensor's checked geometry
      * @param arena the caller's arena whose close releases the tensor, or null for one the handle owns
      */
     static ImportedTensor create(ForeignImport.Kind kind, MemorySegment owned, Exports.LocalRelease local,
-                                 Fields fields, Arena arena) {
-        return new ImportedTensor(kind, owned, local, fields, arena);
+                                 Geometry geometry, Arena arena) {
+        return new ImportedTensor(kind, owned, local, geometry, arena);
     }
 
     /**
@@ -223,7 +224,7 @@ public final class ImportedTensor extends NativeHandle {
      */
     public MemorySegment devicePointer() {
         ensureLive();
-        return MemorySegment.ofAddress(originAddress);
+        return MemorySegment.ofAddress(segmentAddress - geometry.start()); // data + byte_offset
     }
 
     /**

@@ -27,9 +27,10 @@ final class TensorReader {
      */
     static ImportedTensor wrap(ForeignImport.Kind kind, MemorySegment owned, ImportOptions options, Arena arena,
                                Exports.LocalRelease local) {
-        ImportedTensor.Version version = null;
         long flags = 0;
         long t = TensorStruct.L_TENSOR;
+        // NULL strides with ndim != 0: compact row-major before DLPack 1.2 (and in a legacy struct), refused since
+        boolean nullStridesAllowed = true;
         if (kind == ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED) {
             int major = owned.get(ValueLayout.JAVA_INT, TensorStruct.V_MAJOR);
             int minor = owned.get(ValueLayout.JAVA_INT, TensorStruct.V_MINOR);
@@ -44,11 +45,9 @@ final class TensorReader {
                         "unknown flag bits 0x%x (DLPack 1.%d defines 0x%x)", flags & ~DLPack.KNOWN_FLAGS,
                         DLPack.MINOR_VERSION, DLPack.KNOWN_FLAGS));
             }
-            version = ImportedTensor.Version.of(major, minor);
+            nullStridesAllowed = Integer.compareUnsigned(minor, 2) < 0;
             t = TensorStruct.V_TENSOR;
         }
-        // NULL strides with ndim != 0: compact row-major before DLPack 1.2 (and in a legacy struct), refused since
-        boolean nullStridesAllowed = version == null || Integer.compareUnsigned(version.minor(), 2) < 0;
         int typeCode = owned.get(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_TYPE);
         int id = owned.get(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_ID);
         DeviceKind type = DeviceKind.fromCode(typeCode).orElse(null);
@@ -60,11 +59,11 @@ final class TensorReader {
             throw new ValidationException(Category.DEVICE, "dl_tensor.device.device_id", "expected "
                     + (type == DeviceKind.CPU ? "device id 0 for kDLCPU" : "a device id >= 0") + " but found " + id);
         }
-        Device device = type == DeviceKind.CPU ? Device.CPU : new Device(type, id);
+        // the handle makes the Device; here it is made only for a message or the driver's check
         Device expected = options.expectedDevice();
-        if (expected != null && !expected.equals(device)) {
+        if (expected != null && (expected.kind() != type || expected.ordinal() != id)) {
             throw new ValidationException(Category.DEVICE, "dl_tensor.device", "expected " + DLPack.describe(expected)
-                    + " but found " + DLPack.describe(device));
+                    + " but found " + DLPack.describe(device(type, id)));
         }
         DType dtype = DType.of(Byte.toUnsignedInt(owned.get(ValueLayout.JAVA_BYTE, t + TensorStruct.CODE)),
                 Byte.toUnsignedInt(owned.get(ValueLayout.JAVA_BYTE, t + TensorStruct.BITS)),
@@ -109,11 +108,14 @@ final class TensorReader {
                         "negative strides reach below address 0");
             }
             if (options.pointerCheck() == ImportOptions.PointerCheck.DRIVER) {
-                DLPackCuda.confirmPointer(device, first, g.extent());
+                DLPackCuda.confirmPointer(device(type, id), first, g.extent());
             }
         }
-        return ImportedTensor.create(kind, owned, local, new ImportedTensor.Fields(version, device, g, flags, data),
-                arena);
+        return ImportedTensor.create(kind, owned, local, g, arena);
+    }
+
+    private static Device device(DeviceKind type, int id) {
+        return type == DeviceKind.CPU ? Device.CPU : new Device(type, id);
     }
 
     /** The {@code n} int64 values at {@code address}, checked for NULL and alignment first. */

@@ -41,7 +41,8 @@ public final class TensorSpec {
     public static final int MAX_NDIM = Geometry.MAX_NDIM;
 
     private final MemorySegment data;
-    private final Geometry geometry; // dtype, shape, strides (given or compact), byte offset and the byte range, checked
+    // dtype, shape, strides (given or compact), byte offset and the byte range, checked
+    private final Geometry geometry;
     private final Device device;
     private final Set<TensorFlag> flags; // unmodifiable
     private final long flagBits; // the flags as DLPack bits, plus IS_SUBBYTE_TYPE_PADDED for a sub-byte dtype
@@ -108,7 +109,8 @@ public final class TensorSpec {
      */
     public TensorSpec withStrides(long... strides) {
         Objects.requireNonNull(strides, "strides");
-        Geometry g = Geometry.of(geometry.dtype(), geometry.shape().clone(), strides.clone(), geometry.byteOffset(), "");
+        Geometry g = Geometry.of(geometry.dtype(), geometry.shape().clone(), strides.clone(), geometry.byteOffset(),
+                "");
         return new TensorSpec(data, g, device, flags, sync);
     }
 
@@ -119,7 +121,8 @@ public final class TensorSpec {
      * @throws ValidationException {@code SIZE} for a negative offset or one whose range overflows
      */
     public TensorSpec withByteOffset(long byteOffset) {
-        Geometry g = Geometry.of(geometry.dtype(), geometry.shape().clone(), geometry.strides().clone(), byteOffset, "");
+        Geometry g = Geometry.of(geometry.dtype(), geometry.shape().clone(), geometry.strides().clone(), byteOffset,
+                "");
         return new TensorSpec(data, g, device, flags, sync);
     }
 

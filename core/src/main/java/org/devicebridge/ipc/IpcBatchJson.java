@@ -68,7 +68,8 @@ final class IpcBatchJson {
         }
         long length = JsonFields.integer(m, "length", path, JsonFields.NON_NEGATIVE, Category.SIZE);
         long nullCount = JsonFields.integer(m, "null_count", path, JsonFields.range(-1, length), Category.SIZE);
-        long offset = JsonFields.integer(m, "offset", path, JsonFields.range(0, Long.MAX_VALUE - length), Category.SIZE);
+        long offset = JsonFields.integer(m, "offset", path, JsonFields.range(0, Long.MAX_VALUE - length),
+                Category.SIZE);
         String bPath = FieldPath.join(path, "buffers");
         List<?> bs = JsonFields.list(JsonFields.get(m, "buffers", path), bPath, Integer.MAX_VALUE);
         List<BufferRef> buffers = new ArrayList<>(bs.size());

@@ -225,8 +225,9 @@ record IpcTensorDescriptor(String id, int device, byte[] memHandle, long offset,
             throw new ValidationException(Category.FORMAT, "dtype", "expected [code, bits, lanes] but found "
                     + dt.size() + " elements");
         }
-        DType dtype = new DType((int) JsonFields.integer(dt.get(0), "dtype[0]", JsonFields.range(0, 0xFF), Category.FORMAT),
-                (int) JsonFields.integer(dt.get(1), "dtype[1]", JsonFields.range(0, 0xFF), Category.FORMAT),
+        JsonFields.Range uint8 = JsonFields.range(0, 0xFF);
+        DType dtype = new DType((int) JsonFields.integer(dt.get(0), "dtype[0]", uint8, Category.FORMAT),
+                (int) JsonFields.integer(dt.get(1), "dtype[1]", uint8, Category.FORMAT),
                 (int) JsonFields.integer(dt.get(2), "dtype[2]", JsonFields.range(0, 0xFFFF), Category.FORMAT));
         dtype.check("dtype");
         Object typestr = JsonFields.get(m, "typestr", "");
@@ -247,7 +248,8 @@ record IpcTensorDescriptor(String id, int device, byte[] memHandle, long offset,
         List<?> l = JsonFields.list(v, path, TensorSpec.MAX_NDIM);
         long[] out = new long[l.size()];
         for (int k = 0; k < out.length; k++) {
-            out[k] = JsonFields.integer(l.get(k), path + "[" + k + "]", JsonFields.range(min, Long.MAX_VALUE), Category.SIZE);
+            out[k] = JsonFields.integer(l.get(k), path + "[" + k + "]", JsonFields.range(min, Long.MAX_VALUE),
+                    Category.SIZE);
         }
         return out;
     }

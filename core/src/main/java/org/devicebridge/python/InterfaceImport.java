@@ -54,8 +54,8 @@ final class InterfaceImport {
     }
 
     /** Imports the mask of {@code data} (not null), on {@code data}'s device and made ready on the same stream. */
-    private static ImportedTensor importMask(InterfaceDictionary data, String name, Device device, ConsumerStream consumer,
-                                             ImportOptions options) {
+    private static ImportedTensor importMask(InterfaceDictionary data, String name, Device device,
+                                             ConsumerStream consumer, ImportOptions options) {
         String path = name + ".mask";
         PyObjectRef maskObject = data.mask();
         InterfaceDictionary m = InterfaceDictionary.read(maskObject, name);
