@@ -9,7 +9,6 @@ import java.util.Objects;
 import org.devicebridge.Device;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
-import org.devicebridge.ValidationException.Category;
 import org.devicebridge.foreign.ForeignImport;
 
 /**
@@ -43,7 +42,7 @@ public final class DLPack {
     public static final long FLAG_IS_COPIED = 1L << 1;
     /** {@code DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED}. */
     public static final long FLAG_IS_SUBBYTE_TYPE_PADDED = 1L << 2;
-    private static final long KNOWN_FLAGS = FLAG_READ_ONLY | FLAG_IS_COPIED | FLAG_IS_SUBBYTE_TYPE_PADDED;
+    static final long KNOWN_FLAGS = FLAG_READ_ONLY | FLAG_IS_COPIED | FLAG_IS_SUBBYTE_TYPE_PADDED;
 
     private DLPack() {}
 
@@ -125,7 +124,7 @@ public final class DLPack {
         }
         Geometry g = spec.checkedGeometry();
         spec.makeReady(); // the last step that can fail for a reason other than memory
-        long[] shape = g.shape;
+        long[] shape = g.shape();
         Device device = spec.device();
         int ndim = shape.length;
         // one block: the struct, then shape, then strides; written in place (no slice per nested struct).
@@ -133,7 +132,7 @@ public final class DLPack {
         long header = versioned ? TensorStruct.VERSIONED_SIZE : TensorStruct.LEGACY_SIZE;
         long t = versioned ? TensorStruct.V_TENSOR : TensorStruct.L_TENSOR;
         MemorySegment m = StructBlocks.allocate(header + 16L * ndim);
-        long[] strides = g.strides;
+        long[] strides = g.strides();
         for (int i = 0; i < ndim; i++) {
             m.set(ValueLayout.JAVA_LONG, header + 8L * i, shape[i]);
             m.set(ValueLayout.JAVA_LONG, header + 8L * (ndim + i), strides[i]);
@@ -212,23 +211,8 @@ public final class DLPack {
     private static ImportedTensor importVersioned(MemorySegment tensor, ImportOptions options, Arena arena,
                                                   Exports.LocalRelease local) {
         Objects.requireNonNull(options, "options");
-        return ForeignImport.take(ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED, tensor, owned -> {
-            int major = owned.get(ValueLayout.JAVA_INT, TensorStruct.V_MAJOR);
-            int minor = owned.get(ValueLayout.JAVA_INT, TensorStruct.V_MINOR);
-            if (major != MAJOR_VERSION) {
-                throw new ValidationException(Category.VERSION, "version.major", String.format(java.util.Locale.ROOT,
-                        "expected DLPack major version %d but found %s.%s", MAJOR_VERSION,
-                        Integer.toUnsignedString(major), Integer.toUnsignedString(minor)));
-            }
-            long flags = owned.get(ValueLayout.JAVA_LONG, TensorStruct.V_FLAGS);
-            if ((flags & ~KNOWN_FLAGS) != 0) {
-                throw new ValidationException(Category.SCHEMA, "flags", String.format(java.util.Locale.ROOT,
-                        "unknown flag bits 0x%x (DLPack 1.%d defines 0x%x)", flags & ~KNOWN_FLAGS, MINOR_VERSION, KNOWN_FLAGS));
-            }
-            boolean nullStridesAllowed = Integer.compareUnsigned(minor, 2) < 0;
-            return TensorReader.wrap(ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED, owned,
-                    ImportedTensor.Version.of(major, minor), TensorStruct.V_TENSOR, flags, nullStridesAllowed, options, arena, local);
-        });
+        return ForeignImport.take(ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED, tensor, owned ->
+                TensorReader.wrap(ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED, owned, options, arena, local));
     }
 
     /**
@@ -267,8 +251,7 @@ public final class DLPack {
                                                Exports.LocalRelease local) {
         Objects.requireNonNull(options, "options");
         return ForeignImport.take(ForeignImport.Kind.DL_MANAGED_TENSOR, tensor, owned ->
-                TensorReader.wrap(ForeignImport.Kind.DL_MANAGED_TENSOR, owned, null, TensorStruct.L_TENSOR, 0, true, options,
-                        arena, local));
+                TensorReader.wrap(ForeignImport.Kind.DL_MANAGED_TENSOR, owned, options, arena, local));
     }
 
     /**

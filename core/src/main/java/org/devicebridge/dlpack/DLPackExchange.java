@@ -127,8 +127,8 @@ public final class DLPackExchange {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment proto = arena.allocate(DLTensor.layout());
             MemorySegment shapeSeg = arena.allocateFrom(ValueLayout.JAVA_LONG, shape);
-            Geometry g = Geometry.of(dtype, false, shape.clone(), null, 0, "");
-            MemorySegment stridesSeg = arena.allocateFrom(ValueLayout.JAVA_LONG, g.strides);
+            Geometry g = Geometry.of(dtype, shape.clone(), null, 0, "");
+            MemorySegment stridesSeg = arena.allocateFrom(ValueLayout.JAVA_LONG, g.strides());
             DLTensor.data(proto, MemorySegment.NULL);
             DLDevice.device_type(DLTensor.device(proto), device.kind().code());
             DLDevice.device_id(DLTensor.device(proto), device.ordinal());
@@ -315,8 +315,8 @@ public final class DLPackExchange {
                 return fail(errorCtx, setError, "ValueError", "ndim " + ndim + " out of range");
             }
             long[] shape = ndim == 0 ? new long[0] : DLTensor.shape(p).reinterpret(8L * ndim).toArray(ValueLayout.JAVA_LONG);
-            Geometry g = Geometry.of(dtype, false, shape, null, 0, "prototype");
-            MemorySegment data = Native.malloc(g.extent);
+            Geometry g = Geometry.of(dtype, shape, null, 0, "prototype");
+            MemorySegment data = Native.malloc(g.extent());
             ExportedTensor e;
             try {
                 e = DLPack.exportVersioned(TensorSpec.of(data, dtype, shape), () -> Native.free(data));

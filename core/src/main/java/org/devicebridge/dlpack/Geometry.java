@@ -4,31 +4,24 @@ import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 
 /**
- * The byte range a tensor covers, computed with exact arithmetic from dtype, shape, strides (in elements)
- * and byte offset. Negative strides are allowed: the range then starts before {@code data + byte_offset},
- * and {@link #origin} says where element {@code [0, ..., 0]} sits inside it. Zero strides (broadcast) are
- * allowed. A sub-byte type that is not padded to a byte per element must be compact row-major.
+ * Where a tensor's elements lie: dtype, shape, strides (in elements) and byte offset, with the byte range they
+ * cover, computed with exact arithmetic. Negative strides are allowed: the range then starts before
+ * {@code data + byte_offset}, and {@link #origin} says where element {@code [0, ..., 0]} sits inside it. Zero
+ * strides (broadcast) are allowed. A sub-byte type that is not padded to a byte per element must be compact
+ * row-major. Made only by {@link #of} and {@link #packed}, which check every part.
+ *
+ * @param dtype the element type
+ * @param shape the extents
+ * @param strides one stride per dimension, in elements (compact row-major where the producer gave none)
+ * @param byteOffset bytes from {@code data} to element {@code [0, ..., 0]}
+ * @param elements the number of elements
+ * @param start bytes from {@code data + byte_offset} to the first byte of the range ({@code <= 0})
+ * @param extent bytes of the range
+ * @param compact whether the strides are compact row-major
  */
-final class Geometry {
+record Geometry(DType dtype, long[] shape, long[] strides, long byteOffset, long elements, long start, long extent,
+                boolean compact) {
     static final int MAX_NDIM = 64;
-
-    final long[] shape;
-    final long[] strides;
-    final long elements;
-    /** Bytes from {@code data + byte_offset} to the first byte of the range ({@code <= 0}). */
-    final long start;
-    /** Bytes of the range. */
-    final long extent;
-    final boolean compact;
-
-    private Geometry(long[] shape, long[] strides, long elements, long start, long extent, boolean compact) {
-        this.shape = shape;
-        this.strides = strides;
-        this.elements = elements;
-        this.start = start;
-        this.extent = extent;
-        this.compact = compact;
-    }
 
     /** Byte offset of element {@code [0, ..., 0]} inside the range. */
     long origin() {
@@ -68,55 +61,19 @@ final class Geometry {
     }
 
     /**
+     * The geometry of {@code dtype} elements each addressed by strides: a sub-byte element padded to a byte
+     * (how an export lays them out, and an import that sets {@code IS_SUBBYTE_TYPE_PADDED}).
+     *
      * @param strides NULL (compact row-major) or one stride per dimension, in elements
-     * @param packed  sub-byte elements are packed (not padded to a byte each)
+     * @throws ValidationException {@code SIZE}, {@code STRUCTURE}: see the checks
      */
-    static Geometry of(DType dtype, boolean packed, long[] shape, long[] strides, long byteOffset, String path) {
-        if (byteOffset < 0) {
-            throw new ValidationException(Category.SIZE, field(path, "byte_offset"),
-                    "expected a byte offset below 2^63 but found " + Long.toUnsignedString(byteOffset));
-        }
-        long elements = 1;
-        for (int i = 0; i < shape.length; i++) {
-            if (shape[i] < 0) {
-                throw new ValidationException(Category.SIZE, field(path, "shape", i),
-                        "expected a non-negative extent but found " + shape[i]);
-            }
-        }
-        for (int i = 0; i < shape.length; i++) {
-            try {
-                elements = Math.multiplyExact(elements, shape[i]);
-            } catch (ArithmeticException e) {
-                throw new ValidationException(Category.SIZE, field(path, "shape", i), "element count overflows int64");
-            }
-        }
+    static Geometry of(DType dtype, long[] shape, long[] strides, long byteOffset, String path) {
+        long elements = elements(shape, byteOffset, path);
         // the compact strides are made (an array) only where the producer gave none
-        long[] s;
-        boolean compact;
-        if (strides == null) {
-            s = new long[shape.length];
-            compact = compactSteps(shape, null, s, path);
-        } else {
-            s = strides;
-            boolean sameLength = s.length == shape.length;
-            compact = compactSteps(shape, sameLength ? s : null, null, path);
-            if (!sameLength) {
-                throw new ValidationException(Category.STRUCTURE, field(path, "strides"),
-                        "expected " + shape.length + " strides but found " + s.length);
-            }
-        }
+        long[] s = strides == null ? compactStrides(shape, path) : strides;
+        boolean compact = strides == null || isCompact(shape, strides, path);
         if (elements == 0) {
-            return new Geometry(shape, s, 0, 0, 0, true);
-        }
-        if (packed && dtype.isSubByte()) {
-            if (!compact) {
-                throw new ValidationException(Category.SCHEMA, field(path, "strides"), "packed sub-byte type " + dtype
-                        + " must be compact row-major (set DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED for strided data)");
-            }
-            long bits = multiply(elements, dtype.bits(), path, "shape");
-            long extent = bits / 8 + (bits % 8 == 0 ? 0 : 1);
-            checkEnd(byteOffset, 0, extent, path);
-            return new Geometry(shape, s, elements, 0, extent, true);
+            return new Geometry(dtype, shape, s, byteOffset, 0, 0, 0, true);
         }
         long item = dtype.byteSize();
         long min = 0;
@@ -148,7 +105,78 @@ final class Geometry {
             throw new ValidationException(Category.SIZE, field(path, "strides"), "byte extent overflows int64");
         }
         checkEnd(byteOffset, start, extent, path);
-        return new Geometry(shape, s, elements, start, extent, compact);
+        return new Geometry(dtype, shape, s, byteOffset, elements, start, extent, compact);
+    }
+
+    /**
+     * The geometry of {@code dtype} elements as DLPack lays them out without
+     * {@code DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED}: sub-byte elements packed (compact row-major only);
+     * {@link #of} for any other type.
+     *
+     * @param strides NULL (compact row-major) or one stride per dimension, in elements
+     * @throws ValidationException {@code SCHEMA} for a packed sub-byte type that is not compact row-major;
+     *         otherwise as {@link #of}
+     */
+    static Geometry packed(DType dtype, long[] shape, long[] strides, long byteOffset, String path) {
+        if (!dtype.isSubByte()) {
+            return of(dtype, shape, strides, byteOffset, path);
+        }
+        long elements = elements(shape, byteOffset, path);
+        long[] s = strides == null ? compactStrides(shape, path) : strides;
+        boolean compact = strides == null || isCompact(shape, strides, path);
+        if (elements == 0) {
+            return new Geometry(dtype, shape, s, byteOffset, 0, 0, 0, true);
+        }
+        if (!compact) {
+            throw new ValidationException(Category.SCHEMA, field(path, "strides"), "packed sub-byte type " + dtype
+                    + " must be compact row-major (set DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED for strided data)");
+        }
+        long bits = multiply(elements, dtype.bits(), path, "shape");
+        long extent = bits / 8 + (bits % 8 == 0 ? 0 : 1);
+        checkEnd(byteOffset, 0, extent, path);
+        return new Geometry(dtype, shape, s, byteOffset, elements, 0, extent, true);
+    }
+
+    /**
+     * The number of elements of {@code shape}, after the checks that come before the strides: a byte offset
+     * below 2^63, no negative extent, a count that fits int64.
+     */
+    private static long elements(long[] shape, long byteOffset, String path) {
+        if (byteOffset < 0) {
+            throw new ValidationException(Category.SIZE, field(path, "byte_offset"),
+                    "expected a byte offset below 2^63 but found " + Long.toUnsignedString(byteOffset));
+        }
+        long elements = 1;
+        for (int i = 0; i < shape.length; i++) {
+            if (shape[i] < 0) {
+                throw new ValidationException(Category.SIZE, field(path, "shape", i),
+                        "expected a non-negative extent but found " + shape[i]);
+            }
+        }
+        for (int i = 0; i < shape.length; i++) {
+            try {
+                elements = Math.multiplyExact(elements, shape[i]);
+            } catch (ArithmeticException e) {
+                throw new ValidationException(Category.SIZE, field(path, "shape", i), "element count overflows int64");
+            }
+        }
+        return elements;
+    }
+
+    /**
+     * Whether {@code strides} are compact row-major for {@code shape}.
+     *
+     * @throws ValidationException {@code SIZE} if the extents' product overflows, {@code STRUCTURE} unless there
+     *         is one stride per dimension
+     */
+    private static boolean isCompact(long[] shape, long[] strides, String path) {
+        boolean sameLength = strides.length == shape.length;
+        boolean compact = compactSteps(shape, sameLength ? strides : null, null, path);
+        if (!sameLength) {
+            throw new ValidationException(Category.STRUCTURE, field(path, "strides"),
+                    "expected " + shape.length + " strides but found " + strides.length);
+        }
+        return compact;
     }
 
     private static void checkEnd(long byteOffset, long start, long extent, String path) {

@@ -2,7 +2,9 @@ package org.devicebridge.dlpack;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import org.devicebridge.Device;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.NativeHandle;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.foreign.ForeignImport;
@@ -45,14 +47,11 @@ public final class ImportedTensor extends NativeHandle {
     }
 
     private final Version version;
-    private final DType dtype;
     private final Device device;
-    private final Geometry geometry;
-    private final long byteOffset;
+    private final Geometry geometry; // dtype and byte_offset too
     private final boolean readOnly;
     private final boolean copied;
     private final boolean subBytePadded;
-    private final long originAddress; // data + byte_offset
     private final boolean hostAccessible;
     private final long segmentAddress;
     private final ForeignImport.Kind kind;
@@ -62,24 +61,32 @@ public final class ImportedTensor extends NativeHandle {
     // segment is immutable (final fields), so a plain field suffices (a volatile store would cost a fence)
     private MemorySegment segment;
 
-    private ImportedTensor(ForeignImport.Kind kind, MemorySegment owned, Exports.LocalRelease local, Version version,
-                           DType dtype, Device device, Geometry geometry, long byteOffset, boolean readOnly,
-                           boolean copied, boolean subBytePadded, long data, Arena arena) {
+    /**
+     * Reads the header, device and data pointer from {@code owned}, which {@link TensorReader} validated: the
+     * library's copy of the struct (moved), so it reads what was checked.
+     */
+    private ImportedTensor(ForeignImport.Kind kind, MemorySegment owned, Exports.LocalRelease local, Geometry geometry,
+                           Arena arena) {
         super(description(kind), local != null ? local : () -> kind.release(owned), arena);
         this.kind = kind;
         this.owned = local != null ? null : owned;
         this.local = local;
-        this.version = version;
-        this.dtype = dtype;
-        this.device = device;
+        boolean versioned = kind == ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED;
+        long t = versioned ? TensorStruct.V_TENSOR : TensorStruct.L_TENSOR;
+        long flags = versioned ? owned.get(ValueLayout.JAVA_LONG, TensorStruct.V_FLAGS) : 0;
+        this.version = versioned ? Version.of(owned.get(ValueLayout.JAVA_INT, TensorStruct.V_MAJOR),
+                owned.get(ValueLayout.JAVA_INT, TensorStruct.V_MINOR)) : null;
+        int type = owned.get(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_TYPE);
+        this.device = type == DeviceKind.CPU.code() ? Device.CPU : new Device(DeviceKind.fromCode(type).orElseThrow(),
+                owned.get(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_ID));
         this.geometry = geometry;
-        this.byteOffset = byteOffset;
-        this.readOnly = readOnly;
-        this.copied = copied;
-        this.subBytePadded = subBytePadded;
-        this.originAddress = data + byteOffset;
+        this.readOnly = (flags & DLPack.FLAG_READ_ONLY) != 0;
+        this.copied = (flags & DLPack.FLAG_IS_COPIED) != 0;
+        this.subBytePadded = (flags & DLPack.FLAG_IS_SUBBYTE_TYPE_PADDED) != 0;
         this.hostAccessible = device.kind().isHostAccessible();
-        this.segmentAddress = originAddress + geometry.start;
+        // data + byte_offset + start: exact, checked by TensorReader
+        this.segmentAddress = TensorStruct.pointer(owned, t + TensorStruct.DATA) + geometry.byteOffset()
+                + geometry.start();
     }
 
     private static String description(ForeignImport.Kind kind) {
@@ -94,12 +101,12 @@ public final class ImportedTensor extends NativeHandle {
      * @param local null for a foreign tensor, whose release calls its deleter on {@code owned}; for a tensor
      *              this library exported and handed over itself, what is left to release once its struct
      *              is freed ({@link DLPack#importTensor})
+     * @param geometry the tensor's checked geometry
+     * @param arena the caller's arena whose close releases the tensor, or null for one the handle owns
      */
     static ImportedTensor create(ForeignImport.Kind kind, MemorySegment owned, Exports.LocalRelease local,
-                                 Version version, DType dtype, Device device, Geometry geometry, long byteOffset,
-                                 boolean readOnly, boolean copied, boolean subBytePadded, long data, Arena arena) {
-        return new ImportedTensor(kind, owned, local, version, dtype, device, geometry, byteOffset, readOnly, copied,
-                subBytePadded, data, arena);
+                                 Geometry geometry, Arena arena) {
+        return new ImportedTensor(kind, owned, local, geometry, arena);
     }
 
     /**
@@ -117,7 +124,7 @@ public final class ImportedTensor extends NativeHandle {
 
     /** {@return the element type} */
     public DType dtype() {
-        return dtype;
+        return geometry.dtype();
     }
 
     /** {@return the device the data is on} */
@@ -127,37 +134,37 @@ public final class ImportedTensor extends NativeHandle {
 
     /** {@return the number of dimensions (0 for a scalar)} */
     public int ndim() {
-        return geometry.shape.length;
+        return geometry.shape().length;
     }
 
     /** {@return a copy of the shape} */
     public long[] shape() {
-        return geometry.shape.clone();
+        return geometry.shape().clone();
     }
 
     /** {@return a copy of the strides in elements (compact row-major where the producer passed NULL)} */
     public long[] strides() {
-        return geometry.strides.clone();
+        return geometry.strides().clone();
     }
 
     /** {@return {@code byte_offset} as the producer gave it; already applied to {@link #segment()} and {@link #devicePointer()}} */
     public long byteOffset() {
-        return byteOffset;
+        return geometry.byteOffset();
     }
 
     /** {@return the number of elements (the product of the shape)} */
     public long elementCount() {
-        return geometry.elements;
+        return geometry.elements();
     }
 
     /** {@return bytes the tensor spans (from its lowest to its highest addressed byte; 0 when it has no elements)} */
     public long byteExtent() {
-        return geometry.extent;
+        return geometry.extent();
     }
 
     /** {@return {@code true} if the elements are laid out compact row-major (C order)} */
     public boolean isCompact() {
-        return geometry.compact;
+        return geometry.compact();
     }
 
     /** {@return {@code true} if the producer set {@code DLPACK_FLAG_BITMASK_READ_ONLY}; {@link #segment()} is then read-only} */
@@ -202,7 +209,7 @@ public final class ImportedTensor extends NativeHandle {
             throw new UnsupportedFeatureException("dl_tensor.device", "memory on " + device.kind()
                     + " is not host-accessible; use devicePointer()");
         }
-        s = segment(segmentAddress, geometry.extent);
+        s = segment(segmentAddress, geometry.extent());
         s = readOnly ? s.asReadOnly() : s;
         segment = s;
         return s;
@@ -217,7 +224,7 @@ public final class ImportedTensor extends NativeHandle {
      */
     public MemorySegment devicePointer() {
         ensureLive();
-        return MemorySegment.ofAddress(originAddress);
+        return MemorySegment.ofAddress(segmentAddress - geometry.start()); // data + byte_offset
     }
 
     /**

@@ -17,10 +17,37 @@ final class TensorReader {
     private TensorReader() {}
 
 
-    /** Validates the {@code DLTensor} at offset {@code t} of {@code owned}, reading it in place, and wraps it. */
-    static ImportedTensor wrap(ForeignImport.Kind kind, MemorySegment owned, ImportedTensor.Version version,
-                               long t, long flags, boolean nullStridesAllowed, ImportOptions options,
-                               Arena arena, Exports.LocalRelease local) {
+    /**
+     * Validates the struct {@code owned} holds, of {@code kind} (a {@code DLManagedTensorVersioned}'s version and
+     * flags first, then its {@code DLTensor}, read in place) and wraps it. After a return the handle owns
+     * {@code owned}; after a throw the caller still does (it releases it).
+     *
+     * @param local null for a foreign tensor, else what is left to release of one this library exported
+     *              ({@link ImportedTensor#create})
+     */
+    static ImportedTensor wrap(ForeignImport.Kind kind, MemorySegment owned, ImportOptions options, Arena arena,
+                               Exports.LocalRelease local) {
+        long flags = 0;
+        long t = TensorStruct.L_TENSOR;
+        // NULL strides with ndim != 0: compact row-major before DLPack 1.2 (and in a legacy struct), refused since
+        boolean nullStridesAllowed = true;
+        if (kind == ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED) {
+            int major = owned.get(ValueLayout.JAVA_INT, TensorStruct.V_MAJOR);
+            int minor = owned.get(ValueLayout.JAVA_INT, TensorStruct.V_MINOR);
+            if (major != DLPack.MAJOR_VERSION) {
+                throw new ValidationException(Category.VERSION, "version.major", String.format(java.util.Locale.ROOT,
+                        "expected DLPack major version %d but found %s.%s", DLPack.MAJOR_VERSION,
+                        Integer.toUnsignedString(major), Integer.toUnsignedString(minor)));
+            }
+            flags = owned.get(ValueLayout.JAVA_LONG, TensorStruct.V_FLAGS);
+            if ((flags & ~DLPack.KNOWN_FLAGS) != 0) {
+                throw new ValidationException(Category.SCHEMA, "flags", String.format(java.util.Locale.ROOT,
+                        "unknown flag bits 0x%x (DLPack 1.%d defines 0x%x)", flags & ~DLPack.KNOWN_FLAGS,
+                        DLPack.MINOR_VERSION, DLPack.KNOWN_FLAGS));
+            }
+            nullStridesAllowed = Integer.compareUnsigned(minor, 2) < 0;
+            t = TensorStruct.V_TENSOR;
+        }
         int typeCode = owned.get(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_TYPE);
         int id = owned.get(ValueLayout.JAVA_INT, t + TensorStruct.DEVICE_ID);
         DeviceKind type = DeviceKind.fromCode(typeCode).orElse(null);
@@ -32,11 +59,11 @@ final class TensorReader {
             throw new ValidationException(Category.DEVICE, "dl_tensor.device.device_id", "expected "
                     + (type == DeviceKind.CPU ? "device id 0 for kDLCPU" : "a device id >= 0") + " but found " + id);
         }
-        Device device = type == DeviceKind.CPU ? Device.CPU : new Device(type, id);
+        // the handle makes the Device; here it is made only for a message or the driver's check
         Device expected = options.expectedDevice();
-        if (expected != null && !expected.equals(device)) {
+        if (expected != null && (expected.kind() != type || expected.ordinal() != id)) {
             throw new ValidationException(Category.DEVICE, "dl_tensor.device", "expected " + DLPack.describe(expected)
-                    + " but found " + DLPack.describe(device));
+                    + " but found " + DLPack.describe(device(type, id)));
         }
         DType dtype = DType.of(Byte.toUnsignedInt(owned.get(ValueLayout.JAVA_BYTE, t + TensorStruct.CODE)),
                 Byte.toUnsignedInt(owned.get(ValueLayout.JAVA_BYTE, t + TensorStruct.BITS)),
@@ -59,18 +86,19 @@ final class TensorReader {
         }
         long[] strides = stridesPtr == 0 ? null : readLongs(stridesPtr, ndim, "dl_tensor.strides");
         long byteOffset = owned.get(ValueLayout.JAVA_LONG, t + TensorStruct.BYTE_OFFSET);
-        Geometry g = Geometry.of(dtype, !padded, shape, strides, byteOffset, "dl_tensor");
+        Geometry g = padded ? Geometry.of(dtype, shape, strides, byteOffset, "dl_tensor")
+                : Geometry.packed(dtype, shape, strides, byteOffset, "dl_tensor");
         long data = TensorStruct.pointer(owned, t + TensorStruct.DATA);
-        if (g.extent > 0) {
+        if (g.extent() > 0) {
             if (data == 0) {
                 throw new ValidationException(Category.NULL_POINTER, "dl_tensor.data",
-                        "expected a data pointer for " + g.elements + " elements but found NULL");
+                        "expected a data pointer for " + g.elements() + " elements but found NULL");
             }
             long first;
             long end;
             try {
-                first = Math.addExact(Math.addExact(data, byteOffset), g.start);
-                end = Math.addExact(first, g.extent);
+                first = Math.addExact(Math.addExact(data, byteOffset), g.start());
+                end = Math.addExact(first, g.extent());
             } catch (ArithmeticException e) {
                 throw new ValidationException(Category.SIZE, "dl_tensor.byte_offset",
                         "data + byte_offset + extent overflows the address space");
@@ -80,13 +108,14 @@ final class TensorReader {
                         "negative strides reach below address 0");
             }
             if (options.pointerCheck() == ImportOptions.PointerCheck.DRIVER) {
-                DLPackCuda.confirmPointer(device, first, g.extent);
+                DLPackCuda.confirmPointer(device(type, id), first, g.extent());
             }
         }
-        boolean readOnly = (flags & DLPack.FLAG_READ_ONLY) != 0;
-        boolean copied = (flags & DLPack.FLAG_IS_COPIED) != 0;
-        return ImportedTensor.create(kind, owned, local, version, dtype, device, g, byteOffset, readOnly, copied,
-                padded, data, arena);
+        return ImportedTensor.create(kind, owned, local, g, arena);
+    }
+
+    private static Device device(DeviceKind type, int id) {
+        return type == DeviceKind.CPU ? Device.CPU : new Device(type, id);
     }
 
     /** The {@code n} int64 values at {@code address}, checked for NULL and alignment first. */

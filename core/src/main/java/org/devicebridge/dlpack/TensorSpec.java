@@ -41,34 +41,31 @@ public final class TensorSpec {
     public static final int MAX_NDIM = Geometry.MAX_NDIM;
 
     private final MemorySegment data;
-    private final DType dtype;
-    private final Geometry geometry; // shape, strides (given or compact) and the byte range, checked
-    private final long byteOffset;
+    // dtype, shape, strides (given or compact), byte offset and the byte range, checked
+    private final Geometry geometry;
     private final Device device;
     private final Set<TensorFlag> flags; // unmodifiable
     private final long flagBits; // the flags as DLPack bits, plus IS_SUBBYTE_TYPE_PADDED for a sub-byte dtype
-    private final ConsumerStream consumer; // null: no synchronisation
-    private final Consumer<ConsumerStream> producer; // null exactly when consumer is
+    private final Sync sync; // null: no synchronisation
 
-    private TensorSpec(MemorySegment data, DType dtype, Geometry geometry, long byteOffset, Device device,
-                       Set<TensorFlag> flags, ConsumerStream consumer, Consumer<ConsumerStream> producer) {
+    /** The consumer's stream and what makes the data ready on it. */
+    private record Sync(ConsumerStream consumer, Consumer<ConsumerStream> producer) {}
+
+    private TensorSpec(MemorySegment data, Geometry geometry, Device device, Set<TensorFlag> flags, Sync sync) {
         this.data = data;
-        this.dtype = dtype;
         this.geometry = geometry;
-        this.byteOffset = byteOffset;
         this.device = device;
         EnumSet<TensorFlag> f = flags.isEmpty() ? EnumSet.noneOf(TensorFlag.class) : EnumSet.copyOf(flags);
         if (data.isReadOnly()) {
             f.add(TensorFlag.READ_ONLY);
         }
         this.flags = Collections.unmodifiableSet(f);
-        long bits = dtype.isSubByte() ? DLPack.FLAG_IS_SUBBYTE_TYPE_PADDED : 0;
+        long bits = geometry.dtype().isSubByte() ? DLPack.FLAG_IS_SUBBYTE_TYPE_PADDED : 0;
         for (TensorFlag flag : f) {
             bits |= flag.bit();
         }
         this.flagBits = bits;
-        this.consumer = consumer;
-        this.producer = producer;
+        this.sync = sync;
     }
 
     /**
@@ -97,8 +94,8 @@ public final class TensorSpec {
             throw new ValidationException(Category.SIZE, "ndim", "expected at most " + Geometry.MAX_NDIM
                     + " dimensions but found " + shape.length);
         }
-        Geometry g = Geometry.of(dtype, false, shape.clone(), null, 0, "");
-        return new TensorSpec(data, dtype, g, 0, Device.CPU, Set.of(), null, null);
+        Geometry g = Geometry.of(dtype, shape.clone(), null, 0, "");
+        return new TensorSpec(data, g, Device.CPU, Set.of(), null);
     }
 
     /**
@@ -112,8 +109,9 @@ public final class TensorSpec {
      */
     public TensorSpec withStrides(long... strides) {
         Objects.requireNonNull(strides, "strides");
-        Geometry g = Geometry.of(dtype, false, geometry.shape.clone(), strides.clone(), byteOffset, "");
-        return new TensorSpec(data, dtype, g, byteOffset, device, flags, consumer, producer);
+        Geometry g = Geometry.of(geometry.dtype(), geometry.shape().clone(), strides.clone(), geometry.byteOffset(),
+                "");
+        return new TensorSpec(data, g, device, flags, sync);
     }
 
     /**
@@ -123,8 +121,9 @@ public final class TensorSpec {
      * @throws ValidationException {@code SIZE} for a negative offset or one whose range overflows
      */
     public TensorSpec withByteOffset(long byteOffset) {
-        Geometry g = Geometry.of(dtype, false, geometry.shape.clone(), geometry.strides.clone(), byteOffset, "");
-        return new TensorSpec(data, dtype, g, byteOffset, device, flags, consumer, producer);
+        Geometry g = Geometry.of(geometry.dtype(), geometry.shape().clone(), geometry.strides().clone(), byteOffset,
+                "");
+        return new TensorSpec(data, g, device, flags, sync);
     }
 
     /**
@@ -134,7 +133,7 @@ public final class TensorSpec {
      */
     public TensorSpec withDevice(Device device) {
         Objects.requireNonNull(device, "device");
-        return new TensorSpec(data, dtype, geometry, byteOffset, device, flags, consumer, producer);
+        return new TensorSpec(data, geometry, device, flags, sync);
     }
 
     /**
@@ -150,7 +149,7 @@ public final class TensorSpec {
         for (TensorFlag flag : flags) {
             f.add(Objects.requireNonNull(flag, "flags[i]"));
         }
-        return new TensorSpec(data, dtype, geometry, byteOffset, device, f, consumer, producer);
+        return new TensorSpec(data, geometry, device, f, sync);
     }
 
     /**
@@ -170,7 +169,7 @@ public final class TensorSpec {
     public TensorSpec withConsumerStream(ConsumerStream consumer, Consumer<ConsumerStream> producer) {
         Objects.requireNonNull(consumer, "consumer");
         Objects.requireNonNull(producer, "producer");
-        return new TensorSpec(data, dtype, geometry, byteOffset, device, flags, consumer, producer);
+        return new TensorSpec(data, geometry, device, flags, new Sync(consumer, producer));
     }
 
     /** {@return the memory that holds the tensor (borrowed: the spec does not own it)} */
@@ -180,17 +179,17 @@ public final class TensorSpec {
 
     /** {@return the element type} */
     public DType dtype() {
-        return dtype;
+        return geometry.dtype();
     }
 
     /** {@return a copy of the shape} */
     public long[] shape() {
-        return geometry.shape.clone();
+        return geometry.shape().clone();
     }
 
     /** {@return a copy of the strides in elements: as given, or compact row-major} */
     public long[] strides() {
-        return geometry.strides.clone();
+        return geometry.strides().clone();
     }
 
     /**
@@ -198,7 +197,7 @@ public final class TensorSpec {
      * sub-byte element takes one byte, as this spec exports it padded}
      */
     public long byteExtent() {
-        return geometry.extent;
+        return geometry.extent();
     }
 
     /**
@@ -209,8 +208,9 @@ public final class TensorSpec {
      * @throws ValidationException {@code SCHEMA} for a sub-byte type that is not compact row-major (packing needs it)
      */
     public long packedByteExtent() {
-        return dtype.isSubByte() ? Geometry.of(dtype, true, geometry.shape, geometry.strides, byteOffset, "").extent
-                : geometry.extent;
+        Geometry g = geometry;
+        return g.dtype().isSubByte() ? Geometry.packed(g.dtype(), g.shape(), g.strides(), g.byteOffset(), "").extent()
+                : g.extent();
     }
 
     /**
@@ -218,12 +218,12 @@ public final class TensorSpec {
      * stride reaches below element {@code [0, ..., 0]}}
      */
     public long byteStart() {
-        return geometry.start;
+        return geometry.start();
     }
 
     /** {@return bytes from {@code data} to element {@code [0, ..., 0]}} */
     public long byteOffset() {
-        return byteOffset;
+        return geometry.byteOffset();
     }
 
     /** {@return the device {@code data} is on} */
@@ -246,7 +246,7 @@ public final class TensorSpec {
 
     /** {@return the consumer's stream the data is made ready on, if one was given} */
     public Optional<ConsumerStream> consumerStream() {
-        return Optional.ofNullable(consumer);
+        return Optional.ofNullable(sync == null ? null : sync.consumer());
     }
 
     /**
@@ -257,16 +257,17 @@ public final class TensorSpec {
      * @throws ValidationException {@code DEVICE} or {@code LENGTH}
      */
     Geometry checkedGeometry() {
-        if (consumer != null && !consumer.device().equals(device)) {
+        if (sync != null && !sync.consumer().device().equals(device)) {
             throw new ValidationException(Category.DEVICE, "stream", "the consumer stream belongs to "
-                    + DLPack.describe(consumer.device()) + " but the data lives on " + DLPack.describe(device));
+                    + DLPack.describe(sync.consumer().device()) + " but the data lives on " + DLPack.describe(device));
         }
         Geometry g = geometry;
-        if (g.extent > 0) {
-            long first = byteOffset + g.start; // exact: checked by Geometry
-            if (first < 0 || first + g.extent > data.byteSize()) {
+        long byteOffset = g.byteOffset();
+        if (g.extent() > 0) {
+            long first = byteOffset + g.start(); // exact: checked by Geometry
+            if (first < 0 || first + g.extent() > data.byteSize()) {
                 throw new ValidationException(Category.LENGTH, "data", String.format(Locale.ROOT,
-                        "the tensor spans bytes [%d, %d) of data but data has %d bytes", first, first + g.extent,
+                        "the tensor spans bytes [%d, %d) of data but data has %d bytes", first, first + g.extent(),
                         data.byteSize()));
             }
         } else if (byteOffset > data.byteSize()) {
@@ -278,15 +279,16 @@ public final class TensorSpec {
 
     /** Makes the data ready on the consumer's stream, if one was given. */
     void makeReady() {
-        if (consumer != null) {
-            producer.accept(consumer);
+        if (sync != null) {
+            sync.producer().accept(sync.consumer());
         }
     }
 
     @Override
     public String toString() {
-        return "TensorSpec[" + dtype + " " + Arrays.toString(geometry.shape) + " strides "
-                + Arrays.toString(geometry.strides) + " byte_offset " + byteOffset + " on " + DLPack.describe(device)
-                + (flags.isEmpty() ? "" : " " + flags) + (consumer == null ? "" : " ready on " + consumer) + "]";
+        return "TensorSpec[" + geometry.dtype() + " " + Arrays.toString(geometry.shape()) + " strides "
+                + Arrays.toString(geometry.strides()) + " byte_offset " + geometry.byteOffset() + " on "
+                + DLPack.describe(device) + (flags.isEmpty() ? "" : " " + flags)
+                + (sync == null ? "" : " ready on " + sync.consumer()) + "]";
     }
 }

@@ -85,10 +85,9 @@ public final class CudaStructs {
         MemorySegment block = bytes == 0 ? MemorySegment.NULL : Native.calloc(bytes).reinterpret(bytes);
         Tree tree = new Tree(counts[0] + 1, block, onFree);
         long key = TREES.register(tree);
-        long[] cursor = {0, Math.multiplyExact((long) counts[0], SIZE)}; // next node, next pointer slot
         MemorySegment staged = MemorySegment.ofArray(new long[(int) (SIZE / 8)]); // 8-byte aligned, as the layout needs
         try {
-            fill(root, shape, staged, block, cursor, key);
+            new Filler<>(shape, block, key, Math.multiplyExact((long) counts[0], SIZE)).fill(root, staged);
         } catch (RuntimeException | Error e) {
             TREES.remove(key);
             if (!block.equals(MemorySegment.NULL)) {
@@ -112,45 +111,73 @@ public final class CudaStructs {
         }
     }
 
-    private static <N> void fill(N n, Shape<N> shape, MemorySegment s, MemorySegment block, long[] cursor, long key) {
-        ArrowArray.length(s, shape.length(n));
-        ArrowArray.null_count(s, shape.nullCount(n));
-        ArrowArray.offset(s, shape.offset(n));
-        int bufferCount = shape.bufferCount(n);
-        List<N> kids = shape.children(n);
-        ArrowArray.n_buffers(s, bufferCount);
-        ArrowArray.n_children(s, kids.size());
-        MemorySegment buffers = MemorySegment.NULL;
-        if (bufferCount > 0) {
-            buffers = block.asSlice(cursor[1], 8L * bufferCount);
-            cursor[1] += 8L * bufferCount;
-            for (int i = 0; i < bufferCount; i++) {
-                buffers.setAtIndex(ValueLayout.JAVA_LONG, i, shape.address(n, i));
+    /**
+     * Writes the nodes of one tree into its block: non-root nodes from the block's start, pointer arrays
+     * (buffers, children) after the last node; both cursors only move forward.
+     */
+    private static final class Filler<N> {
+        private final Shape<N> shape;
+        private final MemorySegment block;
+        private final long key;
+        private long nextNode; // where the next non-root node goes
+        private long nextSlot; // where the next pointer array goes
+
+        Filler(Shape<N> shape, MemorySegment block, long key, long firstSlot) {
+            this.shape = shape;
+            this.block = block;
+            this.key = key;
+            this.nextSlot = firstSlot;
+        }
+
+        /** Writes {@code n} into {@code s}, and its children and dictionary into the block. */
+        void fill(N n, MemorySegment s) {
+            ArrowArray.length(s, shape.length(n));
+            ArrowArray.null_count(s, shape.nullCount(n));
+            ArrowArray.offset(s, shape.offset(n));
+            int bufferCount = shape.bufferCount(n);
+            List<N> kids = shape.children(n);
+            ArrowArray.n_buffers(s, bufferCount);
+            ArrowArray.n_children(s, kids.size());
+            MemorySegment buffers = MemorySegment.NULL;
+            if (bufferCount > 0) {
+                buffers = pointers(bufferCount);
+                for (int i = 0; i < bufferCount; i++) {
+                    buffers.setAtIndex(ValueLayout.JAVA_LONG, i, shape.address(n, i));
+                }
             }
-        }
-        ArrowArray.buffers(s, buffers);
-        MemorySegment children = MemorySegment.NULL;
-        if (!kids.isEmpty()) {
-            children = block.asSlice(cursor[1], 8L * kids.size());
-            cursor[1] += 8L * kids.size();
-            for (int i = 0; i < kids.size(); i++) {
-                MemorySegment c = block.asSlice(cursor[0], SIZE);
-                cursor[0] += SIZE;
-                children.setAtIndex(ValueLayout.ADDRESS, i, c);
-                fill(kids.get(i), shape, c, block, cursor, key);
+            ArrowArray.buffers(s, buffers);
+            MemorySegment children = MemorySegment.NULL;
+            if (!kids.isEmpty()) {
+                children = pointers(kids.size());
+                for (int i = 0; i < kids.size(); i++) {
+                    MemorySegment c = node();
+                    children.setAtIndex(ValueLayout.ADDRESS, i, c);
+                    fill(kids.get(i), c);
+                }
             }
+            ArrowArray.children(s, children);
+            MemorySegment dictionary = MemorySegment.NULL;
+            N dict = shape.dictionary(n);
+            if (dict != null) {
+                dictionary = node();
+                fill(dict, dictionary);
+            }
+            ArrowArray.dictionary(s, dictionary);
+            ArrowArray.private_data(s, MemorySegment.ofAddress(key));
+            ArrowArray.release(s, RELEASE);
         }
-        ArrowArray.children(s, children);
-        MemorySegment dictionary = MemorySegment.NULL;
-        N dict = shape.dictionary(n);
-        if (dict != null) {
-            dictionary = block.asSlice(cursor[0], SIZE);
-            cursor[0] += SIZE;
-            fill(dict, shape, dictionary, block, cursor, key);
+
+        private MemorySegment node() {
+            MemorySegment c = block.asSlice(nextNode, SIZE);
+            nextNode += SIZE;
+            return c;
         }
-        ArrowArray.dictionary(s, dictionary);
-        ArrowArray.private_data(s, MemorySegment.ofAddress(key));
-        ArrowArray.release(s, RELEASE);
+
+        private MemorySegment pointers(int count) {
+            MemorySegment p = block.asSlice(nextSlot, 8L * count);
+            nextSlot += 8L * count;
+            return p;
+        }
     }
 
     // ---- the upcall: never throws ----

@@ -67,7 +67,7 @@ public final class NonTemporalCopy {
 
     /** Whether copies of at least {@link #MIN_BYTES} write around the caches in this JVM. */
     public static boolean available() {
-        return Loop.HANDLE != null;
+        return Default.COPIER.loop() != null;
     }
 
     /**
@@ -82,32 +82,40 @@ public final class NonTemporalCopy {
      * @param bytes how many bytes
      */
     public static void copy(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes) {
-        copy(src, srcOffset, dst, dstOffset, bytes, Loop.HANDLE);
+        Default.COPIER.copy(src, srcOffset, dst, dstOffset, bytes);
     }
 
-    /** {@link #copy(MemorySegment, long, MemorySegment, long, long)} through {@code loop} ({@code null}: in Java). */
-    static void copy(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes, MethodHandle loop) {
-        if (loop == null || bytes < MIN_BYTES || !src.isNative() || !dst.isNative() || dst.isReadOnly()) {
-            MemorySegment.copy(src, srcOffset, dst, dstOffset, bytes);
-            return;
-        }
-        MemorySegment in = src.asSlice(srcOffset, bytes); // the bounds checks; the downcall keeps both alive
-        MemorySegment out = dst.asSlice(dstOffset, bytes);
-        if (in.address() < out.address() + bytes && out.address() < in.address() + bytes) {
-            MemorySegment.copy(in, 0, out, 0, bytes); // overlapping: the loop copies forwards only
-            return;
-        }
-        long head = -out.address() & 63;
-        long body = (bytes - head) & -64L;
-        MemorySegment.copy(in, 0, out, 0, head);
-        if (body > 0) { // at least MIN_BYTES - 126 bytes; the loop must never see 0
-            try {
-                loop.invokeExact(out.asSlice(head, body), in.asSlice(head, body), body);
-            } catch (Throwable t) {
-                throw Native.unchecked("non-temporal copy", t);
+    /**
+     * {@link NonTemporalCopy#copy(MemorySegment, long, MemorySegment, long, long)} through one loop: this JVM's
+     * (the default), or one a test maps.
+     *
+     * @param loop the {@code (dst, src, n) -> void} loop ({@link #map}), or {@code null}: every copy in Java
+     */
+    record Copier(MethodHandle loop) {
+        /** As {@link NonTemporalCopy#copy(MemorySegment, long, MemorySegment, long, long)}, through {@link #loop}. */
+        void copy(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes) {
+            if (loop == null || bytes < MIN_BYTES || !src.isNative() || !dst.isNative() || dst.isReadOnly()) {
+                MemorySegment.copy(src, srcOffset, dst, dstOffset, bytes);
+                return;
             }
+            MemorySegment in = src.asSlice(srcOffset, bytes); // the bounds checks; the downcall keeps both alive
+            MemorySegment out = dst.asSlice(dstOffset, bytes);
+            if (in.address() < out.address() + bytes && out.address() < in.address() + bytes) {
+                MemorySegment.copy(in, 0, out, 0, bytes); // overlapping: the loop copies forwards only
+                return;
+            }
+            long head = -out.address() & 63;
+            long body = (bytes - head) & -64L;
+            MemorySegment.copy(in, 0, out, 0, head);
+            if (body > 0) { // at least MIN_BYTES - 126 bytes; the loop must never see 0
+                try {
+                    loop.invokeExact(out.asSlice(head, body), in.asSlice(head, body), body);
+                } catch (Throwable t) {
+                    throw Native.unchecked("non-temporal copy", t);
+                }
+            }
+            MemorySegment.copy(in, head + body, out, head + body, bytes - head - body);
         }
-        MemorySegment.copy(in, head + body, out, head + body, bytes - head - body);
     }
 
     /** Whether this platform gets the loop: x86-64 Linux, unless the property says {@code false}. */
@@ -128,9 +136,9 @@ public final class NonTemporalCopy {
                 ValueLayout.ADDRESS, ValueLayout.JAVA_LONG), Linker.Option.critical(false));
     }
 
-    /** The loop's handle, made on first use; {@code null} where this platform or JVM has none. */
-    private static final class Loop {
-        static final MethodHandle HANDLE = make();
+    /** This JVM's copier, made on first use; its loop is {@code null} where this platform or JVM has none. */
+    private static final class Default {
+        static final Copier COPIER = new Copier(make());
 
         private static MethodHandle make() {
             if (!wanted(System.getProperty("os.name", ""), System.getProperty("os.arch", ""),

@@ -20,7 +20,7 @@ final class IpcBatchJson {
 
     static IpcBatchDescriptor parse(String json) {
         Map<String, Object> m = StrictJson.object(json, IpcBatchDescriptor.MAX_JSON_CHARS);
-        long version = JsonFields.integer(m, "devicebridge_ipc", "", Long.MIN_VALUE, Long.MAX_VALUE, Category.VERSION);
+        long version = JsonFields.integer(m, "devicebridge_ipc", "", JsonFields.ANY, Category.VERSION);
         if (version != IpcBatchDescriptor.FORMAT_VERSION && version != IpcBatchDescriptor.POOL_FORMAT_VERSION) {
             throw new ValidationException(Category.VERSION, "devicebridge_ipc", "expected format version "
                     + IpcBatchDescriptor.FORMAT_VERSION + " or " + IpcBatchDescriptor.POOL_FORMAT_VERSION + " but found "
@@ -32,7 +32,7 @@ final class IpcBatchJson {
                     + JsonFields.describe(kind));
         }
         String id = JsonFields.string(m, "id", "");
-        int device = (int) JsonFields.integer(m, "device", "", 0, Integer.MAX_VALUE, Category.DEVICE);
+        int device = (int) JsonFields.integer(m, "device", "", JsonFields.range(0, Integer.MAX_VALUE), Category.DEVICE);
         byte[] schema = base64(JsonFields.string(m, "schema", ""));
         List<?> hs = JsonFields.list(JsonFields.get(m, "handles", ""), "handles", IpcBatchDescriptor.MAX_HANDLES);
         List<byte[]> handles = new ArrayList<>(hs.size());
@@ -65,7 +65,7 @@ final class IpcBatchJson {
         for (int k = 0; k < ps.size(); k++) {
             String at = "pool_pointers[" + k + "]";
             Map<String, Object> p = JsonFields.object(ps.get(k), at);
-            int pool = (int) JsonFields.integer(p, "pool", at, 0, IpcBatchDescriptor.MAX_POOLS - 1L, Category.SIZE);
+            int pool = (int) JsonFields.integer(p, "pool", at, JsonFields.range(0, IpcBatchDescriptor.MAX_POOLS - 1L), Category.SIZE);
             byte[] pointer = JsonFields.hex(JsonFields.get(p, "pointer", at), at + ".pointer", IpcBatchDescriptor.HANDLE_SIZE);
             out.add(new PoolPointer(pool, pointer));
         }
@@ -94,9 +94,10 @@ final class IpcBatchJson {
             throw new ValidationException(Category.DEPTH, path, "expected at most " + FieldPath.MAX_DEPTH
                     + " levels of nesting but found more");
         }
-        long length = JsonFields.integer(m, "length", path, 0, Long.MAX_VALUE, Category.SIZE);
-        long nullCount = JsonFields.integer(m, "null_count", path, -1, length, Category.SIZE);
-        long offset = JsonFields.integer(m, "offset", path, 0, Long.MAX_VALUE - length, Category.SIZE);
+        long length = JsonFields.integer(m, "length", path, JsonFields.NON_NEGATIVE, Category.SIZE);
+        long nullCount = JsonFields.integer(m, "null_count", path, JsonFields.range(-1, length), Category.SIZE);
+        long offset = JsonFields.integer(m, "offset", path, JsonFields.range(0, Long.MAX_VALUE - length),
+                Category.SIZE);
         String bPath = FieldPath.join(path, "buffers");
         List<?> bs = JsonFields.list(JsonFields.get(m, "buffers", path), bPath, Integer.MAX_VALUE);
         List<BufferRef> buffers = new ArrayList<>(bs.size());
@@ -115,9 +116,9 @@ final class IpcBatchJson {
                 throw new ValidationException(Category.SIZE, at, "expected no buffer (the descriptor has no"
                         + " allocations) but found one");
             }
-            int h = (int) JsonFields.integer(l.get(0), at + "[0]", 0, handles - 1L, Category.SIZE);
-            long o = JsonFields.integer(l.get(1), at + "[1]", 0, Long.MAX_VALUE, Category.SIZE);
-            long z = JsonFields.integer(l.get(2), at + "[2]", 0, Long.MAX_VALUE - o, Category.SIZE);
+            int h = (int) JsonFields.integer(l.get(0), at + "[0]", JsonFields.range(0, handles - 1L), Category.SIZE);
+            long o = JsonFields.integer(l.get(1), at + "[1]", JsonFields.NON_NEGATIVE, Category.SIZE);
+            long z = JsonFields.integer(l.get(2), at + "[2]", JsonFields.range(0, Long.MAX_VALUE - o), Category.SIZE);
             buffers.add(new BufferRef(h, o, z));
         }
         String cPath = FieldPath.join(path, "children");

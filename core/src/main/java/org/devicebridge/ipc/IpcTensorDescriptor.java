@@ -205,7 +205,7 @@ record IpcTensorDescriptor(String id, int device, byte[] memHandle, long offset,
     public static IpcTensorDescriptor parse(String json) {
         Objects.requireNonNull(json, "json");
         Map<String, Object> m = StrictJson.object(json, MAX_JSON_CHARS);
-        long version = JsonFields.integer(m, "devicebridge_ipc", "", Long.MIN_VALUE, Long.MAX_VALUE, Category.VERSION);
+        long version = JsonFields.integer(m, "devicebridge_ipc", "", JsonFields.ANY, Category.VERSION);
         if (version != FORMAT_VERSION) {
             throw new ValidationException(Category.VERSION, "devicebridge_ipc", "expected format version "
                     + FORMAT_VERSION + " but found " + version);
@@ -216,18 +216,19 @@ record IpcTensorDescriptor(String id, int device, byte[] memHandle, long offset,
                     + JsonFields.describe(kind));
         }
         String id = JsonFields.string(m, "id", "");
-        int device = (int) JsonFields.integer(m, "device", "", 0, Integer.MAX_VALUE, Category.DEVICE);
+        int device = (int) JsonFields.integer(m, "device", "", JsonFields.range(0, Integer.MAX_VALUE), Category.DEVICE);
         byte[] memHandle = JsonFields.hex(JsonFields.get(m, "mem_handle", ""), "mem_handle", HANDLE_SIZE);
-        long offset = JsonFields.integer(m, "offset", "", 0, Long.MAX_VALUE, Category.SIZE);
-        long nbytes = JsonFields.integer(m, "nbytes", "", 0, Long.MAX_VALUE, Category.SIZE);
+        long offset = JsonFields.integer(m, "offset", "", JsonFields.NON_NEGATIVE, Category.SIZE);
+        long nbytes = JsonFields.integer(m, "nbytes", "", JsonFields.NON_NEGATIVE, Category.SIZE);
         List<?> dt = JsonFields.list(JsonFields.get(m, "dtype", ""), "dtype", 3);
         if (dt.size() != 3) {
             throw new ValidationException(Category.FORMAT, "dtype", "expected [code, bits, lanes] but found "
                     + dt.size() + " elements");
         }
-        DType dtype = new DType((int) JsonFields.integer(dt.get(0), "dtype[0]", 0, 0xFF, Category.FORMAT),
-                (int) JsonFields.integer(dt.get(1), "dtype[1]", 0, 0xFF, Category.FORMAT),
-                (int) JsonFields.integer(dt.get(2), "dtype[2]", 0, 0xFFFF, Category.FORMAT));
+        JsonFields.Range uint8 = JsonFields.range(0, 0xFF);
+        DType dtype = new DType((int) JsonFields.integer(dt.get(0), "dtype[0]", uint8, Category.FORMAT),
+                (int) JsonFields.integer(dt.get(1), "dtype[1]", uint8, Category.FORMAT),
+                (int) JsonFields.integer(dt.get(2), "dtype[2]", JsonFields.range(0, 0xFFFF), Category.FORMAT));
         dtype.check("dtype");
         Object typestr = JsonFields.get(m, "typestr", "");
         String expected = typestr(dtype);
@@ -247,7 +248,8 @@ record IpcTensorDescriptor(String id, int device, byte[] memHandle, long offset,
         List<?> l = JsonFields.list(v, path, TensorSpec.MAX_NDIM);
         long[] out = new long[l.size()];
         for (int k = 0; k < out.length; k++) {
-            out[k] = JsonFields.integer(l.get(k), path + "[" + k + "]", min, Long.MAX_VALUE, Category.SIZE);
+            out[k] = JsonFields.integer(l.get(k), path + "[" + k + "]", JsonFields.range(min, Long.MAX_VALUE),
+                    Category.SIZE);
         }
         return out;
     }

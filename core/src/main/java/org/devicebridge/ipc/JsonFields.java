@@ -14,6 +14,23 @@ import org.devicebridge.internal.FieldPath;
  */
 final class JsonFields {
     private static final HexFormat HEX = HexFormat.of();
+    /** Every {@code long}. */
+    static final Range ANY = new Range(Long.MIN_VALUE, Long.MAX_VALUE);
+    /** From 0 to {@code Long.MAX_VALUE}. */
+    static final Range NON_NEGATIVE = new Range(0, Long.MAX_VALUE);
+
+    /**
+     * The integers an {@link #integer} read accepts: {@code [min, max]}, empty where {@code max < min} (a list of
+     * no handles admits no index).
+     *
+     * @param min the least value accepted
+     * @param max the greatest value accepted
+     */
+    record Range(long min, long max) {
+        boolean contains(long n) {
+            return n >= min && n <= max;
+        }
+    }
 
     private JsonFields() {}
 
@@ -34,40 +51,48 @@ final class JsonFields {
     }
 
     /**
-     * {@return {@code v} as an integer in {@code [min, max]}}
+     * {@return the range {@code [min, max]}}
+     *
+     * @param min the least value accepted
+     * @param max the greatest value accepted
+     */
+    static Range range(long min, long max) {
+        return new Range(min, max);
+    }
+
+    /**
+     * {@return {@code v} as an integer in {@code range}}
      *
      * @param v a value read
      * @param path its path
-     * @param min the least value accepted
-     * @param max the greatest value accepted
+     * @param range the values accepted
      * @param category the category of an out-of-range refusal
      * @throws ValidationException {@code FORMAT} for a value that is no integer, {@code category} for one
      *         outside the range
      */
-    static long integer(Object v, String path, long min, long max, Category category) {
+    static long integer(Object v, String path, Range range, Category category) {
         if (!(v instanceof Long n)) {
             throw new ValidationException(Category.FORMAT, path, "expected an integer but found " + describe(v));
         }
-        if (n < min || n > max) {
-            throw new ValidationException(category, path, "expected an integer in [" + min + ", " + max
+        if (!range.contains(n)) {
+            throw new ValidationException(category, path, "expected an integer in [" + range.min() + ", " + range.max()
                     + "] but found " + n);
         }
         return n;
     }
 
     /**
-     * {@return the integer at {@code key}, in {@code [min, max]}}: {@link #get} then {@link #integer(Object,
-     * String, long, long, Category)}
+     * {@return the integer at {@code key}, in {@code range}}: {@link #get} then {@link #integer(Object, String,
+     * Range, Category)}
      *
      * @param m an object read
      * @param key the key
      * @param path the object's path
-     * @param min the least value accepted
-     * @param max the greatest value accepted
+     * @param range the values accepted
      * @param category the category of an out-of-range refusal
      */
-    static long integer(Map<String, Object> m, String key, String path, long min, long max, Category category) {
-        return integer(get(m, key, path), FieldPath.join(path, key), min, max, category);
+    static long integer(Map<String, Object> m, String key, String path, Range range, Category category) {
+        return integer(get(m, key, path), FieldPath.join(path, key), range, category);
     }
 
     /**

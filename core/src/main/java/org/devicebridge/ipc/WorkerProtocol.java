@@ -137,7 +137,7 @@ final class WorkerProtocol {
         if (m.containsKey("devicebridge_ipc_closed") && !m.containsKey(KEY)) {
             return new Message(null, 0, null, List.of(), null, Acknowledgement.closedId(line), 0, null);
         }
-        long version = JsonFields.integer(m, KEY, "", Long.MIN_VALUE, Long.MAX_VALUE, Category.VERSION);
+        long version = JsonFields.integer(m, KEY, "", JsonFields.ANY, Category.VERSION);
         if (version != VERSION) {
             throw new ValidationException(Category.VERSION, KEY, "expected worker protocol version " + VERSION
                     + " but found " + version);
@@ -155,7 +155,7 @@ final class WorkerProtocol {
         Payload payload = null;
         String error = null;
         if (kind == Kind.RESULT || kind == Kind.ERROR) {
-            seq = JsonFields.integer(m, "seq", "", 1, Long.MAX_VALUE, Category.SIZE);
+            seq = JsonFields.integer(m, "seq", "", JsonFields.range(1, Long.MAX_VALUE), Category.SIZE);
         }
         if (kind == Kind.RESULT) {
             String p = JsonFields.string(m, "payload", "");
@@ -182,7 +182,7 @@ final class WorkerProtocol {
         long pid = 0;
         String poolSocket = null;
         if (kind == Kind.HELLO && m.containsKey("pid")) {
-            pid = JsonFields.integer(m, "pid", "", 1, Integer.MAX_VALUE, Category.SIZE);
+            pid = JsonFields.integer(m, "pid", "", JsonFields.range(1, Integer.MAX_VALUE), Category.SIZE);
         }
         if (kind == Kind.HELLO && m.containsKey("pool_socket")) {
             poolSocket = socketPath(JsonFields.string(m, "pool_socket", ""));

@@ -39,8 +39,7 @@ final class InterfaceImport {
             Device device = deviceOf(data, name, options);
             MemorySegment stream = sync(data, name, device, consumer);
             tensor = view(producer, data, name, device, options);
-            ImportedTensor mask = data.mask() == null ? null : importMask(data.mask(), name, device, consumer, options,
-                    tensor.shape());
+            ImportedTensor mask = data.mask() == null ? null : importMask(data, name, device, consumer, options);
             return new InterfaceArray(tensor, mask, data.version(), stream);
         } catch (RuntimeException | Error e) {
             if (tensor != null) {
@@ -54,9 +53,11 @@ final class InterfaceImport {
         }
     }
 
-    private static ImportedTensor importMask(PyObjectRef maskObject, String name, Device device, ConsumerStream consumer,
-                                             ImportOptions options, long[] dataShape) {
+    /** Imports the mask of {@code data} (not null), on {@code data}'s device and made ready on the same stream. */
+    private static ImportedTensor importMask(InterfaceDictionary data, String name, Device device,
+                                             ConsumerStream consumer, ImportOptions options) {
         String path = name + ".mask";
+        PyObjectRef maskObject = data.mask();
         InterfaceDictionary m = InterfaceDictionary.read(maskObject, name);
         try {
             if (m.mask() != null) {
@@ -67,7 +68,7 @@ final class InterfaceImport {
                 throw new UnsupportedFeatureException(path + ".typestr", "expected a bool or integer mask but found "
                         + InterfaceTypes.typestrOf(t, path));
             }
-            checkBroadcastable(m.shape(), dataShape, path + ".shape");
+            checkBroadcastable(m.shape(), data.shape(), path + ".shape");
             Device maskDevice = device;
             if (name.equals(CUDA) && options.expectedDevice() == null && m.pointer() != 0) {
                 maskDevice = deviceOf(m, path, options);

@@ -49,7 +49,7 @@ class NonTemporalCopyTest {
 
     @Test
     void everyByteArrivesAtEveryAlignmentAndLength() {
-        MethodHandle loop = loop();
+        NonTemporalCopy.Copier copier = new NonTemporalCopy.Copier(loop());
         int size = 1 << 20;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment src = arena.allocate(size, 64);
@@ -65,41 +65,41 @@ class NonTemporalCopyTest {
                     for (long dstOffset : new long[]{0, 1, 15, 16, 63, 64, 65}) {
                         viaLoop.fill((byte) 0x5A);
                         viaJava.fill((byte) 0x5A);
-                        NonTemporalCopy.copy(src, srcOffset, viaLoop, dstOffset, length, loop);
+                        copier.copy(src, srcOffset, viaLoop, dstOffset, length);
                         MemorySegment.copy(src, srcOffset, viaJava, dstOffset, length);
                         long[] c = {length, srcOffset, dstOffset};
                         assertEquals(-1, viaLoop.mismatch(viaJava), () -> Arrays.toString(c)); // no byte before or after
                     }
                 }
             }
-            NonTemporalCopy.copy(src, 0, viaLoop, 0, size, loop); // whole megabyte, both aligned
+            copier.copy(src, 0, viaLoop, 0, size); // whole megabyte, both aligned
             assertEquals(-1, viaLoop.mismatch(src));
         }
     }
 
     @Test
     void shortCopiesHeapReadOnlyBoundsOverlapAndClosedSegmentsBehaveAsMemorySegmentCopy() {
-        MethodHandle loop = loop();
+        NonTemporalCopy.Copier copier = new NonTemporalCopy.Copier(loop());
         Arena arena = Arena.ofShared();
         MemorySegment a = arena.allocate(8192, 64);
         MemorySegment b = arena.allocate(8192, 64);
         for (int i = 0; i < 8192; i++) {
             a.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31));
         }
-        NonTemporalCopy.copy(a, 3, b, 5, NonTemporalCopy.MIN_BYTES - 1, loop); // below the minimum: in Java
+        copier.copy(a, 3, b, 5, NonTemporalCopy.MIN_BYTES - 1); // below the minimum: in Java
         assertEquals(-1, b.asSlice(5, NonTemporalCopy.MIN_BYTES - 1).mismatch(a.asSlice(3, NonTemporalCopy.MIN_BYTES - 1)));
-        assertThrows(IndexOutOfBoundsException.class, () -> NonTemporalCopy.copy(a, 8000, b, 0, 1000, loop));
-        assertThrows(IndexOutOfBoundsException.class, () -> NonTemporalCopy.copy(a, 0, b, 8000, 1000, loop));
-        assertThrows(IllegalArgumentException.class, () -> NonTemporalCopy.copy(a, 0, b.asReadOnly(), 0, 1000, loop));
+        assertThrows(IndexOutOfBoundsException.class, () -> copier.copy(a, 8000, b, 0, 1000));
+        assertThrows(IndexOutOfBoundsException.class, () -> copier.copy(a, 0, b, 8000, 1000));
+        assertThrows(IllegalArgumentException.class, () -> copier.copy(a, 0, b.asReadOnly(), 0, 1000));
         MemorySegment heap = MemorySegment.ofArray(new byte[8192]); // the loop cannot take a heap segment
-        NonTemporalCopy.copy(a, 0, heap, 0, 8192, loop);
+        copier.copy(a, 0, heap, 0, 8192);
         assertEquals(-1, heap.mismatch(a));
         MemorySegment expected = MemorySegment.ofArray(new byte[8192]);
         MemorySegment.copy(a, 0, expected, 0, 8192);
         MemorySegment.copy(expected, 0, expected, 100, 6000);
-        NonTemporalCopy.copy(a, 0, a, 100, 6000, loop); // overlapping: a memmove's result
+        copier.copy(a, 0, a, 100, 6000); // overlapping: a memmove's result
         assertEquals(-1, a.mismatch(expected));
         arena.close();
-        assertThrows(IllegalStateException.class, () -> NonTemporalCopy.copy(a, 0, b, 0, 1000, loop));
+        assertThrows(IllegalStateException.class, () -> copier.copy(a, 0, b, 0, 1000));
     }
 }

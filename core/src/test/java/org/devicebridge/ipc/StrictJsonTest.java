@@ -130,15 +130,15 @@ class StrictJsonTest {
     @Test
     void typedReadsNameThePathAndCheckRanges() {
         Map<String, Object> m = read("{\"n\": 4294967296, \"s\": \"v\", \"l\": [1, 2], \"o\": {}, \"h\": \"0aFf\"}");
-        assertEquals(4294967296L, JsonFields.integer(m, "n", "p", 0, Long.MAX_VALUE, Category.SIZE));
+        assertEquals(4294967296L, JsonFields.integer(m, "n", "p", JsonFields.NON_NEGATIVE, Category.SIZE));
         ValidationException e = assertThrows(ValidationException.class,
-                () -> JsonFields.integer(m, "n", "p", 0, Integer.MAX_VALUE, Category.DEVICE));
+                () -> JsonFields.integer(m, "n", "p", JsonFields.range(0, Integer.MAX_VALUE), Category.DEVICE));
         assertEquals(Category.DEVICE, e.category());
         assertEquals("p.n: expected an integer in [0, 2147483647] but found 4294967296", e.getMessage());
-        e = assertThrows(ValidationException.class, () -> JsonFields.integer(m, "x", "p", 0, 1, Category.SIZE));
+        e = assertThrows(ValidationException.class, () -> JsonFields.integer(m, "x", "p", JsonFields.range(0, 1), Category.SIZE));
         assertEquals(Category.STRUCTURE, e.category());
         assertEquals("p.x: expected the key \"x\" but found none", e.getMessage());
-        e = assertThrows(ValidationException.class, () -> JsonFields.integer(m, "s", "p", 0, 1, Category.SIZE));
+        e = assertThrows(ValidationException.class, () -> JsonFields.integer(m, "s", "p", JsonFields.range(0, 1), Category.SIZE));
         assertEquals("p.s: expected an integer but found \"v\"", e.getMessage());
         assertEquals(Category.SIZE, assertThrows(ValidationException.class, () -> JsonFields.list(m.get("l"), "l", 1)).category());
         assertEquals(Category.FORMAT, assertThrows(ValidationException.class, () -> JsonFields.object(m.get("l"), "l")).category());

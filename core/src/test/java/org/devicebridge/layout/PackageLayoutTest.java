@@ -245,9 +245,6 @@ class PackageLayoutTest {
         assertTrue(Files.exists(MAIN.resolve("selfcheck/SelfCheck.java")));
     }
 
-    /** Files over the limit for now, by path under org/devicebridge, each with why. */
-    private static final Set<String> OVER_LIMIT_FOR_NOW = Set.of();
-
     @Test
     void noMainFileIsOver400Lines() throws IOException {
         // STYLE 19: a file is one job; one past ~400 lines holds more than one (issue 29 item 3)
@@ -257,7 +254,7 @@ class PackageLayoutTest {
             for (Path f : files.filter(p -> p.toString().endsWith(".java")).sorted().toList()) {
                 String name = MAIN.relativize(f).toString().replace('\\', '/');
                 long lines = Files.readAllLines(f).size();
-                if (lines > 400 && !OVER_LIMIT_FOR_NOW.contains(name)) {
+                if (lines > 400) {
                     over.add(name + ": " + lines);
                 }
             }
@@ -265,20 +262,6 @@ class PackageLayoutTest {
         assertEquals(List.of(), over);
     }
 
-    /**
-     * Methods and constructors of main code over the limit for now, as "Class.method" ("Class.<init>" for a
-     * constructor, nested classes with '$'), each with why. Every one lies outside the transfer engine's files.
-     */
-    private static final Set<String> OVER_FIVE_PARAMETERS_FOR_NOW = Set.of(
-            // Flight, the Arrow Java bridge, DLPack, the plumbing, IPC and Python: their own parts of the 1.0 work
-            "org.devicebridge.arrow.flight.ClientCalls.put", "org.devicebridge.arrow.flight.ClientCalls.putRoots",
-            "org.devicebridge.arrow.flight.ClientCalls.write", "org.devicebridge.arrow.flight.FlightCalls.send",
-            "org.devicebridge.arrow.flight.FlightCalls.serve",
-            "org.devicebridge.dlpack.Geometry.<init>", "org.devicebridge.dlpack.Geometry.of",
-            "org.devicebridge.dlpack.ImportedTensor.<init>", "org.devicebridge.dlpack.ImportedTensor.create",
-            "org.devicebridge.dlpack.TensorReader.wrap", "org.devicebridge.dlpack.TensorSpec.<init>",
-            "org.devicebridge.foreign.CudaStructs.fill", "org.devicebridge.internal.NonTemporalCopy.copy",
-            "org.devicebridge.ipc.JsonFields.integer", "org.devicebridge.python.InterfaceImport.importMask");
 
     /**
      * The positional parameters {@code m} declares: what the class file says, less what the compiler adds (an enum
@@ -309,7 +292,6 @@ class PackageLayoutTest {
         // local classes are skipped: their constructors carry captured variables)
         Path classes = Path.of("target/classes");
         List<String> over = new ArrayList<>();
-        Set<String> seen = new TreeSet<>();
         int scanned = 0;
         try (Stream<Path> files = Files.walk(classes.resolve("org/devicebridge"))) {
             for (Path f : files.filter(p -> p.toString().endsWith(".class")).sorted().toList()) {
@@ -327,18 +309,12 @@ class PackageLayoutTest {
                         continue;
                     }
                     String key = name + "." + (m instanceof java.lang.reflect.Constructor<?> ? "<init>" : m.getName());
-                    seen.add(key);
-                    if (!OVER_FIVE_PARAMETERS_FOR_NOW.contains(key)) {
-                        over.add(key + ": " + declaredParameters(c, m));
-                    }
+                    over.add(key + ": " + declaredParameters(c, m));
                 }
             }
         }
         assertTrue(scanned > 100, "the main classes were found: " + scanned);
         assertEquals(List.of(), over);
-        Set<String> fixed = new TreeSet<>(OVER_FIVE_PARAMETERS_FOR_NOW);
-        fixed.removeAll(seen);
-        assertEquals(Set.of(), fixed, "fixed since: remove from the list");
     }
 
     /**

@@ -1,9 +1,7 @@
 package org.devicebridge.arrow.flight;
 
-import java.util.Iterator;
 import java.util.Objects;
 import java.util.function.Consumer;
-import java.util.function.Function;
 import org.apache.arrow.flight.CallOption;
 import org.apache.arrow.flight.CallStatus;
 import org.apache.arrow.flight.FlightClient;
@@ -15,7 +13,6 @@ import org.apache.arrow.flight.Ticket;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Schema;
-import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.arrow.cuda.DeviceCopies;
 
 /**
@@ -41,18 +38,6 @@ final class ClientCalls {
         return read(client, ticket, options, in -> FlightCalls.receiveRoots(in, allocator, sink));
     }
 
-    static long put(FlightClient client, FlightDescriptor descriptor, Schema schema,
-                    Iterator<? extends CudaArrowBatch> batches, DeviceCopies copies, CallOption... options) {
-        Objects.requireNonNull(copies, "copies").requireComplete();
-        return write(client, descriptor, schema, copies.allocator(), batches, FlightCalls.download(copies), true,
-                options);
-    }
-
-    static long putRoots(FlightClient client, FlightDescriptor descriptor, Schema schema,
-                         Iterator<? extends VectorSchemaRoot> roots, BufferAllocator allocator, CallOption... options) {
-        return write(client, descriptor, schema, allocator, roots, Function.identity(), false, options);
-    }
-
     /** One {@code DoGet}: the stream is closed (what is left of it cancelled) whatever {@code body} does. */
     private static long read(FlightClient client, Ticket ticket, CallOption[] options,
                              java.util.function.ToLongFunction<FlightStream> body) {
@@ -68,21 +53,23 @@ final class ClientCalls {
         }
     }
 
-    private static <T> long write(FlightClient client, FlightDescriptor descriptor, Schema schema,
-                                  BufferAllocator allocator, Iterator<? extends T> items,
-                                  Function<? super T, VectorSchemaRoot> toHost, boolean ownsHost,
-                                  CallOption... options) {
+    /**
+     * One {@code DoPut} of {@code outgoing} ({@link Outgoing#devices} or {@link Outgoing#roots}, made by the
+     * caller after its own checks): the stream root is closed before this returns or throws.
+     */
+    static <T> long put(FlightClient client, FlightDescriptor descriptor, Schema schema, Outgoing<T> outgoing,
+                        CallOption... options) {
         Objects.requireNonNull(descriptor, "descriptor");
         Objects.requireNonNull(schema, "schema");
-        Objects.requireNonNull(allocator, "allocator");
-        Objects.requireNonNull(items, "batches");
+        Objects.requireNonNull(outgoing.allocator(), "allocator");
+        Objects.requireNonNull(outgoing.items(), "batches");
         StreamRoots.requireNoDictionaries(schema);
-        try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator);
+        try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, outgoing.allocator());
              SyncPutListener answers = new SyncPutListener()) {
             ClientStreamListener out = client.startPut(descriptor, root, answers, options);
             long sent;
             try {
-                sent = FlightCalls.send(out, root, items, toHost, ownsHost);
+                sent = FlightCalls.send(out, root, outgoing.items(), outgoing.toHost());
             } catch (RuntimeException | Error e) {
                 FlightCalls.reportTo(out, e);
                 throw e;

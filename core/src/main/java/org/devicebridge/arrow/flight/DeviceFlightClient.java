@@ -123,7 +123,7 @@ public final class DeviceFlightClient {
      */
     public long put(FlightDescriptor descriptor, Schema schema, Iterator<? extends CudaArrowBatch> batches,
                     DeviceCopies copies, CallOption... options) {
-        return ClientCalls.put(client, descriptor, schema, batches, copies, options);
+        return ClientCalls.put(client, descriptor, schema, Outgoing.devices(batches, copies), options);
     }
 
     /**
@@ -145,6 +145,6 @@ public final class DeviceFlightClient {
      */
     public long putRoots(FlightDescriptor descriptor, Schema schema, Iterator<? extends VectorSchemaRoot> roots,
                          BufferAllocator allocator, CallOption... options) {
-        return ClientCalls.putRoots(client, descriptor, schema, roots, allocator, options);
+        return ClientCalls.put(client, descriptor, schema, Outgoing.roots(roots, allocator), options);
     }
 }

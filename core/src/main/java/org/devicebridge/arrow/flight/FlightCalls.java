@@ -28,24 +28,23 @@ final class FlightCalls {
 
     static long serve(ServerStreamListener listener, Schema schema, Iterator<? extends CudaArrowBatch> batches,
                       DeviceCopies copies) {
-        Objects.requireNonNull(copies, "copies").requireComplete();
-        return serve(listener, schema, copies.allocator(), batches, download(copies), true);
+        return serve(listener, schema, Outgoing.devices(batches, copies));
     }
 
     static long serveRoots(ServerStreamListener listener, Schema schema, Iterator<? extends VectorSchemaRoot> roots,
                            BufferAllocator allocator) {
-        return serve(listener, schema, allocator, roots, Function.identity(), false);
+        return serve(listener, schema, Outgoing.roots(roots, allocator));
     }
 
     static long send(OutboundStreamListener out, VectorSchemaRoot streamRoot,
                      Iterator<? extends CudaArrowBatch> batches, DeviceCopies copies) {
         Objects.requireNonNull(copies, "copies").requireComplete();
-        return send(out, streamRoot, batches, download(copies), true);
+        return send(out, streamRoot, batches, download(copies));
     }
 
     static long sendRoots(OutboundStreamListener out, VectorSchemaRoot streamRoot,
                           Iterator<? extends VectorSchemaRoot> roots) {
-        return send(out, streamRoot, roots, Function.identity(), false);
+        return send(out, streamRoot, roots, Function.identity());
     }
 
     static long receive(FlightStream in, DeviceCopies copies, Consumer<? super DeviceFlightBatch> sink) {
@@ -81,19 +80,17 @@ final class FlightCalls {
         return batch -> CudaArrow.download(batch, copies);
     }
 
-    static <T> long serve(ServerStreamListener listener, Schema schema, BufferAllocator allocator,
-                          Iterator<? extends T> items, Function<? super T, VectorSchemaRoot> toHost,
-                                  boolean ownsHost) {
+    static <T> long serve(ServerStreamListener listener, Schema schema, Outgoing<T> outgoing) {
         Objects.requireNonNull(listener, "listener");
         Objects.requireNonNull(schema, "schema");
-        Objects.requireNonNull(allocator, "allocator");
-        Objects.requireNonNull(items, "batches");
+        Objects.requireNonNull(outgoing.allocator(), "allocator");
+        Objects.requireNonNull(outgoing.items(), "batches");
         StreamRoots.requireNoDictionaries(schema);
-        try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator)) {
+        try (VectorSchemaRoot root = VectorSchemaRoot.create(schema, outgoing.allocator())) {
             long sent;
             try {
                 listener.start(root);
-                sent = send(listener, root, items, toHost, ownsHost);
+                sent = send(listener, root, outgoing.items(), outgoing.toHost());
             } catch (RuntimeException | Error e) {
                 reportTo(listener, e);
                 throw e;
@@ -105,16 +102,20 @@ final class FlightCalls {
         }
     }
 
+    /**
+     * Sends every item through {@code streamRoot}: a host root {@code toHost} makes is closed once sent; one it
+     * passes through (the item itself) stays the caller's.
+     */
     static <T> long send(OutboundStreamListener out, VectorSchemaRoot streamRoot, Iterator<? extends T> items,
-                         Function<? super T, VectorSchemaRoot> toHost, boolean ownsHost) {
+                         Function<? super T, VectorSchemaRoot> toHost) {
         Objects.requireNonNull(out, "out");
         Objects.requireNonNull(streamRoot, "streamRoot");
         Objects.requireNonNull(items, "batches");
-        return send(out, streamRoot, items, toHost, ownsHost, Outbound.of(out));
+        return send(out, streamRoot, items, toHost, Outbound.of(out));
     }
 
     static <T> long send(OutboundStreamListener out, VectorSchemaRoot streamRoot, Iterator<? extends T> items,
-                         Function<? super T, VectorSchemaRoot> toHost, boolean ownsHost, Outbound flow) {
+                         Function<? super T, VectorSchemaRoot> toHost, Outbound flow) {
         long sent = 0;
         while (!flow.cancelled() && items.hasNext()) {
             T item = Objects.requireNonNull(items.next(), "a batch");
@@ -126,7 +127,7 @@ final class FlightCalls {
                 }
                 StreamRoots.move(host, streamRoot, "batches");
             } finally {
-                if (ownsHost) {
+                if (host != item) { // a root the conversion made; the caller's own root is passed through
                     host.close();
                 }
             }

@@ -287,7 +287,7 @@ class OutboundTest {
                     throw new NoSuchElementException("nothing is taken from a cancelled call's batches");
                 }
             };
-            assertEquals(0, FlightCalls.send(cancelled, streamRoot, none, r -> r, false, outbound(cancelled)));
+            assertEquals(0, FlightCalls.send(cancelled, streamRoot, none, r -> r, outbound(cancelled)));
             assertEquals(0, cancelled.puts);
 
             List<VectorSchemaRoot> batches = List.of(DeviceFlightLoopbackTest.batch(memory, 0, 10),
@@ -297,7 +297,7 @@ class OutboundTest {
                 // ready for the first batch, then never again; the client cancels 5 ms into the second wait
                 listener.readyAfter = elapsed -> listener.puts == 0;
                 listener.cancelledAfter = elapsed -> elapsed >= 5_000_000;
-                assertEquals(1, FlightCalls.send(listener, streamRoot, batches.iterator(), r -> r, false,
+                assertEquals(1, FlightCalls.send(listener, streamRoot, batches.iterator(), r -> r,
                         outbound(listener)));
                 assertEquals(1, listener.puts);
                 DeviceFlightLoopbackTest.assertBatch(streamRoot, 0, 10);
