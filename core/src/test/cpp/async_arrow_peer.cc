@@ -174,7 +174,10 @@ const Driver& driver() {
     resolve(lib, "cuEventDestroy_v2", &r.cuEventDestroy, &r.error);
     resolve(lib, "cuEventRecord", &r.cuEventRecord, &r.error);
     resolve(lib, "cuEventSynchronize", &r.cuEventSynchronize, &r.error);
-    if (r.error.empty() && r.cuInit(0) != 0) r.error = "cuInit failed";
+    if (r.error.empty()) {
+      CUresult rc = r.cuInit(0);
+      if (rc != 0) r.error = "cuInit(0) returned CUresult " + std::to_string(rc);
+    }
     return r;
   }();
   return d;
@@ -270,8 +273,6 @@ class PeerCudaStream : public arrow::Device::Stream {
   CUstream raw_stream() const { return static_cast<CUstream>(const_cast<void*>(get_raw())); }
   CUcontext ctx_;
 };
-
-class PeerCudaMemoryManager;
 
 // A CUDA device as Arrow C++ sees it: device_type() kCUDA and the ordinal as device_id, which is what
 // ExportDeviceRecordBatch writes into the ArrowDeviceArray.
