@@ -127,7 +127,7 @@ class AsyncArrowCppTest {
             try {
                 run(List.of("g++", "-std=c++20", "-shared", "-fPIC", "-O1", "-D_GLIBCXX_USE_CXX11_ABI=" + abi,
                         "-I" + info[1].strip(), "-o", out.toString(), source.toString(), libarrow.toString(),
-                        "-Wl,-z,now", "-Wl,-rpath," + libDir, "-lpthread"));
+                        "-Wl,-z,now", "-Wl,-rpath," + libDir, "-lpthread", "-ldl"));
                 return SymbolLookup.libraryLookup(out, Arena.global());
             } catch (IOException | IllegalArgumentException e) {
                 failures.add("_GLIBCXX_USE_CXX11_ABI=" + abi + ": " + e.getMessage());
