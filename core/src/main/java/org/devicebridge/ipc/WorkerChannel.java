@@ -326,6 +326,11 @@ public final class WorkerChannel implements AutoCloseable {
         return receive(stream, ValidationLevel.MINIMAL, null);
     }
 
+    /** {@return what the channel keeps open of the worker's results (for tests: the counts of opens)} */
+    WorkerResults results() {
+        return state.results();
+    }
+
     /** The next reply, which must be the result (or error) of the next call, with {@code payload}. */
     Reply nextResult(Payload payload) {
         return replies.nextResult(payload);

@@ -71,8 +71,13 @@ final class WorkerResults {
     private final PersistentHandles<CudaEvent> events;
 
     WorkerResults() {
-        this.allocations = new PersistentHandles<>(BUFFERS, MAX_KEPT_ALLOCATIONS);
-        this.events = new PersistentHandles<>(EVENTS, MAX_KEPT_EVENTS);
+        this(BUFFERS, EVENTS);
+    }
+
+    /** With other operations than the driver's: tests count the opens and closes on fakes. */
+    WorkerResults(PersistentHandles.Ops<DeviceBuffer> buffers, PersistentHandles.Ops<CudaEvent> events) {
+        this.allocations = new PersistentHandles<>(buffers, MAX_KEPT_ALLOCATIONS);
+        this.events = new PersistentHandles<>(events, MAX_KEPT_EVENTS);
     }
 
     /**
