@@ -346,13 +346,13 @@ class Worker:
         if fits:
             return min(fits, key=lambda s: s.size)
         size = (need + _SLAB_GRAIN - 1) // _SLAB_GRAIN * _SLAB_GRAIN
-        if len(self.slabs) >= MAX_SLABS:
-            if not free or len(self.retiring) >= MAX_SLABS or len(self.announce) >= MAX_RETIRE_LIST:
-                return None
-            old = min(free, key=lambda s: s.size)  # too small for this result: retire it
+        if free and len(self.retiring) < MAX_SLABS and len(self.announce) < MAX_RETIRE_LIST:
+            old = min(free, key=lambda s: s.size)  # free but too small: the new slab serves what it served
             self.slabs.remove(old)
             self.retiring[old.hex] = old
             self.announce.append(old.hex)
+        if len(self.slabs) >= MAX_SLABS:
+            return None
         slab = _Slab(size)
         self.slabs.append(slab)
         return slab
