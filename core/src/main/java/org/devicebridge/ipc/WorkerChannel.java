@@ -45,7 +45,8 @@ import org.devicebridge.ipc.WorkerProtocol.Payload;
  * therefore holds its own reference to each such allocation, and once nothing else in this process holds it, the
  * next call (or {@link #close()}) tells the worker to unmap it and drops the reference when the worker confirms.
  * A received batch keeps the worker's memory mapped until it is closed; closing it sends the worker its close
- * message.
+ * message. Allocations and events the worker marks persistent (its reused result slabs) are mapped once and kept
+ * by the channel until {@link #close()}, {@link #forceClose()} or the worker's exit; a batch holds its own reference.
  *
  * <p><b>Failures.</b> Every wait for the worker (the handshake, a write, a result, the goodbye) is bounded by
  * the channel's timeout. {@link PeerException} says what went wrong: {@link PeerException.Reason#EXITED} when
