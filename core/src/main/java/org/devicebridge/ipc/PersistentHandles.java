@@ -88,11 +88,16 @@ final class PersistentHandles<B> {
         }
     }
 
-    /** The cached opening of {@code hex}, opened and kept now if {@code persistent} and there is room; or null. */
+    /**
+     * The cached opening of {@code hex} (a retiring one too: the driver need not open a handle twice), opened and
+     * kept now if {@code persistent} and there is room; or null.
+     */
     private B cached(int device, byte[] handle, String hex, boolean persistent) {
         B cached = open.get(hex);
-        if (cached == null && persistent && !cleared && open.size() + retiring.size() < capacity
-                && !retiring.containsKey(hex)) {
+        if (cached == null) {
+            cached = retiring.get(hex);
+        }
+        if (cached == null && persistent && !cleared && open.size() + retiring.size() < capacity) {
             opens++;
             cached = ops.open(device, handle);
             open.put(hex, cached);

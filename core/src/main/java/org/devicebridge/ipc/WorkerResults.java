@@ -115,6 +115,11 @@ final class WorkerResults {
         allocations.retire(hexHandles);
     }
 
+    /** Unmaps the retired allocations no result holds any more (a result just closed); confirms nothing yet. */
+    void sweep() {
+        allocations.drainRetired(0);
+    }
+
     /** {@return the retired allocations unmapped since the last call, for the next call's {@code retired}} */
     List<String> retired() {
         return allocations.drainRetired(WorkerProtocol.MAX_RETIRE_LIST);

@@ -174,6 +174,7 @@ final class WorkerState implements WorkerLink.Events {
         AtomicBoolean told = new AtomicBoolean();
         return () -> {
             if (told.compareAndSet(false, true)) {
+                results.sweep(); // a retired slab this result held is unmapped now, confirmed with the next call
                 resultUnmapped(link, closeMessage);
             }
         };
