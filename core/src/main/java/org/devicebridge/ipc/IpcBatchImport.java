@@ -26,7 +26,6 @@ import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.ipc.IpcBatchDescriptor.BufferRef;
 import org.devicebridge.ipc.IpcBatchDescriptor.Node;
 import org.devicebridge.cuda.Cuda;
-import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaException;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
@@ -106,6 +105,14 @@ final class IpcBatchImport implements AutoCloseable {
      * After a throw it does not run (nothing was mapped).
      */
     static IpcBatchImport open(IpcBatchDescriptor descriptor, Target target, Runnable onUnmapped) {
+        return open(descriptor, target, onUnmapped, IpcMappings.EACH_IMPORT);
+    }
+
+    /**
+     * {@link #open(IpcBatchDescriptor, Target, Runnable)} with the mappings and the event from {@code mappings}:
+     * the import closes each reference {@code mappings} gave it when its batch is released (after a throw, at once).
+     */
+    static IpcBatchImport open(IpcBatchDescriptor descriptor, Target target, Runnable onUnmapped, IpcMappings mappings) {
         ValidationLevel level = target.level();
         CudaStream stream = target.stream();
         HostDeviceTransfer transfer = target.transfer();
@@ -135,7 +142,7 @@ final class IpcBatchImport implements AutoCloseable {
                     + " (the device of the consumer's stream) but found " + device);
         }
         SchemaNode schema = validate(descriptor); // the whole descriptor, before any handle is opened
-        List<DeviceBuffer> mapped = map(descriptor);
+        List<DeviceBuffer> mapped = map(descriptor, mappings);
         CountDownLatch unmapped = new CountDownLatch(1);
         boolean handedOver = false;
         try (Arena arena = Arena.ofConfined()) {
@@ -148,15 +155,11 @@ final class IpcBatchImport implements AutoCloseable {
             checkInside(descriptor.array(), sizes, "array");
             byte[] eventHandle = descriptor.eventHandle();
             if (eventHandle != null) {
-                CudaEvent ready;
                 try {
-                    ready = CudaEvent.openIpcHandle(stream.device(), eventHandle);
+                    mappings.waitEvent(stream, eventHandle);
                 } catch (CudaException e) {
                     throw new ValidationException(Category.DEVICE, "event_handle", "expected an event handle this"
                             + " process can open on device " + device + " but the driver refused it: " + e.getMessage(), e);
-                }
-                try (ready) {
-                    stream.waitEvent(ready);
                 }
             }
             MemorySegment struct = arena.allocate(ArrowDeviceArray.layout());
@@ -208,14 +211,14 @@ final class IpcBatchImport implements AutoCloseable {
         }
     }
 
-    /** Opens every handle; after a throw none is open. */
-    private static List<DeviceBuffer> map(IpcBatchDescriptor descriptor) {
+    /** Maps every handle through {@code mappings}; after a throw no reference is held. */
+    private static List<DeviceBuffer> map(IpcBatchDescriptor descriptor, IpcMappings mappings) {
         List<byte[]> handles = descriptor.handles();
         List<DeviceBuffer> mapped = new ArrayList<>(handles.size());
         try {
             for (int k = 0; k < handles.size(); k++) {
                 try {
-                    mapped.add(DeviceBuffer.openIpcHandle(Device.cuda(descriptor.device()), handles.get(k)));
+                    mapped.add(mappings.map(Device.cuda(descriptor.device()), k, handles.get(k)));
                 } catch (CudaException e) {
                     throw new ValidationException(Category.DEVICE, "handles[" + k + "]", "expected a memory handle"
                             + " this process can open on device " + descriptor.device() + " but the driver refused it: "

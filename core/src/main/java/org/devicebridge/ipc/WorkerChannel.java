@@ -9,7 +9,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.HandleBusyException;
 import org.devicebridge.HandleClosedException;
@@ -46,7 +45,8 @@ import org.devicebridge.ipc.WorkerProtocol.Payload;
  * therefore holds its own reference to each such allocation, and once nothing else in this process holds it, the
  * next call (or {@link #close()}) tells the worker to unmap it and drops the reference when the worker confirms.
  * A received batch keeps the worker's memory mapped until it is closed; closing it sends the worker its close
- * message.
+ * message. Allocations and events the worker marks persistent (its reused result slabs) are mapped once and kept
+ * by the channel until {@link #close()}, {@link #forceClose()} or the worker's exit; a batch holds its own reference.
  *
  * <p><b>Failures.</b> Every wait for the worker (the handshake, a write, a result, the goodbye) is bounded by
  * the channel's timeout. {@link PeerException} says what went wrong: {@link PeerException.Reason#EXITED} when
@@ -241,7 +241,8 @@ public final class WorkerChannel implements AutoCloseable {
                 state.register(c.id(), c.export());
                 List<Integer> transientHandles = new ArrayList<>();
                 List<String> unmap = state.keepMapped(c.handles(), c.allocations(), transientHandles);
-                String call = WorkerProtocol.call(++sent, c.payload(), unmap, transientHandles, pools.announce());
+                String call = WorkerProtocol.withRetired(WorkerProtocol.call(++sent, c.payload(), unmap, transientHandles,
+                        pools.announce()), state.results().retired());
                 link.post(call, c.descriptor());
             }
         } catch (RuntimeException | Error e) {
@@ -272,10 +273,12 @@ public final class WorkerChannel implements AutoCloseable {
     public CudaArrowBatch receive(CudaStream stream, ValidationLevel level, HostDeviceTransfer transfer) {
         Objects.requireNonNull(stream, "stream");
         Objects.requireNonNull(level, "level");
-        IpcBatchDescriptor d = IpcBatchDescriptor.parse(nextResult(Payload.ARROW_BATCH).descriptor());
-        Runnable tell = teller(d.closeMessage());
+        Reply r = nextResult(Payload.ARROW_BATCH);
+        IpcBatchDescriptor d = IpcBatchDescriptor.parse(r.descriptor());
+        Runnable tell = state.teller(link, d.closeMessage());
         try {
-            return IpcBatchImport.open(d, new IpcBatchImport.Target(level, stream, transfer), tell).batch();
+            return IpcBatchImport.open(d, new IpcBatchImport.Target(level, stream, transfer), tell,
+                    state.results().mappings(r.header(), d.handles().size())).batch();
         } catch (RuntimeException | Error e) {
             tell.run();
             throw e;
@@ -298,24 +301,13 @@ public final class WorkerChannel implements AutoCloseable {
         Objects.requireNonNull(stream, "stream");
         Objects.requireNonNull(options, "options");
         IpcTensorDescriptor d = IpcTensorDescriptor.parse(nextResult(Payload.TENSOR).descriptor());
-        Runnable tell = teller(d.closeMessage());
+        Runnable tell = state.teller(link, d.closeMessage());
         try {
             return IpcTensorImport.open(d, stream, options, tell);
         } catch (RuntimeException | Error e) {
             tell.run();
             throw e;
         }
-    }
-
-    /** Counts a result mapped; {@return what tells the worker, once, that it is unmapped} */
-    private Runnable teller(String closeMessage) {
-        state.resultMapped();
-        AtomicBoolean told = new AtomicBoolean();
-        return () -> {
-            if (told.compareAndSet(false, true)) {
-                state.resultUnmapped(link, closeMessage);
-            }
-        };
     }
 
     /**
@@ -333,6 +325,11 @@ public final class WorkerChannel implements AutoCloseable {
     public CudaArrowBatch call(CudaArrowBatch batch, CudaStream stream) {
         send(batch, stream);
         return receive(stream, ValidationLevel.MINIMAL, null);
+    }
+
+    /** {@return what the channel keeps open of the worker's results (for tests: the counts of opens)} */
+    WorkerResults results() {
+        return state.results();
     }
 
     /** The next reply, which must be the result (or error) of the next call, with {@code payload}. */
@@ -362,6 +359,7 @@ public final class WorkerChannel implements AutoCloseable {
             }
             case BYE -> { } // below
         }
+        state.results().clear(); // no result is open: the worker may free its slabs at bye
         try {
             replies.write(WorkerProtocol.bye());
             while (true) {

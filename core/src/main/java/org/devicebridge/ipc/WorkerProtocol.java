@@ -23,6 +23,13 @@ final class WorkerProtocol {
     static final int MAX_HEADER_BYTES = 1 << 16;
     /** The most handles one {@code unmap} or {@code unmapped} list names. */
     static final int MAX_HANDLE_LIST = 256;
+    /**
+     * The most handles one {@code retire} list (worker) or {@code retired} list (JVM) names: few slabs live per
+     * channel, and a call header with the longest {@code unmap} and {@code retired} lists still fits one line.
+     */
+    static final int MAX_RETIRE_LIST = 16;
+    /** The most indices a result's {@code persistent} list holds, and the largest index + 1. */
+    static final int MAX_PERSISTENT = 256;
     /** The longest error text of an {@code error} header, in UTF-16 code units. */
     static final int MAX_ERROR_CHARS = 1 << 14;
     private static final HexFormat HEX = HexFormat.of();
@@ -62,9 +69,15 @@ final class WorkerProtocol {
      * @param closedId the export id a close message names; null for a header
      * @param pid the worker's process id its {@code hello} names; 0 when it names none or for another kind
      * @param poolSocket the Unix socket its {@code hello} offers for memory pools; null when none
+     * @param persistent the indices into a {@code result}'s descriptor handles that the worker keeps alive for later
+     *        results (its slabs), which the JVM may keep mapped; empty otherwise
+     * @param retire the handles (lower-case hex) of persistent allocations the worker will free once the JVM
+     *        confirms that it unmapped them ({@code retired} of a later call); empty otherwise
+     * @param persistentEvent whether a {@code result}'s event handle names an event the worker keeps for the
+     *        channel's life (the JVM may keep it open)
      */
     record Message(Kind kind, long seq, Payload payload, List<String> unmapped, String error, String closedId, long pid,
-                   String poolSocket) {}
+                   String poolSocket, List<Integer> persistent, List<String> retire, boolean persistentEvent) {}
 
     /** The most bytes of a {@code pool_socket} path (a Unix socket address holds 107 and a NUL). */
     static final int MAX_SOCKET_PATH_BYTES = 107;
@@ -120,6 +133,27 @@ final class WorkerProtocol {
         return b.append('}').toString();
     }
 
+    /**
+     * {@return {@code callHeader} with {@code retired} added (unchanged when it is empty)}: the persistent
+     * allocations the worker retired that the JVM no longer maps, which the worker may free now
+     *
+     * @throws IllegalArgumentException for more than {@value #MAX_RETIRE_LIST} handles
+     */
+    static String withRetired(String callHeader, List<String> retired) {
+        if (retired.isEmpty()) {
+            return callHeader;
+        }
+        if (retired.size() > MAX_RETIRE_LIST) {
+            throw new IllegalArgumentException("at most " + MAX_RETIRE_LIST + " handles per retired list");
+        }
+        StringBuilder b = new StringBuilder(callHeader.length() + 16 + 132 * retired.size());
+        b.append(callHeader, 0, callHeader.length() - 1).append(", \"retired\": [");
+        for (int k = 0; k < retired.size(); k++) {
+            b.append(k == 0 ? "\"" : ", \"").append(retired.get(k)).append('"');
+        }
+        return b.append("]}").toString();
+    }
+
     /** {@return the lower-case hex of a 64-byte handle, as the protocol names handles} */
     static String hex(byte[] handle) {
         return HEX.formatHex(handle);
@@ -135,7 +169,8 @@ final class WorkerProtocol {
     static Message read(String line) {
         Map<String, Object> m = StrictJson.object(line, MAX_HEADER_BYTES);
         if (m.containsKey("devicebridge_ipc_closed") && !m.containsKey(KEY)) {
-            return new Message(null, 0, null, List.of(), null, Acknowledgement.closedId(line), 0, null);
+            return new Message(null, 0, null, List.of(), null, Acknowledgement.closedId(line), 0, null, List.of(),
+                    List.of(), false);
         }
         long version = JsonFields.integer(m, KEY, "", JsonFields.ANY, Category.VERSION);
         if (version != VERSION) {
@@ -170,14 +205,14 @@ final class WorkerProtocol {
         if (kind == Kind.ERROR) {
             error = JsonFields.text(JsonFields.string(m, "message", ""), "message", MAX_ERROR_CHARS);
         }
-        List<String> unmapped = List.of();
-        if (m.containsKey("unmapped")) {
-            List<?> l = JsonFields.list(m.get("unmapped"), "unmapped", MAX_HANDLE_LIST);
-            List<String> out = new ArrayList<>(l.size());
-            for (int i = 0; i < l.size(); i++) {
-                out.add(hex(JsonFields.hex(l.get(i), "unmapped[" + i + "]", IpcBatchDescriptor.HANDLE_SIZE)));
-            }
-            unmapped = List.copyOf(out);
+        List<String> unmapped = handles(m, "unmapped", MAX_HANDLE_LIST);
+        List<Integer> persistent = List.of();
+        List<String> retire = List.of();
+        boolean persistentEvent = false;
+        if (kind == Kind.RESULT) {
+            persistent = indices(m, "persistent");
+            retire = handles(m, "retire", MAX_RETIRE_LIST);
+            persistentEvent = flag(m, "persistent_event");
         }
         long pid = 0;
         String poolSocket = null;
@@ -187,7 +222,53 @@ final class WorkerProtocol {
         if (kind == Kind.HELLO && m.containsKey("pool_socket")) {
             poolSocket = socketPath(JsonFields.string(m, "pool_socket", ""));
         }
-        return new Message(kind, seq, payload, unmapped, error, null, pid, poolSocket);
+        return new Message(kind, seq, payload, unmapped, error, null, pid, poolSocket, persistent, retire,
+                persistentEvent);
+    }
+
+    /** An optional list of at most {@code max} handles (hex); empty when absent. */
+    private static List<String> handles(Map<String, Object> m, String key, int max) {
+        if (!m.containsKey(key)) {
+            return List.of();
+        }
+        List<?> l = JsonFields.list(m.get(key), key, max);
+        List<String> out = new ArrayList<>(l.size());
+        for (int i = 0; i < l.size(); i++) {
+            out.add(hex(JsonFields.hex(l.get(i), key + "[" + i + "]", IpcBatchDescriptor.HANDLE_SIZE)));
+        }
+        return List.copyOf(out);
+    }
+
+    /** An optional list of distinct indices in [0, {@value #MAX_PERSISTENT}); empty when absent. */
+    private static List<Integer> indices(Map<String, Object> m, String key) {
+        if (!m.containsKey(key)) {
+            return List.of();
+        }
+        List<?> l = JsonFields.list(m.get(key), key, MAX_PERSISTENT);
+        List<Integer> out = new ArrayList<>(l.size());
+        for (int i = 0; i < l.size(); i++) {
+            int k = (int) JsonFields.integer(l.get(i), key + "[" + i + "]", JsonFields.range(0, MAX_PERSISTENT - 1),
+                    Category.SIZE);
+            if (out.contains(k)) {
+                throw new ValidationException(Category.CONTENT, key + "[" + i + "]", "expected distinct indices but"
+                        + " found " + k + " twice");
+            }
+            out.add(k);
+        }
+        return List.copyOf(out);
+    }
+
+    /** An optional {@code true} or {@code false}; false when absent. */
+    private static boolean flag(Map<String, Object> m, String key) {
+        Object v = m.get(key);
+        if (v == null && !m.containsKey(key)) {
+            return false;
+        }
+        if (!(v instanceof Boolean b)) {
+            throw new ValidationException(Category.FORMAT, key, "expected true or false but found "
+                    + JsonFields.describe(v));
+        }
+        return b;
     }
 
     /** An absolute path a Unix socket address holds: at most {@value #MAX_SOCKET_PATH_BYTES} bytes, no NUL. */

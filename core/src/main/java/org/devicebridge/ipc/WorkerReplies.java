@@ -41,6 +41,7 @@ final class WorkerReplies {
                 throw refuse("seq", "expected the answer to call " + (received + 1) + " but found one to call " + h.seq());
             }
             received++;
+            state.results().retire(h.retire()); // the worker retires them whether or not this result is opened
             if (h.kind() == Kind.ERROR) {
                 throw new PeerException(PeerException.Reason.FAILED, "the worker's function raised on call " + h.seq()
                         + ": " + h.error(), null);

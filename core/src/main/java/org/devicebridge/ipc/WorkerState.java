@@ -7,6 +7,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.devicebridge.HandleBusyException;
 import org.devicebridge.HandleClosedException;
@@ -34,6 +35,7 @@ final class WorkerState implements WorkerLink.Events {
     private final Map<String, DeviceBuffer> cached = new LinkedHashMap<>();
     private final Map<String, DeviceBuffer> unmapping = new HashMap<>();
     private final AtomicInteger mappedResults = new AtomicInteger();
+    private final WorkerResults results = new WorkerResults();
     private State state = State.OPEN;
     private RuntimeException failure;
 
@@ -161,8 +163,21 @@ final class WorkerState implements WorkerLink.Events {
         }
     }
 
-    void resultMapped() {
+    /** {@return what the channel keeps open of the worker's results} */
+    WorkerResults results() {
+        return results;
+    }
+
+    /** Counts a result mapped; {@return what tells the worker, once, that it is unmapped} */
+    Runnable teller(WorkerLink link, String closeMessage) {
         mappedResults.incrementAndGet();
+        AtomicBoolean told = new AtomicBoolean();
+        return () -> {
+            if (told.compareAndSet(false, true)) {
+                results.sweep(); // a retired slab this result held is unmapped now, confirmed with the next call
+                resultUnmapped(link, closeMessage);
+            }
+        };
     }
 
     /** A received result is unmapped: tells the worker (unless it is gone), without waiting. */
@@ -207,8 +222,12 @@ final class WorkerState implements WorkerLink.Events {
         }
     }
 
-    /** Force-closes every export and drops every reference the channel holds; idempotent. */
+    /**
+     * Force-closes every export and drops every reference the channel holds, and every mapping and event it kept of
+     * the worker's results; idempotent.
+     */
     void releaseAll() {
+        results.clear();
         List<DeviceBuffer> drop;
         synchronized (this) {
             if (state != State.GONE) {
@@ -244,6 +263,7 @@ final class WorkerState implements WorkerLink.Events {
     @Override
     public synchronized String toString() {
         return state.name().toLowerCase(java.util.Locale.ROOT) + ", " + exports.size() + " exports unacknowledged, "
-                + cached.size() + " allocations mapped by the worker, " + mappedResults.get() + " results mapped";
+                + cached.size() + " allocations mapped by the worker, " + mappedResults.get() + " results mapped, "
+                + results;
     }
 }

@@ -19,6 +19,12 @@ and each allocation per call (cuMemPoolImportPointer), and frees those imports (
 
 Lifetime: the worker keeps every allocation it mapped open between calls (keyed by its handle), so that only the
 first call pays the driver's cold open, and closes one when the JVM says that allocation is gone ("unmap").
+The other way round, a batch result is packed into a slab: one device allocation of the worker's own (at most
+MAX_SLABS per worker), reused for a later result once the JVM closed the result that used it, so that the JVM
+maps each slab once ("persistent" in the result header). A slab too small for a result is retired ("retire"):
+the worker frees it once the JVM confirms it unmapped it ("retired" in a later call header) or at bye. Results
+that find no slab go out as before, each buffer's own allocation shared. Interprocess events are pooled for the
+worker's life ("persistent_event"), so that the JVM opens each once.
 It tells the JVM it is done with a call's data (the close message) once its stream has finished with it. Its
 results stay alive until the JVM's close message for them. Needs CuPy; pyarrow (the schema as a pa.Schema) and
 torch (as_torch) are optional. stdout is the channel: what the function prints goes to stderr.
@@ -43,6 +49,9 @@ MAX_DESCRIPTOR_BYTES = {"arrow_batch": 1 << 22, "tensor": 1 << 16}
 MAX_HANDLE_LIST = 256
 MAX_ERROR_CHARS = 1 << 14
 MAX_POOLS = 64
+MAX_SLABS = 4  # slabs kept per worker (retiring ones apart, at most as many again)
+MAX_RETIRE_LIST = 16  # the most handles one "retire" or "retired" list names
+_SLAB_GRAIN = 1 << 20  # slab sizes are rounded up to this, so that a slightly larger result still fits
 _POSIX_FD = 1  # CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
 _READ_WRITE = 3  # CU_MEM_ACCESS_FLAGS_PROT_READWRITE
 _DEVICE_LOCATION = 1  # CU_MEM_LOCATION_TYPE_DEVICE
@@ -167,6 +176,23 @@ class _Pools:
             self.listener = None
 
 
+class _Slab:
+    """A device allocation of the worker's own that batch results are packed into, reused once the JVM closed the
+    result that used it."""
+    __slots__ = ("memory", "size", "hex", "device", "user")
+
+    def __init__(self, size):
+        self.memory = cupy.cuda.Memory(size)  # cudaMalloc of its own: the IPC handle names exactly this allocation
+        self.size = size
+        self.hex = cupy.cuda.runtime.ipcGetMemHandle(self.memory.ptr).hex()
+        self.device = cupy.cuda.runtime.getDevice()
+        self.user = None  # the id of the result that holds it, or None when free
+
+
+def _aligned(n):
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
 def as_torch(array):
     """A torch tensor over a CuPy array, zero-copy (DLPack)."""
     import torch
@@ -251,6 +277,9 @@ class Worker:
         self.stream = None
         self.pools = _Pools()
         self.imported = []  # (pointer, size) of pool allocations imported for the current call
+        self.slabs = []  # _Slab: kept for later results
+        self.retiring = {}  # handle hex -> _Slab retired and not yet confirmed unmapped by the JVM
+        self.announce = []  # handles retired and not yet named in a result header's "retire"
 
     # ---- the channel
     def _read(self, limit):
@@ -307,6 +336,59 @@ class Worker:
         ev = self.events.pop() if self.events else cupy.cuda.Event(block=False, disable_timing=True, interprocess=True)
         ev.record(self.stream)
         return ev, cupy.cuda.runtime.ipcGetEventHandle(ev.ptr).hex()
+
+    # ---- slabs
+    def _slab_for(self, need):
+        """A free slab of at least need bytes on this device, made or found within the bounds; or None."""
+        device = cupy.cuda.runtime.getDevice()
+        free = [s for s in self.slabs if s.user is None and s.device == device]
+        fits = [s for s in free if s.size >= need]
+        if fits:
+            return min(fits, key=lambda s: s.size)
+        size = (need + _SLAB_GRAIN - 1) // _SLAB_GRAIN * _SLAB_GRAIN
+        if free and len(self.retiring) < MAX_SLABS and len(self.announce) < MAX_RETIRE_LIST:
+            old = min(free, key=lambda s: s.size)  # free but too small: the new slab serves what it served
+            self.slabs.remove(old)
+            self.retiring[old.hex] = old
+            self.announce.append(old.hex)
+        if len(self.slabs) >= MAX_SLABS:
+            return None
+        slab = _Slab(size)
+        self.slabs.append(slab)
+        return slab
+
+    def _retired(self, hexhandles):
+        """Frees the retired slabs the JVM no longer maps."""
+        if not isinstance(hexhandles, list) or len(hexhandles) > MAX_RETIRE_LIST:
+            raise ProtocolError("retired: expected a list of at most %d handles" % MAX_RETIRE_LIST)
+        for h in hexhandles:
+            if not isinstance(h, str) or len(h) != 128:
+                raise ProtocolError("retired: expected handles of 128 hex digits but found %r" % (h,))
+            self.retiring.pop(h.lower(), None)  # dropping the last reference frees it (cudaFree)
+
+    def _pack(self, buffers, keep):
+        """Copies every buffer into one slab: (handles, refs, copied bytes, slab), or None when no slab is free."""
+        arrays = []
+        for b in buffers:
+            if b is not None and not b.flags.c_contiguous:
+                b = cupy.ascontiguousarray(b)
+            arrays.append(b)
+        slab = self._slab_for(max(_ALIGN, sum(_aligned(b.nbytes) for b in arrays if b is not None)))
+        if slab is None:
+            return None
+        slab.user = ""  # taken: the caller names the result
+        keep.extend(b for b in arrays if b is not None)  # until the copies are done (the stream is synchronized)
+        refs, at = [], 0
+        for b in arrays:
+            if b is None:
+                refs.append(None)
+            elif b.nbytes == 0:
+                refs.append([0, 0, 0])
+            else:
+                cupy.cuda.runtime.memcpyAsync(slab.memory.ptr + at, b.data.ptr, b.nbytes, _D2D, self.stream.ptr)
+                refs.append([0, at, b.nbytes])
+                at += _aligned(b.nbytes)
+        return [slab.hex], refs, sum(b.nbytes for b in arrays if b is not None), slab
 
     # ---- batches
     def _view(self, bases, ref, path):
@@ -370,6 +452,7 @@ class Worker:
         return handles, refs, sum(b.nbytes for _, b in copies)
 
     def _batch_result(self, out, keep):
+        """The descriptor, the bytes copied, and the slab it was packed into (None when it was not)."""
         if not isinstance(out, DeviceBatch):
             raise TypeError("the function must return a DeviceBatch for a batch, not %s" % type(out).__name__)
         flat = []
@@ -380,7 +463,12 @@ class Worker:
                 walk(c)
 
         walk(out.root)
-        handles, refs, copied = self._export(flat, keep)
+        packed = self._pack(flat, keep)
+        if packed is None:
+            handles, refs, copied = self._export(flat, keep)
+            slab = None
+        else:
+            handles, refs, copied, slab = packed
         it = iter(refs)
 
         def node(n):
@@ -388,10 +476,15 @@ class Worker:
                     "buffers": [next(it) for _ in n.buffers], "children": [node(c) for c in n.children],
                     "dictionary": None}
 
-        array = node(out.root)
-        return {"devicebridge_ipc": 1, "kind": "arrow_batch", "device": out.device,
-                "schema": base64.b64encode(out.schema_message).decode("ascii"), "handles": handles,
-                "array": array}, copied
+        try:
+            array = node(out.root)
+            return {"devicebridge_ipc": 1, "kind": "arrow_batch", "device": out.device,
+                    "schema": base64.b64encode(out.schema_message).decode("ascii"), "handles": handles,
+                    "array": array}, copied, slab
+        except BaseException:
+            if slab is not None:
+                slab.user = None  # no result holds it
+            raise
 
     # ---- tensors
     def _tensor(self, d):
@@ -435,8 +528,9 @@ class Worker:
             if self.stream is None:
                 self.stream = cupy.cuda.Stream(non_blocking=True)
             unmapped = self._unmap(header.get("unmap", []))
+            self._retired(header.get("retired", []))
             self.pools.take(header.get("pools_sent", 0), d["device"])
-            keep, answer = [], None
+            keep, answer, slab = [], None, None
             try:
                 with self.stream:
                     if payload == "arrow_batch":
@@ -447,7 +541,7 @@ class Worker:
                         self._wait(d["event_handle"])
                         data = DeviceBatch(base64.b64decode(d["schema"]), self._node(bases, d["array"], "array"),
                                            d["device"])
-                        out, copied = self._batch_result(self.function(data), keep)
+                        out, copied, slab = self._batch_result(self.function(data), keep)
                     else:
                         data = self._tensor(d)
                         self._wait(d["event_handle"])
@@ -456,12 +550,23 @@ class Worker:
                     out["id"] = "py-" + str(uuid.uuid4())
                     out["event_handle"] = event_handle
                 self.stream.synchronize()  # the call's data is read: the JVM may free it
-                self.results[out["id"]] = (keep, event)
+                extra = {"persistent_event": True}
+                if slab is not None:
+                    slab.user = out["id"]
+                    keep = []  # the slab holds the result: the function's arrays may go
+                    extra["persistent"] = [0]
+                if self.announce:
+                    extra["retire"], self.announce = self.announce, []
+                self.results[out["id"]] = (keep, event, slab)
                 answer = [self._header("result", seq=header["seq"], payload=payload, unmapped=unmapped,
-                                       copied_bytes=copied), out]
+                                       copied_bytes=copied, **extra), out]
             except ProtocolError:
+                if slab is not None:
+                    slab.user = None
                 raise
             except Exception as e:
+                if slab is not None:
+                    slab.user = None
                 traceback.print_exc(file=sys.stderr)
                 self.stream.synchronize()
                 text = ("%s: %s" % (type(e).__name__, e))[:MAX_ERROR_CHARS] or "error"
@@ -484,6 +589,8 @@ class Worker:
                 kept = self.results.pop(m["devicebridge_ipc_closed"], None)
                 if kept is not None:
                     self.events.append(kept[1])
+                    if kept[2] is not None:
+                        kept[2].user = None  # the JVM is done with it: a later result may reuse it
                 continue
             if m.get("devicebridge_worker") != PROTOCOL:
                 raise ProtocolError("expected worker protocol version %d but found %r"
@@ -507,6 +614,7 @@ class Worker:
                 if self.stream is not None:
                     self.stream.synchronize()
                 self.results.clear()
+                self.slabs, self.retiring = [], {}  # the JVM unmapped every slab before its bye
                 unmapped = self._unmap(list(self.mapped))
                 self._send(self._header("bye", unmapped=unmapped[:MAX_HANDLE_LIST]))
                 return

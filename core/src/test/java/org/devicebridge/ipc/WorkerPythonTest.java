@@ -30,6 +30,7 @@ import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.java.ExportTestSupport;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.HostDeviceTransfer;
+import org.devicebridge.internal.Allocations;
 import org.devicebridge.internal.CudaCounters;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.ipc.WorkerChannel.PeerException;
@@ -47,7 +48,8 @@ import org.junit.jupiter.api.io.TempDir;
  * the buffers into its own memory and shares that back) and is compared value by value after download. Then the
  * worker is killed with a call in flight: the channel reports {@code EXITED}, and device memory, handles and
  * exports on this side are back to their baselines (the worker's side is freed by the driver when its process
- * ends). The worker's stderr is attached to every failure. Skipped without a GPU, or where the interpreter
+ * ends). Twenty calls in a row map the worker's result slab and event once, and the goodbye unmaps them. The
+ * worker's stderr is attached to every failure. Skipped without a GPU, or where the interpreter
  * ({@code DEVICEBRIDGE_PYTHON}, else {@code python3}) cannot import CuPy and pyarrow with a GPU.
  */
 @RequiresCuda
@@ -182,8 +184,34 @@ class WorkerPythonTest {
     }
 
     @Test
+    void twentyCallsMapTheWorkersSlabAndEventOnceAndCloseLeavesNothingMapped(@TempDir Path dir) throws Exception {
+        assumeTrue(hasModules(), python() + " cannot import CuPy and pyarrow with a GPU");
+        long ipcBefore = Allocations.allocatedBytes(Allocations.Kind.IPC);
+        Worker w = Worker.start(dir);
+        w.run(() -> {
+            WorkerChannel channel = w.open();
+            try (VectorSchemaRoot root = new VectorSchemaRoot(ExportTestSupport.family("integers", allocator, 4096,
+                    true, new DictionaryProvider.MapDictionaryProvider()))) {
+                root.setRowCount(4096);
+                for (int call = 1; call <= 20; call++) {
+                    roundTrip(channel, root, "call " + call);
+                    assertEquals(1, channel.results().allocationOpens(), "the worker's slab is mapped once, call " + call);
+                    assertEquals(1, channel.results().keptAllocations(), "call " + call);
+                    assertEquals(1, channel.results().eventOpens(), "the worker's event is opened once, call " + call);
+                }
+            }
+            channel.close();
+            assertEquals(0, channel.results().keptAllocations(), "close unmaps the slab");
+            assertEquals(ipcBefore, Allocations.allocatedBytes(Allocations.Kind.IPC), "nothing of the worker mapped");
+            assertTrue(w.process().waitFor(60, TimeUnit.SECONDS), "the worker exits after the goodbye");
+            assertEquals(0, w.process().exitValue(), "the worker's exit status");
+        });
+    }
+
+    @Test
     void killingTheWorkerMidCallIsExitedAndLeavesNothingHeldHere(@TempDir Path dir) throws Exception {
         assumeTrue(hasModules(), python() + " cannot import CuPy and pyarrow with a GPU");
+        long ipcBefore = Allocations.allocatedBytes(Allocations.Kind.IPC);
         Worker w = Worker.start(dir);
         w.run(() -> {
             WorkerChannel channel = w.open();
@@ -191,6 +219,8 @@ class WorkerPythonTest {
                     true, new DictionaryProvider.MapDictionaryProvider()))) {
                 root.setRowCount(4096);
                 roundTrip(channel, root, "before the kill"); // the worker now keeps the first allocation mapped
+                roundTrip(channel, root, "before the kill, again"); // and this side its result slab
+                assertEquals(1, channel.results().keptAllocations(), "the worker's slab is kept mapped here");
                 try (CudaArrowBatch batch = CudaArrow.upload(root, DeviceCopies.of(transfer, stream))) {
                     assertTrue(channel.send(batch, stream).copiedBytes() > 0, "uploaded pool memory is copied once");
                     w.process().destroyForcibly();
@@ -198,6 +228,7 @@ class WorkerPythonTest {
                     PeerException e = assertThrows(PeerException.class,
                             () -> channel.receive(stream, ValidationLevel.DEFAULT, transfer).close());
                     assertEquals(PeerException.Reason.EXITED, e.reason(), e.getMessage());
+                    assertEquals(0, channel.results().keptAllocations(), "the dead worker's slab is unmapped at once");
                     assertThrows(PeerException.class, () -> channel.send(batch, stream), "the channel stays ended");
                 }
             }
@@ -208,6 +239,7 @@ class WorkerPythonTest {
             assertEquals(deviceBytesBefore, CudaCounters.snapshot().deviceBytesOutstanding(),
                     "0 device bytes held for the dead worker");
             assertEquals(liveBefore, HandleTracker.liveHandles(), "0 handles held for the dead worker");
+            assertEquals(ipcBefore, Allocations.allocatedBytes(Allocations.Kind.IPC), "0 bytes of the dead worker mapped");
         });
     }
 }
