@@ -328,14 +328,10 @@ public final class WorkerChannel implements AutoCloseable {
     }
 
     /** {@return what the channel keeps open of the worker's results (for tests: the counts of opens)} */
-    WorkerResults results() {
-        return state.results();
-    }
+    WorkerResults results() { return state.results(); }
 
     /** {@return the channel's pool of interprocess events (for tests: how many it created)} */
-    IpcEventPool<IpcEventPool.SharedEvent> events() {
-        return state.events();
-    }
+    IpcEventPool<IpcEventPool.SharedEvent> events() { return state.events(); }
 
     /** The next reply, which must be the result (or error) of the next call, with {@code payload}. */
     Reply nextResult(Payload payload) {
