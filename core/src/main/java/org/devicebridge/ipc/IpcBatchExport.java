@@ -16,12 +16,13 @@ import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.cuda.Cuda;
-import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaException;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.internal.Closing;
+import org.devicebridge.ipc.IpcEventPool.SharedEvent;
+import org.devicebridge.ipc.IpcEventPool.Taken;
 import org.devicebridge.ipc.IpcExport.Memory;
 
 /**
@@ -58,18 +59,32 @@ final class IpcBatchExport implements AutoCloseable {
     private final Acknowledgement gate;
     private final List<DeviceBuffer> byHandle;
     private final int copyHandle;
+    private final boolean persistentEvent;
 
     /**
      * The planner's {@code held} are our references (the shared allocations, the sources of copies, the copy);
      * its {@code byHandle} the same references of the allocations the handles name, in handle order.
      */
-    private IpcBatchExport(IpcBatchDescriptor descriptor, IpcExportPlanner p, CudaEvent event) {
+    private IpcBatchExport(IpcBatchDescriptor descriptor, IpcExportPlanner p, Sources sources, Taken<SharedEvent> event) {
         this.descriptor = descriptor;
         this.copiedBytes = p.copyBytes;
         this.byHandle = List.copyOf(p.byHandle);
         this.copyHandle = p.copyHandle;
+        this.persistentEvent = event.persistent();
         List<DeviceBuffer> held = List.copyOf(p.held);
-        this.gate = new Acknowledgement(descriptor.id(), "IPC batch export", "mappings", () -> release(event, held));
+        this.gate = new Acknowledgement(descriptor.id(), "IPC batch export", "mappings",
+                () -> release(() -> sources.events().give(event, gate().isAcknowledged()), held));
+    }
+
+    /**
+     * Where a channel's export gets what it shares beside the batch: {@code pools} names memory of the device's
+     * IPC-shareable pool by its pool pointer where it can send the pool to the reader (null: such memory is copied
+     * as the default pool's is); {@code events} gives the interprocess event and takes it back on release.
+     */
+    record Sources(IpcExportPlanner.Pools pools, IpcEventPool<SharedEvent> events) {
+        Sources {
+            Objects.requireNonNull(events, "events");
+        }
     }
 
     /**
@@ -107,15 +122,15 @@ final class IpcBatchExport implements AutoCloseable {
      *         schema message)
      */
     public static IpcBatchExport export(CudaArrowBatch batch, CudaStream stream, Memory memory) {
-        return export(batch, stream, memory, null);
+        return export(batch, stream, memory, new Sources(null, IpcEventPool.unpooled()));
     }
 
     /**
-     * {@link #export(CudaArrowBatch, CudaStream, Memory)}, naming memory of the device's IPC-shareable pool by its
-     * pool pointer where {@code pools} (a worker channel's) can send the pool to the reader; null: such memory is
-     * copied as the default pool's is.
+     * {@link #export(CudaArrowBatch, CudaStream, Memory)} with a worker channel's {@code sources}: its pools, and
+     * its event pool, from which the event is taken and to which the release gives it back (reused only after the
+     * acknowledgement; closed after {@link #forceClose()} without it).
      */
-    static IpcBatchExport export(CudaArrowBatch batch, CudaStream stream, Memory memory, IpcExportPlanner.Pools pools) {
+    static IpcBatchExport export(CudaArrowBatch batch, CudaStream stream, Memory memory, Sources sources) {
         requireNativeAccess();
         requireArrowJava("IpcExport.exportBatch");
         Cuda.require();
@@ -132,22 +147,22 @@ final class IpcBatchExport implements AutoCloseable {
                     stream.device().ordinal()));
         }
         byte[] schema = IpcSchemas.serialize(batch.schema());
-        IpcExportPlanner p = new IpcExportPlanner(batch.memory(), memory, pools);
-        CudaEvent event = null;
+        Objects.requireNonNull(sources, "sources");
+        IpcExportPlanner p = new IpcExportPlanner(batch.memory(), memory, sources.pools());
+        Taken<SharedEvent> event = null;
         try {
             ArrayNode root = batch.root();
             p.planTree(root);
             p.copy(stream);
-            event = CudaEvent.createInterprocess(stream.device());
-            event.record(stream);
-            byte[] eventHandle = event.ipcHandle();
+            event = sources.events().take(stream.device());
+            event.event().event().record(stream);
             IpcBatchDescriptor d = new IpcBatchDescriptor(UUID.randomUUID().toString(), batch.device().ordinal(), schema,
-                    p.handles, p.poolPointers, p.node(root), eventHandle);
-            return new IpcBatchExport(d, p, event);
+                    p.handles, p.poolPointers, p.node(root), event.event().handle());
+            return new IpcBatchExport(d, p, sources, event);
         } catch (RuntimeException | Error e) {
             if (event != null) {
                 try {
-                    event.close();
+                    sources.events().give(event, false); // never sent: a pooled event is closed, as on a forced close
                 } catch (RuntimeException | Error s) {
                     e.addSuppressed(s);
                 }
@@ -174,6 +189,11 @@ final class IpcBatchExport implements AutoCloseable {
      */
     DeviceBuffer allocation(int k) {
         return byHandle.get(k);
+    }
+
+    /** {@return whether the event belongs to the channel's pool, so that the worker may keep its opening} */
+    boolean persistentEvent() {
+        return persistentEvent;
     }
 
     /** {@return the index of the handle of the export's own copy, or -1 when nothing was copied} */
@@ -229,11 +249,14 @@ final class IpcBatchExport implements AutoCloseable {
         gate.forceClose();
     }
 
-    /** The release step of the gate: the event, then every reference; the first failure is thrown. */
-    private static void release(CudaEvent event, List<DeviceBuffer> held) {
+    /**
+     * The release step of the gate: the event (back to its pool once acknowledged, else closed), then every
+     * reference; the first failure is thrown.
+     */
+    private static void release(Runnable event, List<DeviceBuffer> held) {
         RuntimeException failure = null;
         try {
-            event.close();
+            event.run();
         } catch (RuntimeException e) {
             failure = e;
         }

@@ -11,10 +11,11 @@ import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.cuda.CudaEvent;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.DeviceBuffer;
 import org.devicebridge.dlpack.TensorSpec;
+import org.devicebridge.ipc.IpcEventPool.SharedEvent;
+import org.devicebridge.ipc.IpcEventPool.Taken;
 
 /**
  * A tensor in device memory shared with another process (a JVM, or CPython with CuPy or PyTorch) through
@@ -37,11 +38,18 @@ import org.devicebridge.dlpack.TensorSpec;
 final class IpcTensorExport implements AutoCloseable {
     private final IpcTensorDescriptor descriptor;
     private final Acknowledgement gate;
+    private final boolean persistentEvent;
 
-    /** {@code buffer} is our reference to the allocation; {@code event} is null without a producer stream. */
-    private IpcTensorExport(IpcTensorDescriptor descriptor, DeviceBuffer buffer, CudaEvent event) {
+    /**
+     * {@code buffer} is our reference to the allocation; {@code event}, from {@code events}, is null without a
+     * producer stream.
+     */
+    private IpcTensorExport(IpcTensorDescriptor descriptor, DeviceBuffer buffer, IpcEventPool<SharedEvent> events,
+                            Taken<SharedEvent> event) {
         this.descriptor = descriptor;
-        this.gate = new Acknowledgement(descriptor.id(), "IPC export", "mapping", () -> release(event, buffer));
+        this.persistentEvent = event != null && event.persistent();
+        this.gate = new Acknowledgement(descriptor.id(), "IPC export", "mapping",
+                () -> release(event == null ? null : () -> events.give(event, gate().isAcknowledged()), buffer));
     }
 
     /**
@@ -65,7 +73,18 @@ final class IpcTensorExport implements AutoCloseable {
      * @throws org.devicebridge.cuda.CudaException if the driver refuses
      */
     public static IpcTensorExport export(DeviceBuffer buffer, TensorSpec spec, CudaStream producerStream) {
+        return export(buffer, spec, producerStream, IpcEventPool.unpooled());
+    }
+
+    /**
+     * {@link #export(DeviceBuffer, TensorSpec, CudaStream)} with the event taken from a worker channel's
+     * {@code events} and given back on release (reused only after the acknowledgement; closed after
+     * {@link #forceClose()} without it).
+     */
+    static IpcTensorExport export(DeviceBuffer buffer, TensorSpec spec, CudaStream producerStream,
+                                  IpcEventPool<SharedEvent> events) {
         requireNativeAccess();
+        Objects.requireNonNull(events, "events");
         Objects.requireNonNull(buffer, "buffer");
         Objects.requireNonNull(spec, "spec");
         if (!spec.device().equals(buffer.device())) {
@@ -83,22 +102,25 @@ final class IpcTensorExport implements AutoCloseable {
         }
         byte[] memHandle = buffer.ipcHandle();
         DeviceBuffer ref = buffer.retain();
-        CudaEvent event = null;
+        Taken<SharedEvent> event = null;
         try {
             byte[] eventHandle = null;
             if (producerStream != null) {
-                event = CudaEvent.createInterprocess(buffer.device());
-                event.record(producerStream);
-                eventHandle = event.ipcHandle();
+                event = events.take(buffer.device());
+                event.event().event().record(producerStream);
+                eventHandle = event.event().handle();
             }
             IpcTensorDescriptor d = new IpcTensorDescriptor(UUID.randomUUID().toString(), buffer.device().ordinal(), memHandle,
                     offset, spec.byteExtent(), spec.dtype(), spec.shape(), spec.strides(), eventHandle);
-            return new IpcTensorExport(d, ref, event);
+            return new IpcTensorExport(d, ref, events, event);
         } catch (RuntimeException | Error e) {
-            if (event != null) {
-                event.close();
+            try {
+                if (event != null) {
+                    events.give(event, false); // never sent: a pooled event is closed, as on a forced close
+                }
+            } finally {
+                ref.close();
             }
-            ref.close();
             throw e;
         }
     }
@@ -156,11 +178,19 @@ final class IpcTensorExport implements AutoCloseable {
         gate.forceClose();
     }
 
-    /** The release step of the gate: the event (if any), then the reference to the allocation. */
-    private static void release(CudaEvent event, DeviceBuffer buffer) {
+    /** {@return whether the event belongs to the channel's pool, so that the worker may keep its opening} */
+    boolean persistentEvent() {
+        return persistentEvent;
+    }
+
+    /**
+     * The release step of the gate: the event if any (back to its pool once acknowledged, else closed), then the
+     * reference to the allocation.
+     */
+    private static void release(Runnable event, DeviceBuffer buffer) {
         try {
             if (event != null) {
-                event.close();
+                event.run();
             }
         } finally {
             buffer.close();

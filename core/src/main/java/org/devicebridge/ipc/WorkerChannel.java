@@ -126,10 +126,7 @@ public final class WorkerChannel implements AutoCloseable {
     public static WorkerChannel open(InputStream fromWorker, OutputStream toWorker, Duration timeout) {
         Objects.requireNonNull(fromWorker, "fromWorker");
         Objects.requireNonNull(toWorker, "toWorker");
-        if (!Objects.requireNonNull(timeout, "timeout").isPositive()) {
-            throw new org.devicebridge.InvalidArgumentException("timeout", "expected a positive duration but found "
-                    + timeout);
-        }
+        WorkerReplies.requirePositive(timeout);
         WorkerChannel c = new WorkerChannel(fromWorker, toWorker, timeout);
         c.link.start();
         try {
@@ -189,14 +186,16 @@ public final class WorkerChannel implements AutoCloseable {
         Objects.requireNonNull(batch, "batch");
         Objects.requireNonNull(stream, "stream");
         state.requireOpen();
-        IpcBatchExport export = IpcBatchExport.export(batch, stream, IpcExport.Memory.COPY_UNSHAREABLE, pools);
+        IpcBatchExport export = IpcBatchExport.export(batch, stream, IpcExport.Memory.COPY_UNSHAREABLE,
+                new IpcBatchExport.Sources(pools, state.events()));
         List<byte[]> handles = export.descriptor().handles();
         List<DeviceBuffer> allocations = new ArrayList<>(handles.size());
         for (int k = 0; k < handles.size(); k++) {
             allocations.add(k == export.copyHandle() ? null : export.allocation(k));
         }
         IpcExport exported = new IpcExport(export);
-        post(new Call(exported.id(), exported, Payload.ARROW_BATCH, handles, allocations, exported.descriptor()));
+        post(new Call(exported.id(), exported, Payload.ARROW_BATCH, handles, allocations, exported.descriptor(),
+                export.persistentEvent()));
         return exported;
     }
 
@@ -220,19 +219,19 @@ public final class WorkerChannel implements AutoCloseable {
         Objects.requireNonNull(spec, "spec");
         Objects.requireNonNull(stream, "stream");
         state.requireOpen();
-        IpcTensorExport export = IpcTensorExport.export(buffer, spec, stream);
+        IpcTensorExport export = IpcTensorExport.export(buffer, spec, stream, state.events());
         IpcExport exported = new IpcExport(export);
         post(new Call(exported.id(), exported, Payload.TENSOR, List.of(export.descriptor().memHandle()),
-                List.of(buffer), exported.descriptor()));
+                List.of(buffer), exported.descriptor(), export.persistentEvent()));
         return exported;
     }
 
     /**
      * A call to write: the export's id and handle on it, what it carries, its handles and the allocations they
-     * name (null for one the worker must not keep mapped), and the descriptor line.
+     * name (null for one the worker must not keep mapped), the descriptor line, and whether its event is pooled.
      */
     private record Call(String id, IpcExport export, Payload payload, List<byte[]> handles,
-                        List<DeviceBuffer> allocations, String descriptor) {}
+                        List<DeviceBuffer> allocations, String descriptor, boolean persistentEvent) {}
 
     /** Registers the export, picks what the worker may keep mapped or must unmap, and writes the call. */
     private void post(Call c) {
@@ -241,8 +240,9 @@ public final class WorkerChannel implements AutoCloseable {
                 state.register(c.id(), c.export());
                 List<Integer> transientHandles = new ArrayList<>();
                 List<String> unmap = state.keepMapped(c.handles(), c.allocations(), transientHandles);
-                String call = WorkerProtocol.withRetired(WorkerProtocol.call(++sent, c.payload(), unmap, transientHandles,
-                        pools.announce()), state.results().retired());
+                String call = WorkerProtocol.withRetired(WorkerProtocol.withPersistentEvent(WorkerProtocol.call(++sent,
+                        c.payload(), unmap, transientHandles, pools.announce()), c.persistentEvent()),
+                        state.results().retired());
                 link.post(call, c.descriptor());
             }
         } catch (RuntimeException | Error e) {
@@ -328,9 +328,10 @@ public final class WorkerChannel implements AutoCloseable {
     }
 
     /** {@return what the channel keeps open of the worker's results (for tests: the counts of opens)} */
-    WorkerResults results() {
-        return state.results();
-    }
+    WorkerResults results() { return state.results(); }
+
+    /** {@return the channel's pool of interprocess events (for tests: how many it created)} */
+    IpcEventPool<IpcEventPool.SharedEvent> events() { return state.events(); }
 
     /** The next reply, which must be the result (or error) of the next call, with {@code payload}. */
     Reply nextResult(Payload payload) {

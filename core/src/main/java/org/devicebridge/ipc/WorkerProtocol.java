@@ -134,6 +134,17 @@ final class WorkerProtocol {
     }
 
     /**
+     * {@return {@code callHeader} with {@code "persistent_event": true} added when {@code persistent}}: the call's
+     * event belongs to the channel's pool and lives until the goodbye, so the worker may keep its opening.
+     */
+    static String withPersistentEvent(String callHeader, boolean persistent) {
+        if (!persistent) {
+            return callHeader;
+        }
+        return callHeader.substring(0, callHeader.length() - 1) + ", \"persistent_event\": true}";
+    }
+
+    /**
      * {@return {@code callHeader} with {@code retired} added (unchanged when it is empty)}: the persistent
      * allocations the worker retired that the JVM no longer maps, which the worker may free now
      *

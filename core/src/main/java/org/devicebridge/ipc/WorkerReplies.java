@@ -22,6 +22,18 @@ final class WorkerReplies {
     private final Duration timeout;
     private long received;
 
+    /**
+     * Checks a channel's timeout.
+     *
+     * @throws org.devicebridge.InvalidArgumentException if {@code timeout} is not positive
+     */
+    static void requirePositive(Duration timeout) {
+        if (!java.util.Objects.requireNonNull(timeout, "timeout").isPositive()) {
+            throw new org.devicebridge.InvalidArgumentException("timeout", "expected a positive duration but found "
+                    + timeout);
+        }
+    }
+
     WorkerReplies(WorkerLink link, WorkerState state, Duration timeout) {
         this.link = link;
         this.state = state;

@@ -36,6 +36,7 @@ final class WorkerState implements WorkerLink.Events {
     private final Map<String, DeviceBuffer> unmapping = new HashMap<>();
     private final AtomicInteger mappedResults = new AtomicInteger();
     private final WorkerResults results = new WorkerResults();
+    private final IpcEventPool<IpcEventPool.SharedEvent> events = IpcEventPool.forChannel();
     private State state = State.OPEN;
     private RuntimeException failure;
 
@@ -168,6 +169,11 @@ final class WorkerState implements WorkerLink.Events {
         return results;
     }
 
+    /** {@return the interprocess events the channel's calls are recorded on, reused after each acknowledgement} */
+    IpcEventPool<IpcEventPool.SharedEvent> events() {
+        return events;
+    }
+
     /** Counts a result mapped; {@return what tells the worker, once, that it is unmapped} */
     Runnable teller(WorkerLink link, String closeMessage) {
         mappedResults.incrementAndGet();
@@ -223,8 +229,8 @@ final class WorkerState implements WorkerLink.Events {
     }
 
     /**
-     * Force-closes every export and drops every reference the channel holds, and every mapping and event it kept of
-     * the worker's results; idempotent.
+     * Force-closes every export, closes the channel's pooled events, and drops every reference the channel holds,
+     * and every mapping and event it kept of the worker's results; idempotent.
      */
     void releaseAll() {
         results.clear();
@@ -247,6 +253,7 @@ final class WorkerState implements WorkerLink.Events {
                 LOG.log(System.Logger.Level.ERROR, "force-closing an export sent to the worker failed", e);
             }
         }
+        events.closeAll(); // after the exports: an unacknowledged export closes its own event
         closeQuietly(drop);
     }
 
@@ -264,6 +271,6 @@ final class WorkerState implements WorkerLink.Events {
     public synchronized String toString() {
         return state.name().toLowerCase(java.util.Locale.ROOT) + ", " + exports.size() + " exports unacknowledged, "
                 + cached.size() + " allocations mapped by the worker, " + mappedResults.get() + " results mapped, "
-                + results;
+                + results + ", " + events;
     }
 }

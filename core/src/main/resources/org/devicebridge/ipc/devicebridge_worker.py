@@ -24,7 +24,8 @@ MAX_SLABS per worker), reused for a later result once the JVM closed the result 
 maps each slab once ("persistent" in the result header). A slab too small for a result is retired ("retire"):
 the worker frees it once the JVM confirms it unmapped it ("retired" in a later call header) or at bye. Results
 that find no slab go out as before, each buffer's own allocation shared. Interprocess events are pooled for the
-worker's life ("persistent_event"), so that the JVM opens each once.
+worker's life ("persistent_event"), so that the JVM opens each once; the JVM's own call events are pooled too
+(it re-records one only after the call's close message) and their openings kept here, by handle.
 It tells the JVM it is done with a call's data (the close message) once its stream has finished with it. Its
 results stay alive until the JVM's close message for them. Needs CuPy; pyarrow (the schema as a pa.Schema) and
 torch (as_torch) are optional. stdout is the channel: what the function prints goes to stderr.
@@ -51,6 +52,7 @@ MAX_ERROR_CHARS = 1 << 14
 MAX_POOLS = 64
 MAX_SLABS = 4  # slabs kept per worker (retiring ones apart, at most as many again)
 MAX_RETIRE_LIST = 16  # the most handles one "retire" or "retired" list names
+MAX_OPENED_EVENTS = 16  # openings of the JVM's pooled events kept (it pools at most 8 per channel)
 _SLAB_GRAIN = 1 << 20  # slab sizes are rounded up to this, so that a slightly larger result still fits
 _POSIX_FD = 1  # CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
 _READ_WRITE = 3  # CU_MEM_ACCESS_FLAGS_PROT_READWRITE
@@ -274,6 +276,7 @@ class Worker:
         self.mapped = {}  # handle hex -> (base pointer, mapped size): open for the worker's life unless unmapped
         self.results = {}  # export id -> what keeps a result alive until the JVM's close message
         self.events = []  # interprocess events free for reuse
+        self.opened_events = {}  # handle hex -> the JVM's pooled event, opened once (insertion order: oldest first)
         self.stream = None
         self.pools = _Pools()
         self.imported = []  # (pointer, size) of pool allocations imported for the current call
@@ -326,11 +329,36 @@ class Worker:
         for ptr, _ in imported:
             _check(_cuda.cuMemFree_v2(ctypes.c_uint64(ptr)), "cuMemFree")
 
-    def _wait(self, event_handle):
-        if event_handle is not None:
-            ev = cupy.cuda.runtime.ipcOpenEventHandle(bytes.fromhex(event_handle))
+    def _wait(self, event_handle, persistent):
+        """Queues the stream's wait on the JVM's event. An event the JVM pools ("persistent_event" in the call
+        header) lives until its bye and is re-recorded for a later call only after this call's close message, so
+        its opening is kept (MAX_OPENED_EVENTS, oldest destroyed first); any other is opened for this wait only."""
+        if event_handle is None:
+            return
+        key = event_handle.lower()
+        ev = self.opened_events.pop(key, None) if persistent else None
+        if ev is None:
+            ev = cupy.cuda.runtime.ipcOpenEventHandle(bytes.fromhex(key))
+        try:
             cupy.cuda.runtime.streamWaitEvent(self.stream.ptr, ev, 0)
+        except BaseException:
+            cupy.cuda.runtime.eventDestroy(ev)
+            raise
+        if not persistent:
             cupy.cuda.runtime.eventDestroy(ev)  # the wait is queued; the driver frees it after
+            return
+        self.opened_events[key] = ev  # most recently used last
+        while len(self.opened_events) > MAX_OPENED_EVENTS:
+            cupy.cuda.runtime.eventDestroy(self.opened_events.pop(next(iter(self.opened_events))))
+
+    def _destroy_opened_events(self):
+        """Destroys every kept opening of the JVM's events (at bye, and when the worker exits)."""
+        opened, self.opened_events = self.opened_events, {}
+        for ev in opened.values():
+            try:
+                cupy.cuda.runtime.eventDestroy(ev)
+            except Exception:
+                pass  # a context already torn down at exit frees them with it
 
     def _event(self):
         ev = self.events.pop() if self.events else cupy.cuda.Event(block=False, disable_timing=True, interprocess=True)
@@ -538,13 +566,13 @@ class Worker:
                         for k, entry in enumerate(pointers):
                             self.imported.append(self.pools.import_pointer(entry, "pool_pointers[%d]" % k))
                         bases += self.imported
-                        self._wait(d["event_handle"])
+                        self._wait(d["event_handle"], header.get("persistent_event") is True)
                         data = DeviceBatch(base64.b64decode(d["schema"]), self._node(bases, d["array"], "array"),
                                            d["device"])
                         out, copied, slab = self._batch_result(self.function(data), keep)
                     else:
                         data = self._tensor(d)
-                        self._wait(d["event_handle"])
+                        self._wait(d["event_handle"], header.get("persistent_event") is True)
                         out, copied = self._tensor_result(self.function(data), keep)
                     event, event_handle = self._event()
                     out["id"] = "py-" + str(uuid.uuid4())
@@ -614,6 +642,7 @@ class Worker:
                 if self.stream is not None:
                     self.stream.synchronize()
                 self.results.clear()
+                self._destroy_opened_events()  # the JVM closes its pooled events after the bye
                 self.slabs, self.retiring = [], {}  # the JVM unmapped every slab before its bye
                 unmapped = self._unmap(list(self.mapped))
                 self._send(self._header("bye", unmapped=unmapped[:MAX_HANDLE_LIST]))
@@ -635,6 +664,7 @@ def serve(function=identity, fin=None, fout=None):
     try:
         worker.run()
     finally:
+        worker._destroy_opened_events()
         worker.pools.close()
 
 

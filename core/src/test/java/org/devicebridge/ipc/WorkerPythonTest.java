@@ -8,7 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
+
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -28,7 +32,13 @@ import org.devicebridge.arrow.cuda.CudaArrowBatch;
 import org.devicebridge.arrow.cuda.CudaArrowRoundTripTest;
 import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.java.ExportTestSupport;
+import org.devicebridge.cuda.CudaCopies;
 import org.devicebridge.cuda.CudaStream;
+import org.devicebridge.cuda.DeviceBuffer;
+import org.devicebridge.dlpack.DType;
+import org.devicebridge.dlpack.ImportOptions;
+import org.devicebridge.dlpack.ImportedTensor;
+import org.devicebridge.dlpack.TensorSpec;
 import org.devicebridge.cuda.HostDeviceTransfer;
 import org.devicebridge.internal.Allocations;
 import org.devicebridge.internal.CudaCounters;
@@ -48,7 +58,8 @@ import org.junit.jupiter.api.io.TempDir;
  * the buffers into its own memory and shares that back) and is compared value by value after download. Then the
  * worker is killed with a call in flight: the channel reports {@code EXITED}, and device memory, handles and
  * exports on this side are back to their baselines (the worker's side is freed by the driver when its process
- * ends). Twenty calls in a row map the worker's result slab and event once, and the goodbye unmaps them. The
+ * ends). Twenty calls in a row map the worker's result slab and event once, record the calls on at most two
+ * interprocess events of the channel's pool, and the goodbye unmaps and destroys them all. The
  * worker's stderr is attached to every failure. Skipped without a GPU, or where the interpreter
  * ({@code DEVICEBRIDGE_PYTHON}, else {@code python3}) cannot import CuPy and pyarrow with a GPU.
  */
@@ -198,11 +209,53 @@ class WorkerPythonTest {
                     assertEquals(1, channel.results().allocationOpens(), "the worker's slab is mapped once, call " + call);
                     assertEquals(1, channel.results().keptAllocations(), "call " + call);
                     assertEquals(1, channel.results().eventOpens(), "the worker's event is opened once, call " + call);
+                    // the event of call k goes back once the worker acknowledged it, which may come just after
+                    // call k + 1 was sent: two events serve every call
+                    assertTrue(channel.events().created() <= 2, "interprocess events created by call " + call + ": "
+                            + channel.events());
                 }
             }
             channel.close();
+            assertEquals(0, channel.events().owned(), "close destroys the channel's pooled events");
             assertEquals(0, channel.results().keptAllocations(), "close unmaps the slab");
             assertEquals(ipcBefore, Allocations.allocatedBytes(Allocations.Kind.IPC), "nothing of the worker mapped");
+            assertTrue(w.process().waitFor(60, TimeUnit.SECONDS), "the worker exits after the goodbye");
+            assertEquals(0, w.process().exitValue(), "the worker's exit status");
+        });
+    }
+
+    @Test
+    void tensorCallsReuseTheChannelsEventAndBringTheValuesBack(@TempDir Path dir) throws Exception {
+        assumeTrue(hasModules(), python() + " cannot import CuPy and pyarrow with a GPU");
+        Worker w = Worker.start(dir);
+        w.run(() -> {
+            WorkerChannel channel = w.open();
+            try (DeviceBuffer buffer = DeviceBuffer.allocate(DEVICE, 1024);
+                 Arena arena = Arena.ofConfined()) {
+                MemorySegment host = arena.allocate(JAVA_FLOAT, 256);
+                MemorySegment back = arena.allocate(JAVA_FLOAT, 256);
+                TensorSpec spec = TensorSpec.of(MemorySegment.ofAddress(buffer.address()).reinterpret(buffer.byteSize()),
+                        DType.FLOAT32, 16, 16).withDevice(DEVICE);
+                for (int call = 1; call <= 6; call++) {
+                    for (int i = 0; i < 256; i++) {
+                        host.setAtIndex(JAVA_FLOAT, i, call * 1000 + i);
+                    }
+                    CudaCopies.hostToDeviceAsync(host, buffer, 0, stream); // the worker waits on the event after it
+                    channel.send(buffer, spec, stream);
+                    try (ImportedTensor t = channel.receiveTensor(stream, ImportOptions.expecting(DEVICE));
+                         DeviceBuffer view = DeviceBuffer.wrap(t.devicePointer().address(), t.byteExtent(), DEVICE, null)) {
+                        CudaCopies.deviceToHostAsync(view, 0, back, stream);
+                        stream.synchronize();
+                    }
+                    for (int i = 0; i < 256; i++) {
+                        assertEquals(call * 1000 + i, back.getAtIndex(JAVA_FLOAT, i), "call " + call + " element " + i);
+                    }
+                    assertTrue(channel.events().created() <= 2, "interprocess events created by call " + call + ": "
+                            + channel.events());
+                }
+            }
+            channel.close();
+            assertEquals(0, channel.events().owned(), "close destroys the channel's pooled events");
             assertTrue(w.process().waitFor(60, TimeUnit.SECONDS), "the worker exits after the goodbye");
             assertEquals(0, w.process().exitValue(), "the worker's exit status");
         });
@@ -234,6 +287,7 @@ class WorkerPythonTest {
             }
             stream.synchronize();
             channel.close(); // only releases what was left: the worker is gone
+            assertEquals(0, channel.events().owned(), "the channel's events are destroyed with the dead worker");
             transfer.close(); // the test's own handles, so that what is left is what the dead worker held
             stream.close();
             assertEquals(deviceBytesBefore, CudaCounters.snapshot().deviceBytesOutstanding(),
