@@ -334,19 +334,7 @@ class AsyncArrowCppTest {
              Arena arena = Arena.ofConfined();
              CudaStream stream = CudaStream.create(Device.cuda(0));
              HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(0), 1 << 20)) {
-            org.apache.arrow.vector.types.pojo.Schema schema = null;
-            for (int b = 0; b < n; b++) {
-                try (BigIntVector v = new BigIntVector("v", allocator)) {
-                    v.allocateNew(len);
-                    for (int j = 0; j < len; j++) {
-                        v.set(j, b * 1000L + j);
-                    }
-                    v.setValueCount(len);
-                    VectorSchemaRoot root = VectorSchemaRoot.of(v);
-                    schema = root.getSchema();
-                    batches.add(CudaArrow.upload(root, DeviceCopies.of(transfer, stream)));
-                }
-            }
+            org.apache.arrow.vector.types.pojo.Schema schema = upload(n, len, allocator, batches, DeviceCopies.of(transfer, stream));
             MemorySegment source = ArrowImport.allocateDeviceArrayStream(arena);
             CudaArrow.exportDeviceStream(schema, batches.iterator(), DeviceCopies.of(stream), source); // the stream owns them
             MemorySegment err = arena.allocate(512);
@@ -383,19 +371,7 @@ class AsyncArrowCppTest {
              Arena arena = Arena.ofConfined();
              CudaStream stream = CudaStream.create(Device.cuda(0));
              HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(0), 1 << 20)) {
-            org.apache.arrow.vector.types.pojo.Schema schema = null;
-            for (int b = 0; b < n; b++) {
-                try (BigIntVector v = new BigIntVector("v", allocator)) {
-                    v.allocateNew(len);
-                    for (int j = 0; j < len; j++) {
-                        v.set(j, b * 1000L + j);
-                    }
-                    v.setValueCount(len);
-                    VectorSchemaRoot root = VectorSchemaRoot.of(v);
-                    schema = root.getSchema();
-                    batches.add(CudaArrow.upload(root, DeviceCopies.of(transfer, stream)));
-                }
-            }
+            org.apache.arrow.vector.types.pojo.Schema schema = upload(n, len, allocator, batches, DeviceCopies.of(transfer, stream));
             MemorySegment source = ArrowImport.allocateDeviceArrayStream(arena);
             CudaArrow.exportDeviceStream(schema, batches.iterator(), DeviceCopies.of(stream), source); // the stream owns them
             int seen = 0;
@@ -422,6 +398,25 @@ class AsyncArrowCppTest {
             assertEquals(n, seen);
         }
         assertEquals(0, AsyncStreamExport.liveExports());
+    }
+
+    /** Uploads {@code n} batches of one int64 column "v" ({@code b * 1000 + j}) into {@code batches}; their schema. */
+    private static org.apache.arrow.vector.types.pojo.Schema upload(int n, int len, BufferAllocator allocator,
+                                                                    List<CudaArrowBatch> batches, DeviceCopies copies) {
+        org.apache.arrow.vector.types.pojo.Schema schema = null;
+        for (int b = 0; b < n; b++) {
+            try (BigIntVector v = new BigIntVector("v", allocator)) {
+                v.allocateNew(len);
+                for (int j = 0; j < len; j++) {
+                    v.set(j, b * 1000L + j);
+                }
+                v.setValueCount(len);
+                VectorSchemaRoot root = VectorSchemaRoot.of(v);
+                schema = root.getSchema();
+                batches.add(CudaArrow.upload(root, copies));
+            }
+        }
+        return schema;
     }
 
     private static long expectedSum(int n, int len) {
