@@ -42,17 +42,17 @@ import org.devicebridge.ipc.IpcExport.Memory;
  * the memory alive until the importer has closed its mappings. This export holds a reference to every
  * allocation the batch's buffers lie in (and its copy, if any) and the event until the importer says so: the
  * importer sends back {@link IpcBatchDescriptor#closeMessage()} over the caller's channel after unmapping,
- * and the caller passes it to {@link #acknowledge(String)}. {@link #close()} then releases the references and
+ * and the caller passes it to {@link IpcExport#acknowledge(String)}. {@link IpcExport#close()} then releases the references and
  * the event; before the acknowledgement it releases nothing and throws {@link HandleBusyException} (a later
  * close succeeds), so memory an importer may still read is never freed by accident.
- * {@link #awaitClosed(Duration)} waits for the acknowledgement; {@link #forceClose()} releases anyway, for an
+ * {@link IpcExport#awaitClosed(Duration)} waits for the acknowledgement; {@link IpcExport#forceClose()} releases anyway, for an
  * importer known to be gone (its process exited, which unmaps). The batch itself may be closed at any time
  * after the export returns.
  *
  * <p>Thread safety: every method may be called from any thread; {@code acknowledge} typically runs on the
  * thread that reads the channel while another waits in {@code awaitClosed}.
  */
-final class IpcBatchExport implements AutoCloseable {
+final class IpcBatchExport {
 
     private final IpcBatchDescriptor descriptor;
     private final long copiedBytes;
@@ -98,11 +98,11 @@ final class IpcBatchExport implements AutoCloseable {
      * <p>The copies of unshareable buffers are queued on {@code stream} (this call never waits for them): a
      * reference to each allocation they read and to the export's copy is also handed to {@code stream}
      * ({@link CudaStream#closeAfterQueuedWork}) and dropped only once an event recorded after the copies
-     * completed, so neither closing the batch nor {@link #forceClose()} frees memory under a queued copy. The
+     * completed, so neither closing the batch nor {@link IpcExport#forceClose()} frees memory under a queued copy. The
      * caller may close {@code batch} at once; it must not change the batch's bytes before that event.
      *
      * <p>Ownership: after a return the export holds its own references to the memory and the event until
-     * {@link #close()} (after the importer's acknowledgement) or {@link #forceClose()}; the caller keeps
+     * {@link IpcExport#close()} (after the importer's acknowledgement) or {@link IpcExport#forceClose()}; the caller keeps
      * owning {@code batch} (closing it does not invalidate the export) and {@code stream}. After a throw
      * nothing was exported and nothing new is held (a copy queued before the failure is freed).
      *
@@ -128,7 +128,7 @@ final class IpcBatchExport implements AutoCloseable {
     /**
      * {@link #export(CudaArrowBatch, CudaStream, Memory)} with a worker channel's {@code sources}: its pools, and
      * its event pool, from which the event is taken and to which the release gives it back (reused only after the
-     * acknowledgement; closed after {@link #forceClose()} without it).
+     * acknowledgement; closed after {@link IpcExport#forceClose()} without it).
      */
     static IpcBatchExport export(CudaArrowBatch batch, CudaStream stream, Memory memory, Sources sources) {
         requireNativeAccess();
@@ -204,49 +204,6 @@ final class IpcBatchExport implements AutoCloseable {
     /** {@return the bytes copied into the export's own allocation; 0 when every buffer was shared in place} */
     public long copiedBytes() {
         return copiedBytes;
-    }
-
-    /**
-     * Records the importer's close message: from now on {@link #close()} releases the memory.
-     *
-     * @param closeMessage what the importer sent back ({@code {"devicebridge_ipc_closed": "<id>"}})
-     * @throws InvalidArgumentException if the message names another export
-     * @throws ValidationException if it is not a close message
-     */
-    public void acknowledge(String closeMessage) {
-        gate.acknowledge(closeMessage);
-    }
-
-    /** {@return {@code true} once the importer acknowledged closing its mappings} */
-    public boolean isAcknowledged() {
-        return gate.isAcknowledged();
-    }
-
-    /**
-     * Waits until the importer acknowledged closing its mappings, then releases as {@link #close()} does.
-     *
-     * @param timeout how long to wait
-     * @return {@code true} if acknowledged and released; {@code false} on timeout (nothing released)
-     * @throws InterruptedException if interrupted while waiting (nothing released)
-     */
-    public boolean awaitClosed(Duration timeout) throws InterruptedException {
-        return gate.awaitClosed(timeout);
-    }
-
-    /**
-     * Releases the references to the memory and the event once the importer acknowledged; idempotent.
-     *
-     * @throws HandleBusyException if the importer has not acknowledged yet (nothing released; close again later,
-     *         or {@link #forceClose()} for an importer that is gone)
-     */
-    @Override
-    public void close() {
-        gate.close();
-    }
-
-    /** Releases the references and the event without the acknowledgement (the importer is gone); idempotent. */
-    public void forceClose() {
-        gate.forceClose();
     }
 
     /**

@@ -26,16 +26,16 @@ import org.devicebridge.ipc.IpcEventPool.Taken;
  * the allocation alive until every importer has closed its mapping. This export holds a reference to the
  * buffer and the event until the importer says so: the importer sends back
  * {@link IpcTensorDescriptor#closeMessage()} over the caller's channel after unmapping, and the caller passes
- * it to {@link #acknowledge(String)}. {@link #close()} then releases the reference and the event; before the
+ * it to {@link IpcExport#acknowledge(String)}. {@link IpcExport#close()} then releases the reference and the event; before the
  * acknowledgement it releases nothing and throws {@link HandleBusyException} (a later close succeeds), so
- * memory an importer may still read is never freed by accident. {@link #awaitClosed(Duration)} waits for the
- * acknowledgement; {@link #forceClose()} releases anyway, for an importer known to be gone (its process
+ * memory an importer may still read is never freed by accident. {@link IpcExport#awaitClosed(Duration)} waits for the
+ * acknowledgement; {@link IpcExport#forceClose()} releases anyway, for an importer known to be gone (its process
  * exited, which unmaps).
  *
  * <p>Thread safety: every method may be called from any thread; {@code acknowledge} typically runs on the
  * thread that reads the channel while another waits in {@code awaitClosed}.
  */
-final class IpcTensorExport implements AutoCloseable {
+final class IpcTensorExport {
     private final IpcTensorDescriptor descriptor;
     private final Acknowledgement gate;
     private final boolean persistentEvent;
@@ -59,7 +59,7 @@ final class IpcTensorExport implements AutoCloseable {
      * the descriptor (the importer waits on it); null means the data is ready now.
      *
      * <p>Ownership: after a return the export holds its own reference to the allocation and the event until
-     * {@link #close()} (after the importer's acknowledgement) or {@link #forceClose()}; the caller keeps its
+     * {@link IpcExport#close()} (after the importer's acknowledgement) or {@link IpcExport#forceClose()}; the caller keeps its
      * {@code buffer} and stream. After a throw nothing was exported.
      *
      * @param buffer the allocation that holds the tensor (borrowed; the export retains it)
@@ -79,7 +79,7 @@ final class IpcTensorExport implements AutoCloseable {
     /**
      * {@link #export(DeviceBuffer, TensorSpec, CudaStream)} with the event taken from a worker channel's
      * {@code events} and given back on release (reused only after the acknowledgement; closed after
-     * {@link #forceClose()} without it).
+     * {@link IpcExport#forceClose()} without it).
      */
     static IpcTensorExport export(DeviceBuffer buffer, TensorSpec spec, CudaStream producerStream,
                                   IpcEventPool<SharedEvent> events) {
@@ -133,49 +133,6 @@ final class IpcTensorExport implements AutoCloseable {
     /** {@return the descriptor to send to the importer ({@link IpcTensorDescriptor#toJson()})} */
     public IpcTensorDescriptor descriptor() {
         return descriptor;
-    }
-
-    /**
-     * Records the importer's close message: from now on {@link #close()} releases the memory.
-     *
-     * @param closeMessage what the importer sent back ({@code {"devicebridge_ipc_closed": "<id>"}})
-     * @throws InvalidArgumentException if the message names another export
-     * @throws ValidationException if it is not a close message
-     */
-    public void acknowledge(String closeMessage) {
-        gate.acknowledge(closeMessage);
-    }
-
-    /** {@return {@code true} once the importer acknowledged closing its mapping} */
-    public boolean isAcknowledged() {
-        return gate.isAcknowledged();
-    }
-
-    /**
-     * Waits until the importer acknowledged closing its mapping, then releases as {@link #close()} does.
-     *
-     * @param timeout how long to wait
-     * @return {@code true} if acknowledged and released; {@code false} on timeout (nothing released)
-     * @throws InterruptedException if interrupted while waiting (nothing released)
-     */
-    public boolean awaitClosed(Duration timeout) throws InterruptedException {
-        return gate.awaitClosed(timeout);
-    }
-
-    /**
-     * Releases the reference to the allocation and the event once the importer acknowledged; idempotent.
-     *
-     * @throws HandleBusyException if the importer has not acknowledged yet (nothing released; close again later,
-     *         or {@link #forceClose()} for an importer that is gone)
-     */
-    @Override
-    public void close() {
-        gate.close();
-    }
-
-    /** Releases the reference and the event without the acknowledgement (the importer is gone); idempotent. */
-    public void forceClose() {
-        gate.forceClose();
     }
 
     /** {@return whether the event belongs to the channel's pool, so that the worker may keep its opening} */

@@ -88,12 +88,12 @@ class CudaIpcPythonTest {
                 String report = fromChild.readLine();
                 assertEquals("{\"values\": " + expected + ", \"ptr_offset\": " + OFFSET + "}", report);
                 String closed = fromChild.readLine();
-                assertFalse(export.isAcknowledged());
-                assertThrows(HandleBusyException.class, export::close, "no close before the acknowledgement");
-                export.acknowledge(closed);
-                export.close();
+                assertFalse(export.gate().isAcknowledged());
+                assertThrows(HandleBusyException.class, export.gate()::close, "no close before the acknowledgement");
+                export.gate().acknowledge(closed);
+                export.gate().close();
             } finally {
-                export.forceClose(); // a no-op after close(); releases if an assertion failed above
+                export.gate().forceClose(); // a no-op after close(); releases if an assertion failed above
             }
             stream.synchronize();
             MemorySegment back = arena.allocate(JAVA_FLOAT, ROWS * COLS);

@@ -263,13 +263,13 @@ class IpcBatchPythonTest {
             assertEquals(Arrays.asList("alpha", "", null, "\u03b3\u03b4", "e", "ff"), report.get("strings"));
             assertEquals((long) export.descriptor().handles().size(), report.get("allocations"));
             String closed = fromChild.readLine();
-            assertFalse(export.isAcknowledged());
-            assertThrows(HandleBusyException.class, export::close, "no close before the acknowledgement");
-            export.acknowledge(closed);
-            assertTrue(export.isAcknowledged());
-            export.close();
+            assertFalse(export.gate().isAcknowledged());
+            assertThrows(HandleBusyException.class, export.gate()::close, "no close before the acknowledgement");
+            export.gate().acknowledge(closed);
+            assertTrue(export.gate().isAcknowledged());
+            export.gate().close();
         } finally {
-            export.forceClose(); // a no-op after close(); releases if an assertion failed above
+            export.gate().forceClose(); // a no-op after close(); releases if an assertion failed above
         }
     }
 

@@ -87,7 +87,7 @@ class IpcExportAsyncGpuTest {
         try (source) {
             export = IpcBatchExport.export(source, exportStream, IpcExport.Memory.COPY_UNSHAREABLE);
         }
-        export.forceClose();
+        export.gate().forceClose();
         assertTrue(export.copiedBytes() > 0, "the pool memory was copied");
         // nothing has looked at the export stream since: the copies' references are still held
         assertEquals(withSource + export.copiedBytes(), outstanding(),
@@ -118,11 +118,11 @@ class IpcExportAsyncGpuTest {
                 ChildJvm.Result child = ChildJvm.run(IpcBatchChild.class, 120, file.toString(), Integer.toString(ROWS));
                 assertEquals(0, child.exitValue(), "importer output:\n" + child.output());
                 List<String> lines = child.output().strip().lines().toList();
-                export.acknowledge(lines.get(lines.size() - 1));
-                export.close();
+                export.gate().acknowledge(lines.get(lines.size() - 1));
+                export.gate().close();
                 return true;
             } finally {
-                export.forceClose(); // idempotent; the importer (if any) has exited
+                export.gate().forceClose(); // idempotent; the importer (if any) has exited
                 exportStream.synchronize();
             }
         });
