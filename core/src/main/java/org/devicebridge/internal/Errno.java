@@ -1,9 +1,10 @@
 package org.devicebridge.internal;
 
 /**
- * The errno values the C Stream Interface documents as typical for {@code get_schema} / {@code get_next}
- * (Linux numbering): the one home of these numbers for the stream exporter and for naming a producer's
- * error. The Arrow header defines none of them, so they are not in {@code generated}.
+ * The errno values this library uses or names (Linux numbering): those the C Stream Interface documents as
+ * typical for {@code get_schema} / {@code get_next}, for the stream exporter and for naming a producer's error,
+ * and those the socket calls of {@link UnixFds} report. The one home of these numbers: neither header the
+ * bindings come from defines them, so they are not in {@code generated}.
  */
 public final class Errno {
     /** I/O error: the source of the batches failed. */
@@ -21,10 +22,20 @@ public final class Errno {
 
     private Errno() {}
 
-    /** {@code " (EIO)"} and the like for the values above, {@code ""} for any other. */
+    /** {@code " (EIO)"} and the like for the values above and the socket calls' usual ones, {@code ""} for any other. */
     public static String nameSuffix(int errno) {
         return switch (errno) {
+            case 1 -> " (EPERM)";
+            case 2 -> " (ENOENT)";
+            case 4 -> " (EINTR)";
             case EIO -> " (EIO)";
+            case 9 -> " (EBADF)";
+            case 11 -> " (EAGAIN)";
+            case 13 -> " (EACCES)";
+            case 24 -> " (EMFILE)";
+            case 32 -> " (EPIPE)";
+            case 88 -> " (ENOTSOCK)";
+            case 111 -> " (ECONNREFUSED)";
             case ENOMEM -> " (ENOMEM)";
             case EINVAL -> " (EINVAL)";
             case ENOSYS -> " (ENOSYS)";

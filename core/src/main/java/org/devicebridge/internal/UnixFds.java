@@ -67,7 +67,7 @@ public final class UnixFds {
         private final int errno;
 
         ErrnoException(String function, int errno, String what) {
-            super("[" + function + "] errno " + errno + name(errno) + ": " + what);
+            super("[" + function + "] errno " + errno + Errno.nameSuffix(errno) + ": " + what);
             this.function = function;
             this.errno = errno;
         }
@@ -217,23 +217,5 @@ public final class UnixFds {
 
     private static ErrnoException failure(String function, MemorySegment errnoState, String what) {
         return new ErrnoException(function, (int) Libc.ERRNO.get(errnoState, 0L), what);
-    }
-
-    /** The symbolic name of the errno values these calls document, as {@code " (ECONNREFUSED)"}; else {@code ""}. */
-    static String name(int errno) {
-        return switch (errno) {
-            case 1 -> " (EPERM)";
-            case 2 -> " (ENOENT)";
-            case 4 -> " (EINTR)";
-            case 9 -> " (EBADF)";
-            case 11 -> " (EAGAIN)";
-            case 13 -> " (EACCES)";
-            case 22 -> " (EINVAL)";
-            case 24 -> " (EMFILE)";
-            case 32 -> " (EPIPE)";
-            case 88 -> " (ENOTSOCK)";
-            case 111 -> " (ECONNREFUSED)";
-            default -> "";
-        };
     }
 }
