@@ -103,6 +103,14 @@ class WorkerPythonTest {
         allocator.close();
     }
 
+    /** 4096 rows of the integer family, without dictionaries; the caller closes it. */
+    private VectorSchemaRoot integers() {
+        VectorSchemaRoot root = new VectorSchemaRoot(ExportTestSupport.family("integers", allocator, 4096, true,
+                new DictionaryProvider.MapDictionaryProvider()));
+        root.setRowCount(4096);
+        return root;
+    }
+
     private static boolean hasModules() {
         return PythonProcess.runs("import cupy, pyarrow; assert cupy.cuda.runtime.getDeviceCount() > 0");
     }
@@ -201,9 +209,7 @@ class WorkerPythonTest {
         Worker w = Worker.start(dir);
         w.run(() -> {
             WorkerChannel channel = w.open();
-            try (VectorSchemaRoot root = new VectorSchemaRoot(ExportTestSupport.family("integers", allocator, 4096,
-                    true, new DictionaryProvider.MapDictionaryProvider()))) {
-                root.setRowCount(4096);
+            try (VectorSchemaRoot root = integers()) {
                 for (int call = 1; call <= 20; call++) {
                     roundTrip(channel, root, "call " + call);
                     assertEquals(1, channel.results().allocationOpens(), "the worker's slab is mapped once, call " + call);
@@ -268,9 +274,7 @@ class WorkerPythonTest {
         Worker w = Worker.start(dir);
         w.run(() -> {
             WorkerChannel channel = w.open();
-            try (VectorSchemaRoot root = new VectorSchemaRoot(ExportTestSupport.family("integers", allocator, 4096,
-                    true, new DictionaryProvider.MapDictionaryProvider()))) {
-                root.setRowCount(4096);
+            try (VectorSchemaRoot root = integers()) {
                 roundTrip(channel, root, "before the kill"); // the worker now keeps the first allocation mapped
                 roundTrip(channel, root, "before the kill, again"); // and this side its result slab
                 assertEquals(1, channel.results().keptAllocations(), "the worker's slab is kept mapped here");
