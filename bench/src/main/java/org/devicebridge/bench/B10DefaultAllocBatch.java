@@ -10,7 +10,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.Device;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ImportedSchema;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
@@ -86,7 +86,7 @@ final class B10DefaultAllocBatch implements AutoCloseable {
             stream.synchronize();
             MemorySegment schemaStruct = org.devicebridge.generated.arrow.ArrowSchema.allocate(arena);
             ArrowJava.exportSchema(arrowSchema, null, schemaStruct);
-            schema = ArrowImport.importSchema(schemaStruct);
+            schema = ArrowC.importSchema(schemaStruct);
             MemorySegment deviceArray = fill(arena, owned, uploaded.length(), device);
             int before = RELEASES.get();
             CudaArrowBatch batch = CudaArrow.importDeviceArray(schema.root(), deviceArray, ValidationLevel.DEFAULT,

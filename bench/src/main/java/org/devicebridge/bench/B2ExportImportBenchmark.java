@@ -9,7 +9,7 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.memory.netty.NettyAllocationManager;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
@@ -44,7 +44,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * <ul>
  *   <li>{@link #newBatch}: the batch built anew (allocated, filled) and freed: the allocation manager alone.</li>
  *   <li>{@link #view}: {@code ArrowJava.exportRoot} into caller-allocated structs, then
- *       {@code ArrowImport.importArray(schema, ptr, DEFAULT, arena)} into a confined arena per batch (the
+ *       {@code ArrowC.importArray(schema, ptr, DEFAULT, arena)} into a confined arena per batch (the
  *       flat view), whose close releases the struct: the fastest way a user writes it.</li>
  *   <li>{@link #exportRelease}: the export alone, into a library-allocated struct released by its handle's
  *       close (a diagnostic for the export's share of the view).</li>
@@ -132,7 +132,7 @@ public class B2ExportImportBenchmark {
             schemaStruct = ArrowSchema.allocate(arena);
             if (!includeSchema) {
                 ArrowJava.exportSchema(root.getSchema(), null, schemaStruct);
-                importedSchema = ArrowImport.importSchema(schemaStruct);
+                importedSchema = ArrowC.importSchema(schemaStruct);
                 cTarget = VectorSchemaRoot.create(root.getSchema(), allocator);
             }
         }
@@ -157,12 +157,12 @@ public class B2ExportImportBenchmark {
         ImportedArray exportAndImport(Arena scope) {
             if (includeSchema) {
                 ArrowJava.exportRoot(root, null, array, schemaStruct);
-                try (ImportedSchema s = ArrowImport.importSchema(schemaStruct)) {
-                    return ArrowImport.importArray(s.root(), array, ValidationLevel.DEFAULT, scope);
+                try (ImportedSchema s = ArrowC.importSchema(schemaStruct)) {
+                    return ArrowC.importArray(s.root(), array, ValidationLevel.DEFAULT, scope);
                 }
             }
             ArrowJava.exportRoot(root, null, array, null);
-            return ArrowImport.importArray(importedSchema.root(), array, ValidationLevel.DEFAULT, scope);
+            return ArrowC.importArray(importedSchema.root(), array, ValidationLevel.DEFAULT, scope);
         }
     }
 
@@ -203,9 +203,9 @@ public class B2ExportImportBenchmark {
         public void setUp() {
             CBaseline.prepareB2(columns, rows);
             arena = Arena.ofConfined();
-            MemorySegment struct = ArrowImport.allocateArrayStream(arena);
+            MemorySegment struct = ArrowC.allocateArrayStream(arena);
             CBaseline.openB2Stream(columns, struct);
-            stream = ArrowImport.importStream(struct);
+            stream = ArrowC.importStream(struct);
         }
 
         @TearDown(Level.Trial)

@@ -13,7 +13,7 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
@@ -45,7 +45,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * reused, validation DEFAULT on the CPU, MINIMAL on the GPU) and released; the 1 GiB case must cost what the
  * 1 KiB case costs (target: ratio <= 1.10), which it can only if no byte of the buffers is copied or read.
  *
- * <p>{@link #cpu}: {@code ArrowImport.importArray} + close of an {@code ArrowArray} that points at the Arrow
+ * <p>{@link #cpu}: {@code ArrowC.importArray} + close of an {@code ArrowArray} that points at the Arrow
  * Java vector's buffers, built once in setup with a no-op {@code release} (a Java upcall, the same for both
  * sizes); each operation re-arms {@code release} (the import marks the source released) and imports it.
  * {@link #cpuExportImport}: {@code ArrowJava.exportVector} + import + release, for the record: the export
@@ -84,7 +84,7 @@ public class B3ZeroCopyBenchmark {
             array = ArrowArray.allocate(arena);
             MemorySegment schemaStruct = ArrowSchema.allocate(arena);
             ArrowJava.exportField(root.getVector(0).getField(), null, schemaStruct);
-            schema = ArrowImport.importSchema(schemaStruct);
+            schema = ArrowC.importSchema(schemaStruct);
             BigIntVector v = (BigIntVector) root.getVector(0);
             noopRelease = Linker.nativeLinker().upcallStub(NOOP, FunctionDescriptor.ofVoid(ValueLayout.ADDRESS), arena);
             MemorySegment buffers = arena.allocate(ValueLayout.ADDRESS, 2);
@@ -137,7 +137,7 @@ public class B3ZeroCopyBenchmark {
                 batch = CudaArrow.upload(root, DeviceCopies.of(transfer, stream));
                 MemorySegment schemaStruct = ArrowSchema.allocate(arena);
                 ArrowJava.exportSchema(root.getSchema(), null, schemaStruct);
-                schema = ArrowImport.importSchema(schemaStruct);
+                schema = ArrowC.importSchema(schemaStruct);
             }
             stream.synchronize();
             deviceArray = ArrowDeviceArray.allocate(arena);
@@ -178,7 +178,7 @@ public class B3ZeroCopyBenchmark {
     @Benchmark
     public long cpu(Host h) {
         ArrowArray.release(h.nativeArray, h.noopRelease);
-        try (ImportedArray imported = ArrowImport.importArray(h.schema.root(), h.nativeArray, ValidationLevel.DEFAULT)) {
+        try (ImportedArray imported = ArrowC.importArray(h.schema.root(), h.nativeArray, ValidationLevel.DEFAULT)) {
             return imported.root().length();
         }
     }
@@ -186,7 +186,7 @@ public class B3ZeroCopyBenchmark {
     @Benchmark
     public long cpuExportImport(Host h) {
         ArrowJava.exportVector((BigIntVector) h.root.getVector(0), null, h.array, null);
-        try (ImportedArray imported = ArrowImport.importArray(h.schema.root(), h.array, ValidationLevel.DEFAULT)) {
+        try (ImportedArray imported = ArrowC.importArray(h.schema.root(), h.array, ValidationLevel.DEFAULT)) {
             return imported.root().length();
         }
     }

@@ -9,7 +9,7 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
@@ -80,7 +80,7 @@ public class B8TrustedContentsBenchmark {
         array = ArrowArray.allocate(arena);
         schemaStruct = ArrowSchema.allocate(arena);
         ArrowJava.exportSchema(root.getSchema(), null, schemaStruct);
-        importedSchema = ArrowImport.importSchema(schemaStruct);
+        importedSchema = ArrowC.importSchema(schemaStruct);
     }
 
     @TearDown(Level.Trial)
@@ -108,7 +108,7 @@ public class B8TrustedContentsBenchmark {
 
     private ImportedArray exportAndImport(ValidationLevel level, Arena scope) {
         ArrowJava.exportRoot(root, null, array, null);
-        return ArrowImport.importArray(importedSchema.root(), array, level, scope);
+        return ArrowC.importArray(importedSchema.root(), array, level, scope);
     }
 
     @Benchmark

@@ -270,9 +270,9 @@ final class AsyncConsumerState {
                     || ArrowAsyncProducer.cancel(prod).equals(MemorySegment.NULL)) {
                 return refuse(schemaPtr, "producer", "expected request and cancel callbacks but found NULL");
             }
-            DeviceKind type = ArrowImport.deviceType(ArrowAsyncProducer.device_type(prod));
+            DeviceKind type = ArrowC.deviceType(ArrowAsyncProducer.device_type(prod));
             SchemaNode root;
-            try (ImportedSchema s = ArrowImport.importSchema(schemaPtr.reinterpret(ArrowSchema.sizeof()))) {
+            try (ImportedSchema s = ArrowC.importSchema(schemaPtr.reinterpret(ArrowSchema.sizeof()))) {
                 root = s.root();
             }
             synchronized (this) {

@@ -40,7 +40,7 @@ import org.devicebridge.internal.Native;
  * and validates the schema and requests {@code window} batches; each {@code on_next_task} queues the task;
  * {@link #next} takes the oldest task on the caller's thread, requests one more batch (so at most
  * {@code window} tasks are ever outstanding), calls the task's {@code extract_data} and imports the device
- * array as {@link ArrowImport#importDeviceArray(SchemaNode, MemorySegment, ValidationLevel)} does, at the
+ * array as {@link ArrowC#importDeviceArray(SchemaNode, MemorySegment, ValidationLevel)} does, at the
  * level given here. The task and stream metadata strings are not read.
  *
  * <p>A producer that breaks the protocol gets a non-zero return (it must then stop and release) and the
@@ -218,7 +218,7 @@ public final class AsyncDeviceStream extends NativeHandle {
                             + expected.code() + " but found " + batchDevice);
                 });
             }
-            return ArrowImport.importDeviceArray(state.schema(), out, level);
+            return ArrowC.importDeviceArray(state.schema(), out, level);
         } finally {
             Native.free(out);
         }

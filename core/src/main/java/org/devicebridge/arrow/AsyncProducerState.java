@@ -80,7 +80,7 @@ final class AsyncProducerState {
         this.stream = stream;
         this.handler = handler;
         this.executor = executor;
-        this.deviceType = ArrowImport.deviceType(ArrowDeviceArrayStream.device_type(stream));
+        this.deviceType = ArrowC.deviceType(ArrowDeviceArrayStream.device_type(stream));
         this.producer = Native.calloc(ArrowAsyncProducer.sizeof() + ArrowAsyncTask.sizeof());
         this.task = producer.asSlice(ArrowAsyncProducer.sizeof(), ArrowAsyncTask.sizeof());
         this.key = PRODUCERS.register(this);

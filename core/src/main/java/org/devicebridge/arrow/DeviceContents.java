@@ -29,7 +29,7 @@ final class DeviceContents {
         ValidationLevel structureLevel = level == ValidationLevel.NONE ? ValidationLevel.NONE : ValidationLevel.MINIMAL;
         ArrayTable structure = new ArrayTable(schema.layout(), false);
         ArrayReader.read(array, originalAddress, structure, structureLevel);
-        copier.prepare(ArrowImport.deviceType(ArrowDeviceArray.device_type(deviceArray)),
+        copier.prepare(ArrowC.deviceType(ArrowDeviceArray.device_type(deviceArray)),
                 ArrowDeviceArray.device_id(deviceArray),
                 MemorySegment.ofAddress(ArrowDeviceArray.sync_event(deviceArray).address()), structure.node(0));
         if (level != ValidationLevel.DEFAULT && level != ValidationLevel.FULL) {

@@ -51,7 +51,7 @@ public final class ImportedArray extends NativeHandle {
         this.table = table;
         this.level = level;
         if (kind == ForeignImport.Kind.ARROW_DEVICE_ARRAY) {
-            this.deviceType = ArrowImport.deviceType(ArrowDeviceArray.device_type(owned));
+            this.deviceType = ArrowC.deviceType(ArrowDeviceArray.device_type(owned));
             this.deviceId = ArrowDeviceArray.device_id(owned);
             this.syncEvent = ArrowDeviceArray.sync_event(owned).address();
         } else {

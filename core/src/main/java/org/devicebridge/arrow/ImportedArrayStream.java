@@ -65,7 +65,7 @@ public final class ImportedArrayStream extends NativeHandle {
             requireCallback(getSchema, "get_schema");
             requireCallback(getNext, "get_next");
             requireCallback(getLastError, "get_last_error");
-            DeviceKind deviceType = device ? ArrowImport.deviceType(ArrowDeviceArrayStream.device_type(owned))
+            DeviceKind deviceType = device ? ArrowC.deviceType(ArrowDeviceArrayStream.device_type(owned))
                     : DeviceKind.CPU;
             MemorySegment out = Native.calloc(ArrowSchema.sizeof());
             try {
@@ -74,7 +74,7 @@ public final class ImportedArrayStream extends NativeHandle {
                 if (errno != 0) {
                     throw new ArrowStreamException("get_schema", errno, lastError(owned, device));
                 }
-                try (ImportedSchema s = ArrowImport.importSchema(out)) {
+                try (ImportedSchema s = ArrowC.importSchema(out)) {
                     return new ImportedArrayStream(kind, owned, s.root(), deviceType, new Object());
                 }
             } finally {
@@ -107,8 +107,8 @@ public final class ImportedArrayStream extends NativeHandle {
     }
 
     /**
-     * Pulls the next batch and imports it (see {@link ArrowImport#importArray} and
-     * {@link ArrowImport#importDeviceArray}), or returns {@code null} at the end of the stream (and for every
+     * Pulls the next batch and imports it (see {@link ArrowC#importArray} and
+     * {@link ArrowC#importDeviceArray}), or returns {@code null} at the end of the stream (and for every
      * later call).
      *
      * <p>Ownership: the caller owns a returned array; after a throw the batch the producer handed over (if
@@ -127,7 +127,7 @@ public final class ImportedArrayStream extends NativeHandle {
 
     /**
      * As {@link #next(ValidationLevel)}, with the batch's release bound to {@code arena} (see
-     * {@link ArrowImport#importArray(SchemaNode, MemorySegment, ValidationLevel, java.lang.foreign.Arena)}):
+     * {@link ArrowC#importArray(SchemaNode, MemorySegment, ValidationLevel, java.lang.foreign.Arena)}):
      * closing the arena releases the batch; {@code null} means a handle-owned arena.
      *
      * <p>Ownership: after a return {@code arena} owns the batch; after a throw the batch the producer handed
@@ -148,7 +148,7 @@ public final class ImportedArrayStream extends NativeHandle {
     /**
      * As {@link #next(ValidationLevel, java.lang.foreign.Arena)} for an {@code ArrowDeviceArrayStream} of
      * device memory: the batch is imported as
-     * {@link ArrowImport#importDeviceArray(SchemaNode, MemorySegment, ValidationLevel, java.lang.foreign.Arena,
+     * {@link ArrowC#importDeviceArray(SchemaNode, MemorySegment, ValidationLevel, java.lang.foreign.Arena,
      * DeviceCopier)} does, so it is validated at any level, its contents read from host copies that
      * {@code copier} makes.
      *
@@ -199,7 +199,7 @@ public final class ImportedArrayStream extends NativeHandle {
                 return null;
             }
             if (!device) {
-                return ArrowImport.importArray(schema, out, level, arena);
+                return ArrowC.importArray(schema, out, level, arena);
             }
             int batchDevice = ArrowDeviceArray.device_type(out);
             if (batchDevice != deviceType.code()) {
@@ -209,8 +209,8 @@ public final class ImportedArrayStream extends NativeHandle {
                             + deviceType.code() + " but found " + batchDevice);
                 });
             }
-            return copier == null ? ArrowImport.importDeviceArray(schema, out, level, arena)
-                    : ArrowImport.importDeviceArray(schema, out, level, arena, copier);
+            return copier == null ? ArrowC.importDeviceArray(schema, out, level, arena)
+                    : ArrowC.importDeviceArray(schema, out, level, arena, copier);
         } finally {
             Native.free(out);
         }

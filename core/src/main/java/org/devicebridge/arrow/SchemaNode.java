@@ -3,6 +3,7 @@ package org.devicebridge.arrow;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import org.devicebridge.ValidationException;
 
 /**
  * One field of an imported {@code ArrowSchema}, parsed and validated: plain Java data that stays usable
@@ -43,6 +44,20 @@ public final class SchemaNode {
         this.metadata = fields.metadata();
         this.children = List.copyOf(fields.children());
         this.dictionary = fields.dictionary();
+    }
+
+    /**
+     * A field made in Java, for {@link ArrowC#exportSchema} and {@link ArrowC#viewArray}: its format string
+     * parsed and checked as an import checks it, with {@code children} as its children (their paths rebuilt
+     * below this node), no flags, no metadata and no dictionary.
+     *
+     * @param name the field name, or {@code null}
+     * @param format the Arrow C Data format string, e.g. {@code "l"} or {@code "+s"}
+     * @param children the child fields, as many as the format takes
+     * @throws ValidationException if the format is malformed or the children do not fit it
+     */
+    public static SchemaNode of(String name, String format, List<SchemaNode> children) {
+        throw new UnsupportedOperationException("SchemaNode.of: not built yet");
     }
 
     /** {@return the field path of this node from the root, e.g. {@code children[1].dictionary}; empty for the root} */

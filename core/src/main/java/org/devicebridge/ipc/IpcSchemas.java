@@ -15,7 +15,7 @@ import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.ArrowDataType;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.java.ArrowJava;
@@ -58,7 +58,7 @@ final class IpcSchemas {
      *
      * @throws ValidationException (path {@code schema...}) for a message {@link SchemaMessageVerifier} refuses,
      *         ({@code FORMAT}, path {@code schema}) one Arrow Java cannot read, or as
-     *         {@link ArrowImport#importSchema} for a type the library refuses
+     *         {@link ArrowC#importSchema} for a type the library refuses
      * @throws UnsupportedFeatureException for a dictionary-encoded field
      */
     static SchemaNode deserialize(byte[] message) {
@@ -84,7 +84,7 @@ final class IpcSchemas {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment c = arena.allocate(ArrowSchema.layout());
             ArrowJava.exportSchema(schema, null, c);
-            try (ImportedSchema imported = ArrowImport.importSchema(c)) {
+            try (ImportedSchema imported = ArrowC.importSchema(c)) {
                 return imported.root(); // plain Java data, usable after close
             }
         }

@@ -13,7 +13,7 @@ import org.devicebridge.DeviceKind;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.ImportedSchema;
@@ -143,14 +143,14 @@ public final class PythonImport {
     public static ImportedSchema schema(PyObjectRef producer) {
         requireNativeAccess();
         try (PyObjectRef capsule = arrowSchema(producer)) {
-            return Capsules.take(capsule, CapsuleKind.ARROW_SCHEMA, ArrowImport::importSchema);
+            return Capsules.take(capsule, CapsuleKind.ARROW_SCHEMA, ArrowC::importSchema);
         }
     }
 
     /**
      * Takes {@code producer}'s Arrow array through {@code __arrow_c_array__}, or, where it has only that,
      * {@code __arrow_c_device_array__} (device memory imports at {@link ValidationLevel#NONE} or
-     * {@link ValidationLevel#MINIMAL} only, as {@link ArrowImport} says).
+     * {@link ValidationLevel#MINIMAL} only, as {@link ArrowC} says).
      *
      * @param producer the Python object (borrowed: the caller keeps its reference)
      * @param level how much of the foreign structure to check before it is used
@@ -169,10 +169,10 @@ public final class PythonImport {
                     + " has neither __arrow_c_array__ nor __arrow_c_device_array__");
         }
         try (ArrowArrayCapsules pair = host ? arrowArray(producer) : arrowDeviceArray(producer);
-             ImportedSchema schema = Capsules.take(pair.schema(), CapsuleKind.ARROW_SCHEMA, ArrowImport::importSchema)) {
-            return host ? Capsules.take(pair.array(), CapsuleKind.ARROW_ARRAY, p -> ArrowImport.importArray(schema.root(), p, level))
+             ImportedSchema schema = Capsules.take(pair.schema(), CapsuleKind.ARROW_SCHEMA, ArrowC::importSchema)) {
+            return host ? Capsules.take(pair.array(), CapsuleKind.ARROW_ARRAY, p -> ArrowC.importArray(schema.root(), p, level))
                     : Capsules.take(pair.array(), CapsuleKind.ARROW_DEVICE_ARRAY,
-                            p -> ArrowImport.importDeviceArray(schema.root(), p, level));
+                            p -> ArrowC.importDeviceArray(schema.root(), p, level));
         }
     }
 
@@ -190,7 +190,7 @@ public final class PythonImport {
         Objects.requireNonNull(producer, "producer");
         if (producer.hasAttr("__arrow_c_stream__")) {
             try (PyObjectRef capsule = arrowStream(producer)) {
-                return Capsules.take(capsule, CapsuleKind.ARROW_ARRAY_STREAM, ArrowImport::importStream);
+                return Capsules.take(capsule, CapsuleKind.ARROW_ARRAY_STREAM, ArrowC::importStream);
             }
         }
         if (!producer.hasAttr("__arrow_c_device_stream__")) {
@@ -198,7 +198,7 @@ public final class PythonImport {
                     + " has neither __arrow_c_stream__ nor __arrow_c_device_stream__");
         }
         try (PyObjectRef capsule = arrowDeviceStream(producer)) {
-            return Capsules.take(capsule, CapsuleKind.ARROW_DEVICE_ARRAY_STREAM, ArrowImport::importDeviceStream);
+            return Capsules.take(capsule, CapsuleKind.ARROW_DEVICE_ARRAY_STREAM, ArrowC::importDeviceStream);
         }
     }
 

@@ -7,7 +7,7 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.devicebridge.ValidationException;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
@@ -73,8 +73,8 @@ final class ArrowImportSelfCheck implements SelfCheckSection {
             ArrowArray.n_buffers(array, 2);
             ArrowArray.buffers(array, buffers);
             ArrowArray.release(array, Stubs.RELEASE_ARRAY);
-            try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 ImportedArray a = ArrowImport.importArray(s.root(), array, ValidationLevel.FULL)) {
+            try (ImportedSchema s = ArrowC.importSchema(schema);
+                 ImportedArray a = ArrowC.importArray(s.root(), array, ValidationLevel.FULL)) {
                 MemorySegment data = a.root().buffer(1);
                 report.check("sliced int32 read at its offset", data.byteSize() == 20
                         && data.getAtIndex(ValueLayout.JAVA_INT_UNALIGNED, a.root().offset()) == 20,
@@ -85,8 +85,8 @@ final class ArrowImportSelfCheck implements SelfCheckSection {
             ArrowArray.release(array, Stubs.RELEASE_ARRAY);
             ArrowArray.n_buffers(array, 3);
             ArrowSchema.release(schema, Stubs.RELEASE_SCHEMA);
-            try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                ArrowImport.importArray(s.root(), array, ValidationLevel.MINIMAL).close();
+            try (ImportedSchema s = ArrowC.importSchema(schema)) {
+                ArrowC.importArray(s.root(), array, ValidationLevel.MINIMAL).close();
                 report.check("malformed array refused", false, "n_buffers 3 for int32 was accepted");
             } catch (ValidationException e) {
                 report.check("malformed array refused", e.category() == ValidationException.Category.STRUCTURE,

@@ -31,7 +31,7 @@ import org.apache.arrow.vector.complex.impl.UnionListWriter;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.ImportedSchema;
@@ -105,8 +105,8 @@ final class ArrowSelfCheck implements SelfCheckSection {
             MemorySegment schema = ArrowSchema.allocate(arena);
             MemorySegment array = ArrowArray.allocate(arena);
             ArrowJava.exportRoot(table, null, array, schema);
-            try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                ImportedArray a = ArrowImport.importArray(s.root(), array, ValidationLevel.FULL);
+            try (ImportedSchema s = ArrowC.importSchema(schema)) {
+                ImportedArray a = ArrowC.importArray(s.root(), array, ValidationLevel.FULL);
                 return ArrowJava.importVectorSchemaRoot(allocator, a, null);
             }
         }
@@ -118,8 +118,8 @@ final class ArrowSelfCheck implements SelfCheckSection {
             MemorySegment array = ArrowDeviceArray.allocate(arena);
             ArrowJava.exportSchema(table.getSchema(), null, schema);
             ArrowJava.exportDeviceArray(table, null, array);
-            try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                ImportedArray a = ArrowImport.importDeviceArray(s.root(), array, ValidationLevel.FULL);
+            try (ImportedSchema s = ArrowC.importSchema(schema)) {
+                ImportedArray a = ArrowC.importDeviceArray(s.root(), array, ValidationLevel.FULL);
                 return ArrowJava.importVectorSchemaRoot(allocator, a, null);
             }
         }
@@ -130,7 +130,7 @@ final class ArrowSelfCheck implements SelfCheckSection {
             MemorySegment stream = ArrowArrayStream.allocate(arena);
             Iterator<VectorSchemaRoot> one = List.of(table).iterator();
             ArrowJava.exportStream(table.getSchema(), one, null, stream);
-            try (ImportedArrayStream s = ArrowImport.importStream(stream)) {
+            try (ImportedArrayStream s = ArrowC.importStream(stream)) {
                 ImportedArray a = s.next(ValidationLevel.FULL);
                 VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator, a, null);
                 if (s.next(ValidationLevel.FULL) != null) {

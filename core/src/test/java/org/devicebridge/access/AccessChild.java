@@ -10,7 +10,7 @@ import java.lang.invoke.MethodHandles;
 import java.util.Locale;
 import org.devicebridge.Device;
 import org.devicebridge.DeviceKind;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrow;
@@ -69,13 +69,13 @@ public final class AccessChild {
         return switch (scenario) {
             case "values" -> values();
             case "arrowStructs" -> {
-                ArrowImport.allocateSchema(Arena.ofAuto());
+                ArrowC.allocateSchema(Arena.ofAuto());
                 yield "";
             }
             case "arrowImport" -> {
                 try (Arena arena = Arena.ofConfined()) {
                     // a released (zeroed) struct: a typed refusal where native access works
-                    ArrowImport.importSchema(arena.allocate(ValueLayout.ADDRESS, 9)).close();
+                    ArrowC.importSchema(arena.allocate(ValueLayout.ADDRESS, 9)).close();
                 }
                 yield "";
             }
@@ -200,18 +200,18 @@ public final class AccessChild {
      */
     private static String cudaArrowImport() {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment schema = ArrowImport.allocateSchema(arena);
+            MemorySegment schema = ArrowC.allocateSchema(arena);
             ArrowSchema.format(schema, arena.allocateFrom("l"));
             ArrowSchema.name(schema, arena.allocateFrom("x"));
             ArrowSchema.release(schema, Callbacks.RELEASE_SCHEMA);
-            MemorySegment device = ArrowImport.allocateDeviceArray(arena);
+            MemorySegment device = ArrowC.allocateDeviceArray(arena);
             MemorySegment array = ArrowDeviceArray.array(device);
             ArrowArray.n_buffers(array, 2);
             ArrowArray.buffers(array, arena.allocate(ValueLayout.ADDRESS, 2));
             ArrowArray.release(array, Callbacks.RELEASE_ARRAY);
             ArrowDeviceArray.device_type(device, DeviceKind.CUDA.code());
             int before = arrayReleases;
-            try (ImportedSchema s = ArrowImport.importSchema(schema)) {
+            try (ImportedSchema s = ArrowC.importSchema(schema)) {
                 CudaArrow.importDeviceArray(s.root(), device, ValidationLevel.MINIMAL, null).close();
                 return "imported";
             } catch (RuntimeException e) {

@@ -43,9 +43,9 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
     @Test
     void aCpuDeviceArrayImportsLikeAnArrayAndFeedsArrowJava() {
         try (Arena arena = Arena.ofConfined(); FieldVector original = TestVectors.all().get("utf8").apply(allocator);
-             Exported e = export(original); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
+             Exported e = export(original); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr())) {
             MemorySegment d = deviceArray(arena, e, DeviceKind.CPU.code(), -1, x -> { });
-            ImportedArray array = ArrowImport.importDeviceArray(schema.root(), d, ValidationLevel.FULL);
+            ImportedArray array = ArrowC.importDeviceArray(schema.root(), d, ValidationLevel.FULL);
             assertEquals(DeviceKind.CPU, array.deviceType());
             assertEquals(MemorySegment.NULL, array.syncEvent());
             assertEquals(MemorySegment.NULL, ArrowArray.release(d.asSlice(ArrowDeviceArray.array$offset())), "moved");
@@ -60,10 +60,10 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
     private ValidationException refusedDevice(int deviceType, long deviceId, ValidationLevel level,
                                               Consumer<MemorySegment> edit) {
         try (Arena arena = Arena.ofConfined(); FieldVector original = TestVectors.all().get("int32").apply(allocator);
-             Exported e = export(original); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
+             Exported e = export(original); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr())) {
             MemorySegment d = deviceArray(arena, e, deviceType, deviceId, edit);
             ValidationException ex = assertThrows(ValidationException.class,
-                    () -> ArrowImport.importDeviceArray(schema.root(), d, level));
+                    () -> ArrowC.importDeviceArray(schema.root(), d, level));
             assertEquals(MemorySegment.NULL, ArrowArray.release(d.asSlice(ArrowDeviceArray.array$offset())),
                     "the refused array was taken and released");
             return ex;
@@ -101,11 +101,11 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
     @Test
     void cudaMemoryAtMinimalExposesAddressesAndLengthsButNoSegments() {
         try (Arena arena = Arena.ofConfined(); FieldVector original = TestVectors.all().get("int32").apply(allocator);
-             Exported e = export(original); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
+             Exported e = export(original); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr())) {
             // Host memory labelled as CUDA: the importer must not dereference it, only describe it.
             MemorySegment event = arena.allocate(8);
             MemorySegment d = deviceArray(arena, e, CUDA, 3, x -> ArrowDeviceArray.sync_event(x, event));
-            try (ImportedArray array = ArrowImport.importDeviceArray(schema.root(), d, ValidationLevel.MINIMAL)) {
+            try (ImportedArray array = ArrowC.importDeviceArray(schema.root(), d, ValidationLevel.MINIMAL)) {
                 assertEquals(DeviceKind.CUDA, array.deviceType());
                 assertEquals(3, array.deviceId());
                 assertEquals(event.address(), array.syncEvent().address());
@@ -133,9 +133,9 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
                 ArrowArray.offset(e.arrayStruct(), 4);
                 ArrowArray.length(e.arrayStruct(), 5);
                 ArrowArray.null_count(e.arrayStruct(), 0);
-                try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
+                try (ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
                      VectorSchemaRoot root = ArrowJava.importVectorSchemaRoot(allocator,
-                             ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL), null)) {
+                             ArrowC.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL), null)) {
                     assertEquals(5, root.getRowCount());
                     IntVector x = (IntVector) root.getVector("x");
                     VarCharVector y = (VarCharVector) root.getVector("y");
@@ -164,7 +164,7 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
             ArrowArray.offset(array, 2);
             SchemaNode int32 = field("x", "i", 0);
             FieldVector imported = ArrowJava.importFieldVector(allocator,
-                    ArrowImport.importArray(int32, array, ValidationLevel.FULL), null);
+                    ArrowC.importArray(int32, array, ValidationLevel.FULL), null);
             TransferPair pair = imported.getTransferPair(allocator);
             pair.splitAndTransfer(1, 2);
             FieldVector part = (FieldVector) pair.getTo();
@@ -188,12 +188,12 @@ class ArrowDeviceAndLifetimeTest extends ArrowTestSupport {
             }
             SchemaNode int64 = field("x", "l", 0);
             MemorySegment a1 = HandMade.rootArray(HandMade.array(arena, 5, new MemorySegment[] {MemorySegment.NULL, values}));
-            try (ImportedArray view = ArrowImport.importArray(int64, a1, ValidationLevel.FULL)) {
+            try (ImportedArray view = ArrowC.importArray(int64, a1, ValidationLevel.FULL)) {
                 assertEquals(1L << 40, view.root().buffer(1).getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, 4));
             }
             MemorySegment a2 = HandMade.rootArray(HandMade.array(arena, 5, new MemorySegment[] {MemorySegment.NULL, values}));
             try (FieldVector v = ArrowJava.importFieldVector(allocator,
-                    ArrowImport.importArray(int64, a2, ValidationLevel.FULL), null)) {
+                    ArrowC.importArray(int64, a2, ValidationLevel.FULL), null)) {
                 assertEquals(1L << 30, v.getObject(3));
             }
         }

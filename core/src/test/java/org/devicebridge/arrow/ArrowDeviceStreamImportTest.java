@@ -97,7 +97,7 @@ class ArrowDeviceStreamImportTest extends ArrowTestSupport {
             schemaSource = v;
             BATCHES.add(b1);
             BATCHES.add(b2);
-            try (ImportedArrayStream s = ArrowImport.importDeviceStream(stream(arena))) {
+            try (ImportedArrayStream s = ArrowC.importDeviceStream(stream(arena))) {
                 assertEquals(1, s.deviceType().code());
                 for (int b = 0; b < 2; b++) {
                     try (ImportedArray batch = s.next(ValidationLevel.FULL)) {
@@ -119,7 +119,7 @@ class ArrowDeviceStreamImportTest extends ArrowTestSupport {
             schemaSource = v;
             BATCHES.add(b1);
             BATCH_DEVICE.set(2);
-            try (ImportedArrayStream s = ArrowImport.importDeviceStream(stream(arena))) {
+            try (ImportedArrayStream s = ArrowC.importDeviceStream(stream(arena))) {
                 ValidationException ex = assertThrows(ValidationException.class, () -> s.next(ValidationLevel.MINIMAL));
                 assertEquals(ValidationException.Category.DEVICE, ex.category());
                 assertEquals("device_type: expected the stream's device type 1 but found 2", ex.getMessage());
@@ -136,7 +136,7 @@ class ArrowDeviceStreamImportTest extends ArrowTestSupport {
             BATCHES.add(b1);
             BATCHES.add(b2);
             BATCH_DEVICE.set(DeviceKind.CUDA.code()); // host memory labelled CUDA, read only through the copier
-            try (ImportedArrayStream s = ArrowImport.importDeviceStream(stream(arena, DeviceKind.CUDA.code()))) {
+            try (ImportedArrayStream s = ArrowC.importDeviceStream(stream(arena, DeviceKind.CUDA.code()))) {
                 for (int b = 0; b < 2; b++) {
                     try (ImportedArray batch = s.next(ValidationLevel.FULL, null, copier)) {
                         assertEquals(DeviceKind.CUDA, batch.deviceType());
@@ -159,7 +159,7 @@ class ArrowDeviceStreamImportTest extends ArrowTestSupport {
              DeviceCopierPrepareTest.RecordingCopier copier = new DeviceCopierPrepareTest.RecordingCopier()) {
             schemaSource = v;
             BATCHES.add(b1);
-            try (ImportedArrayStream s = ArrowImport.importDeviceStream(stream(arena))) {
+            try (ImportedArrayStream s = ArrowC.importDeviceStream(stream(arena))) {
                 ValidationException ex = assertThrows(ValidationException.class,
                         () -> s.next(ValidationLevel.MINIMAL, null, copier));
                 assertEquals(ValidationException.Category.DEVICE, ex.category());

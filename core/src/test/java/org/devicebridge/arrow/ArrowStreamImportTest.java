@@ -111,7 +111,7 @@ class ArrowStreamImportTest extends ArrowTestSupport {
         ArrowStreamReader reader = new ArrowStreamReader(new ByteArrayInputStream(bytes.toByteArray()), allocator);
         try (org.apache.arrow.c.ArrowArrayStream exported = org.apache.arrow.c.ArrowArrayStream.allocateNew(allocator)) {
             Data.exportArrayStream(allocator, reader, exported);
-            try (ImportedArrayStream stream = ArrowImport.importStream(MemorySegment.ofAddress(exported.memoryAddress()))) {
+            try (ImportedArrayStream stream = ArrowC.importStream(MemorySegment.ofAddress(exported.memoryAddress()))) {
                 assertEquals(List.of("i", "s"), stream.schema().children().stream().map(SchemaNode::name).toList());
                 for (int batch = 0; batch < 2; batch++) {
                     try (VectorSchemaRoot got = ArrowJava.importVectorSchemaRoot(allocator,
@@ -134,7 +134,7 @@ class ArrowStreamImportTest extends ArrowTestSupport {
         SCHEMA_ERRNO.set(22);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment s = failingStream(arena);
-            ArrowStreamException e = assertThrows(ArrowStreamException.class, () -> ArrowImport.importStream(s));
+            ArrowStreamException e = assertThrows(ArrowStreamException.class, () -> ArrowC.importStream(s));
             assertEquals(22, e.errno());
             assertEquals("disk gone", e.producerMessage());
             assertEquals("get_schema failed with errno 22 (EINVAL): disk gone", e.getMessage());
@@ -146,7 +146,7 @@ class ArrowStreamImportTest extends ArrowTestSupport {
     void getNextErrnoIsTypedAndTheStreamStaysTheCallersToClose() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment s = failingStream(arena);
-            ImportedArrayStream stream = ArrowImport.importStream(s);
+            ImportedArrayStream stream = ArrowC.importStream(s);
             assertEquals("x", stream.schema().name());
             ArrowStreamException e = assertThrows(ArrowStreamException.class, () -> stream.next(ValidationLevel.DEFAULT));
             assertEquals(5, e.errno());
@@ -164,7 +164,7 @@ class ArrowStreamImportTest extends ArrowTestSupport {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment s = failingStream(arena);
             ArrowArrayStream.get_next(s, MemorySegment.NULL);
-            ValidationException e = assertThrows(ValidationException.class, () -> ArrowImport.importStream(s));
+            ValidationException e = assertThrows(ValidationException.class, () -> ArrowC.importStream(s));
             assertEquals(ValidationException.Category.NULL_POINTER, e.category());
             assertEquals("get_next", e.path());
             assertEquals(1, RELEASES.get());

@@ -28,8 +28,8 @@ class ArrowValidationTest extends ArrowTestSupport {
     private ValidationException importCorrupted(String type, Consumer<Exported> corrupt, ValidationLevel level) {
         try (FieldVector original = TestVectors.all().get(type).apply(allocator); Exported e = export(original)) {
             corrupt.accept(e);
-            try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
-                try (ImportedArray ignored = ArrowImport.importArray(schema.root(), e.arrayPtr(), level)) {
+            try (ImportedSchema schema = ArrowC.importSchema(e.schemaPtr())) {
+                try (ImportedArray ignored = ArrowC.importArray(schema.root(), e.arrayPtr(), level)) {
                     return null;
                 } catch (ValidationException ex) {
                     assertEquals(MemorySegment.NULL, ArrowArray.release(e.arrayStruct()), "the struct was moved");
@@ -158,10 +158,10 @@ class ArrowValidationTest extends ArrowTestSupport {
     @Test
     void aReleasedArrayIsRefusedWithoutBeingReleasedAgain() {
         try (FieldVector original = TestVectors.all().get("int32").apply(allocator); Exported e = export(original);
-             ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
-            ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL).close();
+             ImportedSchema schema = ArrowC.importSchema(e.schemaPtr())) {
+            ArrowC.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL).close();
             ValidationException ex = assertThrows(ValidationException.class,
-                    () -> ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL));
+                    () -> ArrowC.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL));
             assertEquals(Category.RELEASED, ex.category());
         }
     }
@@ -219,7 +219,7 @@ class ArrowValidationTest extends ArrowTestSupport {
                 s = HandMade.schema(arena, "+l", s);
             }
             MemorySegment root = HandMade.root(s);
-            ValidationException ex = assertThrows(ValidationException.class, () -> ArrowImport.importSchema(root));
+            ValidationException ex = assertThrows(ValidationException.class, () -> ArrowC.importSchema(root));
             assertEquals(Category.DEPTH, ex.category());
             assertEquals(1, HandMade.ROOT_RELEASES.get());
         }
@@ -231,7 +231,7 @@ class ArrowValidationTest extends ArrowTestSupport {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment root = HandMade.root(HandMade.schema(arena, "+s", MemorySegment.NULL));
             ArrowSchema.children(root).reinterpret(8).set(ValueLayout.ADDRESS, 0, root);
-            ValidationException ex = assertThrows(ValidationException.class, () -> ArrowImport.importSchema(root));
+            ValidationException ex = assertThrows(ValidationException.class, () -> ArrowC.importSchema(root));
             assertEquals(Category.DEPTH, ex.category());
             assertEquals("children[0]", ex.path());
             assertEquals(1, HandMade.ROOT_RELEASES.get());
@@ -253,7 +253,7 @@ class ArrowValidationTest extends ArrowTestSupport {
             blob.set(ValueLayout.JAVA_INT_UNALIGNED, 20, 0);
             MemorySegment s = HandMade.root(HandMade.schema(arena, "i"));
             ArrowSchema.metadata(s, blob);
-            try (ImportedSchema schema = ArrowImport.importSchema(s)) {
+            try (ImportedSchema schema = ArrowC.importSchema(s)) {
                 assertEquals(java.util.List.of("b", "a"), java.util.List.copyOf(schema.root().metadata().keySet()));
                 assertEquals("xy", schema.root().metadata().get("b"));
                 assertEquals("", schema.root().metadata().get("a"));
@@ -261,7 +261,7 @@ class ArrowValidationTest extends ArrowTestSupport {
             blob.set(ValueLayout.JAVA_INT_UNALIGNED, 9, -7);
             MemorySegment bad = HandMade.root(HandMade.schema(arena, "i"));
             ArrowSchema.metadata(bad, blob);
-            ValidationException ex = assertThrows(ValidationException.class, () -> ArrowImport.importSchema(bad));
+            ValidationException ex = assertThrows(ValidationException.class, () -> ArrowC.importSchema(bad));
             assertEquals(Category.METADATA, ex.category());
             assertEquals("metadata: expected a non-negative length of value 0 but found -7", ex.getMessage());
         }
@@ -286,9 +286,9 @@ class ArrowValidationTest extends ArrowTestSupport {
         org.apache.arrow.vector.dictionary.DictionaryProvider.MapDictionaryProvider p =
                 new org.apache.arrow.vector.dictionary.DictionaryProvider.MapDictionaryProvider();
         p.put(new org.apache.arrow.vector.dictionary.Dictionary(dict, enc));
-        try (idx; dict; Exported e = new Exported(allocator, idx, p); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
+        try (idx; dict; Exported e = new Exported(allocator, idx, p); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr())) {
             ValidationException ex = assertThrows(ValidationException.class,
-                    () -> ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL));
+                    () -> ArrowC.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL));
             assertEquals("buffers[1]: dictionary index at 1: expected a value in [0, 2) but found 2", ex.getMessage());
         }
     }

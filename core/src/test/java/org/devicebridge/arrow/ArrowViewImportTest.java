@@ -44,8 +44,8 @@ class ArrowViewImportTest extends ArrowTestSupport {
             ArrowArray.offset(e.arrayStruct(), offset);
             ArrowArray.length(e.arrayStruct(), length);
             ArrowArray.null_count(e.arrayStruct(), -1);
-            try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
-                 ImportedArray array = ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL)) {
+            try (ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
+                 ImportedArray array = ArrowC.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL)) {
                 ArrayNode root = array.root();
                 assertEquals(length, root.length());
                 assertEquals(offset, root.offset());
@@ -92,8 +92,8 @@ class ArrowViewImportTest extends ArrowTestSupport {
             ArrowArray.offset(e.arrayStruct(), 3);
             ArrowArray.length(e.arrayStruct(), 5);
             ArrowArray.null_count(e.arrayStruct(), -1);
-            try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
-                 ImportedArray array = ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.DEFAULT)) {
+            try (ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
+                 ImportedArray array = ArrowC.importArray(schema.root(), e.arrayPtr(), ValidationLevel.DEFAULT)) {
                 ArrayNode root = array.root();
                 MemorySegment validity = root.buffer(0);
                 MemorySegment data = root.buffer(1);
@@ -113,8 +113,8 @@ class ArrowViewImportTest extends ArrowTestSupport {
     void utf8DataLengthIsKnownFromDefault() {
         try (FieldVector original = TestVectors.all().get("utf8").apply(allocator); Exported e = export(original)) {
             VarCharVector v = (VarCharVector) original;
-            try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
-                 ImportedArray array = ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.DEFAULT)) {
+            try (ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
+                 ImportedArray array = ArrowC.importArray(schema.root(), e.arrayPtr(), ValidationLevel.DEFAULT)) {
                 assertEquals(v.getOffsetBuffer().getInt(4L * TestVectors.N), array.root().bufferLength(2));
                 assertEquals("v8-xxxxxxxxxxxxxxxx", new String(array.root().buffer(2).asSlice(
                         v.getOffsetBuffer().getInt(32), v.getValueLength(8)).toArray(ValueLayout.JAVA_BYTE),
@@ -126,8 +126,8 @@ class ArrowViewImportTest extends ArrowTestSupport {
     @Test
     void utf8DataLengthIsUnknownBelowDefaultAndItsSegmentIsRefused() {
         try (FieldVector original = TestVectors.all().get("utf8").apply(allocator); Exported e = export(original)) {
-            try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
-                 ImportedArray minimal = ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.MINIMAL)) {
+            try (ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
+                 ImportedArray minimal = ArrowC.importArray(schema.root(), e.arrayPtr(), ValidationLevel.MINIMAL)) {
                 assertEquals(-1, minimal.root().bufferLength(2));
                 UnsupportedFeatureException ex = assertThrows(UnsupportedFeatureException.class, () -> minimal.root().buffer(2));
                 assertTrue(ex.getMessage().startsWith("buffers[2]: expected a known buffer length"), ex.getMessage());
@@ -141,8 +141,8 @@ class ArrowViewImportTest extends ArrowTestSupport {
             ImportedArray array;
             MemorySegment data;
             ArrayNode root;
-            try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
-                array = ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL);
+            try (ImportedSchema schema = ArrowC.importSchema(e.schemaPtr())) {
+                array = ArrowC.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL);
                 root = array.root();
                 data = root.buffer(1);
                 assertEquals(((org.apache.arrow.vector.BigIntVector) original).get(1),
@@ -161,7 +161,7 @@ class ArrowViewImportTest extends ArrowTestSupport {
     void aStructArrayWithAChildThatIsItsOwnAncestorIsACycleAndIsReleasedOnce() {
         HandMade.ROOT_RELEASES.set(0);
         try (Arena arena = Arena.ofConfined();
-             ImportedSchema schema = ArrowImport.importSchema(HandMade.root(
+             ImportedSchema schema = ArrowC.importSchema(HandMade.root(
                      HandMade.schema(arena, "+s", HandMade.schema(arena, "+s"))))) {
             assertEquals(0, HandMade.ROOT_RELEASES.get());
             MemorySegment root = arena.allocate(ArrowArray.layout());
@@ -170,7 +170,7 @@ class ArrowViewImportTest extends ArrowTestSupport {
             MemorySegment.copy(built, 0, root, 0, ArrowArray.sizeof());
             HandMade.rootArray(root);
             org.devicebridge.ValidationException ex = assertThrows(org.devicebridge.ValidationException.class,
-                    () -> ArrowImport.importArray(schema.root(), root, ValidationLevel.MINIMAL));
+                    () -> ArrowC.importArray(schema.root(), root, ValidationLevel.MINIMAL));
             assertEquals(org.devicebridge.ValidationException.Category.DEPTH, ex.category());
             assertEquals("children[0]", ex.path());
             assertEquals(1, HandMade.ROOT_RELEASES.get());

@@ -240,7 +240,7 @@ class AsyncArrowCppTest {
                     v.setValueCount(len);
                     roots.add(VectorSchemaRoot.of(v));
                 }
-                MemorySegment stream = ArrowImport.allocateDeviceArrayStream(arena);
+                MemorySegment stream = ArrowC.allocateDeviceArrayStream(arena);
                 ArrowJava.exportDeviceStream(roots.get(0).getSchema(), roots.iterator(), null, stream);
                 MemorySegment handler = (MemorySegment) start.invokeExact(3);
                 CompletableFuture<Void> done = AsyncDeviceStream.export(stream, handler, exec);
@@ -335,7 +335,7 @@ class AsyncArrowCppTest {
              CudaStream stream = CudaStream.create(Device.cuda(0));
              HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(0), 1 << 20)) {
             org.apache.arrow.vector.types.pojo.Schema schema = upload(n, len, allocator, batches, DeviceCopies.of(transfer, stream));
-            MemorySegment source = ArrowImport.allocateDeviceArrayStream(arena);
+            MemorySegment source = ArrowC.allocateDeviceArrayStream(arena);
             CudaArrow.exportDeviceStream(schema, batches.iterator(), DeviceCopies.of(stream), source); // the stream owns them
             MemorySegment err = arena.allocate(512);
             MemorySegment handler = (MemorySegment) start.invokeExact(3, err, 512);
@@ -372,7 +372,7 @@ class AsyncArrowCppTest {
              CudaStream stream = CudaStream.create(Device.cuda(0));
              HostDeviceTransfer transfer = HostDeviceTransfer.create(Device.cuda(0), 1 << 20)) {
             org.apache.arrow.vector.types.pojo.Schema schema = upload(n, len, allocator, batches, DeviceCopies.of(transfer, stream));
-            MemorySegment source = ArrowImport.allocateDeviceArrayStream(arena);
+            MemorySegment source = ArrowC.allocateDeviceArrayStream(arena);
             CudaArrow.exportDeviceStream(schema, batches.iterator(), DeviceCopies.of(stream), source); // the stream owns them
             int seen = 0;
             try (AsyncDeviceStream c = AsyncDeviceStream.open(2, ValidationLevel.MINIMAL)) {

@@ -82,10 +82,10 @@ class DeviceContentsTest extends ArrowTestSupport {
     void everyFamilyValidatesAtFullFromHostCopiesWithTheSameSizesAsOnTheHost(String name,
                                                                             Function<BufferAllocator, FieldVector> make) {
         try (Arena arena = Arena.ofConfined(); FieldVector v = make.apply(allocator); Exported onHost = export(v);
-             Exported onDevice = export(v); ImportedSchema schema = ArrowImport.importSchema(onHost.schemaPtr());
+             Exported onDevice = export(v); ImportedSchema schema = ArrowC.importSchema(onHost.schemaPtr());
              CountingCopier copier = new CountingCopier()) {
-            try (ImportedArray host = ArrowImport.importArray(schema.root(), onHost.arrayPtr(), ValidationLevel.FULL);
-                 ImportedArray device = ArrowImport.importDeviceArray(schema.root(), asCudaArray(arena, onDevice),
+            try (ImportedArray host = ArrowC.importArray(schema.root(), onHost.arrayPtr(), ValidationLevel.FULL);
+                 ImportedArray device = ArrowC.importDeviceArray(schema.root(), asCudaArray(arena, onDevice),
                          ValidationLevel.FULL, null, copier)) {
                 assertFalse(device.root().isHostAccessible());
                 assertSameSizes(host.root(), device.root());
@@ -110,9 +110,9 @@ class DeviceContentsTest extends ArrowTestSupport {
     @Test
     void defaultCopiesOnlyTheOffsetsOfAStringColumnOnce() {
         try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("utf8").apply(allocator);
-             Exported e = export(v); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
+             Exported e = export(v); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
              CountingCopier copier = new CountingCopier();
-             ImportedArray device = ArrowImport.importDeviceArray(schema.root(), asCudaArray(arena, e),
+             ImportedArray device = ArrowC.importDeviceArray(schema.root(), asCudaArray(arena, e),
                      ValidationLevel.DEFAULT, null, copier)) {
             assertEquals(1, copier.batches.size());
             assertEquals(1, copier.batches.get(0).length, "the offsets buffer alone");
@@ -125,7 +125,7 @@ class DeviceContentsTest extends ArrowTestSupport {
     void nonMonotonicOffsetsOnTheDeviceAreRejectedAtFullAcceptedAtDefaultAndReleasedOnce() {
         for (ValidationLevel level : new ValidationLevel[] {ValidationLevel.DEFAULT, ValidationLevel.FULL}) {
             try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("utf8").apply(allocator);
-                 Exported e = export(v); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
+                 Exported e = export(v); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
                  CountingCopier copier = new CountingCopier()) {
                 MemorySegment offsets = MemorySegment.ofAddress(v.getOffsetBuffer().memoryAddress())
                         .reinterpret(4L * (TestVectors.N + 1));
@@ -135,11 +135,11 @@ class DeviceContentsTest extends ArrowTestSupport {
                 MemorySegment d = asCudaArray(arena, e);
                 if (level == ValidationLevel.FULL) {
                     ValidationException ex = assertThrows(ValidationException.class,
-                            () -> ArrowImport.importDeviceArray(schema.root(), d, level, null, copier));
+                            () -> ArrowC.importDeviceArray(schema.root(), d, level, null, copier));
                     assertEquals(Category.CONTENT, ex.category());
                     assertEquals("buffers[1]", ex.path());
                 } else {
-                    ArrowImport.importDeviceArray(schema.root(), d, level, null, copier).close();
+                    ArrowC.importDeviceArray(schema.root(), d, level, null, copier).close();
                 }
                 assertEquals(MemorySegment.NULL, ArrowArray.release(d.asSlice(ArrowDeviceArray.array$offset())),
                         "moved, and released by the import (exactly once: the producer's allocator must balance)");
@@ -150,14 +150,14 @@ class DeviceContentsTest extends ArrowTestSupport {
     @Test
     void aLastOffsetBeyondTheChildIsRejectedAtDefault() {
         try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("list_int32").apply(allocator);
-             Exported e = export(v); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
+             Exported e = export(v); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
              CountingCopier copier = new CountingCopier()) {
             MemorySegment offsets = MemorySegment.ofAddress(v.getOffsetBuffer().memoryAddress())
                     .reinterpret(4L * (TestVectors.N + 1));
             offsets.setAtIndex(ValueLayout.JAVA_INT, TestVectors.N, 1_000_000);
             MemorySegment d = asCudaArray(arena, e);
             ValidationException ex = assertThrows(ValidationException.class,
-                    () -> ArrowImport.importDeviceArray(schema.root(), d, ValidationLevel.DEFAULT, null, copier));
+                    () -> ArrowC.importDeviceArray(schema.root(), d, ValidationLevel.DEFAULT, null, copier));
             assertEquals(Category.LENGTH, ex.category());
             assertEquals(MemorySegment.NULL, ArrowArray.release(d.asSlice(ArrowDeviceArray.array$offset())));
         }
@@ -166,13 +166,13 @@ class DeviceContentsTest extends ArrowTestSupport {
     @Test
     void aCpuArrayIsRefusedByTheDeviceImport() {
         try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("int32").apply(allocator);
-             Exported e = export(v); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
+             Exported e = export(v); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
              CountingCopier copier = new CountingCopier()) {
             MemorySegment d = asCudaArray(arena, e);
             ArrowDeviceArray.device_type(d, DeviceKind.CPU.code());
             ArrowDeviceArray.device_id(d, -1);
             ValidationException ex = assertThrows(ValidationException.class,
-                    () -> ArrowImport.importDeviceArray(schema.root(), d, ValidationLevel.FULL, null, copier));
+                    () -> ArrowC.importDeviceArray(schema.root(), d, ValidationLevel.FULL, null, copier));
             assertEquals(Category.DEVICE, ex.category());
             assertTrue(copier.batches.isEmpty());
         }

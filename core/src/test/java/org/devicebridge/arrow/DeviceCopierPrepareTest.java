@@ -85,10 +85,10 @@ class DeviceCopierPrepareTest extends ArrowTestSupport {
     @EnumSource(ValidationLevel.class)
     void prepareSeesTheDeviceTheSyncEventAndTheStructureOnceBeforeAnyCopy(ValidationLevel level) {
         try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("utf8").apply(allocator);
-             Exported e = export(v); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
+             Exported e = export(v); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
              RecordingCopier copier = new RecordingCopier()) {
             MemorySegment event = arena.allocate(ValueLayout.JAVA_LONG);
-            try (ImportedArray device = ArrowImport.importDeviceArray(schema.root(), asCudaArray(arena, e, event),
+            try (ImportedArray device = ArrowC.importDeviceArray(schema.root(), asCudaArray(arena, e, event),
                     level, null, copier)) {
                 List<String> expected = switch (level) {
                     case NONE, MINIMAL -> List.of("prepare");
@@ -110,12 +110,12 @@ class DeviceCopierPrepareTest extends ArrowTestSupport {
     @Test
     void aThrowFromPrepareRejectsTheImportBeforeAnyCopyAndReleasesTheStruct() {
         try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("utf8").apply(allocator);
-             Exported e = export(v); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
+             Exported e = export(v); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
              RecordingCopier copier = new RecordingCopier()) {
             copier.failure = new ValidationException(Category.DEVICE, "buffers[1]", "expected device memory but found none");
             MemorySegment d = asCudaArray(arena, e, MemorySegment.NULL);
             ValidationException ex = assertThrows(ValidationException.class,
-                    () -> ArrowImport.importDeviceArray(schema.root(), d, ValidationLevel.FULL, null, copier));
+                    () -> ArrowC.importDeviceArray(schema.root(), d, ValidationLevel.FULL, null, copier));
             assertSame(copier.failure, ex);
             assertEquals(List.of("prepare"), copier.calls);
             assertEquals(MemorySegment.NULL, ArrowArray.release(d.asSlice(ArrowDeviceArray.array$offset())),
@@ -127,10 +127,10 @@ class DeviceCopierPrepareTest extends ArrowTestSupport {
     void aMinimalImportReadAgainAtDefaultKnowsItsDataSizesAndTheImportKeepsOwningTheStruct() {
         try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("utf8").apply(allocator);
              Exported onHost = export(v); Exported onDevice = export(v);
-             ImportedSchema schema = ArrowImport.importSchema(onHost.schemaPtr());
-             ImportedArray host = ArrowImport.importArray(schema.root(), onHost.arrayPtr(), ValidationLevel.DEFAULT);
+             ImportedSchema schema = ArrowC.importSchema(onHost.schemaPtr());
+             ImportedArray host = ArrowC.importArray(schema.root(), onHost.arrayPtr(), ValidationLevel.DEFAULT);
              RecordingCopier copier = new RecordingCopier();
-             ImportedArray device = ArrowImport.importDeviceArray(schema.root(),
+             ImportedArray device = ArrowC.importDeviceArray(schema.root(),
                      asCudaArray(arena, onDevice, MemorySegment.NULL), ValidationLevel.MINIMAL, null, copier)) {
             assertEquals(-1, device.root().bufferLength(2));
             ArrayNode sized = device.view(ValidationLevel.DEFAULT, copier);
@@ -146,9 +146,9 @@ class DeviceCopierPrepareTest extends ArrowTestSupport {
     @Test
     void corruptOffsetsAreCaughtWhenAMinimalImportIsReadAgainAtDefault() {
         try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("utf8").apply(allocator);
-             Exported e = export(v); ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
+             Exported e = export(v); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
              RecordingCopier copier = new RecordingCopier();
-             ImportedArray device = ArrowImport.importDeviceArray(schema.root(),
+             ImportedArray device = ArrowC.importDeviceArray(schema.root(),
                      asCudaArray(arena, e, MemorySegment.NULL), ValidationLevel.MINIMAL, null, copier)) {
             MemorySegment offsets = MemorySegment.ofAddress(offsetsOf(v)).reinterpret(4L * (TestVectors.N + 1));
             offsets.setAtIndex(ValueLayout.JAVA_INT, 0, 1000); // above the last offset

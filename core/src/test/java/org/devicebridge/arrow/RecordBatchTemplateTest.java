@@ -110,7 +110,7 @@ class RecordBatchTemplateTest {
     void everyChangedBatchIsReadAsTheGeneralReaderReadsIt() {
         Random r = new Random(28);
         int rejected = 0;
-        try (Arena arena = Arena.ofConfined(); ImportedSchema imported = ArrowImport.importSchema(schema(arena))) {
+        try (Arena arena = Arena.ofConfined(); ImportedSchema imported = ArrowC.importSchema(schema(arena))) {
             SchemaNode schema = imported.root();
             assertNotNull(schema.layout().template());
             for (int round = 0; round < 3000; round++) {
@@ -132,7 +132,7 @@ class RecordBatchTemplateTest {
 
     @Test
     void aWellFormedBatchIsAcceptedByTheTemplateItself() {
-        try (Arena arena = Arena.ofConfined(); ImportedSchema imported = ArrowImport.importSchema(schema(arena))) {
+        try (Arena arena = Arena.ofConfined(); ImportedSchema imported = ArrowC.importSchema(schema(arena))) {
             SchemaLayout layout = imported.root().layout();
             MemorySegment root = batch(arena)[0];
             ArrayTable table = new ArrayTable(layout, true);
@@ -151,11 +151,11 @@ class RecordBatchTemplateTest {
             for (String[] formats : without) {
                 MemorySegment leaf = formats[1].equals("+s") ? HandMade.schema(arena, "+s", HandMade.schema(arena, "l"))
                         : HandMade.schema(arena, formats[1]);
-                try (ImportedSchema s = ArrowImport.importSchema(HandMade.root(HandMade.schema(arena, formats[0], leaf)))) {
+                try (ImportedSchema s = ArrowC.importSchema(HandMade.root(HandMade.schema(arena, formats[0], leaf)))) {
                     assertNull(s.root().layout().template(), String.join(" of ", formats));
                 }
             }
-            try (ImportedSchema s = ArrowImport.importSchema(HandMade.root(HandMade.schema(arena, "l")))) {
+            try (ImportedSchema s = ArrowC.importSchema(HandMade.root(HandMade.schema(arena, "l")))) {
                 assertNull(s.root().layout().template(), "a leaf root");
             }
         }

@@ -15,7 +15,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.stream.Stream;
 import org.devicebridge.InvalidArgumentException;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.dlpack.DLPack;
@@ -52,7 +52,7 @@ class ImportSegmentKindTest {
         ArrowSchema.format(s, global.allocateFrom("i"));
         ArrowSchema.name(s, global.allocateFrom("x"));
         ArrowSchema.release(s, RELEASE);
-        int32 = ArrowImport.importSchema(s);
+        int32 = ArrowC.importSchema(s);
     }
 
     @AfterAll
@@ -71,21 +71,21 @@ class ImportSegmentKindTest {
 
     static List<EntryPoint> entryPoints() {
         return List.of(
-                new EntryPoint("ArrowImport.importSchema", ForeignImport.Kind.ARROW_SCHEMA, "arrowSchemaPtr",
-                        ArrowImport::importSchema),
-                new EntryPoint("ArrowImport.importArray", ForeignImport.Kind.ARROW_ARRAY, "arrowArrayPtr",
-                        s -> ArrowImport.importArray(int32.root(), s, ValidationLevel.DEFAULT)),
-                new EntryPoint("ArrowImport.importArray(arena)", ForeignImport.Kind.ARROW_ARRAY, "arrowArrayPtr",
-                        s -> ArrowImport.importArray(int32.root(), s, ValidationLevel.DEFAULT, Arena.ofAuto())),
-                new EntryPoint("ArrowImport.importDeviceArray", ForeignImport.Kind.ARROW_DEVICE_ARRAY,
-                        "arrowDeviceArrayPtr", s -> ArrowImport.importDeviceArray(int32.root(), s, ValidationLevel.MINIMAL)),
-                new EntryPoint("ArrowImport.importDeviceArray(arena)", ForeignImport.Kind.ARROW_DEVICE_ARRAY,
+                new EntryPoint("ArrowC.importSchema", ForeignImport.Kind.ARROW_SCHEMA, "arrowSchemaPtr",
+                        ArrowC::importSchema),
+                new EntryPoint("ArrowC.importArray", ForeignImport.Kind.ARROW_ARRAY, "arrowArrayPtr",
+                        s -> ArrowC.importArray(int32.root(), s, ValidationLevel.DEFAULT)),
+                new EntryPoint("ArrowC.importArray(arena)", ForeignImport.Kind.ARROW_ARRAY, "arrowArrayPtr",
+                        s -> ArrowC.importArray(int32.root(), s, ValidationLevel.DEFAULT, Arena.ofAuto())),
+                new EntryPoint("ArrowC.importDeviceArray", ForeignImport.Kind.ARROW_DEVICE_ARRAY,
+                        "arrowDeviceArrayPtr", s -> ArrowC.importDeviceArray(int32.root(), s, ValidationLevel.MINIMAL)),
+                new EntryPoint("ArrowC.importDeviceArray(arena)", ForeignImport.Kind.ARROW_DEVICE_ARRAY,
                         "arrowDeviceArrayPtr",
-                        s -> ArrowImport.importDeviceArray(int32.root(), s, ValidationLevel.MINIMAL, Arena.ofAuto())),
-                new EntryPoint("ArrowImport.importStream", ForeignImport.Kind.ARROW_ARRAY_STREAM, "arrowArrayStreamPtr",
-                        ArrowImport::importStream),
-                new EntryPoint("ArrowImport.importDeviceStream", ForeignImport.Kind.ARROW_DEVICE_ARRAY_STREAM,
-                        "arrowDeviceArrayStreamPtr", ArrowImport::importDeviceStream),
+                        s -> ArrowC.importDeviceArray(int32.root(), s, ValidationLevel.MINIMAL, Arena.ofAuto())),
+                new EntryPoint("ArrowC.importStream", ForeignImport.Kind.ARROW_ARRAY_STREAM, "arrowArrayStreamPtr",
+                        ArrowC::importStream),
+                new EntryPoint("ArrowC.importDeviceStream", ForeignImport.Kind.ARROW_DEVICE_ARRAY_STREAM,
+                        "arrowDeviceArrayStreamPtr", ArrowC::importDeviceStream),
                 new EntryPoint("DLPack.importVersioned", ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED, "tensor",
                         s -> DLPack.importVersioned(s, ImportOptions.any())),
                 new EntryPoint("DLPack.importVersioned(arena)", ForeignImport.Kind.DL_MANAGED_TENSOR_VERSIONED, "tensor",

@@ -14,7 +14,7 @@ import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
@@ -135,7 +135,7 @@ final class ArrowOracle {
                         Fuzz.Counters k) {
         ImportedSchema schema;
         try {
-            schema = ArrowImport.importSchema(in.schema);
+            schema = ArrowC.importSchema(in.schema);
         } catch (ValidationException | UnsupportedFeatureException e) {
             c.equal("schema release calls after rejection", in.schemaReleased ? 0 : 1, k.schemaReleases);
             c.check("schema of a malformed-content input rejected: " + e, m == null);
@@ -244,8 +244,8 @@ final class ArrowOracle {
         long releasesBefore = k.rootReleases;
         ImportedArray array;
         try {
-            array = in.device ? ArrowImport.importDeviceArray(schema.root(), in.array, level)
-                    : ArrowImport.importArray(schema.root(), in.array, level);
+            array = in.device ? ArrowC.importDeviceArray(schema.root(), in.array, level)
+                    : ArrowC.importArray(schema.root(), in.array, level);
         } catch (ValidationException | UnsupportedFeatureException e) {
             c.equal("array release calls after rejection at " + level, in.arrayReleased ? 0 : 1, k.rootReleases - releasesBefore);
             return new Result(level, e, null);
@@ -345,9 +345,9 @@ final class ArrowOracle {
                         "ArrowJava.exportVector refused what the bridge loaded at FULL", e);
             }
             DictionaryProvider.MapDictionaryProvider backDictionaries = new DictionaryProvider.MapDictionaryProvider();
-            try (ImportedSchema schema = ArrowImport.importSchema(outSchema);
+            try (ImportedSchema schema = ArrowC.importSchema(outSchema);
                  FieldVector back = ArrowJava.importFieldVector(allocator,
-                         ArrowImport.importArray(schema.root(), outArray, ValidationLevel.FULL), backDictionaries)) {
+                         ArrowC.importArray(schema.root(), outArray, ValidationLevel.FULL), backDictionaries)) {
                 return ArrowJavaValues.of(back, backDictionaries);
             } catch (RuntimeException | Error e) {
                 throw c.fail(FuzzOracle.Kind.BRIDGE, ValidationLevel.FULL,

@@ -5,7 +5,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.SplittableRandom;
 import org.apache.arrow.memory.BufferAllocator;
 import org.devicebridge.DeviceBridgeException;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.dlpack.DLPack;
@@ -81,7 +81,7 @@ final class FuzzOracle {
             Outcome outcome = Outcome.REJECTED;
             org.devicebridge.arrow.ImportedArrayStream stream = null;
             try {
-                stream = st.device ? ArrowImport.importDeviceStream(st.stream) : ArrowImport.importStream(st.stream);
+                stream = st.device ? ArrowC.importDeviceStream(st.stream) : ArrowC.importStream(st.stream);
             } catch (DeviceBridgeException e) {
                 // rejected: the stream released, and whatever get_schema handed over released too
                 c.check("importStream threw the untyped base exception: " + e, e.getClass() != DeviceBridgeException.class);

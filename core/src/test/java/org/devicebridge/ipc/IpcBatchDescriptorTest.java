@@ -31,7 +31,7 @@ import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ImportedArray;
@@ -255,11 +255,11 @@ class IpcBatchDescriptorTest {
             root.setRowCount(rows);
             SchemaNode schema;
             try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
-                 ImportedSchema is = ArrowImport.importSchema(es.segment())) {
+                 ImportedSchema is = ArrowC.importSchema(es.segment())) {
                 schema = is.root();
             }
             try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
-                 ImportedArray host = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
+                 ImportedArray host = ArrowC.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 List<Long> bases = new ArrayList<>();
                 Node described = describe(host.root(), bases);
                 IpcBatchDescriptor d = IpcBatchDescriptor.parse(new IpcBatchDescriptor("cpu", 0,
@@ -274,7 +274,7 @@ class IpcBatchDescriptorTest {
                 IpcBatchImport.writeDeviceArray(d.array(), bases.stream().mapToLong(Long::longValue).toArray(), 0,
                         struct, freed::incrementAndGet);
                 MemorySegment array = struct.asSlice(ArrowDeviceArray.array$offset(), ArrowArray.sizeof());
-                ImportedArray again = ArrowImport.importArray(type, array, ValidationLevel.FULL);
+                ImportedArray again = ArrowC.importArray(type, array, ValidationLevel.FULL);
                 try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator, again, null)) {
                     assertEquals(rows, back.getRowCount());
                     for (int i = 0; i < vectors.size(); i++) { // compared as the CUDA round trip compares them

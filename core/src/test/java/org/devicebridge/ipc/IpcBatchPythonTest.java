@@ -43,7 +43,7 @@ import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ImportedArray;
@@ -191,7 +191,7 @@ class IpcBatchPythonTest {
     /** The schema of {@code root} as the library imports it. */
     private static SchemaNode schemaOf(VectorSchemaRoot root) {
         try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
-             ImportedSchema is = ArrowImport.importSchema(es.segment())) {
+             ImportedSchema is = ArrowC.importSchema(es.segment())) {
             return is.root();
         }
     }
@@ -203,7 +203,7 @@ class IpcBatchPythonTest {
     private static CudaArrowBatch inMemAlloc(VectorSchemaRoot root, CudaStream stream, HostDeviceTransfer transfer) {
         SchemaNode schema = schemaOf(root);
         try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
-             ImportedArray host = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT);
+             ImportedArray host = ArrowC.importArray(schema, ea.segment(), ValidationLevel.DEFAULT);
              Arena arena = Arena.ofConfined()) {
             List<MemorySegment> sources = new ArrayList<>();
             long[] total = {0};

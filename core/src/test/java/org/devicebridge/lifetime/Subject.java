@@ -7,7 +7,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 import org.devicebridge.NativeHandle;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.ImportedSchema;
@@ -123,7 +123,7 @@ abstract class Subject {
                 NUMPY_DLPACK);
     }
 
-    /** A C-produced uint8 array through {@link ArrowImport#importArray}; segment: buffer 1 of the root. */
+    /** A C-produced uint8 array through {@link ArrowC#importArray}; segment: buffer 1 of the root. */
     static final Subject ARROW_ARRAY = new CProduced("ImportedArray (importArray)", 11) {
         @Override
         NativeHandle importData(Arena arena) {
@@ -135,7 +135,7 @@ abstract class Subject {
         }
     };
 
-    /** A C-produced CPU {@code ArrowDeviceArray} through {@link ArrowImport#importDeviceArray}. */
+    /** A C-produced CPU {@code ArrowDeviceArray} through {@link ArrowC#importDeviceArray}. */
     static final Subject ARROW_DEVICE_ARRAY_CPU = new CProduced("ImportedArray (importDeviceArray, CPU)", 23) {
         @Override
         NativeHandle importData(Arena arena) {
@@ -167,7 +167,7 @@ abstract class Subject {
             try (Arena structs = Arena.ofConfined()) {
                 MemorySegment s = structs.allocate(ArrowArrayStream.layout());
                 HoldSegment.makeStream(s, 2, N, seed);
-                stream = ArrowImport.importStream(s);
+                stream = ArrowC.importStream(s);
             }
             long before = HoldSegment.releasesOf(seed);
             long streams = HoldSegment.streamReleases();
@@ -359,7 +359,7 @@ abstract class Subject {
         try (Arena structs = Arena.ofConfined()) {
             MemorySegment schema = structs.allocate(ArrowSchema.layout());
             HoldSegment.makeSchema(schema);
-            try (ImportedSchema s = ArrowImport.importSchema(schema)) {
+            try (ImportedSchema s = ArrowC.importSchema(schema)) {
                 return s.root();
             }
         }
@@ -368,13 +368,13 @@ abstract class Subject {
     // The public import overloads: without an arena where none is given, with the caller's arena otherwise.
 
     static ImportedArray importArray(MemorySegment array, Arena arena) {
-        return arena == null ? ArrowImport.importArray(uint8(), array, ValidationLevel.FULL)
-                : ArrowImport.importArray(uint8(), array, ValidationLevel.FULL, arena);
+        return arena == null ? ArrowC.importArray(uint8(), array, ValidationLevel.FULL)
+                : ArrowC.importArray(uint8(), array, ValidationLevel.FULL, arena);
     }
 
     static ImportedArray importDeviceArray(MemorySegment array, Arena arena) {
-        return arena == null ? ArrowImport.importDeviceArray(uint8(), array, ValidationLevel.FULL)
-                : ArrowImport.importDeviceArray(uint8(), array, ValidationLevel.FULL, arena);
+        return arena == null ? ArrowC.importDeviceArray(uint8(), array, ValidationLevel.FULL)
+                : ArrowC.importDeviceArray(uint8(), array, ValidationLevel.FULL, arena);
     }
 
     static ImportedTensor importVersioned(MemorySegment tensor, Arena arena) {

@@ -9,7 +9,7 @@ import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.ArrowJavaUnavailableException;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.java.ArrowJava;
@@ -80,12 +80,12 @@ public final class ArrowMemoryProbe {
             VectorSchemaRoot table = VectorSchemaRoot.of(ids, names);
             long live = ArrowMemory.liveBytes();
             try (Arena structs = Arena.ofConfined()) {
-                MemorySegment schema = ArrowImport.allocateSchema(structs);
-                MemorySegment array = ArrowImport.allocateArray(structs);
+                MemorySegment schema = ArrowC.allocateSchema(structs);
+                MemorySegment array = ArrowC.allocateArray(structs);
                 ArrowJava.exportRoot(table, null, array, schema);
-                try (ImportedSchema s = ArrowImport.importSchema(schema);
+                try (ImportedSchema s = ArrowC.importSchema(schema);
                      VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
-                             ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
+                             ArrowC.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                     if (!table.contentToTSVString().equals(back.contentToTSVString())) {
                         System.out.println("RESULT mismatch");
                         System.exit(1);

@@ -25,7 +25,7 @@ import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowDataType.TypeId;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
@@ -226,10 +226,10 @@ class PyArrowPeerTest {
         /** pyarrow's {@code __arrow_c_array__} of {@code producer}, imported at FULL. */
         static View of(PyObjectRef producer) {
             try (ArrowArrayCapsules caps = PythonImport.arrowArray(producer)) {
-                ImportedSchema s = Capsules.take(caps.schema(), CapsuleKind.ARROW_SCHEMA, ArrowImport::importSchema);
+                ImportedSchema s = Capsules.take(caps.schema(), CapsuleKind.ARROW_SCHEMA, ArrowC::importSchema);
                 try {
                     return new View(s, Capsules.take(caps.array(), CapsuleKind.ARROW_ARRAY,
-                            p -> ArrowImport.importArray(s.root(), p, ValidationLevel.FULL)));
+                            p -> ArrowC.importArray(s.root(), p, ValidationLevel.FULL)));
                 } catch (RuntimeException | Error e) {
                     s.close();
                     throw e;
@@ -239,9 +239,9 @@ class PyArrowPeerTest {
 
         /** An {@code ArrowSchema} and {@code ArrowArray} pair that Java code filled, imported at FULL. */
         static View of(MemorySegment schema, MemorySegment array) {
-            ImportedSchema s = ArrowImport.importSchema(schema);
+            ImportedSchema s = ArrowC.importSchema(schema);
             try {
-                return new View(s, ArrowImport.importArray(s.root(), array, ValidationLevel.FULL));
+                return new View(s, ArrowC.importArray(s.root(), array, ValidationLevel.FULL));
             } catch (RuntimeException | Error e) {
                 s.close();
                 throw e;

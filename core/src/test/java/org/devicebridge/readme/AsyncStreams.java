@@ -12,7 +12,7 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.AsyncDeviceStream;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ValidationLevel;
@@ -36,7 +36,7 @@ public class AsyncStreams {
             VectorSchemaRoot b = VectorSchemaRoot.of(second);
 
             // Any ArrowDeviceArrayStream is a source: here two Arrow Java batches.
-            MemorySegment stream = ArrowImport.allocateDeviceArrayStream(structs);
+            MemorySegment stream = ArrowC.allocateDeviceArrayStream(structs);
             ArrowJava.exportDeviceStream(a.getSchema(), List.of(a, b).iterator(), null, stream);
 
             // The consumer: a handler the library implements, at most 2 batches requested ahead.

@@ -7,7 +7,7 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
@@ -25,13 +25,13 @@ public class QuickStartArrow {
             ids.setNull(2);
             ids.setValueCount(3);
             VectorSchemaRoot table = VectorSchemaRoot.of(ids);
-            MemorySegment schema = ArrowImport.allocateSchema(structs);
-            MemorySegment array = ArrowImport.allocateArray(structs);
+            MemorySegment schema = ArrowC.allocateSchema(structs);
+            MemorySegment array = ArrowC.allocateArray(structs);
 
             // Export (zero-copy), then import: the handles own the structs, close() releases them.
             ArrowJava.exportRoot(table, null, array, schema);
-            try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 ImportedArray batch = ArrowImport.importArray(s.root(), array, ValidationLevel.FULL)) {
+            try (ImportedSchema s = ArrowC.importSchema(schema);
+                 ImportedArray batch = ArrowC.importArray(s.root(), array, ValidationLevel.FULL)) {
                 ArrayNode id = batch.root().children().get(0);
                 System.out.println("id[1] = " + id.buffer(1).getAtIndex(ValueLayout.JAVA_LONG, id.offset() + 1));
             }

@@ -6,7 +6,7 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.Device;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrow;
 import org.devicebridge.arrow.cuda.CudaArrowBatch;
@@ -34,7 +34,7 @@ public class QuickStartCuda {
                 DeviceCopies copies = new DeviceCopies(allocator, transfer, stream);
                 try (CudaArrowBatch onGpu = CudaArrow.upload(table, copies)) {
                     // Export as a CUDA ArrowDeviceArray (zero-copy, sync event on `stream`).
-                    MemorySegment deviceArray = ArrowImport.allocateDeviceArray(structs);
+                    MemorySegment deviceArray = ArrowC.allocateDeviceArray(structs);
                     CudaArrow.exportDeviceArray(onGpu, copies, deviceArray);
 
                     // A consumer (cuDF...) takes it; here devicebridge imports it and downloads it.

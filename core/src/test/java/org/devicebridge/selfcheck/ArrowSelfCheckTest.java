@@ -10,7 +10,7 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
@@ -31,8 +31,8 @@ class ArrowSelfCheckTest {
                     MemorySegment schema = ArrowSchema.allocate(arena);
                     MemorySegment array = ArrowArray.allocate(arena);
                     ArrowJava.exportRoot(one, null, array, schema);
-                    try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                        ImportedArray a = ArrowImport.importArray(s.root(), array, ValidationLevel.FULL);
+                    try (ImportedSchema s = ArrowC.importSchema(schema)) {
+                        ImportedArray a = ArrowC.importArray(s.root(), array, ValidationLevel.FULL);
                         try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator, a, null)) {
                             if (!back.equals(one)) {
                                 failures.add(v.getName() + ": values differ");

@@ -253,7 +253,7 @@ public final class CudaArrow {
 
     /**
      * Pulls the next batch of an imported CUDA {@code ArrowDeviceArrayStream} (see
-     * {@link org.devicebridge.arrow.ArrowImport#importDeviceStream}) and imports it as
+     * {@link org.devicebridge.arrow.ArrowC#importDeviceStream}) and imports it as
      * {@link #importDeviceArray} does. Returns {@code null} at the end of the stream.
      *
      * <p>Ownership: the caller owns a returned batch and still owns {@code deviceStream}; after a throw the batch

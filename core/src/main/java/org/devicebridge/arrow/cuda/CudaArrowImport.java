@@ -7,7 +7,7 @@ import java.util.Objects;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.SchemaNode;
@@ -68,7 +68,7 @@ final class CudaArrowImport {
         CudaImport cuda = new CudaImport(level, copies.stream(), copies.transfer());
         ImportedArray imported;
         try {
-            imported = ArrowImport.importDeviceArray(schema, arrowDeviceArrayPtr, level, null, cuda);
+            imported = ArrowC.importDeviceArray(schema, arrowDeviceArrayPtr, level, null, cuda);
         } catch (RuntimeException | Error e) {
             cuda.abandon(e);
             throw e;
@@ -78,7 +78,7 @@ final class CudaArrowImport {
 
     /**
      * Pulls the next batch of an imported CUDA {@code ArrowDeviceArrayStream} (see
-     * {@link ArrowImport#importDeviceStream}) and imports it as
+     * {@link ArrowC#importDeviceStream}) and imports it as
      * {@link #importDeviceArray(SchemaNode, MemorySegment, ValidationLevel, DeviceCopies)}
      * does: {@code stream} waits on the batch's sync event, pointers are checked, and DEFAULT/FULL validate
      * from host copies. Returns {@code null} at the end of the stream.

@@ -14,7 +14,7 @@ import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.Device;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ImportedArray;
@@ -146,7 +146,7 @@ final class CudaArrowUpload {
         static Inputs of(VectorSchemaRoot root, DictionaryProvider provider, SchemaNode schema) {
             ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, provider, out, null));
             try {
-                return new Inputs(ea, ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT));
+                return new Inputs(ea, ArrowC.importArray(schema, ea.segment(), ValidationLevel.DEFAULT));
             } catch (RuntimeException | Error e) {
                 try {
                     ea.close();
@@ -185,7 +185,7 @@ final class CudaArrowUpload {
         }
         SchemaNode node;
         try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(schema, provider, out));
-             ImportedSchema is = ArrowImport.importSchema(es.segment())) {
+             ImportedSchema is = ArrowC.importSchema(es.segment())) {
             node = is.root();
         }
         if (provider == null) {

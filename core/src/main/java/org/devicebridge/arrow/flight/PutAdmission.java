@@ -21,7 +21,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ImportedArray;
@@ -252,13 +252,13 @@ final class PutAdmission {
 
         FullCheck(Schema schema) {
             try (ExportedSchema exported = ExportedSchema.allocate(out -> ArrowJava.exportSchema(schema, null, out))) {
-                this.schema = ArrowImport.importSchema(exported.segment());
+                this.schema = ArrowC.importSchema(exported.segment());
             }
         }
 
         void check(VectorSchemaRoot root) {
             try (ExportedArray exported = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
-                 ImportedArray checked = ArrowImport.importArray(schema.root(), exported.segment(), ValidationLevel.FULL)) {
+                 ImportedArray checked = ArrowC.importArray(schema.root(), exported.segment(), ValidationLevel.FULL)) {
                 // the import is the check; the handles release the structs (the root keeps its buffers)
             }
         }

@@ -11,7 +11,7 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
@@ -22,7 +22,7 @@ import org.devicebridge.arrow.ValidationLevel;
  * into a root or a vector ({@link #importVectorSchemaRoot(BufferAllocator, MemorySegment, MemorySegment,
  * DictionaryProvider.MapDictionaryProvider)}, {@link #importFieldVector(BufferAllocator, MemorySegment,
  * MemorySegment, DictionaryProvider.MapDictionaryProvider)}), or from an array already imported and viewed
- * with {@link org.devicebridge.arrow.ArrowImport}. Arrow Java's memory on the FFM API is
+ * with {@link org.devicebridge.arrow.ArrowC}. Arrow Java's memory on the FFM API is
  * {@link ArrowMemory} (plain, and pooled: recycled blocks).
  *
  * <p><b>Export.</b> Zero-copy export of Arrow Java data through the Arrow C Data Interface ({@code ArrowSchema},
@@ -298,7 +298,7 @@ public final class ArrowJava {
     }
 
     /**
-     * Imports an array already imported with {@link ArrowImport} (host memory, validated at DEFAULT or FULL)
+     * Imports an array already imported with {@link ArrowC} (host memory, validated at DEFAULT or FULL)
      * into a new Arrow Java vector, without copying: for a caller that read the view first. Dictionaries of
      * dictionary-encoded fields are put into {@code dictionaries} (with fresh ids above the ones it holds);
      * the caller closes them.
@@ -320,7 +320,7 @@ public final class ArrowJava {
     }
 
     /**
-     * Imports an array already imported with {@link ArrowImport} (a struct array: a record batch) into a new
+     * Imports an array already imported with {@link ArrowC} (a struct array: a record batch) into a new
      * {@link VectorSchemaRoot}, without copying; the struct's validity must have no nulls and its children
      * become the root's vectors. Ownership and exceptions as in
      * {@link #importFieldVector(BufferAllocator, ImportedArray, DictionaryProvider.MapDictionaryProvider)}:

@@ -16,7 +16,7 @@ import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowDataType.TypeId;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
@@ -97,7 +97,7 @@ final class ArrowJavaImport {
         Objects.requireNonNull(allocator, "allocator");
         try (ImportedSchema schema = importSchemaOrRelease(arrowSchemaPtr, arrowArrayPtr)) {
             return importVectorSchemaRoot(allocator,
-                    ArrowImport.importArray(schema.root(), arrowArrayPtr, ValidationLevel.DEFAULT), dictionaries);
+                    ArrowC.importArray(schema.root(), arrowArrayPtr, ValidationLevel.DEFAULT), dictionaries);
         }
     }
 
@@ -110,7 +110,7 @@ final class ArrowJavaImport {
         Objects.requireNonNull(allocator, "allocator");
         try (ImportedSchema schema = importSchemaOrRelease(arrowSchemaPtr, arrowArrayPtr)) {
             return importFieldVector(allocator,
-                    ArrowImport.importArray(schema.root(), arrowArrayPtr, ValidationLevel.DEFAULT), dictionaries);
+                    ArrowC.importArray(schema.root(), arrowArrayPtr, ValidationLevel.DEFAULT), dictionaries);
         }
     }
 
@@ -120,7 +120,7 @@ final class ArrowJavaImport {
      */
     private static ImportedSchema importSchemaOrRelease(MemorySegment arrowSchemaPtr, MemorySegment arrowArrayPtr) {
         try {
-            return ArrowImport.importSchema(arrowSchemaPtr);
+            return ArrowC.importSchema(arrowSchemaPtr);
         } catch (RuntimeException | Error e) {
             try {
                 ForeignImport.take(ForeignImport.Kind.ARROW_ARRAY, arrowArrayPtr, owned -> {

@@ -16,7 +16,7 @@
  * org.apache.arrow.vector.dictionary.DictionaryProvider, java.lang.foreign.MemorySegment,
  * java.lang.foreign.MemorySegment)} to hand a batch to C, and
  * {@link org.devicebridge.arrow.java.ArrowJava#importVectorSchemaRoot} to take one from C after
- * {@link org.devicebridge.arrow.ArrowImport#importArray(org.devicebridge.arrow.SchemaNode,
+ * {@link org.devicebridge.arrow.ArrowC#importArray(org.devicebridge.arrow.SchemaNode,
  * java.lang.foreign.MemorySegment, org.devicebridge.arrow.ValidationLevel)}.
  */
 package org.devicebridge.arrow.java;

@@ -32,7 +32,7 @@ import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.DeviceCopier;
 import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ExportedSchema;
@@ -173,13 +173,13 @@ class CudaArrowDownloadHostTest {
             ArrowJava.exportDeviceArray(root, dictionaries, d);
             ArrowDeviceArray.device_type(d, CUDA);
             ArrowDeviceArray.device_id(d, 0);
-            return ArrowImport.importDeviceArray(schema, d, level, null, sizing);
+            return ArrowC.importDeviceArray(schema, d, level, null, sizing);
         }
     }
 
     private static SchemaNode schemaOf(VectorSchemaRoot root, DictionaryProvider dictionaries) {
         try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), dictionaries, out));
-             ImportedSchema is = ArrowImport.importSchema(es.segment())) {
+             ImportedSchema is = ArrowC.importSchema(es.segment())) {
             return is.root();
         }
     }
@@ -404,7 +404,7 @@ class CudaArrowDownloadHostTest {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
             SchemaNode schema = schemaOf(root, null);
             try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
-                 ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
+                 ImportedArray source = ArrowC.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 ArrayNode uploaded = source.root().relocated(Map.of()); // as an upload's view: not host-readable
                 assertFalse(uploaded.isHostAccessible());
                 HostBatch batch = new HostBatch();
@@ -424,7 +424,7 @@ class CudaArrowDownloadHostTest {
             SchemaNode schema = schemaOf(root, null);
             MemorySegment offsets = offsets(root);
             try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
-                 ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
+                 ImportedArray source = ArrowC.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 ArrayNode uploaded = source.root().relocated(Map.of()); // as an upload's view
                 HostBatch batch = new HostBatch();
                 // the caller's own device work points the last value past the data buffer before the download
@@ -447,7 +447,7 @@ class CudaArrowDownloadHostTest {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
             SchemaNode schema = schemaOf(root, null);
             try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
-                 ImportedArray source = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.MINIMAL)) {
+                 ImportedArray source = ArrowC.importArray(schema, ea.segment(), ValidationLevel.MINIMAL)) {
                 ArrayNode unsized = source.root().relocated(Map.of());
                 HostBatch batch = new HostBatch();
                 assertThrows(UnsupportedFeatureException.class,

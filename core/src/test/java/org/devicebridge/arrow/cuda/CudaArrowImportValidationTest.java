@@ -21,7 +21,7 @@ import org.devicebridge.DeviceKind;
 import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.ImportedSchema;
@@ -95,7 +95,7 @@ class CudaArrowImportValidationTest {
 
     private static SchemaNode schemaOf(VectorSchemaRoot root) {
         try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
-             ImportedSchema is = ArrowImport.importSchema(es.segment())) {
+             ImportedSchema is = ArrowC.importSchema(es.segment())) {
             return is.root();
         }
     }
@@ -225,7 +225,7 @@ class CudaArrowImportValidationTest {
             int count = 0;
             try (CudaStream consumer = CudaStream.create(Device.cuda(DEVICE));
                  HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20);
-                 ImportedArrayStream in = ArrowImport.importDeviceStream(out)) {
+                 ImportedArrayStream in = ArrowC.importDeviceStream(out)) {
                 CudaArrowBatch b;
                 while ((b = CudaArrow.importNext(in, level, DeviceCopies.of(consumerTransfer, consumer))) != null) {
                     try (CudaArrowBatch batch = b;

@@ -35,7 +35,7 @@ import org.devicebridge.Device;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ImportedArray;
@@ -125,7 +125,7 @@ public class CudaArrowRoundTripTest {
 
     private static SchemaNode schemaOf(VectorSchemaRoot root, DictionaryProvider provider) {
         try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), provider, out));
-             ImportedSchema is = ArrowImport.importSchema(es.segment())) {
+             ImportedSchema is = ArrowC.importSchema(es.segment())) {
             return is.root();
         }
     }
@@ -202,7 +202,7 @@ public class CudaArrowRoundTripTest {
      */
     static void assertSameNullCounts(VectorSchemaRoot root, DictionaryProvider provider, CudaArrowBatch batch) {
         try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, provider, out, null));
-             ImportedArray host = ArrowImport.importArray(batch.schema(), ea.segment(), ValidationLevel.FULL)) {
+             ImportedArray host = ArrowC.importArray(batch.schema(), ea.segment(), ValidationLevel.FULL)) {
             List<ArrayNode> want = Nodes.collect(host.root());
             List<ArrayNode> got = Nodes.collect(batch.root());
             assertEquals(want.size(), got.size());
@@ -450,7 +450,7 @@ public class CudaArrowRoundTripTest {
             int count = 0;
             try (CudaStream consumer = CudaStream.create(Device.cuda(DEVICE));
                  HostDeviceTransfer consumerTransfer = HostDeviceTransfer.create(Device.cuda(DEVICE), 1 << 20);
-                 ImportedArrayStream in = ArrowImport.importDeviceStream(out)) {
+                 ImportedArrayStream in = ArrowC.importDeviceStream(out)) {
                 assertEquals(DeviceKind.CUDA, in.deviceType());
                 CudaArrowBatch b;
                 while ((b = CudaArrow.importNext(in, ValidationLevel.DEFAULT,

@@ -14,7 +14,7 @@ import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.devicebridge.DeviceKind;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
@@ -92,7 +92,7 @@ class CudaArrowWithoutDriverTest {
         try (VectorSchemaRoot root = table(); Arena arena = Arena.ofConfined()) {
             SchemaNode schema;
             try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
-                 ImportedSchema is = ArrowImport.importSchema(es.segment())) {
+                 ImportedSchema is = ArrowC.importSchema(es.segment())) {
                 schema = is.root();
             }
             MemorySegment in = arena.allocate(ArrowDeviceArray.layout());

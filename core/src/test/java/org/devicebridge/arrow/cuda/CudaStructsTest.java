@@ -15,7 +15,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.compare.VectorEqualsVisitor;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ExportedSchema;
 import org.devicebridge.arrow.ImportedArray;
@@ -72,11 +72,11 @@ class CudaStructsTest {
         root.setRowCount(rows);
         SchemaNode schema;
         try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
-             ImportedSchema is = ArrowImport.importSchema(es.segment())) {
+             ImportedSchema is = ArrowC.importSchema(es.segment())) {
             schema = is.root();
         }
         try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null))) {
-            return new Source(vectors, root, schema, ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT));
+            return new Source(vectors, root, schema, ArrowC.importArray(schema, ea.segment(), ValidationLevel.DEFAULT));
         }
     }
 
@@ -87,7 +87,7 @@ class CudaStructsTest {
             MemorySegment out = arena.allocate(ArrowArray.layout());
             Nodes.write(src.array().root(), Nodes::address, out, freed::incrementAndGet);
             assertEquals(treesBefore + 1, CudaStructs.TREES.size());
-            ImportedArray again = ArrowImport.importArray(src.schema(), out, ValidationLevel.FULL);
+            ImportedArray again = ArrowC.importArray(src.schema(), out, ValidationLevel.FULL);
             try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator, again, null)) {
                 assertEquals(41, back.getRowCount());
                 for (int i = 0; i < src.vectors().size(); i++) {
@@ -129,14 +129,14 @@ class CudaStructsTest {
             root.setRowCount(rows);
             SchemaNode schema;
             try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), dictionaries, out));
-                 ImportedSchema is = ArrowImport.importSchema(es.segment())) {
+                 ImportedSchema is = ArrowC.importSchema(es.segment())) {
                 schema = is.root();
             }
             try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, dictionaries, out, null));
-                 ImportedArray host = ArrowImport.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
+                 ImportedArray host = ArrowC.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 MemorySegment out = arena.allocate(ArrowArray.layout());
                 Nodes.write(host.root(), Nodes::address, out, freed::incrementAndGet);
-                ImportedArray again = ArrowImport.importArray(schema, out, ValidationLevel.FULL);
+                ImportedArray again = ArrowC.importArray(schema, out, ValidationLevel.FULL);
                 try (VectorSchemaRoot down = ArrowJava.importVectorSchemaRoot(allocator, again, back)) {
                     assertEquals(rows, down.getRowCount());
                     for (int i = 0; i < vectors.size(); i++) {

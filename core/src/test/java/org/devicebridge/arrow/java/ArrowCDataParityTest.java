@@ -35,7 +35,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.DeviceBridgeException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ArrowTestSupport;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
@@ -143,9 +143,9 @@ class ArrowCDataParityTest extends ArrowTestSupport {
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
             ArrowJava.exportRoot(source, dictionaries, array, schema);
-            try (ImportedSchema s = ArrowImport.importSchema(schema)) {
+            try (ImportedSchema s = ArrowC.importSchema(schema)) {
                 return ArrowJava.importVectorSchemaRoot(allocator,
-                        ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), into);
+                        ArrowC.importArray(s.root(), array, ValidationLevel.FULL), into);
             }
         }
     }
@@ -220,9 +220,9 @@ class ArrowCDataParityTest extends ArrowTestSupport {
                 ArrowArray.offset(e.arrayStruct(), 3);
                 ArrowArray.length(e.arrayStruct(), 4);
             }
-            try (ImportedSchema s = ArrowImport.importSchema(forUs.schemaPtr());
+            try (ImportedSchema s = ArrowC.importSchema(forUs.schemaPtr());
                  FieldVector ours = ArrowJava.importFieldVector(allocator,
-                         ArrowImport.importArray(s.root(), forUs.arrayPtr(), ValidationLevel.FULL), null);
+                         ArrowC.importArray(s.root(), forUs.arrayPtr(), ValidationLevel.FULL), null);
                  CDataDictionaryProvider p = new CDataDictionaryProvider();
                  FieldVector peer = Data.importVector(allocator, org.apache.arrow.c.ArrowArray.wrap(forThem.arrayPtr().address()),
                          org.apache.arrow.c.ArrowSchema.wrap(forThem.schemaPtr().address()), p)) {
@@ -242,8 +242,8 @@ class ArrowCDataParityTest extends ArrowTestSupport {
                     HandBuilt.rootArray(h.array(2, 0, 0, new MemorySegment[] {null, null}))};
             }
             ValidationException ours = assertThrows(ValidationException.class, () -> {
-                try (ImportedSchema s = ArrowImport.importSchema(sa[0][0])) {
-                    ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s.root(), sa[0][1], ValidationLevel.FULL), null)
+                try (ImportedSchema s = ArrowC.importSchema(sa[0][0])) {
+                    ArrowJava.importFieldVector(allocator, ArrowC.importArray(s.root(), sa[0][1], ValidationLevel.FULL), null)
                             .close();
                 }
             });
@@ -269,9 +269,9 @@ class ArrowCDataParityTest extends ArrowTestSupport {
             }
             MemorySegment array = HandBuilt.rootArray(h.array(0, 0, 0, new MemorySegment[] {null},
                     h.array(0, 0, 0, new MemorySegment[] {null, null})));
-            try (ImportedSchema s = ArrowImport.importSchema(schemas[0])) {
+            try (ImportedSchema s = ArrowC.importSchema(schemas[0])) {
                 UnsupportedFeatureException e = assertThrows(UnsupportedFeatureException.class, () ->
-                        ArrowJava.importVectorSchemaRoot(allocator, ArrowImport.importArray(s.root(), array, ValidationLevel.FULL),
+                        ArrowJava.importVectorSchemaRoot(allocator, ArrowC.importArray(s.root(), array, ValidationLevel.FULL),
                                 null).close());
                 assertEquals("children[0]", e.path());
                 assertTrue(HandBuilt.released(array, false), "released on the throw");
@@ -291,7 +291,7 @@ class ArrowCDataParityTest extends ArrowTestSupport {
             for (int k = 0; k < 2; k++) {
                 schemas[k] = HandBuilt.rootSchema(HandBuilt.withDictionary(h.schema("i", "id", 2, md), h.schema("w:16", "")));
             }
-            try (ImportedSchema s = ArrowImport.importSchema(schemas[0])) {
+            try (ImportedSchema s = ArrowC.importSchema(schemas[0])) {
                 Field ours = ArrowJava.toField(s.root());
                 assertEquals(new org.apache.arrow.vector.types.pojo.ArrowType.Int(32, true), ours.getType());
                 assertNotNull(ours.getDictionary());
@@ -308,17 +308,17 @@ class ArrowCDataParityTest extends ArrowTestSupport {
     void differenceUnsetUnionRowsExportAsValidDataWhereArrowCDataExportsIdsThatSelectNoChild() {
         try (UnionVector u = ExportTestSupport.sparseUnionWithUnsetRows(allocator); Exported theirs = export(u)) {
             // arrow-c-data's export keeps type id 0 for the unset rows, which no child of the union has
-            try (ImportedSchema s = ArrowImport.importSchema(theirs.schemaPtr())) {
+            try (ImportedSchema s = ArrowC.importSchema(theirs.schemaPtr())) {
                 ValidationException e = assertThrows(ValidationException.class,
-                        () -> ArrowImport.importArray(s.root(), theirs.arrayPtr(), ValidationLevel.FULL).close());
+                        () -> ArrowC.importArray(s.root(), theirs.arrayPtr(), ValidationLevel.FULL).close());
                 assertEquals(ValidationException.Category.CONTENT, e.category());
             }
             try (Arena arena = Arena.ofConfined()) { // the bridge's export of the same vector is valid at FULL
                 MemorySegment array = arena.allocate(ArrowArray.layout());
                 MemorySegment schema = arena.allocate(ArrowSchema.layout());
                 ArrowJava.exportVector(u, null, array, schema);
-                try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                    ArrowImport.importArray(s.root(), array, ValidationLevel.FULL).close();
+                try (ImportedSchema s = ArrowC.importSchema(schema)) {
+                    ArrowC.importArray(s.root(), array, ValidationLevel.FULL).close();
                 }
             }
         }
@@ -331,7 +331,7 @@ class ArrowCDataParityTest extends ArrowTestSupport {
             Data.exportArrayStream(allocator, new NoSchemaReader(allocator), forUs);
             Data.exportArrayStream(allocator, new NoSchemaReader(allocator), forThem);
             DeviceBridgeException e = assertThrows(DeviceBridgeException.class,
-                    () -> ArrowImport.importStream(MemorySegment.ofAddress(forUs.memoryAddress())).close());
+                    () -> ArrowC.importStream(MemorySegment.ofAddress(forUs.memoryAddress())).close());
             assertTrue(e.getMessage().contains("no schema"), e.getMessage());
             try (ArrowReader reader = Data.importArrayStream(allocator, forThem)) { // accepted
                 assertInstanceOf(IOException.class, assertThrows(IOException.class, reader::getVectorSchemaRoot));

@@ -35,7 +35,7 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.ValidationException;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ArrowTestSupport;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
@@ -69,8 +69,8 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
             ArrowJava.exportVector(v, null, array, schema);
-            try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                return ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null);
+            try (ImportedSchema s = ArrowC.importSchema(schema)) {
+                return ArrowJava.importFieldVector(allocator, ArrowC.importArray(s.root(), array, ValidationLevel.FULL), null);
             }
         }
     }
@@ -180,9 +180,9 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
             ArrowJava.exportRoot(root, null, array, schema);
-            try (ImportedSchema s = ArrowImport.importSchema(schema);
+            try (ImportedSchema s = ArrowC.importSchema(schema);
                  VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
-                         ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
+                         ArrowC.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 assertEquals(root.getSchema(), ours.getSchema());
                 assertEquals(new LengthType("km"), ours.getSchema().getFields().get(0).getType(), "the unit deserialized");
                 assertInstanceOf(LengthType.LengthVector.class, ours.getVector(0));
@@ -250,9 +250,9 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             MemorySegment schema = HandBuilt.rootSchema(h.schema("u", "t"));
             MemorySegment array = HandBuilt.rootArray(h.array(2, 1, 3, new MemorySegment[] {
                 h.bits(true, true, true, false, true), h.ints(0, 1, 2, 3, 5, 8), h.utf8("abcdefgh")}));
-            try (ImportedSchema s = ArrowImport.importSchema(schema);
+            try (ImportedSchema s = ArrowC.importSchema(schema);
                  FieldVector v = ArrowJava.importFieldVector(allocator,
-                         ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
+                         ArrowC.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 assertEquals(List.of("null", "fgh"), List.of(String.valueOf(v.getObject(0)), String.valueOf(v.getObject(1))));
                 assertEquals(1, v.getValidityBuffer().readableBytes());
                 assertEquals(12, v.getOffsetBuffer().readableBytes(), "3 rebased offsets");
@@ -279,9 +279,9 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
                 MemorySegment array = arena.allocate(ArrowArray.layout());
                 MemorySegment schemaStruct = arena.allocate(ArrowSchema.layout());
                 ArrowJava.exportRoot(root, null, array, schemaStruct);
-                try (ImportedSchema s = ArrowImport.importSchema(schemaStruct);
+                try (ImportedSchema s = ArrowC.importSchema(schemaStruct);
                      VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
-                             ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
+                             ArrowC.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                     assertEquals(schema.toJson(), ours.getSchema().toJson(), "character for character");
                     ours.getSchema().getFields().forEach(ArrowJavaFidelityTest::assertPlain);
                     ours.getFieldVectors().forEach(v -> assertPlain(v.getField()));
@@ -319,9 +319,9 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
                 assertEquals(intId, types.get(ValueLayout.JAVA_BYTE, row), "row " + row);
             }
             assertEquals(0, original.getTypeValue(1), "the vector itself is not written");
-            try (ImportedSchema s = ArrowImport.importSchema(schema);
+            try (ImportedSchema s = ArrowC.importSchema(schema);
                  FieldVector ours = ArrowJava.importFieldVector(allocator,
-                         ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
+                         ArrowC.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 assertEquals(UNION_VALUES, values(ours));
                 // and back through arrow-c-data: the same values
                 ArrowJava.exportVector(ours, null, array, schema);
@@ -343,9 +343,9 @@ class ArrowJavaFidelityTest extends ArrowTestSupport {
             MemorySegment array = arena.allocate(ArrowArray.layout());
             ArrowJava.exportSchema(root.getSchema(), null, schema); // once, as a stream does, before any batch
             ArrowJava.exportRoot(root, null, array, null);
-            try (ImportedSchema s = ArrowImport.importSchema(schema);
+            try (ImportedSchema s = ArrowC.importSchema(schema);
                  VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
-                         ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
+                         ArrowC.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 assertEquals(root.getSchema(), ours.getSchema(), "no child added: the schema is the vector's");
                 assertEquals(UNION_VALUES, values(ours.getVector(0)));
             }

@@ -18,7 +18,7 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ArrowTestSupport;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
@@ -60,8 +60,8 @@ class ArrowJavaImportReuseTest extends ArrowTestSupport {
         MemorySegment schema = arena.allocate(ArrowSchema.layout());
         ArrowJava.exportRoot(root, null, array, schema);
         ImportedArray imported;
-        try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-            imported = ArrowImport.importArray(s.root(), array, ValidationLevel.DEFAULT);
+        try (ImportedSchema s = ArrowC.importSchema(schema)) {
+            imported = ArrowC.importArray(s.root(), array, ValidationLevel.DEFAULT);
         }
         return ArrowJava.importVectorSchemaRoot(allocator, imported, null);
     }
@@ -71,13 +71,13 @@ class ArrowJavaImportReuseTest extends ArrowTestSupport {
         try (Arena arena = Arena.ofConfined(); VectorSchemaRoot producer = batch("c", 3, 7)) {
             MemorySegment schemaStruct = arena.allocate(ArrowSchema.layout());
             ArrowJava.exportSchema(producer.getSchema(), null, schemaStruct);
-            try (ImportedSchema schema = ArrowImport.importSchema(schemaStruct)) {
+            try (ImportedSchema schema = ArrowC.importSchema(schemaStruct)) {
                 List<Field> first;
                 for (int round = 0; round < 2; round++) {
                     MemorySegment array = arena.allocate(ArrowArray.layout());
                     ArrowJava.exportRoot(producer, null, array, null);
                     try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
-                            ArrowImport.importArray(schema.root(), array, ValidationLevel.DEFAULT), null)) {
+                            ArrowC.importArray(schema.root(), array, ValidationLevel.DEFAULT), null)) {
                         assertEquals(producer.getSchema(), back.getSchema());
                         assertEquals(producer.contentToTSVString(), back.contentToTSVString());
                     }
@@ -87,9 +87,9 @@ class ArrowJavaImportReuseTest extends ArrowTestSupport {
                 ArrowJava.exportRoot(producer, null, a1, null);
                 ArrowJava.exportRoot(producer, null, a2, null);
                 try (VectorSchemaRoot b1 = ArrowJava.importVectorSchemaRoot(allocator,
-                        ArrowImport.importArray(schema.root(), a1, ValidationLevel.DEFAULT), null);
+                        ArrowC.importArray(schema.root(), a1, ValidationLevel.DEFAULT), null);
                      VectorSchemaRoot b2 = ArrowJava.importVectorSchemaRoot(allocator,
-                             ArrowImport.importArray(schema.root(), a2, ValidationLevel.DEFAULT), null)) {
+                             ArrowC.importArray(schema.root(), a2, ValidationLevel.DEFAULT), null)) {
                     first = b1.getSchema().getFields();
                     assertSame(b1.getSchema(), b2.getSchema(), "same SchemaNode: the same Schema");
                 }
@@ -153,8 +153,8 @@ class ArrowJavaImportReuseTest extends ArrowTestSupport {
                     MemorySegment schema = arena.allocate(ArrowSchema.layout());
                     ArrowJava.exportRoot(producer, provider, array, schema);
                     ImportedArray imported;
-                    try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-                        imported = ArrowImport.importArray(s.root(), array, ValidationLevel.DEFAULT);
+                    try (ImportedSchema s = ArrowC.importSchema(schema)) {
+                        imported = ArrowC.importArray(s.root(), array, ValidationLevel.DEFAULT);
                     }
                     try (VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator, imported, received)) {
                         ids.add(back.getSchema().getFields().get(0).getDictionary().getId());

@@ -14,7 +14,7 @@ import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.devicebridge.UnsupportedFeatureException;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ArrowTestSupport;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
@@ -50,8 +50,8 @@ class ArrowJavaImportTest extends ArrowTestSupport {
                 ArrowArray.length(e.arrayStruct(), length);
                 ArrowArray.null_count(e.arrayStruct(), -1);
             }
-            try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr())) {
-                ImportedArray array = ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL);
+            try (ImportedSchema schema = ArrowC.importSchema(e.schemaPtr())) {
+                ImportedArray array = ArrowC.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL);
                 if (name.equals("run_end_encoded") && offset != 0) {
                     try (array) {
                         assertThrows(UnsupportedFeatureException.class,
@@ -105,9 +105,9 @@ class ArrowJavaImportTest extends ArrowTestSupport {
         try (FieldVector original = TestVectors.all().get("utf8").apply(allocator); Exported e = export(original)) {
             long exportedBytes = allocator.getAllocatedMemory();
             FieldVector moved;
-            try (ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
+            try (ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
                  FieldVector imported = ArrowJava.importFieldVector(allocator,
-                         ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.DEFAULT), null)) {
+                         ArrowC.importArray(schema.root(), e.arrayPtr(), ValidationLevel.DEFAULT), null)) {
                 moved = (FieldVector) imported.getTransferPair(allocator).getTo();
                 imported.makeTransferPair(moved).transfer();
             }
@@ -143,11 +143,11 @@ class ArrowJavaImportTest extends ArrowTestSupport {
         DictionaryProvider.MapDictionaryProvider producerDicts = new DictionaryProvider.MapDictionaryProvider();
         producerDicts.put(new org.apache.arrow.vector.dictionary.Dictionary(dict, enc));
         try (indices; dict; Exported e = new Exported(allocator, indices, producerDicts);
-             ImportedSchema schema = ArrowImport.importSchema(e.schemaPtr());
+             ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
              DictionaryProvider.MapDictionaryProvider dicts = new DictionaryProvider.MapDictionaryProvider()) {
             assertEquals("u", schema.root().dictionary().format());
             try (FieldVector imported = ArrowJava.importFieldVector(allocator,
-                    ArrowImport.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL), dicts)) {
+                    ArrowC.importArray(schema.root(), e.arrayPtr(), ValidationLevel.FULL), dicts)) {
                 long id = imported.getField().getDictionary().getId();
                 FieldVector decodedDict = dicts.lookup(id).getVector();
                 for (int i = 0; i < values.length; i++) {

@@ -22,7 +22,7 @@ import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.ArrowJavaUnavailableException;
 import org.devicebridge.InvalidArgumentException;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.testing.ArrowMemorySessionListener;
@@ -201,12 +201,12 @@ class ArrowMemoryTest {
             names.setValueCount(1000);
             VectorSchemaRoot table = VectorSchemaRoot.of(ids, names);
             try (Arena structs = Arena.ofConfined()) {
-                MemorySegment schema = ArrowImport.allocateSchema(structs);
-                MemorySegment array = ArrowImport.allocateArray(structs);
+                MemorySegment schema = ArrowC.allocateSchema(structs);
+                MemorySegment array = ArrowC.allocateArray(structs);
                 ArrowJava.exportRoot(table, null, array, schema);
-                try (ImportedSchema s = ArrowImport.importSchema(schema);
+                try (ImportedSchema s = ArrowC.importSchema(schema);
                      VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
-                             ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
+                             ArrowC.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                     assertEquals(table.contentToTSVString(), back.contentToTSVString());
                     assertNotEquals(0, allocator.getAllocatedMemory());
                 }

@@ -31,7 +31,7 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.ValidationException;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ArrowTestSupport;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
@@ -102,9 +102,9 @@ class BridgeExactnessTest extends ArrowTestSupport {
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
             ArrowJava.exportRoot(original, null, array, schema);
-            try (ImportedSchema s = ArrowImport.importSchema(schema);
+            try (ImportedSchema s = ArrowC.importSchema(schema);
                  VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
-                         ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
+                         ArrowC.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 assertEquals(original.getSchema(), ours.getSchema(), "names, field and schema metadata kept");
                 assertEquals(original.contentToTSVString(), ours.contentToTSVString());
                 // the other way: ours exported again, read by arrow-c-data, which keeps them the same way
@@ -134,9 +134,9 @@ class BridgeExactnessTest extends ArrowTestSupport {
                         h.array(2, 0, 0, new MemorySegment[] {null, h.ints(1, 2)})));
                 sa[k] = new MemorySegment[] {schema, array};
             }
-            try (ImportedSchema s = ArrowImport.importSchema(sa[0][0]);
+            try (ImportedSchema s = ArrowC.importSchema(sa[0][0]);
                  VectorSchemaRoot ours = ArrowJava.importVectorSchemaRoot(allocator,
-                         ArrowImport.importArray(s.root(), sa[0][1], ValidationLevel.DEFAULT), null);
+                         ArrowC.importArray(s.root(), sa[0][1], ValidationLevel.DEFAULT), null);
                  CDataDictionaryProvider p = new CDataDictionaryProvider();
                  VectorSchemaRoot peer = Data.importVectorSchemaRoot(allocator,
                          org.apache.arrow.c.ArrowArray.wrap(sa[1][1].address()), org.apache.arrow.c.ArrowSchema.wrap(sa[1][0].address()), p)) {
@@ -201,9 +201,9 @@ class BridgeExactnessTest extends ArrowTestSupport {
             ArrowArray.offset(array, offset);
             ArrowArray.length(array, length);
             ArrowArray.null_count(array, -1);
-            try (ImportedSchema s = ArrowImport.importSchema(schema);
+            try (ImportedSchema s = ArrowC.importSchema(schema);
                  FieldVector back = ArrowJava.importFieldVector(allocator,
-                         ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
+                         ArrowC.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 assertEquals(original.getField().getType(), back.getField().getType(), "declared width kept");
                 assertTrue(back instanceof DecimalVector, "Arrow Java's own layout: " + back.getClass());
                 for (int i = 0; i < length; i++) {
@@ -222,9 +222,9 @@ class BridgeExactnessTest extends ArrowTestSupport {
             MemorySegment s64 = HandBuilt.rootSchema(h.schema("d:18,3,64", "d"));
             MemorySegment a64 = HandBuilt.rootArray(h.array(2, 0, 2, new MemorySegment[] {null,
                     h.longs(0, 0, Long.MIN_VALUE / 10, 999_999_999_999_999_999L)}));
-            try (ImportedSchema i32 = ArrowImport.importSchema(s32); ImportedSchema i64 = ArrowImport.importSchema(s64);
-                 FieldVector v32 = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(i32.root(), a32, ValidationLevel.FULL), null);
-                 FieldVector v64 = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(i64.root(), a64, ValidationLevel.DEFAULT), null)) {
+            try (ImportedSchema i32 = ArrowC.importSchema(s32); ImportedSchema i64 = ArrowC.importSchema(s64);
+                 FieldVector v32 = ArrowJava.importFieldVector(allocator, ArrowC.importArray(i32.root(), a32, ValidationLevel.FULL), null);
+                 FieldVector v64 = ArrowJava.importFieldVector(allocator, ArrowC.importArray(i64.root(), a64, ValidationLevel.DEFAULT), null)) {
                 assertEquals(new BigDecimal("-9999999.99"), v32.getObject(0));
                 assertEquals(null, v32.getObject(1));
                 assertEquals(new BigDecimal("1.23"), v32.getObject(2));
@@ -287,10 +287,10 @@ class BridgeExactnessTest extends ArrowTestSupport {
             MemorySegment array = arena.allocate(ArrowArray.layout());
             MemorySegment schema = arena.allocate(ArrowSchema.layout());
             ArrowJava.exportVector(column, dicts, array, schema);
-            try (ImportedSchema s = ArrowImport.importSchema(schema);
+            try (ImportedSchema s = ArrowC.importSchema(schema);
                  DictionaryProvider.MapDictionaryProvider ours = new DictionaryProvider.MapDictionaryProvider();
                  FieldVector back = ArrowJava.importFieldVector(allocator,
-                         ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), ours)) {
+                         ArrowC.importArray(s.root(), array, ValidationLevel.FULL), ours)) {
                 assertEquals(want, decode(back, ours));
                 assertEquals(2, ours.getDictionaryIds().size(), "both dictionaries, each under its own id");
                 // and ours exported again, read by arrow-c-data (which renumbers ids: it decodes the same)

@@ -24,7 +24,7 @@ import org.apache.arrow.vector.holders.NullableIntHolder;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.devicebridge.UnsupportedFeatureException;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ArrowTestSupport;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
@@ -90,8 +90,8 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             MemorySegment[] sa = denseUnion(h, names, offset, length);
             List<String> want = List.of(ROW_VALUES).subList(offset, offset + length);
             int releases = HandBuilt.ARRAY_RELEASES.get();
-            try (ImportedSchema s = ArrowImport.importSchema(sa[0]);
-                 FieldVector v = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s.root(), sa[1], level), null)) {
+            try (ImportedSchema s = ArrowC.importSchema(sa[0]);
+                 FieldVector v = ArrowJava.importFieldVector(allocator, ArrowC.importArray(s.root(), sa[1], level), null)) {
                 assertEquals(want, values(v));
                 assertEquals(releases, HandBuilt.ARRAY_RELEASES.get(), "the vectors hold the struct");
                 assertEquals(want, roundTrip(v), "exported by this library and imported back");
@@ -114,8 +114,8 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             MemorySegment schema = HandBuilt.rootSchema(h.schema("+ud:0,1", "u", h.schema("i", "x"), h.schema("u", "x")));
             MemorySegment array = HandBuilt.rootArray(h.array(0, 0, 0, new MemorySegment[] {null, null},
                     h.array(0, 0, 0, new MemorySegment[] {null, null}), h.array(0, 0, 0, new MemorySegment[] {null, null, null})));
-            try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 FieldVector v = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
+            try (ImportedSchema s = ArrowC.importSchema(schema);
+                 FieldVector v = ArrowJava.importFieldVector(allocator, ArrowC.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 assertEquals(0, v.getValueCount());
                 assertEquals(2, v.getChildrenFromFields().size(), "both children kept");
             }
@@ -154,8 +154,8 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             }
             HandBuilt.rootSchema(schema);
             HandBuilt.rootArray(array);
-            try (ImportedSchema s = ArrowImport.importSchema(schema);
-                 FieldVector v = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
+            try (ImportedSchema s = ArrowC.importSchema(schema);
+                 FieldVector v = ArrowJava.importFieldVector(allocator, ArrowC.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 FieldVector union = outer.startsWith("+w") ? v.getChildrenFromFields().get(0) : v;
                 List<String> got = outer.startsWith("+w") ? values(union) : values(v);
                 assertEquals(want, got);
@@ -188,8 +188,8 @@ class BridgeLayoutsTest extends ArrowTestSupport {
                     org.devicebridge.generated.arrow.ArrowArray.offset(e.arrayStruct(), w[0]);
                     org.devicebridge.generated.arrow.ArrowArray.length(e.arrayStruct(), w[1]);
                     org.devicebridge.generated.arrow.ArrowArray.null_count(e.arrayStruct(), -1);
-                    try (ImportedSchema s = ArrowImport.importSchema(e.schemaPtr());
-                         FieldVector v = ArrowJava.importFieldVector(allocator, ArrowImport.importArray(s.root(), e.arrayPtr(), level), null)) {
+                    try (ImportedSchema s = ArrowC.importSchema(e.schemaPtr());
+                         FieldVector v = ArrowJava.importFieldVector(allocator, ArrowC.importArray(s.root(), e.arrayPtr(), level), null)) {
                         assertEquals(w[1], v.getValueCount());
                         for (int i = 0; i < w[1]; i++) {
                             assertEquals(String.valueOf(list.getObject(w[0] + i)), String.valueOf(v.getObject(i)));
@@ -255,12 +255,12 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             assertEquals(expected, roundTrip(v));
             MemorySegment array = arena.allocate(org.devicebridge.generated.arrow.ArrowArray.layout());
             ArrowJava.exportVector(v, null, array, null);
-            try (ImportedSchema s = ArrowImport.importSchema(exportedSchema(v, arena))) {
+            try (ImportedSchema s = ArrowC.importSchema(exportedSchema(v, arena))) {
                 MemorySegment buffers = array.get(java.lang.foreign.ValueLayout.ADDRESS,
                         org.devicebridge.generated.arrow.ArrowArray.buffers$offset()).reinterpret(8);
                 assertEquals(v.getTypeBuffer().memoryAddress(), buffers.get(java.lang.foreign.ValueLayout.JAVA_LONG, 0),
                         "the type ids are the vector's own buffer");
-                ArrowImport.importArray(s.root(), array, ValidationLevel.FULL).close();
+                ArrowC.importArray(s.root(), array, ValidationLevel.FULL).close();
             }
             long before = allocator.getAllocatedMemory();
             v.getTypeBuffer().setByte(1, 100); // no minor type 100, no declared id 100
@@ -312,8 +312,8 @@ class BridgeLayoutsTest extends ArrowTestSupport {
                 return values(r.getVector(0));
             }
         }
-        try (ImportedSchema s = ArrowImport.importSchema(schema)) {
-            ImportedArray a = ArrowImport.importArray(s.root(), array, ValidationLevel.FULL);
+        try (ImportedSchema s = ArrowC.importSchema(schema)) {
+            ImportedArray a = ArrowC.importArray(s.root(), array, ValidationLevel.FULL);
             try (VectorSchemaRoot r = ArrowJava.importVectorSchemaRoot(allocator, a, null)) {
                 assertFalse(a.isLive());
                 assertEquals(format.substring(4), joinIds((ArrowType.Union) r.getSchema().getFields().get(0).getType()),
@@ -352,9 +352,9 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             MemorySegment array = arena.allocate(org.devicebridge.generated.arrow.ArrowArray.layout());
             MemorySegment schema = arena.allocate(org.devicebridge.generated.arrow.ArrowSchema.layout());
             ArrowJava.exportRoot(r, null, array, schema);
-            try (ImportedSchema s = ArrowImport.importSchema(schema);
+            try (ImportedSchema s = ArrowC.importSchema(schema);
                  VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
-                         ArrowImport.importArray(s.root(), array, ValidationLevel.DEFAULT), null)) {
+                         ArrowC.importArray(s.root(), array, ValidationLevel.DEFAULT), null)) {
                 return values(back.getVector(0));
             }
         }
@@ -366,9 +366,9 @@ class BridgeLayoutsTest extends ArrowTestSupport {
             MemorySegment array = arena.allocate(org.devicebridge.generated.arrow.ArrowArray.layout());
             MemorySegment schema = arena.allocate(org.devicebridge.generated.arrow.ArrowSchema.layout());
             ArrowJava.exportVector(v, null, array, schema);
-            try (ImportedSchema s = ArrowImport.importSchema(schema);
+            try (ImportedSchema s = ArrowC.importSchema(schema);
                  FieldVector back = ArrowJava.importFieldVector(allocator,
-                         ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
+                         ArrowC.importArray(s.root(), array, ValidationLevel.FULL), null)) {
                 return values(back);
             }
         }

@@ -14,7 +14,7 @@ import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ViewVarBinaryVector;
 import org.apache.arrow.vector.ViewVarCharVector;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ArrowTestSupport;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
@@ -76,9 +76,9 @@ class ViewPaddingExportTest extends ArrowTestSupport {
     }
 
     private void assertImportsAtFullWithTheSameValues(FieldVector original, MemorySegment array, MemorySegment schema) {
-        try (ImportedSchema s = ArrowImport.importSchema(schema);
+        try (ImportedSchema s = ArrowC.importSchema(schema);
              FieldVector back = ArrowJava.importFieldVector(allocator,
-                     ArrowImport.importArray(s.root(), array, ValidationLevel.FULL), null)) {
+                     ArrowC.importArray(s.root(), array, ValidationLevel.FULL), null)) {
             assertEquals(original.getValueCount(), back.getValueCount());
             for (int i = 0; i < original.getValueCount(); i++) {
                 assertEquals(original.getObject(i), back.getObject(i), "row " + i);
@@ -140,9 +140,9 @@ class ViewPaddingExportTest extends ArrowTestSupport {
                     MemorySegment array = arena.allocate(ArrowArray.layout());
                     MemorySegment schema = arena.allocate(ArrowSchema.layout());
                     ArrowJava.exportRoot(slice, null, array, schema);
-                    try (ImportedSchema is = ArrowImport.importSchema(schema);
+                    try (ImportedSchema is = ArrowC.importSchema(schema);
                          VectorSchemaRoot back = ArrowJava.importVectorSchemaRoot(allocator,
-                                 ArrowImport.importArray(is.root(), array, ValidationLevel.FULL), null)) {
+                                 ArrowC.importArray(is.root(), array, ValidationLevel.FULL), null)) {
                         for (int i = 0; i < slice.getRowCount(); i++) {
                             assertEquals(slice.getVector(0).getObject(i), back.getVector(0).getObject(i), "row " + i);
                             assertArrayEquals((byte[]) slice.getVector(1).getObject(i),

@@ -17,7 +17,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ArrowTestSupport;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.SchemaNode;
@@ -37,7 +37,7 @@ class ArrowJavaTrustedContentsTest extends ArrowTestSupport {
     private void refused(Function<Fx, SchemaNode> type, Function<Fx, MemorySegment> array, String path, String message) {
         try (Fx fx = new Fx()) {
             SchemaNode schema = type.apply(fx);
-            ImportedArray imported = ArrowImport.importArray(schema, fx.root(array.apply(fx)), ValidationLevel.DEFAULT);
+            ImportedArray imported = ArrowC.importArray(schema, fx.root(array.apply(fx)), ValidationLevel.DEFAULT);
             DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
             ValidationException e = assertThrows(ValidationException.class,
                     () -> ArrowJava.importFieldVector(allocator, imported, dictionaries));
@@ -64,7 +64,7 @@ class ArrowJavaTrustedContentsTest extends ArrowTestSupport {
         // The same list as a column of a record batch, through importVectorSchemaRoot.
         try (Fx fx = new Fx()) {
             SchemaNode schema = fx.type(fx.schema("+s", fx.schema("+l", fx.schema("i"))));
-            ImportedArray imported = ArrowImport.importArray(schema, fx.root(fx.array(2, 0, 0, bufs(NULL),
+            ImportedArray imported = ArrowC.importArray(schema, fx.root(fx.array(2, 0, 0, bufs(NULL),
                     fx.array(2, 0, 0, bufs(NULL, fx.ints(0, 9, 3)), i32(fx, 1, 2, 3)))), ValidationLevel.DEFAULT);
             ValidationException e = assertThrows(ValidationException.class,
                     () -> ArrowJava.importVectorSchemaRoot(allocator, imported, null));
@@ -128,7 +128,7 @@ class ArrowJavaTrustedContentsTest extends ArrowTestSupport {
     void validInputAtDefaultLoadsAndFullImportsAreNotCheckedAgain() {
         try (Fx fx = new Fx()) {
             SchemaNode schema = listOfInt().apply(fx);
-            ImportedArray imported = ArrowImport.importArray(schema,
+            ImportedArray imported = ArrowC.importArray(schema,
                     fx.root(fx.array(2, 0, 0, bufs(NULL, fx.ints(0, 1, 3)), i32(fx, 7, 8, 9))), ValidationLevel.DEFAULT);
             try (FieldVector v = ArrowJava.importFieldVector(allocator, imported, null)) {
                 assertEquals(List.of(7), v.getObject(0));
@@ -141,7 +141,7 @@ class ArrowJavaTrustedContentsTest extends ArrowTestSupport {
         for (ValidationLevel level : List.of(ValidationLevel.FULL, ValidationLevel.DEFAULT)) {
             try (Fx fx = new Fx()) {
                 MemorySegment offsets = fx.ints(0, 1, 3);
-                ImportedArray imported = ArrowImport.importArray(listOfInt().apply(fx),
+                ImportedArray imported = ArrowC.importArray(listOfInt().apply(fx),
                         fx.root(fx.array(2, 0, 0, bufs(NULL, offsets), i32(fx, 7, 8, 9))), level);
                 offsets.setAtIndex(ValueLayout.JAVA_INT, 1, 5);
                 if (level == ValidationLevel.FULL) {
@@ -158,7 +158,7 @@ class ArrowJavaTrustedContentsTest extends ArrowTestSupport {
             }
         }
         try (Fx fx = new Fx()) {
-            ImportedArray imported = ArrowImport.importArray(fx.type(fx.schema("+s", fx.schema("i"))),
+            ImportedArray imported = ArrowC.importArray(fx.type(fx.schema("+s", fx.schema("i"))),
                     fx.root(fx.array(2, 0, 0, bufs(NULL), i32(fx, 4, 5))), ValidationLevel.DEFAULT);
             try (VectorSchemaRoot root = ArrowJava.importVectorSchemaRoot(allocator, imported, null)) {
                 assertEquals(5, root.getVector(0).getObject(1));

@@ -13,7 +13,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiFunction;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.generated.arrow.ArrowArray;
@@ -121,7 +121,7 @@ final class Fx implements AutoCloseable {
     SchemaNode type(MemorySegment tree) {
         ArrowSchema.release(tree, SCHEMA_RELEASE);
         ArrowSchema.private_data(tree, MemorySegment.ofAddress(producedId));
-        try (ImportedSchema s = ArrowImport.importSchema(tree)) {
+        try (ImportedSchema s = ArrowC.importSchema(tree)) {
             return s.root();
         } finally {
             producedReleases.set(0);

@@ -34,7 +34,7 @@ import java.util.stream.Collectors;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.ArrayNode;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
@@ -806,7 +806,7 @@ class MalformedInputMatrixTest {
     private static void importAndClose(Case c, Fx fx, SchemaNode type, MemorySegment p, ValidationLevel level) {
         switch (c.kind()) {
             case SCHEMA -> {
-                try (ImportedSchema s = ArrowImport.importSchema(p)) {
+                try (ImportedSchema s = ArrowC.importSchema(p)) {
                     assertEquals(0, fx.releases.get(), c + ": released before close");
                     if (c.check() != null) {
                         c.check().accept(s.root());
@@ -814,8 +814,8 @@ class MalformedInputMatrixTest {
                 }
             }
             case ARRAY, DEVICE_ARRAY -> {
-                try (ImportedArray a = c.kind() == Case.Kind.ARRAY ? ArrowImport.importArray(type, p, level)
-                        : ArrowImport.importDeviceArray(type, p, level)) {
+                try (ImportedArray a = c.kind() == Case.Kind.ARRAY ? ArrowC.importArray(type, p, level)
+                        : ArrowC.importDeviceArray(type, p, level)) {
                     assertEquals(0, fx.releases.get(), c + ": released before close");
                     if (c.check() != null) {
                         c.check().accept(a.root());

@@ -16,7 +16,7 @@ import java.util.List;
 import java.util.function.Consumer;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
@@ -109,7 +109,7 @@ class NativeProducerTest {
 
     /** The struct<int32, utf8> type, imported from the C producer (its release reset afterwards). */
     static SchemaNode structType(Fx fx) {
-        try (ImportedSchema s = ArrowImport.importSchema(cSchema(fx, "mp_struct_schema"))) {
+        try (ImportedSchema s = ArrowC.importSchema(cSchema(fx, "mp_struct_schema"))) {
             return s.root();
         } finally {
             invoke(C.RESET);
@@ -122,7 +122,7 @@ class NativeProducerTest {
         List<Case> t = new ArrayList<>();
         String g = "release exactly once";
         t.add(row(g, "C schema closed twice: root released once, its 2 children once each through it", fx -> {
-            ImportedSchema s = ArrowImport.importSchema(cSchema(fx, "mp_struct_schema"));
+            ImportedSchema s = ArrowC.importSchema(cSchema(fx, "mp_struct_schema"));
             s.close();
             s.close();
             assertEquals(1, roots());
@@ -130,7 +130,7 @@ class NativeProducerTest {
         }));
         t.add(row(g, "C array closed twice: root released once, children once each", fx -> {
             SchemaNode type = structType(fx);
-            ImportedArray a = ArrowImport.importArray(type, cArray(fx, "mp_struct_array", 3), ValidationLevel.FULL);
+            ImportedArray a = ArrowC.importArray(type, cArray(fx, "mp_struct_array", 3), ValidationLevel.FULL);
             assertEquals(0, roots());
             a.close();
             a.close();
@@ -140,17 +140,17 @@ class NativeProducerTest {
         t.add(row(g, "C array closed from two threads at once, x10000: released once each", fx -> {
             SchemaNode type = fx.type("i");
             ScriptedCasesTest.concurrentClose(NativeProducerTest::roots,
-                    () -> ArrowImport.importArray(type, cArray(fx, "mp_int32_array", 4), ValidationLevel.FULL));
+                    () -> ArrowC.importArray(type, cArray(fx, "mp_int32_array", 4), ValidationLevel.FULL));
             assertEquals(ScriptedCasesTest.CONCURRENT_ROUNDS, roots());
         }));
         t.add(row(g, "C schema closed from two threads at once, x10000: released once each", fx -> {
             ScriptedCasesTest.concurrentClose(NativeProducerTest::roots,
-                    () -> ArrowImport.importSchema(cSchema(fx, "mp_struct_schema")));
+                    () -> ArrowC.importSchema(cSchema(fx, "mp_struct_schema")));
             assertEquals(ScriptedCasesTest.CONCURRENT_ROUNDS, roots());
             assertEquals(2 * ScriptedCasesTest.CONCURRENT_ROUNDS, children());
         }));
         t.add(row(g, "C array closed on a native thread (pthread calling a Java upcall): released once, there", fx -> {
-            ImportedArray a = ArrowImport.importArray(fx.type("i"), cArray(fx, "mp_int32_array", 2), ValidationLevel.FULL);
+            ImportedArray a = ArrowC.importArray(fx.type("i"), cArray(fx, "mp_int32_array", 2), ValidationLevel.FULL);
             PENDING = a;
             assertEquals(0, invoke(C.RUN_ON_NATIVE_THREAD, CLOSE_PENDING));
             assertEquals(null, PENDING_FAILURE, "close on the native thread threw");
@@ -163,53 +163,53 @@ class NativeProducerTest {
             MemorySegment a = fx.root(MalformedInputMatrixTest.i32(fx, 2));
             assertEquals(0, invoke(C.RELEASE_ARRAY_ON_NATIVE_THREAD, a));
             assertEquals(1, fx.releases.get());
-            expect(Category.RELEASED, "", () -> ArrowImport.importArray(fx.type("i"), a, ValidationLevel.NONE));
+            expect(Category.RELEASED, "", () -> ArrowC.importArray(fx.type("i"), a, ValidationLevel.NONE));
             assertEquals(1, fx.releases.get());
         }));
 
         g = "release on failed import";
         t.add(row(g, "C schema with a bad child format is FORMAT; root released once, both children through it", fx -> {
             expect(Category.FORMAT, "children[1].format",
-                    () -> ArrowImport.importSchema(cSchema(fx, "mp_struct_schema_bad_child_format")));
+                    () -> ArrowC.importSchema(cSchema(fx, "mp_struct_schema_bad_child_format")));
             assertEquals(1, roots());
             assertEquals(2, children());
         }));
         t.add(row(g, "C schema with a released child is RELEASED; no child released twice", fx -> {
             MemorySegment s = cSchema(fx, "mp_struct_schema_released_child");
             assertEquals(1, children(), "the producer's own bug: child 1 released up front");
-            expect(Category.RELEASED, "children[1]", () -> ArrowImport.importSchema(s));
+            expect(Category.RELEASED, "children[1]", () -> ArrowC.importSchema(s));
             assertEquals(1, roots());
             assertEquals(2, children());
         }));
         t.add(row(g, "C schema with a bad dictionary format is FORMAT at dictionary.format; released once", fx -> {
             expect(Category.FORMAT, "dictionary.format",
-                    () -> ArrowImport.importSchema(cSchema(fx, "mp_dictionary_schema_bad_value_format")));
+                    () -> ArrowC.importSchema(cSchema(fx, "mp_dictionary_schema_bad_value_format")));
             assertEquals(1, roots());
             assertEquals(1, children());
         }));
         t.add(row(g, "C array with decreasing child offsets: CONTENT at FULL, accepted at DEFAULT; released once each", fx -> {
             SchemaNode type = structType(fx);
-            try (ImportedArray a = ArrowImport.importArray(type, cArray(fx, "mp_struct_array_bad_offsets", -1),
+            try (ImportedArray a = ArrowC.importArray(type, cArray(fx, "mp_struct_array_bad_offsets", -1),
                     ValidationLevel.DEFAULT)) {
                 assertEquals(4, a.root().length());
             }
             assertEquals(1, roots());
-            expect(Category.CONTENT, "children[1].buffers[1]", () -> ArrowImport.importArray(type,
+            expect(Category.CONTENT, "children[1].buffers[1]", () -> ArrowC.importArray(type,
                     cArray(fx, "mp_struct_array_bad_offsets", -1), ValidationLevel.FULL));
             assertEquals(2, roots());
             assertEquals(4, children());
         }));
         t.add(row(g, "C array with a short child: LENGTH from MINIMAL, accepted at NONE; released once each", fx -> {
             SchemaNode type = structType(fx);
-            ArrowImport.importArray(type, cArray(fx, "mp_struct_array_short_child", -1), ValidationLevel.NONE).close();
+            ArrowC.importArray(type, cArray(fx, "mp_struct_array_short_child", -1), ValidationLevel.NONE).close();
             assertEquals(1, roots());
-            expect(Category.LENGTH, "children[0].length", () -> ArrowImport.importArray(type,
+            expect(Category.LENGTH, "children[0].length", () -> ArrowC.importArray(type,
                     cArray(fx, "mp_struct_array_short_child", -1), ValidationLevel.MINIMAL));
             assertEquals(2, roots());
             assertEquals(4, children());
         }));
         t.add(row(g, "C array with a negative length is SIZE at NONE; released once", fx -> {
-            ValidationException e = assertThrows(ValidationException.class, () -> ArrowImport.importArray(fx.type("i"),
+            ValidationException e = assertThrows(ValidationException.class, () -> ArrowC.importArray(fx.type("i"),
                     cArray(fx, "mp_int32_array_negative_length", -1), ValidationLevel.NONE));
             assertEquals(Category.SIZE, e.category());
             assertEquals("length", e.path());

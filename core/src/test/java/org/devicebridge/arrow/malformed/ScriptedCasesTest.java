@@ -21,7 +21,7 @@ import java.util.function.Supplier;
 import org.devicebridge.HandleClosedException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.ValidationException;
-import org.devicebridge.arrow.ArrowImport;
+import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ArrowStreamException;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
@@ -48,37 +48,37 @@ class ScriptedCasesTest {
         List<Case> t = new ArrayList<>();
         String g = "released/NULL struct";
         t.add(row(g, "NULL ArrowArrayStream pointer is RELEASED", fx -> {
-            expect(Category.RELEASED, "", () -> ArrowImport.importStream(NULL));
+            expect(Category.RELEASED, "", () -> ArrowC.importStream(NULL));
             assertEquals(0, fx.releases.get());
         }));
         t.add(row(g, "ArrowArrayStream with NULL release is RELEASED and untouched", fx -> {
             MemorySegment s = fx.stream();
             ArrowArrayStream.release(s, NULL);
-            expect(Category.RELEASED, "", () -> ArrowImport.importStream(s));
+            expect(Category.RELEASED, "", () -> ArrowC.importStream(s));
             assertEquals(0, fx.releases.get());
         }));
         t.add(row(g, "ArrowDeviceArrayStream with NULL release is RELEASED and untouched", fx -> {
             MemorySegment s = fx.deviceStream(1);
             ArrowDeviceArrayStream.release(s, NULL);
-            expect(Category.RELEASED, "", () -> ArrowImport.importDeviceStream(s));
+            expect(Category.RELEASED, "", () -> ArrowC.importDeviceStream(s));
             assertEquals(0, fx.releases.get());
         }));
 
         g = "release exactly once";
         t.add(row(g, "schema closed twice is released once", fx -> {
-            ImportedSchema s = ArrowImport.importSchema(fx.rootSchema(fx.schema("+s", fx.schema("i"))));
+            ImportedSchema s = ArrowC.importSchema(fx.rootSchema(fx.schema("+s", fx.schema("i"))));
             s.close();
             s.close();
             assertEquals(1, fx.releases.get());
         }));
         t.add(row(g, "array closed twice is released once", fx -> {
-            ImportedArray a = ArrowImport.importArray(fx.type("i"), fx.root(i32(fx, 3)), ValidationLevel.FULL);
+            ImportedArray a = ArrowC.importArray(fx.type("i"), fx.root(i32(fx, 3)), ValidationLevel.FULL);
             a.close();
             a.close();
             assertEquals(1, fx.releases.get());
         }));
         t.add(row(g, "device array closed twice is released once", fx -> {
-            ImportedArray a = ArrowImport.importDeviceArray(fx.type("i"), fx.device(fx.root(i32(fx, 3)), 1, 0, NULL),
+            ImportedArray a = ArrowC.importDeviceArray(fx.type("i"), fx.device(fx.root(i32(fx, 3)), 1, 0, NULL),
                     ValidationLevel.FULL);
             a.close();
             a.close();
@@ -86,27 +86,27 @@ class ScriptedCasesTest {
         }));
         t.add(row(g, "stream closed twice is released once", fx -> {
             fx.onGetSchema = (f, out) -> f.handOutSchema(f.schema("i"), out);
-            ImportedArrayStream s = ArrowImport.importStream(fx.stream());
+            ImportedArrayStream s = ArrowC.importStream(fx.stream());
             assertEquals(1, fx.producedReleases.get(), "the schema it handed out");
             s.close();
             s.close();
             assertEquals(1, fx.releases.get());
         }));
         t.add(row(g, "schema closed from two threads at once, x10000: released once each", fx ->
-                concurrentClose(fx.releases::get, () -> ArrowImport.importSchema(fx.rootSchema(fx.schema("i"))))));
+                concurrentClose(fx.releases::get, () -> ArrowC.importSchema(fx.rootSchema(fx.schema("i"))))));
         t.add(row(g, "array closed from two threads at once, x10000: released once each", fx -> {
             SchemaNode type = fx.type("i");
-            concurrentClose(fx.releases::get, () -> ArrowImport.importArray(type, fx.root(i32(fx, 2)), ValidationLevel.FULL));
+            concurrentClose(fx.releases::get, () -> ArrowC.importArray(type, fx.root(i32(fx, 2)), ValidationLevel.FULL));
         }));
         t.add(row(g, "stream closed from two threads at once, x10000: released once each", fx -> {
             fx.onGetSchema = (f, out) -> f.handOutSchema(f.schema("i"), out);
-            concurrentClose(fx.releases::get, () -> ArrowImport.importStream(fx.stream()));
+            concurrentClose(fx.releases::get, () -> ArrowC.importStream(fx.stream()));
         }));
         t.add(row(g, "a batch outlives its closed stream; each is released once", fx -> {
             fx.onGetSchema = (f, out) -> f.handOutSchema(f.schema("i"), out);
             fx.onGetNext = (f, out) -> f.handOutArray(i32(f, 2), out);
             ImportedArray batch;
-            try (ImportedArrayStream s = ArrowImport.importStream(fx.stream())) {
+            try (ImportedArrayStream s = ArrowC.importStream(fx.stream())) {
                 batch = s.next(ValidationLevel.FULL);
             }
             assertEquals(1, fx.releases.get(), "stream");
@@ -131,7 +131,7 @@ class ScriptedCasesTest {
                 releasesDuringNext.set(f.releases.get());
                 return f.handOutArray(i32(f, 1), out);
             };
-            ImportedArrayStream s = ArrowImport.importStream(fx.stream());
+            ImportedArrayStream s = ArrowC.importStream(fx.stream());
             ExecutorService pool = Executors.newFixedThreadPool(2);
             try {
                 Future<Long> next = pool.submit(() -> {
@@ -156,7 +156,7 @@ class ScriptedCasesTest {
         }));
         t.add(row(g, "buffer segment taken before close is unusable after close; buffer() after close is HandleClosedException",
                 fx -> {
-                    ImportedArray a = ArrowImport.importArray(fx.type("i"), fx.root(i32(fx, 3)), ValidationLevel.FULL);
+                    ImportedArray a = ArrowC.importArray(fx.type("i"), fx.root(i32(fx, 3)), ValidationLevel.FULL);
                     MemorySegment values = a.root().buffer(1);
                     assertEquals(2, values.getAtIndex(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED, 1));
                     a.close();
@@ -177,7 +177,7 @@ class ScriptedCasesTest {
                         imports.add(pool.submit(() -> {
                             barrier.await();
                             try {
-                                return ArrowImport.importSchema(p);
+                                return ArrowC.importSchema(p);
                             } catch (ValidationException e) {
                                 assertEquals(Category.RELEASED, e.category(), e.getMessage());
                                 return null;
@@ -205,21 +205,21 @@ class ScriptedCasesTest {
         g = "release on failed import";
         t.add(row(g, "struct imported again after a failed import is RELEASED, not released twice", fx -> {
             MemorySegment p = fx.rootSchema(fx.schema("q"));
-            expect(Category.FORMAT, "format", () -> ArrowImport.importSchema(p));
-            expect(Category.RELEASED, "", () -> ArrowImport.importSchema(p));
+            expect(Category.FORMAT, "format", () -> ArrowC.importSchema(p));
+            expect(Category.RELEASED, "", () -> ArrowC.importSchema(p));
             assertEquals(1, fx.releases.get());
         }));
         t.add(row(g, "array imported again after a failed FULL import is RELEASED", fx -> {
             SchemaNode type = fx.type("u");
             MemorySegment p = fx.root(fx.array(2, 0, 0, bufs(NULL, fx.ints(0, 2, 1), fx.bytes(1, 2))));
-            expect(Category.CONTENT, "buffers[1]", () -> ArrowImport.importArray(type, p, ValidationLevel.FULL));
-            expect(Category.RELEASED, "", () -> ArrowImport.importArray(type, p, ValidationLevel.NONE));
+            expect(Category.CONTENT, "buffers[1]", () -> ArrowC.importArray(type, p, ValidationLevel.FULL));
+            expect(Category.RELEASED, "", () -> ArrowC.importArray(type, p, ValidationLevel.NONE));
             assertEquals(1, fx.releases.get());
         }));
         t.add(row(g, "struct imported again while its first import is open is RELEASED; close releases once", fx -> {
             MemorySegment p = fx.rootSchema(fx.schema("i"));
-            try (ImportedSchema s = ArrowImport.importSchema(p)) {
-                expect(Category.RELEASED, "", () -> ArrowImport.importSchema(p));
+            try (ImportedSchema s = ArrowC.importSchema(p)) {
+                expect(Category.RELEASED, "", () -> ArrowC.importSchema(p));
                 assertEquals(0, fx.releases.get());
             }
             assertEquals(1, fx.releases.get());
@@ -227,14 +227,14 @@ class ScriptedCasesTest {
         t.add(row(g, "rejected device array (bad child) releases the device array once", fx -> {
             SchemaNode type = fx.type(fx.schema("+s", fx.schema("i")));
             MemorySegment d = fx.device(fx.root(fx.array(1, 0, 0, bufs(NULL), fx.array(1, 0, 0, bufs(NULL, NULL)))), 1, 0, NULL);
-            expect(Category.NULL_POINTER, "children[0].buffers[1]", () -> ArrowImport.importDeviceArray(type, d,
+            expect(Category.NULL_POINTER, "children[0].buffers[1]", () -> ArrowC.importDeviceArray(type, d,
                     ValidationLevel.MINIMAL));
             assertEquals(1, fx.releases.get());
             assertEquals(NULL, ArrowArray.release(d), "the producer's struct is marked released (moved)");
         }));
         t.add(row(g, "import against an incompatible schema releases the array once", fx -> {
             SchemaNode type = fx.type(fx.schema("+s", fx.schema("i"), fx.schema("i")));
-            expect(Category.STRUCTURE, "n_children", () -> ArrowImport.importArray(type,
+            expect(Category.STRUCTURE, "n_children", () -> ArrowC.importArray(type,
                     fx.root(fx.array(1, 0, 0, bufs(NULL), i32(fx, 1))), ValidationLevel.NONE));
             assertEquals(1, fx.releases.get());
         }));
@@ -245,45 +245,45 @@ class ScriptedCasesTest {
                 f.lastError = f.cstr("bad options");
                 return EINVAL;
             };
-            ArrowStreamException e = assertThrows(ArrowStreamException.class, () -> ArrowImport.importStream(fx.stream()));
+            ArrowStreamException e = assertThrows(ArrowStreamException.class, () -> ArrowC.importStream(fx.stream()));
             assertEquals(EINVAL, e.errno());
             assertEquals("bad options", e.producerMessage());
             assertEquals(1, fx.releases.get());
         }));
         t.add(row(g, "get_schema errno with get_last_error NULL has an empty producer message", fx -> {
             fx.onGetSchema = (f, out) -> 38;
-            ArrowStreamException e = assertThrows(ArrowStreamException.class, () -> ArrowImport.importStream(fx.stream()));
+            ArrowStreamException e = assertThrows(ArrowStreamException.class, () -> ArrowC.importStream(fx.stream()));
             assertEquals(38, e.errno());
             assertEquals("", e.producerMessage());
             assertEquals(1, fx.releases.get());
         }));
         t.add(row(g, "get_schema returning 0 but no schema is RELEASED; stream released once", fx -> {
             fx.onGetSchema = (f, out) -> 0;
-            expect(Category.RELEASED, "", () -> ArrowImport.importStream(fx.stream()));
+            expect(Category.RELEASED, "", () -> ArrowC.importStream(fx.stream()));
             assertEquals(1, fx.releases.get());
         }));
         t.add(row(g, "get_schema handing out a malformed schema is FORMAT; schema and stream released once", fx -> {
             fx.onGetSchema = (f, out) -> f.handOutSchema(f.schema("+x"), out);
-            expect(Category.FORMAT, "format", () -> ArrowImport.importStream(fx.stream()));
+            expect(Category.FORMAT, "format", () -> ArrowC.importStream(fx.stream()));
             assertEquals(1, fx.releases.get());
             assertEquals(1, fx.producedReleases.get());
         }));
         t.add(row(g, "NULL get_schema is NULL_POINTER; stream released once", fx -> {
             MemorySegment s = fx.stream();
             ArrowArrayStream.get_schema(s, NULL);
-            expect(Category.NULL_POINTER, "get_schema", () -> ArrowImport.importStream(s));
+            expect(Category.NULL_POINTER, "get_schema", () -> ArrowC.importStream(s));
             assertEquals(1, fx.releases.get());
         }));
         t.add(row(g, "NULL get_next is NULL_POINTER; stream released once", fx -> {
             MemorySegment s = fx.stream();
             ArrowArrayStream.get_next(s, NULL);
-            expect(Category.NULL_POINTER, "get_next", () -> ArrowImport.importStream(s));
+            expect(Category.NULL_POINTER, "get_next", () -> ArrowC.importStream(s));
             assertEquals(1, fx.releases.get());
         }));
         t.add(row(g, "NULL get_last_error is NULL_POINTER; device stream released once", fx -> {
             MemorySegment s = fx.deviceStream(1);
             ArrowDeviceArrayStream.get_last_error(s, NULL);
-            expect(Category.NULL_POINTER, "get_last_error", () -> ArrowImport.importDeviceStream(s));
+            expect(Category.NULL_POINTER, "get_last_error", () -> ArrowC.importDeviceStream(s));
             assertEquals(1, fx.releases.get());
         }));
         t.add(row(g, "get_next errno 5 is ArrowStreamException; the stream stays open and is released once on close", fx -> {
@@ -292,7 +292,7 @@ class ScriptedCasesTest {
                 f.lastError = f.cstr("disk gone");
                 return Fx.EIO;
             };
-            try (ImportedArrayStream s = ArrowImport.importStream(fx.stream())) {
+            try (ImportedArrayStream s = ArrowC.importStream(fx.stream())) {
                 ArrowStreamException e = assertThrows(ArrowStreamException.class, () -> s.next(ValidationLevel.FULL));
                 assertEquals("get_next failed with errno 5 (EIO): disk gone", e.getMessage());
                 assertEquals(0, fx.releases.get());
@@ -302,7 +302,7 @@ class ScriptedCasesTest {
         t.add(row(g, "get_next handing out a malformed batch is SIZE; batch released once, stream on close", fx -> {
             fx.onGetSchema = (f, out) -> f.handOutSchema(f.schema("i"), out);
             fx.onGetNext = (f, out) -> f.handOutArray(f.array(-1, 0, 0, bufs(NULL, NULL)), out);
-            try (ImportedArrayStream s = ArrowImport.importStream(fx.stream())) {
+            try (ImportedArrayStream s = ArrowC.importStream(fx.stream())) {
                 expect(Category.SIZE, "length", () -> s.next(ValidationLevel.NONE));
                 assertEquals(2, fx.producedReleases.get(), "schema + batch");
             }
@@ -311,7 +311,7 @@ class ScriptedCasesTest {
         t.add(row(g, "get_next batch not matching the stream schema is STRUCTURE; batch released once", fx -> {
             fx.onGetSchema = (f, out) -> f.handOutSchema(f.schema("+s", f.schema("i")), out);
             fx.onGetNext = (f, out) -> f.handOutArray(f.array(1, 0, 0, bufs(NULL)), out);
-            try (ImportedArrayStream s = ArrowImport.importStream(fx.stream())) {
+            try (ImportedArrayStream s = ArrowC.importStream(fx.stream())) {
                 expect(Category.STRUCTURE, "n_children", () -> s.next(ValidationLevel.MINIMAL));
                 assertEquals(2, fx.producedReleases.get());
             }
@@ -320,7 +320,7 @@ class ScriptedCasesTest {
         t.add(row(g, "end of stream (released batch) is null, every time after too", fx -> {
             fx.onGetSchema = (f, out) -> f.handOutSchema(f.schema("i"), out);
             fx.onGetNext = (f, out) -> 0;
-            try (ImportedArrayStream s = ArrowImport.importStream(fx.stream())) {
+            try (ImportedArrayStream s = ArrowC.importStream(fx.stream())) {
                 assertNull(s.next(ValidationLevel.FULL));
                 assertNull(s.next(ValidationLevel.FULL));
             }
@@ -328,26 +328,26 @@ class ScriptedCasesTest {
         }));
         t.add(row(g, "next after close is HandleClosedException", fx -> {
             fx.onGetSchema = (f, out) -> f.handOutSchema(f.schema("i"), out);
-            ImportedArrayStream s = ArrowImport.importStream(fx.stream());
+            ImportedArrayStream s = ArrowC.importStream(fx.stream());
             s.close();
             assertThrows(HandleClosedException.class, () -> s.next(ValidationLevel.FULL));
             assertEquals(1, fx.releases.get());
         }));
         t.add(row(g, "device stream with unknown device type 0 is DEVICE; released once", fx -> {
-            expect(Category.DEVICE, "device_type", () -> ArrowImport.importDeviceStream(fx.deviceStream(0)));
+            expect(Category.DEVICE, "device_type", () -> ArrowC.importDeviceStream(fx.deviceStream(0)));
             assertEquals(1, fx.releases.get());
             assertEquals(0, fx.producedReleases.get(), "get_schema must not have been called");
         }));
         t.add(row(g, "device stream get_schema errno is ArrowStreamException; released once", fx -> {
             fx.onGetSchema = (f, out) -> 12;
-            ArrowStreamException e = assertThrows(ArrowStreamException.class, () -> ArrowImport.importDeviceStream(fx.deviceStream(2)));
+            ArrowStreamException e = assertThrows(ArrowStreamException.class, () -> ArrowC.importDeviceStream(fx.deviceStream(2)));
             assertEquals(12, e.errno());
             assertEquals(1, fx.releases.get());
         }));
         t.add(row(g, "device stream batch on another device type is DEVICE; batch released once", fx -> {
             fx.onGetSchema = (f, out) -> f.handOutSchema(f.schema("i"), out);
             fx.onGetNext = (f, out) -> f.handOutArray(f.device(i32(f, 2), 2, 0, NULL), out);
-            try (ImportedArrayStream s = ArrowImport.importDeviceStream(fx.deviceStream(1))) {
+            try (ImportedArrayStream s = ArrowC.importDeviceStream(fx.deviceStream(1))) {
                 expect(Category.DEVICE, "device_type", () -> s.next(ValidationLevel.MINIMAL));
                 assertEquals(2, fx.producedReleases.get());
             }
@@ -356,7 +356,7 @@ class ScriptedCasesTest {
         t.add(row(g, "device stream CPU batch with a sync event is DEVICE; batch released once", fx -> {
             fx.onGetSchema = (f, out) -> f.handOutSchema(f.schema("i"), out);
             fx.onGetNext = (f, out) -> f.handOutArray(f.device(i32(f, 2), 1, 0, f.zeros(8)), out);
-            try (ImportedArrayStream s = ArrowImport.importDeviceStream(fx.deviceStream(1))) {
+            try (ImportedArrayStream s = ArrowC.importDeviceStream(fx.deviceStream(1))) {
                 expect(Category.DEVICE, "sync_event", () -> s.next(ValidationLevel.MINIMAL));
                 assertEquals(2, fx.producedReleases.get());
             }
@@ -365,7 +365,7 @@ class ScriptedCasesTest {
         t.add(row(g, "device stream CUDA batch imports at MINIMAL and is released once on close", fx -> {
             fx.onGetSchema = (f, out) -> f.handOutSchema(f.schema("i"), out);
             fx.onGetNext = (f, out) -> f.handOutArray(f.device(i32(f, 2), 2, 0, f.zeros(8)), out);
-            try (ImportedArrayStream s = ArrowImport.importDeviceStream(fx.deviceStream(2));
+            try (ImportedArrayStream s = ArrowC.importDeviceStream(fx.deviceStream(2));
                  ImportedArray a = s.next(ValidationLevel.MINIMAL)) {
                 assertEquals(2, a.deviceType().code());
                 assertEquals(1, fx.producedReleases.get(), "schema only");
@@ -378,23 +378,23 @@ class ScriptedCasesTest {
                 boolean reads = level == ValidationLevel.DEFAULT || level == ValidationLevel.FULL;
                 int before = fx.releases.get();
                 expect(reads ? Category.DEVICE : Category.SIZE, reads ? "device_type" : "length",
-                        () -> ArrowImport.importDeviceArray(fx.type("i"),
+                        () -> ArrowC.importDeviceArray(fx.type("i"),
                                 fx.device(fx.root(fx.array(-3, 0, 0, bufs(NULL, NULL))), 2, 0, NULL), level));
                 assertEquals(before + 1, fx.releases.get(), level.toString());
             }
         }));
         t.add(row("device fields", "ROCm array with null_count above length: SIZE from MINIMAL, accepted at NONE", fx -> {
-            try (ImportedArray a = ArrowImport.importDeviceArray(fx.type("i"),
+            try (ImportedArray a = ArrowC.importDeviceArray(fx.type("i"),
                     fx.device(fx.root(fx.array(1, 5, 0, bufs(NULL, fx.zeros(4)))), 10, 0, NULL), ValidationLevel.NONE)) {
                 assertEquals(10, a.deviceType().code());
             }
-            expect(Category.SIZE, "null_count", () -> ArrowImport.importDeviceArray(fx.type("i"),
+            expect(Category.SIZE, "null_count", () -> ArrowC.importDeviceArray(fx.type("i"),
                     fx.device(fx.root(fx.array(1, 5, 0, bufs(NULL, fx.zeros(4)))), 10, 0, NULL), ValidationLevel.MINIMAL));
             assertEquals(2, fx.releases.get());
         }));
         t.add(row("misaligned buffers and structs", "misaligned ArrowArrayStream struct is moved and accepted", fx -> {
             fx.onGetSchema = (f, out) -> f.handOutSchema(f.schema("i"), out);
-            try (ImportedArrayStream s = ArrowImport.importStream(fx.misaligned(fx.stream()))) {
+            try (ImportedArrayStream s = ArrowC.importStream(fx.misaligned(fx.stream()))) {
                 assertEquals("i", s.schema().format());
             }
             assertEquals(1, fx.releases.get());
@@ -405,7 +405,7 @@ class ScriptedCasesTest {
             fx.onGetSchema = (f, out) -> {
                 throw new IllegalStateException("no schema today");
             };
-            ArrowStreamException e = assertThrows(ArrowStreamException.class, () -> ArrowImport.importStream(fx.stream()));
+            ArrowStreamException e = assertThrows(ArrowStreamException.class, () -> ArrowC.importStream(fx.stream()));
             assertEquals(Fx.EIO, e.errno());
             assertEquals("callback threw IllegalStateException: no schema today", e.producerMessage());
             assertEquals(1, fx.releases.get());
@@ -415,7 +415,7 @@ class ScriptedCasesTest {
             fx.onGetNext = (f, out) -> {
                 throw new ArithmeticException("boom");
             };
-            try (ImportedArrayStream s = ArrowImport.importStream(fx.stream())) {
+            try (ImportedArrayStream s = ArrowC.importStream(fx.stream())) {
                 assertEquals(Fx.EIO, assertThrows(ArrowStreamException.class, () -> s.next(ValidationLevel.FULL)).errno());
                 fx.onGetNext = (f, out) -> f.handOutArray(i32(f, 1), out);
                 try (ImportedArray a = s.next(ValidationLevel.FULL)) {
@@ -429,7 +429,7 @@ class ScriptedCasesTest {
             fx.onGetNext = (f, out) -> {
                 throw new OutOfMemoryError("simulated");
             };
-            try (ImportedArrayStream s = ArrowImport.importDeviceStream(fx.deviceStream(1))) {
+            try (ImportedArrayStream s = ArrowC.importDeviceStream(fx.deviceStream(1))) {
                 ArrowStreamException e = assertThrows(ArrowStreamException.class, () -> s.next(ValidationLevel.FULL));
                 assertTrue(e.producerMessage().contains("simulated"), e.producerMessage());
             }
@@ -438,14 +438,14 @@ class ScriptedCasesTest {
         t.add(row(g, "Java release that throws after releasing, on a rejected array: typed error, released once", fx -> {
             fx.releaseThrows = true;
             long failed = HandleTracker.failedReleases();
-            expect(Category.SIZE, "length", () -> ArrowImport.importArray(fx.type("i"),
+            expect(Category.SIZE, "length", () -> ArrowC.importArray(fx.type("i"),
                     fx.root(fx.array(-1, 0, 0, bufs(NULL, NULL))), ValidationLevel.NONE));
             assertEquals(1, fx.releases.get());
             assertEquals(failed, HandleTracker.failedReleases());
         }));
         t.add(row(g, "Java release that throws after releasing, on close: released once, close still idempotent", fx -> {
             fx.releaseThrows = true;
-            ImportedArray a = ArrowImport.importArray(fx.type("i"), fx.root(i32(fx, 2)), ValidationLevel.FULL);
+            ImportedArray a = ArrowC.importArray(fx.type("i"), fx.root(i32(fx, 2)), ValidationLevel.FULL);
             a.close();
             a.close();
             assertEquals(1, fx.releases.get());

@@ -17,7 +17,8 @@ import org.devicebridge.generated.arrow.ArrowDeviceArrayStream;
 import org.devicebridge.generated.arrow.ArrowSchema;
 
 /**
- * Imports Arrow C Data Interface structs produced by any native code into handles that own them. Every
+ * The Arrow C Data, C Device Data and C Stream interfaces on FFM alone: imports of structs any native code
+ * produced, views and exports of arrays described in Java ({@link ArrayData}). Every import
  * method <em>moves</em> the struct first (the producer's struct is marked released), then validates, and
  * releases it if validation fails: after a return or a throw the caller owns nothing of the input struct
  * (its memory, allocated by the caller, stays the caller's to free).
@@ -28,8 +29,8 @@ import org.devicebridge.generated.arrow.ArrowSchema;
  * <p>Stateless and thread-safe: its methods may run concurrently on any threads; each says who owns what
  * after a return and after a throw.
  */
-public final class ArrowImport {
-    private ArrowImport() {}
+public final class ArrowC {
+    private ArrowC() {}
 
     /**
      * Imports the {@code ArrowSchema} at {@code arrowSchemaPtr}: parses every format string and metadata
@@ -247,6 +248,51 @@ public final class ArrowImport {
     public static ImportedArrayStream importDeviceStream(MemorySegment arrowDeviceArrayStreamPtr) {
         requireNativeAccess();
         return ImportedArrayStream.take(arrowDeviceArrayStreamPtr, true);
+    }
+
+    /**
+     * Checks {@code data}, a description of host memory, against {@code schema} at {@code level}, as
+     * {@link #importArray} checks a struct, and returns its view: every buffer sized exactly, and every size
+     * it derives within the segment given for that buffer. Borrows: {@link ArrayNode#buffer} gives slices of
+     * the description's segments, readable while their arenas are open; nothing is released.
+     *
+     * @param schema the array's field (from {@link #importSchema}, or made with {@link SchemaNode#of})
+     * @param data the array, in host memory
+     * @param level how much of it to check; DEFAULT and FULL read offsets and other contents
+     * @return the checked view of {@code data}
+     * @throws ValidationException if the description does not match the schema or a size does not fit
+     */
+    public static ArrayNode viewArray(SchemaNode schema, ArrayData data, ValidationLevel level) {
+        throw new UnsupportedOperationException("viewArray: not built yet");
+    }
+
+    /**
+     * Exports {@code data} (checked against {@code schema} at {@link ValidationLevel#MINIMAL}, reading no
+     * buffer) into the caller's {@code ArrowArray} at {@code out}: zero-copy, the buffers' addresses are
+     * written as they are. The consumer's {@code release} of the whole tree (children moved out and released
+     * on their own included) closes {@code owner} once, on the releasing thread; pass {@code null} when the
+     * memory outlives every consumer. After a throw, {@code out} is untouched and {@code owner} is not closed.
+     *
+     * @param schema the array's field
+     * @param data the array, in host or device memory
+     * @param out the caller's {@code struct ArrowArray}, in the released state
+     * @param owner closed once when the consumer released the export (a shared arena, or any
+     *     {@link AutoCloseable} that may be closed on another thread), or {@code null}
+     * @throws ValidationException if the description does not match the schema or a size does not fit
+     */
+    public static void exportArray(SchemaNode schema, ArrayData data, MemorySegment out, AutoCloseable owner) {
+        throw new UnsupportedOperationException("exportArray: not built yet");
+    }
+
+    /**
+     * Exports {@code schema} into the caller's {@code ArrowSchema} at {@code out}; its {@code release} frees
+     * what the export allocated. After a throw, {@code out} is untouched.
+     *
+     * @param schema the field to export (from {@link #importSchema}, or made with {@link SchemaNode#of})
+     * @param out the caller's {@code struct ArrowSchema}, in the released state
+     */
+    public static void exportSchema(SchemaNode schema, MemorySegment out) {
+        throw new UnsupportedOperationException("exportSchema: not built yet");
     }
 
     /**
