@@ -22,42 +22,60 @@ public final class ArrayData {
     private final long nullCount;
     private final long offset;
     private final List<MemorySegment> buffers;
-    private final List<ArrayData> children;
-    private final ArrayData dictionary;
+    private final Links links;
 
-    private ArrayData(long length, long nullCount, long offset, List<MemorySegment> buffers, List<ArrayData> children,
-                      ArrayData dictionary) {
+    /** A node's children and dictionary ({@code null} if none). */
+    private record Links(List<ArrayData> children, ArrayData dictionary) {}
+
+    private static final Links NONE = new Links(List.of(), null);
+
+    private ArrayData(long length, long nullCount, long offset, List<MemorySegment> buffers, Links links) {
         this.length = length;
         this.nullCount = nullCount;
         this.offset = offset;
         this.buffers = buffers;
-        this.children = children;
-        this.dictionary = dictionary;
+        this.links = links;
     }
 
     /**
      * A node of {@code length} elements, {@code nullCount} of them null ({@code -1} if not known), offset 0,
      * no children and no dictionary.
      *
+     * @param length the number of elements
+     * @param nullCount the number of null elements, or {@code -1} if not known
      * @param buffers the node's buffers in C Data order, {@link MemorySegment#NULL} for an absent one
+     * @return the node
      */
     public static ArrayData of(long length, long nullCount, List<MemorySegment> buffers) {
-        return new ArrayData(length, nullCount, 0, List.copyOf(buffers), List.of(), null);
+        return new ArrayData(length, nullCount, 0, List.copyOf(buffers), NONE);
     }
 
-    /** {@return this node with the offset {@code offset} (in elements) into every buffer} */
+    /**
+     * {@return this node with the offset {@code offset} (in elements) into every buffer}
+     *
+     * @param offset the offset, in elements
+     */
     public ArrayData withOffset(long offset) {
-        return new ArrayData(length, nullCount, offset, buffers, children, dictionary);
+        return new ArrayData(length, nullCount, offset, buffers, links);
     }
 
-    /** {@return this node with the children {@code children}, in the schema's order} */
+    /**
+     * {@return this node with the children {@code children}, in the schema's order}
+     *
+     * @param children the child nodes
+     */
     public ArrayData withChildren(List<ArrayData> children) {
-        return new ArrayData(length, nullCount, offset, buffers, List.copyOf(children), dictionary);
+        return new ArrayData(length, nullCount, offset, buffers, new Links(List.copyOf(children), links.dictionary()));
     }
 
-    /** {@return this node with the dictionary {@code dictionary} (for a dictionary-encoded field)} */
+    /**
+     * {@return this node with the dictionary {@code dictionary} (for a dictionary-encoded field)}
+     *
+     * @param dictionary the dictionary's values
+     */
     public ArrayData withDictionary(ArrayData dictionary) {
-        return new ArrayData(length, nullCount, offset, buffers, children, Objects.requireNonNull(dictionary));
+        return new ArrayData(length, nullCount, offset, buffers,
+                new Links(links.children(), Objects.requireNonNull(dictionary, "dictionary")));
     }
 
     /** {@return the logical length, in elements} */
@@ -82,17 +100,18 @@ public final class ArrayData {
 
     /** {@return the children, in the schema's order} */
     public List<ArrayData> children() {
-        return children;
+        return links.children();
     }
 
     /** {@return the dictionary, or {@code null} if the node has none} */
     public ArrayData dictionary() {
-        return dictionary;
+        return links.dictionary();
     }
 
     @Override
     public String toString() {
         return "ArrayData[length=" + length + ", nullCount=" + nullCount + ", offset=" + offset + ", buffers="
-                + buffers.size() + ", children=" + children.size() + (dictionary == null ? "" : ", dictionary") + "]";
+                + buffers.size() + ", children=" + links.children().size() + (links.dictionary() == null ? "" : ", dictionary")
+                + "]";
     }
 }

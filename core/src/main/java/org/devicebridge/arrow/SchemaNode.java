@@ -54,6 +54,7 @@ public final class SchemaNode {
      * @param name the field name, or {@code null}
      * @param format the Arrow C Data format string, e.g. {@code "l"} or {@code "+s"}
      * @param children the child fields, as many as the format takes
+     * @return the field
      * @throws ValidationException if the format is malformed or the children do not fit it
      */
     public static SchemaNode of(String name, String format, List<SchemaNode> children) {
