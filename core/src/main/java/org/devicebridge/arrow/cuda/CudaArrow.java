@@ -75,16 +75,17 @@ public final class CudaArrow {
      * engine reads page-locked buffers after this returns, until the stream reaches the upload; pageable buffers
      * have been read into staging chunks when this returns.
      *
-     * <p>What it keeps alive: the export of {@code root} (which retains every buffer of the root and its
-     * dictionaries) is handed to {@code copies.stream()} ({@link CudaStream#closeAfterQueuedWork}) and released
-     * only once an event recorded after the copies completed; none of those buffers goes back to its allocator
+     * <p>What it keeps alive: the view of {@code root} (an arena holding a reference to every buffer of the root
+     * and its dictionaries, as {@link org.devicebridge.arrow.java.ArrowJava#viewRoot} takes them) is handed to
+     * {@code copies.stream()} ({@link CudaStream#closeAfterQueuedWork}) and closed only once an event recorded
+     * after the copies completed; none of those buffers goes back to its allocator
      * or pool before that; staging chunks are reused only after their own events. What the caller may touch
      * before that event: it may close {@code root} and {@code provider}, but must not change the contents of
      * their buffers.
      *
-     * <p>Ownership as in the synchronous form; besides, after a return the stream owns the export until the
+     * <p>Ownership as in the synchronous form; besides, after a return the stream owns the view until the
      * event (keep the stream open, or synchronize it, before closing the root's allocator). After a throw no
-     * copy reads the root any more, or the export is held by the stream as above.
+     * copy reads the root any more, or the view is held by the stream as above.
      *
      * @param root the batch; borrowed, and read by the device until the stream reaches the upload
      * @param provider the dictionaries of dictionary-encoded columns; may be null if there are none

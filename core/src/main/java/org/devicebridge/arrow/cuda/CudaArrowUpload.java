@@ -3,6 +3,7 @@ package org.devicebridge.arrow.cuda;
 import static org.devicebridge.foreign.ArrowJavaCheck.requireArrowJava;
 import static org.devicebridge.foreign.NativeCalls.requireNativeAccess;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
@@ -15,9 +16,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.Device;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowC;
-import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ExportedSchema;
-import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
@@ -42,7 +41,7 @@ final class CudaArrowUpload {
 
     /**
      * {@link CudaArrow#upload} ({@code async} false: one host wait if a buffer was copied directly) and
-     * {@link CudaArrow#uploadAsync} ({@code async} true: no host wait, the export goes to the stream).
+     * {@link CudaArrow#uploadAsync} ({@code async} true: no host wait, what the copies read goes to the stream).
      */
     static CudaArrowBatch upload(VectorSchemaRoot root, DictionaryProvider provider, DeviceCopies copies,
                                  boolean async) {
@@ -57,18 +56,24 @@ final class CudaArrowUpload {
     private static CudaArrowBatch upload(VectorSchemaRoot root, DictionaryProvider provider, HostDeviceTransfer transfer,
                                          CudaStream stream, boolean async) {
         SchemaNode schema = schemaOf(root.getSchema(), provider);
-        Inputs inputs = Inputs.of(root, provider, schema);
+        // What the copies read: the root's buffers, each held by the arena (as an export holds them) with the
+        // buffers the view made itself (view padding, decimal32/64, remapped union type ids). Closed once no copy
+        // reads them any more: at once after a synchronous upload, after the stream's event for an asynchronous
+        // one (closed on whichever thread finds the event completed, hence shared).
+        Arena inputs = async ? Arena.ofShared() : Arena.ofConfined();
         boolean handedOver = false;
         CudaArrowBatch out;
         try {
-            ImportedArray host = inputs.host();
+            ArrayNode host = ArrowC.viewArray(schema, ArrowJava.viewRoot(root, provider, inputs),
+                    ValidationLevel.DEFAULT);
             List<MemorySegment> segments = new ArrayList<>();
             List<BufferSlot> slots = new ArrayList<>();
-            List<ArrayNode> nodes = Nodes.collect(host.root());
+            List<ArrayNode> nodes = Nodes.collect(host);
             for (ArrayNode node : nodes) {
                 for (int i = 0; i < node.bufferCount(); i++) {
                     long len = node.bufferLength(i);
                     if (Nodes.address(node, i) != 0 && len > 0) {
+                        // by address, not the arena's segment: the transfer's workers read it on their threads
                         segments.add(node.bufferPointer(i).reinterpret(len));
                         slots.add(new BufferSlot(node, i));
                     }
@@ -96,7 +101,7 @@ final class CudaArrowUpload {
                     BufferSlot s = slots.get(k);
                     placed.get(s.node())[s.buffer()] = base + offsets[k];
                 }
-                ArrayNode device = Nodes.relocate(host.root(), placed);
+                ArrayNode device = Nodes.relocate(host, placed);
                 DeviceBuffer memory = up.buffer();
                 if (async) {
                     handedOver = true; // after a throw the stream waited, then closed them
@@ -121,7 +126,7 @@ final class CudaArrowUpload {
             }
         } catch (RuntimeException | Error e) {
             if (!handedOver) {
-                inputs.closeAfter(e);
+                closeAfter(inputs, e);
             }
             throw e;
         }
@@ -136,45 +141,17 @@ final class CudaArrowUpload {
         return out;
     }
 
-    /**
-     * What an upload's copies read: the export, which retains the root's buffers and owns the buffers it wrote
-     * itself ({@code ExportRewrites}: view padding, decimal32/64, remapped union type ids), and its import, whose
-     * close releases the export. Closed once no copy reads them any more: at once after a synchronous upload,
-     * after the stream's event for an asynchronous one.
-     */
-    private record Inputs(ExportedArray export, ImportedArray host) implements AutoCloseable {
-        static Inputs of(VectorSchemaRoot root, DictionaryProvider provider, SchemaNode schema) {
-            ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, provider, out, null));
-            try {
-                return new Inputs(ea, ArrowC.importArray(schema, ea.segment(), ValidationLevel.DEFAULT));
-            } catch (RuntimeException | Error e) {
-                try {
-                    ea.close();
-                } catch (RuntimeException | Error more) {
-                    e.addSuppressed(more);
-                }
-                throw e;
-            }
-        }
-
-        @Override
-        public void close() {
-            try (export) {
-                host.close();
-            }
-        }
-
-        void closeAfter(Throwable failure) {
-            try {
-                close();
-            } catch (RuntimeException | Error e) {
-                failure.addSuppressed(e);
-            }
+    /** Closes {@code inputs} after {@code failure}, adding a failed close to it. */
+    private static void closeAfter(Arena inputs, Throwable failure) {
+        try {
+            inputs.close();
+        } catch (RuntimeException | Error e) {
+            failure.addSuppressed(e);
         }
     }
 
     /**
-     * {@code schema} exported and imported, as the batch's import needs it. Without dictionaries the result
+     * {@code schema} exported and imported, as the batch's view needs it. Without dictionaries the result
      * depends on the schema alone, which Arrow Java never changes: the last one this thread used is kept, since
      * a producer uploads batch after batch of one schema (the round trip costs 15-25 us, 5% of a 16 MiB upload).
      */

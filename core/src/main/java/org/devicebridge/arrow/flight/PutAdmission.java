@@ -1,5 +1,6 @@
 package org.devicebridge.arrow.flight;
 
+import java.lang.foreign.Arena;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -22,9 +23,7 @@ import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrowC;
-import org.devicebridge.arrow.ExportedArray;
 import org.devicebridge.arrow.ExportedSchema;
-import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.java.ArrowJava;
@@ -246,7 +245,7 @@ final class PutAdmission {
         }
     }
 
-    /** FULL validation on the host: the batch exported to C structs and imported at FULL, then released. */
+    /** FULL validation on the host: the batch viewed as the export would write it and checked at FULL. */
     private static final class FullCheck implements AutoCloseable {
         private final ImportedSchema schema;
 
@@ -257,9 +256,9 @@ final class PutAdmission {
         }
 
         void check(VectorSchemaRoot root) {
-            try (ExportedArray exported = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
-                 ImportedArray checked = ArrowC.importArray(schema.root(), exported.segment(), ValidationLevel.FULL)) {
-                // the import is the check; the handles release the structs (the root keeps its buffers)
+            try (Arena arena = Arena.ofConfined()) {
+                // the view is the check; the arena's close drops its references (the root keeps its buffers)
+                ArrowC.viewArray(schema.root(), ArrowJava.viewRoot(root, null, arena), ValidationLevel.FULL);
             }
         }
 

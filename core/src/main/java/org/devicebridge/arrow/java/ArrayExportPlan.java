@@ -16,6 +16,8 @@ final class ArrayExportPlan extends ExportPlan {
     int[] firstRetained = new int[16];
     int[] retainedEnd = new int[16];
     long[] buffers = new long[64];
+    /** Bytes readable at each of {@link #buffers} (an ArrowBuf's capacity), for a view of the plan ({@link ArrowJavaView}). */
+    long[] capacities = new long[64];
     int bufferTotal;
     long[] variadic = new long[8];
     int variadicTotal;
@@ -74,10 +76,13 @@ final class ArrayExportPlan extends ExportPlan {
         retainedEnd[node] = retainedTotal;
     }
 
-    void buffer(long address) {
+    /** Adds the next buffer of the node being planned: its address (0 for NULL) and the bytes readable there. */
+    void buffer(long address, long capacity) {
         if (bufferTotal == buffers.length) {
             buffers = Arrays.copyOf(buffers, bufferTotal * 2);
+            capacities = Arrays.copyOf(capacities, bufferTotal * 2);
         }
+        capacities[bufferTotal] = capacity;
         buffers[bufferTotal++] = address;
     }
 

@@ -1,5 +1,6 @@
 package org.devicebridge.arrow.java;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Iterator;
 import org.apache.arrow.memory.BufferAllocator;
@@ -11,6 +12,7 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
+import org.devicebridge.arrow.ArrayData;
 import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.SchemaNode;
@@ -163,6 +165,35 @@ public final class ArrowJava {
     public static void exportRoot(VectorSchemaRoot root, DictionaryProvider provider, MemorySegment outArray,
                                   MemorySegment outSchema) {
         ArrowJavaExport.root(root, provider, outArray, outSchema);
+    }
+
+    /**
+     * Describes the batch in {@code root} as {@link #exportRoot} would write it (a struct array of the
+     * vectors, dictionaries from {@code provider}, the same checks and the same buffers the export makes:
+     * zero-padded views, narrowed decimal32/decimal64, remapped union type ids), as an {@link ArrayData}
+     * for {@link ArrowC#viewArray}, with no C struct in between. Borrows: each buffer is a read-only segment
+     * of {@code arena} at the Arrow buffer's address, sized to its capacity (what may be read, not the exact
+     * size, which {@code viewArray} derives); {@link MemorySegment#NULL} where a buffer is absent. Nothing is
+     * copied but the buffers the export would make, and the sizes of view types' variadic buffers (in
+     * {@code arena}).
+     *
+     * <p>Ownership: after a return {@code arena} holds a reference to every buffer described (one per
+     * allocation) and the buffers made for the description, until it closes; the caller still owns
+     * {@code root} and may reload or close it, and the description stays readable while {@code arena} is
+     * open. After a throw no reference is held (what was allocated in {@code arena} is the arena's).
+     *
+     * @param root the batch; the caller keeps owning it
+     * @param provider the dictionaries of dictionary-encoded fields, or {@code null} when there are none; only read
+     * @param arena the scope of the description and of what it holds: closing it drops the references (a
+     *     confined arena of this thread, or a shared one for a description read or closed elsewhere)
+     * @return the description, readable while {@code arena} is open
+     * @throws ValidationException if the root cannot be exported as it is (sizes, offsets, lengths), naming the field
+     * @throws UnsupportedFeatureException if a vector has no C Data representation
+     * @throws org.devicebridge.HandleClosedException if {@code arena} is closed
+     * @throws org.devicebridge.InvalidArgumentException if {@code arena} is confined to another thread
+     */
+    public static ArrayData viewRoot(VectorSchemaRoot root, DictionaryProvider provider, Arena arena) {
+        return ArrowJavaView.root(root, provider, arena);
     }
 
     // ------------------------------------------------------------------ device arrays (CPU)

@@ -61,27 +61,35 @@ final class ExportArrayWriter {
     static void exportRoot(VectorSchemaRoot batch, DictionaryProvider provider, MemorySegment out) {
         ArrayExportPlan p = ArrayExportPlan.take();
         try {
-            p.reserveRoot();
-            int rows = batch.getRowCount();
-            List<Field> fields = batch.getSchema().getFields(); // the schema exported with it: as many as vectors
-            int n = fields.size();
-            p.begin(0);
-            p.length[0] = rows;
-            p.nullCount[0] = 0;
-            p.buffer(0L);
-            p.end(0);
-            int first = p.reserveDependents(0, n, false);
-            for (int i = 0; i < n; i++) {
-                FieldVector v = batch.getVector(i);
-                if (v.getValueCount() != rows) {
-                    throw new ValidationException(ValidationException.Category.LENGTH, p.path(first + i), "vector '"
-                            + v.getName() + "' has " + v.getValueCount() + " values but the root has " + rows + " rows");
-                }
-                planVector(p, first + i, v, fields.get(i), provider);
-            }
+            planRoot(p, batch, provider);
             ExportBlock.write(p, out);
         } finally {
             ArrayExportPlan.done(p);
+        }
+    }
+
+    /**
+     * Plans {@code batch} as a struct array (the record batch) into {@code p}, a plan just taken: what
+     * {@link #exportRoot} writes, and what {@link ArrowJavaView} describes.
+     */
+    static void planRoot(ArrayExportPlan p, VectorSchemaRoot batch, DictionaryProvider provider) {
+        p.reserveRoot();
+        int rows = batch.getRowCount();
+        List<Field> fields = batch.getSchema().getFields(); // the schema exported with it: as many as vectors
+        int n = fields.size();
+        p.begin(0);
+        p.length[0] = rows;
+        p.nullCount[0] = 0;
+        p.buffer(0L, 0L);
+        p.end(0);
+        int first = p.reserveDependents(0, n, false);
+        for (int i = 0; i < n; i++) {
+            FieldVector v = batch.getVector(i);
+            if (v.getValueCount() != rows) {
+                throw new ValidationException(ValidationException.Category.LENGTH, p.path(first + i), "vector '"
+                        + v.getName() + "' has " + v.getValueCount() + " values but the root has " + rows + " rows");
+            }
+            planVector(p, first + i, v, fields.get(i), provider);
         }
     }
 
@@ -161,7 +169,7 @@ final class ExportArrayWriter {
                     p.variadicSize(node, d.capacity());
                     required(p, node, d, d.capacity(), 2 + k);
                 }
-                p.buffer(VARIADIC_SIZES);
+                p.buffer(VARIADIC_SIZES, 8L * p.variadicCount[node]);
                 expectedChildren = 0;
             }
             case List, LargeList, Map -> {

@@ -123,7 +123,7 @@ final class ExportBlock {
     }
 
     /** Takes a reference to every planned buffer; if one cannot be retained, drops those taken and throws. */
-    private static void retainAll(ArrayExportPlan p) {
+    static void retainAll(ArrayExportPlan p) {
         int taken = 0;
         try {
             for (; taken < p.retainedTotal; taken++) {
@@ -137,7 +137,7 @@ final class ExportBlock {
         }
     }
 
-    private static void releaseAll(ArrayExportPlan p, int count) {
+    static void releaseAll(ArrayExportPlan p, int count) {
         for (int k = 0; k < count; k++) {
             p.retained[k].getReferenceManager().release();
         }

@@ -65,16 +65,16 @@ final class ExportBufferChecks {
         long len = p.length[node];
         long need = ceilDiv8(len);
         if (len == 0) {
-            p.buffer(0L);
+            p.buffer(0L, 0L);
             return;
         }
         if (b != null && b.capacity() >= need && b.memoryAddress() != 0) {
             p.retain(node, b);
-            p.buffer(b.memoryAddress());
+            p.buffer(b.memoryAddress(), b.capacity());
             return;
         }
         if (p.nullCount[node] == 0) {
-            p.buffer(0L);
+            p.buffer(0L, 0L);
             return;
         }
         throw new ValidationException(ValidationException.Category.SIZE, p.path(node, "buffers[0]"),
@@ -89,11 +89,11 @@ final class ExportBufferChecks {
                     "expected at least " + need + " bytes but found " + have);
         }
         if (have == 0 || b.memoryAddress() == 0) {
-            p.buffer(ExportRuntime.ZEROS.address());
+            p.buffer(ExportRuntime.ZEROS.address(), ExportRuntime.ZEROS.byteSize());
             return;
         }
         p.retain(node, b);
-        p.buffer(b.memoryAddress());
+        p.buffer(b.memoryAddress(), have);
     }
 
     /** Adds the offsets buffer (buffers[1]) and returns its last offset, checked against the first. */
@@ -101,7 +101,7 @@ final class ExportBufferChecks {
         long need = Math.multiplyExact((long) width, len + 1);
         long have = b == null ? 0 : b.capacity();
         if (len == 0 && have < width) {
-            p.buffer(ExportRuntime.ZEROS.address()); // Arrow Java may leave an empty vector without offsets
+            p.buffer(ExportRuntime.ZEROS.address(), ExportRuntime.ZEROS.byteSize()); // Arrow Java may leave an empty vector without offsets
             return 0;
         }
         required(p, node, b, need, 1);
