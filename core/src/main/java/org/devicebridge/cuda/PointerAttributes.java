@@ -11,6 +11,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentSkipListMap;
+import org.devicebridge.DeviceKind;
 import org.devicebridge.generated.cuda.cuda_driver_h;
 
 /**
@@ -25,28 +26,17 @@ import org.devicebridge.generated.cuda.cuda_driver_h;
  *
  * <p>Immutable; the static methods and the cache behind them are thread-safe. It owns nothing.
  *
- * @param memoryType the kind of memory
+ * @param kind the kind of memory, as {@code CUmemorytype} says: {@link DeviceKind#CPU} for host memory the driver
+ *     does not know (neither pinned nor registered), {@link DeviceKind#CUDA_HOST} for pinned or registered host
+ *     memory, {@link DeviceKind#CUDA} for device memory (and CUDA arrays), {@link DeviceKind#CUDA_MANAGED} for
+ *     unified memory
  * @param deviceOrdinal the device the memory belongs to; -1 for plain (unregistered) host memory
  * @param rangeStart the start of the allocation containing the address (0 when unknown)
  * @param rangeSize the size of that allocation (0 when unknown)
  * @param managed whether the memory is managed (unified) memory
  */
-public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long rangeStart, long rangeSize,
+public record PointerAttributes(DeviceKind kind, int deviceOrdinal, long rangeStart, long rangeSize,
                                 boolean managed) {
-
-    /** Kinds of memory ({@code CUmemorytype}, plus plain host memory the driver does not know). */
-    public enum MemoryType {
-        /** Host memory the driver does not know: neither pinned nor registered. */
-        UNREGISTERED_HOST,
-        /** Pinned or registered host memory ({@code CU_MEMORYTYPE_HOST}). */
-        HOST,
-        /** Device memory ({@code CU_MEMORYTYPE_DEVICE}). */
-        DEVICE,
-        /** A CUDA array ({@code CU_MEMORYTYPE_ARRAY}). */
-        ARRAY,
-        /** Unified memory ({@code CU_MEMORYTYPE_UNIFIED}). */
-        UNIFIED
-    }
 
     /** Foreign ranges kept at most; the cache is emptied when it grows past this. */
     static final int MAX_FOREIGN = 4096;
@@ -123,17 +113,16 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
             CudaDriver.check("cuPointerGetAttributes",
                     cuda_driver_h.cuPointerGetAttributes(kinds.length, attributes, pointers, address));
             int type = values.get(JAVA_INT, 0);
-            MemoryType memoryType = switch (type) {
-                case 0 -> MemoryType.UNREGISTERED_HOST;
-                case 1 -> MemoryType.HOST;
-                case 2 -> MemoryType.DEVICE;
-                case 3 -> MemoryType.ARRAY;
-                case 4 -> MemoryType.UNIFIED;
+            DeviceKind kind = switch (type) {
+                case 0 -> DeviceKind.CPU;
+                case 1 -> DeviceKind.CUDA_HOST;
+                case 2, 3 -> DeviceKind.CUDA; // device memory, or a CUDA array
+                case 4 -> DeviceKind.CUDA_MANAGED;
                 default -> throw new CudaException("cuPointerGetAttributes", 0, "CUDA_SUCCESS",
                         String.format(Locale.ROOT, "unknown memory type %d", type));
             };
-            int ordinal = memoryType == MemoryType.UNREGISTERED_HOST ? -1 : values.get(JAVA_INT, 8);
-            return new PointerAttributes(memoryType, ordinal, values.get(JAVA_LONG, 16), values.get(JAVA_LONG, 24),
+            int ordinal = kind == DeviceKind.CPU ? -1 : values.get(JAVA_INT, 8);
+            return new PointerAttributes(kind, ordinal, values.get(JAVA_LONG, 16), values.get(JAVA_LONG, 24),
                     values.get(JAVA_BYTE, 32) != 0);
         } finally {
             CudaContext.exit(saved);
@@ -169,7 +158,7 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
         long last = first + (size - 1);
         PointerAttributes own = lookup(OWN, first);
         if (own != null) {
-            return own.memoryType == MemoryType.HOST && own.contains(last);
+            return own.kind == DeviceKind.CUDA_HOST && own.contains(last);
         }
         long saved = CudaContext.enterAny();
         try {
@@ -207,14 +196,14 @@ public record PointerAttributes(MemoryType memoryType, int deviceOrdinal, long r
     /** Records device memory this library just allocated. */
     static void registerOwn(long address, long bytes, int device) {
         removeForeign(address, bytes);
-        OWN.put(address, new PointerAttributes(MemoryType.DEVICE, device, address, bytes, false));
+        OWN.put(address, new PointerAttributes(DeviceKind.CUDA, device, address, bytes, false));
     }
 
     /** Records pinned host memory this library just allocated, with the driver's own answer. */
     static void registerOwnQueried(long address, long bytes) {
         removeForeign(address, bytes);
         PointerAttributes a = query(address);
-        OWN.put(address, new PointerAttributes(a.memoryType, a.deviceOrdinal, address, bytes, a.managed));
+        OWN.put(address, new PointerAttributes(a.kind, a.deviceOrdinal, address, bytes, a.managed));
     }
 
     /** Called before memory this library allocated is freed. */

@@ -12,7 +12,6 @@ import org.devicebridge.cuda.CudaException;
 import org.devicebridge.cuda.CudaStream;
 import org.devicebridge.cuda.CudaUnavailableException;
 import org.devicebridge.cuda.PointerAttributes;
-import org.devicebridge.cuda.PointerAttributes.MemoryType;
 
 /**
  * The CUDA driver calls DLPack's stream protocol needs: make a consumer stream wait for the work submitted
@@ -71,11 +70,11 @@ final class DLPackCuda {
                     "expected a pointer the CUDA driver knows but it rejected it: " + e.getMessage());
         }
         boolean ok = switch (type) {
-            case CUDA -> (a.memoryType() == MemoryType.DEVICE || a.memoryType() == MemoryType.UNIFIED)
+            case CUDA -> (a.kind() == DeviceKind.CUDA || a.kind() == DeviceKind.CUDA_MANAGED)
                     && a.deviceOrdinal() == device.ordinal();
-            case CUDA_HOST -> a.memoryType() == MemoryType.HOST;
+            case CUDA_HOST -> a.kind() == DeviceKind.CUDA_HOST;
             case CUDA_MANAGED -> a.managed();
-            default -> a.memoryType() == MemoryType.UNREGISTERED_HOST || a.memoryType() == MemoryType.HOST
+            default -> a.kind() == DeviceKind.CPU || a.kind() == DeviceKind.CUDA_HOST
                     || a.managed(); // kDLCPU: anything the CPU can read
         };
         if (!ok) {
@@ -99,10 +98,10 @@ final class DLPackCuda {
     }
 
     private static String found(PointerAttributes a) {
-        return switch (a.memoryType()) {
-            case UNREGISTERED_HOST -> "unregistered host memory";
-            case HOST -> "pinned host memory" + (a.managed() ? " (managed)" : "");
-            default -> a.memoryType().name().toLowerCase(Locale.ROOT) + " memory of CUDA device " + a.deviceOrdinal()
+        return switch (a.kind()) {
+            case CPU -> "unregistered host memory";
+            case CUDA_HOST -> "pinned host memory" + (a.managed() ? " (managed)" : "");
+            default -> (a.kind() == DeviceKind.CUDA ? "device" : "managed") + " memory of CUDA device " + a.deviceOrdinal()
                     + (a.managed() ? " (managed)" : "");
         };
     }

@@ -114,12 +114,12 @@ final class InterfaceImport {
         }
         PointerAttributes a = PointerAttributes.of(data.pointer());
         int ordinal = Math.max(0, a.deviceOrdinal());
-        return switch (a.memoryType()) {
-            case DEVICE -> a.managed() ? new Device(DeviceKind.CUDA_MANAGED, ordinal) : Device.cuda(ordinal);
-            case UNIFIED -> new Device(DeviceKind.CUDA_MANAGED, ordinal);
-            case HOST -> Device.cudaHost(ordinal);
+        return switch (a.kind()) {
+            case CUDA -> a.managed() ? new Device(DeviceKind.CUDA_MANAGED, ordinal) : Device.cuda(ordinal);
+            case CUDA_MANAGED -> new Device(DeviceKind.CUDA_MANAGED, ordinal);
+            case CUDA_HOST -> Device.cudaHost(ordinal);
             default -> throw new ValidationException(Category.DEVICE, path + ".data[0]", "expected memory the GPU can"
-                    + " reach (device, pinned or managed) but found " + a.memoryType() + " at 0x"
+                    + " reach (device, pinned or managed) but found " + a.kind() + " memory at 0x"
                     + Long.toHexString(data.pointer()));
         };
     }

@@ -1,6 +1,7 @@
 package org.devicebridge.selfcheck;
 
 import java.lang.foreign.Arena;
+import org.devicebridge.DeviceKind;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
@@ -59,7 +60,7 @@ final class CudaSelfCheckSection implements SelfCheckSection {
                     size + " bytes host -> device -> pinned host");
 
             PointerAttributes a = PointerAttributes.query(buffer.address());
-            report.check("pointer attributes", a.memoryType() == PointerAttributes.MemoryType.DEVICE
+            report.check("pointer attributes", a.kind() == DeviceKind.CUDA
                     && a.deviceOrdinal() == device.ordinal(), a.toString());
 
             try (HostDeviceTransfer transfer = HostDeviceTransfer.create(device, 4 << 20);

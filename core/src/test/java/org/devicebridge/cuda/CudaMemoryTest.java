@@ -1,6 +1,7 @@
 package org.devicebridge.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import org.devicebridge.DeviceKind;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -160,7 +161,7 @@ class CudaMemoryTest {
             try (PinnedHostBuffer rs = PinnedHostBuffer.register(src);
                  PinnedHostBuffer rd = PinnedHostBuffer.register(dst)) {
                 assertTrue(rs.isLive() && rd.isLive());
-                assertEquals(PointerAttributes.MemoryType.HOST, PointerAttributes.query(src.address()).memoryType());
+                assertEquals(DeviceKind.CUDA_HOST, PointerAttributes.query(src.address()).kind());
                 // registering the same memory twice is a typed driver error
                 CudaException twice = assertThrows(CudaException.class, () -> PinnedHostBuffer.register(src));
                 assertEquals("cuMemHostRegister_v2", twice.function());
@@ -170,8 +171,8 @@ class CudaMemoryTest {
                 stream.synchronize();
                 assertArrayEquals(data, dst.toArray(ValueLayout.JAVA_BYTE));
             }
-            assertEquals(PointerAttributes.MemoryType.UNREGISTERED_HOST,
-                    PointerAttributes.query(src.address()).memoryType());
+            assertEquals(DeviceKind.CPU,
+                    PointerAttributes.query(src.address()).kind());
             // unregistered now, so it can be registered again
             PinnedHostBuffer.register(src).close();
         }

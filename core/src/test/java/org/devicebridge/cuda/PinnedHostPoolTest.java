@@ -1,6 +1,7 @@
 package org.devicebridge.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import org.devicebridge.DeviceKind;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -63,7 +64,7 @@ class PinnedHostPoolTest {
                 assertTrue(pool.contains(b));
                 b.set(ValueLayout.JAVA_BYTE, s - 1, (byte) 1);
                 PointerAttributes a = PointerAttributes.query(b.address());
-                assertEquals(PointerAttributes.MemoryType.HOST, a.memoryType(), "block of " + s + " bytes");
+                assertEquals(DeviceKind.CUDA_HOST, a.kind(), "block of " + s + " bytes");
                 first.add(b);
             }
             first.forEach(pool::free);

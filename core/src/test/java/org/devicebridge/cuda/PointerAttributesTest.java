@@ -1,6 +1,7 @@
 package org.devicebridge.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import org.devicebridge.DeviceKind;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -8,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.devicebridge.Device;
-import org.devicebridge.cuda.PointerAttributes.MemoryType;
 import org.devicebridge.internal.HandleTracker;
 import org.devicebridge.testing.RequiresCuda;
 import org.junit.jupiter.api.AfterEach;
@@ -40,10 +40,10 @@ class PointerAttributesTest {
             for (DeviceBuffer b : new DeviceBuffer[] {plain, pooled}) {
                 long inside = b.address() + 12345;
                 PointerAttributes cached = PointerAttributes.of(inside);
-                assertEquals(new PointerAttributes(MemoryType.DEVICE, DEVICE, b.address(), bytes, false), cached);
+                assertEquals(new PointerAttributes(DeviceKind.CUDA, DEVICE, b.address(), bytes, false), cached);
                 assertSame(cached, PointerAttributes.of(b.address()), "answered from the per-allocation cache");
                 PointerAttributes driver = PointerAttributes.query(inside);
-                assertEquals(MemoryType.DEVICE, driver.memoryType());
+                assertEquals(DeviceKind.CUDA, driver.kind());
                 assertEquals(DEVICE, driver.deviceOrdinal());
                 assertFalse(driver.managed());
                 // the driver reports the mappable range, which contains the allocation
@@ -58,10 +58,10 @@ class PointerAttributesTest {
         try (PinnedHostBuffer p = PinnedHostBuffer.allocate(10_000)) {
             long address = p.segment().address();
             PointerAttributes a = PointerAttributes.of(address + 9_999);
-            assertEquals(MemoryType.HOST, a.memoryType());
+            assertEquals(DeviceKind.CUDA_HOST, a.kind());
             assertEquals(address, a.rangeStart());
             assertEquals(10_000, a.rangeSize());
-            assertEquals(MemoryType.HOST, PointerAttributes.query(address).memoryType());
+            assertEquals(DeviceKind.CUDA_HOST, PointerAttributes.query(address).kind());
         }
     }
 
@@ -70,17 +70,17 @@ class PointerAttributesTest {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment seg = arena.allocate(1 << 16, 4096);
             PointerAttributes before = PointerAttributes.of(seg.address());
-            assertEquals(MemoryType.UNREGISTERED_HOST, before.memoryType());
+            assertEquals(DeviceKind.CPU, before.kind());
             assertEquals(-1, before.deviceOrdinal());
             try (PinnedHostBuffer r = PinnedHostBuffer.register(seg)) {
                 assertEquals(seg, r.segment());
                 PointerAttributes during = PointerAttributes.of(seg.address() + 100);
-                assertEquals(MemoryType.HOST, during.memoryType());
+                assertEquals(DeviceKind.CUDA_HOST, during.kind());
                 // the range of registered memory is the driver's to report; where it reports one, it holds the address
                 assertTrue(during.rangeSize() == 0 || during.contains(seg.address()), during.toString());
             }
             // closing the registration dropped its cached range
-            assertEquals(MemoryType.UNREGISTERED_HOST, PointerAttributes.of(seg.address() + 100).memoryType());
+            assertEquals(DeviceKind.CPU, PointerAttributes.of(seg.address() + 100).kind());
         }
     }
 
@@ -89,7 +89,7 @@ class PointerAttributesTest {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment seg = arena.allocate(64);
             PointerAttributes a = PointerAttributes.query(seg.address());
-            assertEquals(new PointerAttributes(MemoryType.UNREGISTERED_HOST, -1, 0, 0, false), a);
+            assertEquals(new PointerAttributes(DeviceKind.CPU, -1, 0, 0, false), a);
         }
     }
 
@@ -98,7 +98,7 @@ class PointerAttributesTest {
         long address;
         try (DeviceBuffer b = DeviceBuffer.allocate(Device.cuda(DEVICE), 1 << 20)) {
             address = b.address();
-            assertEquals(MemoryType.DEVICE, PointerAttributes.of(address).memoryType());
+            assertEquals(DeviceKind.CUDA, PointerAttributes.of(address).kind());
             assertEquals(address, PointerAttributes.cachedOwn(address).rangeStart());
         }
         // freed: no longer answered from the per-allocation cache (the driver may still map the address:

@@ -1,6 +1,7 @@
 package org.devicebridge.python;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import org.devicebridge.DeviceKind;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -156,7 +157,7 @@ class TorchExchangeApiTest {
         try (Gil ignored = python.gil();
              ImportedTensor t = api.allocate(DType.FLOAT32, new long[] {256}, Device.cuda(0))) {
             PointerAttributes a = PointerAttributes.query(t.devicePointer().address());
-            assertEquals(PointerAttributes.MemoryType.DEVICE, a.memoryType());
+            assertEquals(DeviceKind.CUDA, a.kind());
             assertEquals(0, a.deviceOrdinal());
         }
     }

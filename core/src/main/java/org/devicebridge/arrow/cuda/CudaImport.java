@@ -4,7 +4,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import org.devicebridge.Device;
@@ -251,14 +250,18 @@ final class CudaImport implements DeviceCopier {
                 throw new ValidationException(Category.DEVICE, path,
                         "expected a CUDA pointer but the driver rejected it: " + e.getMessage());
             }
-            boolean ok = type == DeviceKind.CUDA_HOST ? a.memoryType() == PointerAttributes.MemoryType.HOST
-                    : (a.memoryType() == PointerAttributes.MemoryType.DEVICE
-                    || a.memoryType() == PointerAttributes.MemoryType.UNIFIED) && a.deviceOrdinal() == device;
+            boolean ok = type == DeviceKind.CUDA_HOST ? a.kind() == DeviceKind.CUDA_HOST
+                    : (a.kind() == DeviceKind.CUDA
+                    || a.kind() == DeviceKind.CUDA_MANAGED) && a.deviceOrdinal() == device;
             if (!ok) {
                 String expected = type == DeviceKind.CUDA_HOST ? "pinned host memory (ARROW_DEVICE_CUDA_HOST)"
                         : "device memory of device " + device;
-                String found = a.memoryType() == PointerAttributes.MemoryType.UNREGISTERED_HOST ? "unregistered host memory"
-                        : a.memoryType().name().toLowerCase(Locale.ROOT) + " memory of device " + a.deviceOrdinal();
+                String found = switch (a.kind()) {
+                    case CPU -> "unregistered host memory";
+                    case CUDA_HOST -> "host memory of device " + a.deviceOrdinal();
+                    case CUDA_MANAGED -> "managed memory of device " + a.deviceOrdinal();
+                    default -> "device memory of device " + a.deviceOrdinal();
+                };
                 throw new ValidationException(Category.DEVICE, path, "expected " + expected + " but found " + found);
             }
             if (a.rangeSize() > 0) {

@@ -1,6 +1,7 @@
 package org.devicebridge.arrow.cuda;
 
 import java.lang.foreign.MemorySegment;
+import org.devicebridge.DeviceKind;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
 import org.apache.arrow.memory.ArrowBuf;
@@ -98,10 +99,10 @@ final class PinnedCheck {
 
     private void requireHost(long address, String path) {
         PointerAttributes a = PointerAttributes.query(address); // not cached: freed pinned memory can be reused unpinned
-        if (a.memoryType() != PointerAttributes.MemoryType.HOST) {
+        if (a.kind() != DeviceKind.CUDA_HOST) {
             throw new ValidationException(ValidationException.Category.DEVICE, path,
                     "expected pinned host memory (CU_MEMORYTYPE_HOST) for ARROW_DEVICE_CUDA_HOST but found "
-                            + a.memoryType());
+                            + a.kind());
         }
         if (device < 0) {
             device = Math.max(a.deviceOrdinal(), 0);

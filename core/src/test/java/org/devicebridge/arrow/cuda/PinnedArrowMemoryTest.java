@@ -1,6 +1,7 @@
 package org.devicebridge.arrow.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import org.devicebridge.DeviceKind;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -74,7 +75,7 @@ class PinnedArrowMemoryTest {
                             assertTrue(pinned.owns(buf));
                             assertTrue(PinnedArrowMemory.isPinned(buf.slice(8, 16)));
                             PointerAttributes a = PointerAttributes.query(buf.memoryAddress());
-                            assertEquals(PointerAttributes.MemoryType.HOST, a.memoryType(), v.getName());
+                            assertEquals(DeviceKind.CUDA_HOST, a.kind(), v.getName());
                         }
                     }
                     // Arrow accounts what it asked for; the pool lends blocks of the size classes, never less

@@ -147,7 +147,7 @@ class MultiGpuTest {
         try (DeviceBuffer b0 = DeviceBuffer.allocate(Device.cuda(D0), BYTES);
              DeviceBuffer b1 = DeviceBuffer.allocate(Device.cuda(D1), BYTES)) {
             PointerAttributes a = PointerAttributes.query(b1.address());
-            assertEquals(PointerAttributes.MemoryType.DEVICE, a.memoryType());
+            assertEquals(DeviceKind.CUDA, a.kind());
             assertEquals(D1, a.deviceOrdinal(), "the driver names ordinal 1");
             try (ImportedTensor t = DLPack.importTensor(labelled(b1, Device.cuda(D1)),
                     ImportOptions.expecting(Device.cuda(D1)).confirmingPointers())) {
