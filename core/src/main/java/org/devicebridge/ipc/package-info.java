@@ -22,7 +22,7 @@
  * ({@code {"devicebridge_ipc_closed": "<id>"}}) is passed to its {@code acknowledge}, and its {@code close()}
  * refuses until then.
  *
- * <p>"IPC" in this library means CUDA IPC; Arrow's IPC stream and file formats are
- * {@link org.devicebridge.arrow.cuda.CudaArrowStreamFormat}.
+ * <p>"IPC" in this library means CUDA IPC; Arrow's IPC stream and file formats are Arrow Java's
+ * ({@code ArrowStreamWriter} on a downloaded batch).
  */
 package org.devicebridge.ipc;

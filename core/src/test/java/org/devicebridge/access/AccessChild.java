@@ -1,6 +1,5 @@
 package org.devicebridge.access;
 
-import java.io.ByteArrayInputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -14,7 +13,6 @@ import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.cuda.CudaArrow;
-import org.devicebridge.arrow.cuda.CudaArrowStreamFormat;
 import org.devicebridge.arrow.cuda.DeviceCopies;
 import org.devicebridge.arrow.cuda.PinnedArrowMemory;
 import org.devicebridge.arrow.flight.DeviceFlight;
@@ -94,7 +92,6 @@ public final class AccessChild {
             }
             case "arrowJavaImport" -> ArrowJava.toField(null).toString();
             case "dlpackArrow" -> DLPackArrow.importVector(null, null, null).toString();
-            case "cudaArrowIpc" -> CudaArrowStreamFormat.readStream(new ByteArrayInputStream(new byte[0]), null).toString();
             case "cudaArrowDownload" -> CudaArrow.download(null, null).toString();
             case "cudaArrowImport" -> cudaArrowImport();
             case "arrowMemory" -> {

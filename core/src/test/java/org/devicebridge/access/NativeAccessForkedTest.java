@@ -37,13 +37,13 @@ class NativeAccessForkedTest {
 
     /** Entry points that may reach native code (they all check native access first). */
     private static final List<String> NATIVE = List.of("arrowStructs", "arrowImport", "dlpack", "cuda", "pinned",
-            "python", "arrowExport", "arrowJavaImport", "dlpackArrow", "cudaArrowIpc", "cudaArrowDownload",
+            "python", "arrowExport", "arrowJavaImport", "dlpackArrow", "cudaArrowDownload",
             "arrowMemory", "arrowMemoryRoot", "arrowMemoryFactory", "pooledArrowMemory", "pinnedArrowMemory");
     /** Entry points that never throw: the value types, and the availability queries. */
     private static final List<String> QUERIES = List.of("values", "cudaAvailable", "pythonAvailable");
     /** Entry points that need Arrow Java. */
     private static final List<String> ARROW_JAVA = List.of("arrowExport", "arrowJavaImport", "dlpackArrow",
-            "cudaArrowIpc", "cudaArrowDownload", "arrowMemory", "arrowMemoryRoot", "arrowMemoryFactory",
+            "cudaArrowDownload", "arrowMemory", "arrowMemoryRoot", "arrowMemoryFactory",
             "pooledArrowMemory", "pinnedArrowMemory");
     /** Entry points that need Arrow Java but never native code: only Arrow Java is checked. */
     private static final List<String> ARROW_JAVA_ONLY = List.of("arrowMemoryLive", "pinnedIsPinned");

@@ -6,9 +6,8 @@
  * Java batches in pinned host memory as {@code ARROW_DEVICE_CUDA_HOST}, and copies to another device.
  * {@link org.devicebridge.arrow.cuda.CudaArrowBatch} is the one handle for an Arrow array on a device.
  * {@link org.devicebridge.arrow.cuda.PinnedArrowMemory} is Arrow Java memory in pooled pinned host memory, which
- * those copies read and write with no staging; {@link org.devicebridge.arrow.cuda.CudaArrowStreamFormat} writes
- * and reads Arrow's IPC stream and file formats through host copies (CUDA IPC of device batches is
- * {@code org.devicebridge.ipc}). Every stream is the consumer's, which the caller keeps owning.
+ * those copies read and write with no staging. CUDA IPC of device batches is {@code org.devicebridge.ipc}; Arrow's
+ * IPC stream and file formats are Arrow Java's, on a downloaded batch. Every stream is the consumer's, which the caller keeps owning.
  *
  * <p><b>Start here:</b> {@link org.devicebridge.arrow.cuda.CudaArrow#upload(org.apache.arrow.vector.VectorSchemaRoot,
  * org.devicebridge.arrow.cuda.DeviceCopies)} with a {@link org.devicebridge.cuda.HostDeviceTransfer} and a

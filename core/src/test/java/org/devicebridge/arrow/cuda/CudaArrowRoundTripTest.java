@@ -6,8 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -383,57 +381,6 @@ public class CudaArrowRoundTripTest {
             }
         }
         // tearDown checks the device memory came back
-    }
-
-    @Test
-    void ipcStreamAndFileGoThroughDeviceBatches() throws Exception {
-        try (VectorSchemaRoot root = strings(33)) {
-            List<CudaArrowBatch> batches = new ArrayList<>();
-            try {
-                batches.add(CudaArrow.upload(root, DeviceCopies.of(transfer, stream)));
-                batches.add(CudaArrow.upload(root, DeviceCopies.of(transfer, stream)));
-                ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-                CudaArrowStreamFormat.writeStream(root.getSchema(), batches, bytes,
-                        new DeviceCopies(allocator, transfer, stream));
-                List<CudaArrowBatch> read = CudaArrowStreamFormat.readStream(new ByteArrayInputStream(bytes.toByteArray()),
-                        new DeviceCopies(allocator, transfer, stream));
-                try {
-                    assertEquals(2, read.size());
-                    for (CudaArrowBatch b : read) {
-                        try (VectorSchemaRoot down = CudaArrow.download(b, new DeviceCopies(allocator, transfer, stream))) {
-                            assertSameValues(root, down, null, null, "strings");
-                        }
-                    }
-                } finally {
-                    read.forEach(CudaArrowBatch::close);
-                }
-                java.nio.file.Path file = java.nio.file.Files.createTempFile("devicebridge", ".arrow");
-                try {
-                    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
-                            java.nio.file.StandardOpenOption.WRITE)) {
-                        CudaArrowStreamFormat.writeFile(root.getSchema(), batches, ch,
-                                new DeviceCopies(allocator, transfer, stream));
-                    }
-                    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file)) {
-                        List<CudaArrowBatch> fromFile = CudaArrowStreamFormat.readFile(ch,
-                                new DeviceCopies(allocator, transfer, stream));
-                        try {
-                            assertEquals(2, fromFile.size());
-                            try (VectorSchemaRoot down = CudaArrow.download(fromFile.get(1),
-                                    new DeviceCopies(allocator, transfer, stream))) {
-                                assertSameValues(root, down, null, null, "strings");
-                            }
-                        } finally {
-                            fromFile.forEach(CudaArrowBatch::close);
-                        }
-                    }
-                } finally {
-                    java.nio.file.Files.deleteIfExists(file);
-                }
-            } finally {
-                batches.forEach(CudaArrowBatch::close);
-            }
-        }
     }
 
     @Test
