@@ -10,7 +10,7 @@ import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.memory.netty.NettyAllocationManager;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.devicebridge.arrow.ArrowC;
-import org.devicebridge.arrow.ExportedArray;
+import org.devicebridge.arrow.ExportedStruct;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.ImportedSchema;
@@ -263,12 +263,12 @@ public class B2ExportImportBenchmark {
 
     /**
      * The export alone (a diagnostic for the export's share of {@link #viewRead}): the batch exported into a
-     * struct this library allocates ({@code ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null))}),
+     * struct this library allocates ({@code ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(root, null, out, null))}),
      * then released by the handle's close.
      */
     @Benchmark
     public long exportRelease(Batch b) {
-        try (ExportedArray e = ExportedArray.allocate(out -> ArrowJava.exportRoot(b.root, null, out, null))) {
+        try (ExportedStruct e = ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(b.root, null, out, null))) {
             return e.segment().get(ValueLayout.JAVA_LONG, 0);
         }
     }

@@ -3,8 +3,9 @@
  * CUDA types: import of foreign structs into validated views ({@link org.devicebridge.arrow.ArrowC},
  * {@link org.devicebridge.arrow.ImportedArray}, {@link org.devicebridge.arrow.ArrayNode}), the validation
  * levels, the device types ({@link org.devicebridge.DeviceKind}), empty structs for
- * caller-allocated exports ({@code ArrowC.allocate…}), the handles of library-allocated exports and the
- * FFM-only export ({@link org.devicebridge.arrow.ExportedArray#allocate} and its siblings), and the device
+ * caller-allocated exports ({@code ArrowC.allocate…}), the FFM-only export of arrays described in Java
+ * ({@link org.devicebridge.arrow.ArrayData}, {@link org.devicebridge.arrow.ArrowC#exportArray}), the handle of a
+ * struct the library allocated ({@link org.devicebridge.arrow.ExportedStruct}), and the device
  * array view a device layer uses as any user would ({@link org.devicebridge.arrow.ImportedArray#view},
  * {@link org.devicebridge.arrow.ImportedArray#ofHostCopies}, {@link org.devicebridge.arrow.ArrayNode#relocated},
  * through a {@link org.devicebridge.arrow.DeviceCopier}). The Arrow Java bridge is {@code org.devicebridge.arrow.java}; Arrow on CUDA is

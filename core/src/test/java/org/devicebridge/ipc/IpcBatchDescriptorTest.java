@@ -32,8 +32,7 @@ import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowC;
-import org.devicebridge.arrow.ExportedArray;
-import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ExportedStruct;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
@@ -254,11 +253,11 @@ class IpcBatchDescriptorTest {
         try (VectorSchemaRoot root = new VectorSchemaRoot(vectors); Arena arena = Arena.ofConfined()) {
             root.setRowCount(rows);
             SchemaNode schema;
-            try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
+            try (ExportedStruct es = ExportedStruct.allocateSchema(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
                  ImportedSchema is = ArrowC.importSchema(es.segment())) {
                 schema = is.root();
             }
-            try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
+            try (ExportedStruct ea = ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(root, null, out, null));
                  ImportedArray host = ArrowC.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 List<Long> bases = new ArrayList<>();
                 Node described = describe(host.root(), bases);

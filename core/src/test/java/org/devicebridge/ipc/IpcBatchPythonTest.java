@@ -44,8 +44,7 @@ import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowC;
-import org.devicebridge.arrow.ExportedArray;
-import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ExportedStruct;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
@@ -190,7 +189,7 @@ class IpcBatchPythonTest {
 
     /** The schema of {@code root} as the library imports it. */
     private static SchemaNode schemaOf(VectorSchemaRoot root) {
-        try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
+        try (ExportedStruct es = ExportedStruct.allocateSchema(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
              ImportedSchema is = ArrowC.importSchema(es.segment())) {
             return is.root();
         }
@@ -202,7 +201,7 @@ class IpcBatchPythonTest {
      */
     private static CudaArrowBatch inMemAlloc(VectorSchemaRoot root, CudaStream stream, HostDeviceTransfer transfer) {
         SchemaNode schema = schemaOf(root);
-        try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
+        try (ExportedStruct ea = ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(root, null, out, null));
              ImportedArray host = ArrowC.importArray(schema, ea.segment(), ValidationLevel.DEFAULT);
              Arena arena = Arena.ofConfined()) {
             List<MemorySegment> sources = new ArrayList<>();

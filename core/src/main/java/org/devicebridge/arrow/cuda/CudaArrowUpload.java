@@ -16,7 +16,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.Device;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowC;
-import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ExportedStruct;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
@@ -161,7 +161,7 @@ final class CudaArrowUpload {
             return last.node();
         }
         SchemaNode node;
-        try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(schema, provider, out));
+        try (ExportedStruct es = ExportedStruct.allocateSchema(out -> ArrowJava.exportSchema(schema, provider, out));
              ImportedSchema is = ArrowC.importSchema(es.segment())) {
             node = is.root();
         }

@@ -23,7 +23,7 @@ import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrowC;
-import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ExportedStruct;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.java.ArrowJava;
@@ -250,7 +250,7 @@ final class PutAdmission {
         private final ImportedSchema schema;
 
         FullCheck(Schema schema) {
-            try (ExportedSchema exported = ExportedSchema.allocate(out -> ArrowJava.exportSchema(schema, null, out))) {
+            try (ExportedStruct exported = ExportedStruct.allocateSchema(out -> ArrowJava.exportSchema(schema, null, out))) {
                 this.schema = ArrowC.importSchema(exported.segment());
             }
         }

@@ -35,9 +35,8 @@ import org.devicebridge.arrow.ValidationLevel;
  * <p>Each method fills a struct the caller allocated (a native {@link MemorySegment}, at least the struct's
  * size; a zero-length segment such as {@code MemorySegment.ofAddress(p)} is taken to point at a whole struct),
  * as a native engine that hands over its own struct needs. For a struct this library allocates, owned by a
- * handle, pass the call to {@link org.devicebridge.arrow.ExportedArray#allocate} (or {@code allocateDevice}),
- * {@link org.devicebridge.arrow.ExportedSchema#allocate} or {@link org.devicebridge.arrow.ExportedStream#allocate}
- * (or {@code allocateDevice}): {@code ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null))}
+ * handle, pass the call to the matching {@code allocate…} of {@link org.devicebridge.arrow.ExportedStruct}:
+ * {@code ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(root, null, out, null))}
  * (after a throw of the call the struct is freed and nothing is held). The struct's
  * {@code release} callback belongs to the consumer: it must be called exactly once, from any thread,
  * and frees everything the export holds. Buffers are not copied: the exported pointers are the

@@ -34,8 +34,7 @@ import org.devicebridge.ValidationException.Category;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.DeviceCopier;
-import org.devicebridge.arrow.ExportedArray;
-import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ExportedStruct;
 import org.devicebridge.arrow.HostCopies;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
@@ -178,7 +177,7 @@ class CudaArrowDownloadHostTest {
     }
 
     private static SchemaNode schemaOf(VectorSchemaRoot root, DictionaryProvider dictionaries) {
-        try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), dictionaries, out));
+        try (ExportedStruct es = ExportedStruct.allocateSchema(out -> ArrowJava.exportSchema(root.getSchema(), dictionaries, out));
              ImportedSchema is = ArrowC.importSchema(es.segment())) {
             return is.root();
         }
@@ -403,7 +402,7 @@ class CudaArrowDownloadHostTest {
     void aViewBuiltHereIsMovedToItsCopiesWithoutAReread() {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
             SchemaNode schema = schemaOf(root, null);
-            try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
+            try (ExportedStruct ea = ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(root, null, out, null));
                  ImportedArray source = ArrowC.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 ArrayNode uploaded = source.root().relocated(Map.of()); // as an upload's view: not host-readable
                 assertFalse(uploaded.isHostAccessible());
@@ -423,7 +422,7 @@ class CudaArrowDownloadHostTest {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
             SchemaNode schema = schemaOf(root, null);
             MemorySegment offsets = offsets(root);
-            try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
+            try (ExportedStruct ea = ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(root, null, out, null));
                  ImportedArray source = ArrowC.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 ArrayNode uploaded = source.root().relocated(Map.of()); // as an upload's view
                 HostBatch batch = new HostBatch();
@@ -446,7 +445,7 @@ class CudaArrowDownloadHostTest {
     void aViewBuiltHereWithoutLengthsIsRefusedBeforeAnyCopy() {
         try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
             SchemaNode schema = schemaOf(root, null);
-            try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
+            try (ExportedStruct ea = ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(root, null, out, null));
                  ImportedArray source = ArrowC.importArray(schema, ea.segment(), ValidationLevel.MINIMAL)) {
                 ArrayNode unsized = source.root().relocated(Map.of());
                 HostBatch batch = new HostBatch();

@@ -22,7 +22,7 @@ import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowC;
-import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ExportedStruct;
 import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
@@ -94,7 +94,7 @@ class CudaArrowImportValidationTest {
     }
 
     private static SchemaNode schemaOf(VectorSchemaRoot root) {
-        try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
+        try (ExportedStruct es = ExportedStruct.allocateSchema(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
              ImportedSchema is = ArrowC.importSchema(es.segment())) {
             return is.root();
         }

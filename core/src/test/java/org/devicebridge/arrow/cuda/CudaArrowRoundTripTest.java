@@ -34,8 +34,7 @@ import org.devicebridge.DeviceKind;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowC;
-import org.devicebridge.arrow.ExportedArray;
-import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ExportedStruct;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.ImportedSchema;
@@ -122,7 +121,7 @@ public class CudaArrowRoundTripTest {
     }
 
     private static SchemaNode schemaOf(VectorSchemaRoot root, DictionaryProvider provider) {
-        try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), provider, out));
+        try (ExportedStruct es = ExportedStruct.allocateSchema(out -> ArrowJava.exportSchema(root.getSchema(), provider, out));
              ImportedSchema is = ArrowC.importSchema(es.segment())) {
             return is.root();
         }
@@ -199,7 +198,7 @@ public class CudaArrowRoundTripTest {
      * has the null count a counting export of the root writes, none is left -1.
      */
     static void assertSameNullCounts(VectorSchemaRoot root, DictionaryProvider provider, CudaArrowBatch batch) {
-        try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, provider, out, null));
+        try (ExportedStruct ea = ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(root, provider, out, null));
              ImportedArray host = ArrowC.importArray(batch.schema(), ea.segment(), ValidationLevel.FULL)) {
             List<ArrayNode> want = Nodes.collect(host.root());
             List<ArrayNode> got = Nodes.collect(batch.root());

@@ -13,7 +13,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.devicebridge.DeviceKind;
 import org.devicebridge.arrow.ArrowC;
-import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ExportedStruct;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
@@ -85,7 +85,7 @@ class CudaArrowWithoutDriverTest {
     void importReleasesItsInputExactlyOnce(ValidationLevel level) {
         try (VectorSchemaRoot root = table(); Arena arena = Arena.ofConfined()) {
             SchemaNode schema;
-            try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
+            try (ExportedStruct es = ExportedStruct.allocateSchema(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
                  ImportedSchema is = ArrowC.importSchema(es.segment())) {
                 schema = is.root();
             }

@@ -16,8 +16,7 @@ import org.apache.arrow.vector.compare.VectorEqualsVisitor;
 import org.apache.arrow.vector.dictionary.DictionaryProvider;
 import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.ArrowC;
-import org.devicebridge.arrow.ExportedArray;
-import org.devicebridge.arrow.ExportedSchema;
+import org.devicebridge.arrow.ExportedStruct;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedSchema;
 import org.devicebridge.arrow.SchemaNode;
@@ -71,11 +70,11 @@ class CudaStructsTest {
         VectorSchemaRoot root = new VectorSchemaRoot(vectors);
         root.setRowCount(rows);
         SchemaNode schema;
-        try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
+        try (ExportedStruct es = ExportedStruct.allocateSchema(out -> ArrowJava.exportSchema(root.getSchema(), null, out));
              ImportedSchema is = ArrowC.importSchema(es.segment())) {
             schema = is.root();
         }
-        try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null))) {
+        try (ExportedStruct ea = ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(root, null, out, null))) {
             return new Source(vectors, root, schema, ArrowC.importArray(schema, ea.segment(), ValidationLevel.DEFAULT));
         }
     }
@@ -128,11 +127,11 @@ class CudaStructsTest {
         try (VectorSchemaRoot root = new VectorSchemaRoot(vectors); Arena arena = Arena.ofConfined()) {
             root.setRowCount(rows);
             SchemaNode schema;
-            try (ExportedSchema es = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), dictionaries, out));
+            try (ExportedStruct es = ExportedStruct.allocateSchema(out -> ArrowJava.exportSchema(root.getSchema(), dictionaries, out));
                  ImportedSchema is = ArrowC.importSchema(es.segment())) {
                 schema = is.root();
             }
-            try (ExportedArray ea = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, dictionaries, out, null));
+            try (ExportedStruct ea = ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(root, dictionaries, out, null));
                  ImportedArray host = ArrowC.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
                 MemorySegment out = arena.allocate(ArrowArray.layout());
                 Nodes.write(host.root(), Nodes::address, out, freed::incrementAndGet);

@@ -35,9 +35,7 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.ValidationException;
-import org.devicebridge.arrow.ExportedArray;
-import org.devicebridge.arrow.ExportedSchema;
-import org.devicebridge.arrow.ExportedStream;
+import org.devicebridge.arrow.ExportedStruct;
 import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
@@ -414,9 +412,9 @@ class ArrowExportLifecycleTest {
     @Test
     void libraryAllocatedArrayClosedWithoutAConsumerReleasesTheExport() {
         long before = ExportTestSupport.arrayReleases();
-        ExportedArray handle;
+        ExportedStruct handle;
         try (VectorSchemaRoot root = intsAndStrings(3, 5)) {
-            handle = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
+            handle = ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(root, null, out, null));
         }
         assertNotEquals(0L, handle.address());
         assertEquals(3, ArrowArray.length(handle.segment()));
@@ -430,8 +428,8 @@ class ArrowExportLifecycleTest {
     void libraryAllocatedStructsMovedByArrowCDataAreReleasedByItAndClosedByUs() {
         List<Object> expected;
         try (VectorSchemaRoot root = intsAndStrings(12, 6);
-             ExportedArray array = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null));
-             ExportedSchema schema = ExportedSchema.allocate(out -> ArrowJava.exportSchema(root.getSchema(), null, out))) {
+             ExportedStruct array = ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(root, null, out, null));
+             ExportedStruct schema = ExportedStruct.allocateSchema(out -> ArrowJava.exportSchema(root.getSchema(), null, out))) {
             expected = rowsOf(root);
             long before = ExportTestSupport.arrayReleases();
             try (CDataDictionaryProvider dp = new CDataDictionaryProvider();
@@ -448,22 +446,22 @@ class ArrowExportLifecycleTest {
     @Test
     void libraryAllocatedStreamClosedUnusedClosesTheReader() {
         TestReader reader = new TestReader(allocator, 1, -1);
-        try (ExportedStream s = ExportedStream.allocate(out -> ArrowJava.exportStream(reader, out))) {
+        try (ExportedStruct s = ExportedStruct.allocateStream(out -> ArrowJava.exportStream(reader, out))) {
             assertFalse(reader.closed);
             assertFalse(s.isDevice());
             assertEquals(ArrowArrayStream.sizeof(), s.segment().byteSize());
         }
         assertTrue(reader.closed);
         TestReader reader2 = new TestReader(allocator, 1, -1);
-        try (ExportedStream s = ExportedStream.allocateDevice(out -> ArrowJava.exportDeviceStream(reader2, out))) {
+        try (ExportedStruct s = ExportedStruct.allocateDeviceStream(out -> ArrowJava.exportDeviceStream(reader2, out))) {
             assertTrue(s.isDevice());
             assertEquals(ArrowDeviceArrayStream.sizeof(), s.segment().byteSize());
             assertEquals(1, ArrowDeviceArrayStream.device_type(s.segment()));
         }
         assertTrue(reader2.closed);
         try (VectorSchemaRoot root = intsAndStrings(2, 1);
-             ExportedArray d = ExportedArray.allocateDevice(out -> ArrowJava.exportDeviceArray(root, null, out));
-             ExportedArray a = ExportedArray.allocate(out -> ArrowJava.exportRoot(root, null, out, null))) {
+             ExportedStruct d = ExportedStruct.allocateDeviceArray(out -> ArrowJava.exportDeviceArray(root, null, out));
+             ExportedStruct a = ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(root, null, out, null))) {
             assertTrue(d.isDevice());
             assertEquals(ArrowDeviceArray.sizeof(), d.segment().byteSize());
             assertEquals(-1L, ArrowDeviceArray.device_id(d.segment()));
