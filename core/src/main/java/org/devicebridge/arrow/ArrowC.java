@@ -253,17 +253,24 @@ public final class ArrowC {
     /**
      * Checks {@code data}, a description of host memory, against {@code schema} at {@code level}, as
      * {@link #importArray} checks a struct, and returns its view: every buffer sized exactly, and every size
-     * it derives within the segment given for that buffer. Borrows: {@link ArrayNode#buffer} gives slices of
-     * the description's segments, readable while their arenas are open; nothing is released.
+     * it derives within the segment given for that buffer (at every level, NONE included; where the level
+     * derives no size, as for the data of a string below DEFAULT, the buffer is its whole segment). Contents
+     * are read only through the segments. Borrows: {@link ArrayNode#buffer} gives slices of the description's
+     * segments, readable while their arenas are open; nothing is released.
      *
      * @param schema the array's field (from {@link #importSchema}, or made with {@link SchemaNode#of})
      * @param data the array, in host memory
      * @param level how much of it to check; DEFAULT and FULL read offsets and other contents
      * @return the checked view of {@code data}
      * @throws ValidationException if the description does not match the schema or a size does not fit
+     * @throws org.devicebridge.HandleClosedException if the arena of a buffer's segment is closed
      */
     public static ArrayNode viewArray(SchemaNode schema, ArrayData data, ValidationLevel level) {
-        throw new UnsupportedOperationException("viewArray: not built yet");
+        requireNativeAccess();
+        Objects.requireNonNull(schema, "schema");
+        Objects.requireNonNull(data, "data");
+        Objects.requireNonNull(level, "level");
+        return ArrayDataReader.read(schema, data, level, true).node(0);
     }
 
     /**
@@ -278,10 +285,15 @@ public final class ArrowC {
      * @param out the caller's {@code struct ArrowArray}, in the released state
      * @param owner closed once when the consumer released the export (a shared arena, or any
      *     {@link AutoCloseable} that may be closed on another thread), or {@code null}
-     * @throws ValidationException if the description does not match the schema or a size does not fit
+     * @throws ValidationException if the description does not match the schema or a size does not fit, or
+     *     {@code out} is not a native, aligned segment of a struct's size
+     * @throws org.devicebridge.HandleClosedException if the arena of a buffer's segment is closed
      */
     public static void exportArray(SchemaNode schema, ArrayData data, MemorySegment out, AutoCloseable owner) {
-        throw new UnsupportedOperationException("exportArray: not built yet");
+        requireNativeAccess();
+        Objects.requireNonNull(schema, "schema");
+        Objects.requireNonNull(data, "data");
+        FfmExportWriter.exportArray(schema, data, out, owner);
     }
 
     /**
@@ -290,9 +302,12 @@ public final class ArrowC {
      *
      * @param schema the field to export (from {@link #importSchema}, or made with {@link SchemaNode#of})
      * @param out the caller's {@code struct ArrowSchema}, in the released state
+     * @throws ValidationException if {@code out} is not a native, aligned segment of a struct's size
      */
     public static void exportSchema(SchemaNode schema, MemorySegment out) {
-        throw new UnsupportedOperationException("exportSchema: not built yet");
+        requireNativeAccess();
+        Objects.requireNonNull(schema, "schema");
+        FfmExportWriter.exportSchema(schema, out);
     }
 
     /**
