@@ -25,12 +25,21 @@ public final class ArrayData {
     private final List<ArrayData> children;
     private final ArrayData dictionary;
 
-    private ArrayData(long length, long nullCount, long offset, List<MemorySegment> buffers, List<ArrayData> children,
-                      ArrayData dictionary) {
+    private ArrayData(long length, long nullCount, List<MemorySegment> buffers) {
         this.length = length;
         this.nullCount = nullCount;
-        this.offset = offset;
+        this.offset = 0;
         this.buffers = buffers;
+        this.children = List.of();
+        this.dictionary = null;
+    }
+
+    /** {@code base} with another offset, children and dictionary. */
+    private ArrayData(ArrayData base, long offset, List<ArrayData> children, ArrayData dictionary) {
+        this.length = base.length;
+        this.nullCount = base.nullCount;
+        this.offset = offset;
+        this.buffers = base.buffers;
         this.children = children;
         this.dictionary = dictionary;
     }
@@ -42,22 +51,22 @@ public final class ArrayData {
      * @param buffers the node's buffers in C Data order, {@link MemorySegment#NULL} for an absent one
      */
     public static ArrayData of(long length, long nullCount, List<MemorySegment> buffers) {
-        return new ArrayData(length, nullCount, 0, List.copyOf(buffers), List.of(), null);
+        return new ArrayData(length, nullCount, List.copyOf(buffers));
     }
 
     /** {@return this node with the offset {@code offset} (in elements) into every buffer} */
     public ArrayData withOffset(long offset) {
-        return new ArrayData(length, nullCount, offset, buffers, children, dictionary);
+        return new ArrayData(this, offset, children, dictionary);
     }
 
     /** {@return this node with the children {@code children}, in the schema's order} */
     public ArrayData withChildren(List<ArrayData> children) {
-        return new ArrayData(length, nullCount, offset, buffers, List.copyOf(children), dictionary);
+        return new ArrayData(this, offset, List.copyOf(children), dictionary);
     }
 
     /** {@return this node with the dictionary {@code dictionary} (for a dictionary-encoded field)} */
     public ArrayData withDictionary(ArrayData dictionary) {
-        return new ArrayData(length, nullCount, offset, buffers, children, Objects.requireNonNull(dictionary));
+        return new ArrayData(this, offset, children, Objects.requireNonNull(dictionary));
     }
 
     /** {@return the logical length, in elements} */

@@ -19,14 +19,12 @@ import org.devicebridge.ValidationException.Category;
 final class ArrayDataReader {
     private final SchemaLayout layout;
     private final ArrayTable table;
-    private final ValidationLevel level;
     private final ContentChecks contents;
     private final BufferSizer sizer;
     private final Segments segments = new Segments();
 
     private ArrayDataReader(SchemaLayout layout, ValidationLevel level, boolean host) {
         this.layout = layout;
-        this.level = level;
         this.table = new ArrayTable(layout, host);
         // contents are read (host memory, DEFAULT/FULL) through the caller's segments, never past their ends
         this.contents = new ContentChecks(level, table, host ? segments : null);
@@ -50,7 +48,7 @@ final class ArrayDataReader {
 
     private void node(ArrayData d, int n, int depth) {
         NodeChecks.depth(layout, n, depth);
-        NodeChecks.header(contents, layout, n, d.length(), d.offset(), d.nullCount(), level);
+        NodeChecks.header(contents, n, d.length(), d.offset(), d.nullCount());
         List<MemorySegment> buffers = d.buffers();
         int nBuffers = NodeChecks.bufferCount(layout, n, buffers.size());
         List<ArrayData> children = d.children();

@@ -241,7 +241,7 @@ final class ArrayReader {
         long length = field(a, LENGTH);
         long offset = field(a, OFFSET);
         long nullCount = field(a, NULL_COUNT);
-        NodeChecks.header(contents, layout, n, length, offset, nullCount, level);
+        NodeChecks.header(contents, n, length, offset, nullCount);
         // Buffers and children: counts first, so every later index is in range.
         long nBuffers = NodeChecks.bufferCount(layout, n, field(a, N_BUFFERS));
         long nChildren = field(a, N_CHILDREN);

@@ -23,21 +23,20 @@ final class NodeChecks {
 
     /**
      * A non-negative length and offset whose sum fits in 64 bits, and (above NONE) a null count in
-     * {@code [-1, length]}.
+     * {@code [-1, length]}; {@code contents} knows the level and the layout.
      */
-    static void header(ContentChecks contents, SchemaLayout layout, int n, long length, long offset, long nullCount,
-                       ValidationLevel level) {
+    static void header(ContentChecks contents, int n, long length, long offset, long nullCount) {
         if (length < 0) {
-            throw new ValidationException(Category.SIZE, layout.path(n, "length"),
+            throw new ValidationException(Category.SIZE, contents.at(n, "length"),
                     "expected a non-negative length but found " + length);
         }
         if (offset < 0) {
-            throw new ValidationException(Category.SIZE, layout.path(n, "offset"),
+            throw new ValidationException(Category.SIZE, contents.at(n, "offset"),
                     "expected a non-negative offset but found " + offset);
         }
         contents.add(offset, length, n, "offset"); // offset + length must fit: every size is derived from it
-        if (level != ValidationLevel.NONE && (nullCount < -1 || nullCount > length)) {
-            throw new ValidationException(Category.SIZE, layout.path(n, "null_count"),
+        if (contents.minimal() && (nullCount < -1 || nullCount > length)) {
+            throw new ValidationException(Category.SIZE, contents.at(n, "null_count"),
                     "expected a null count in [-1, " + length + "] but found " + nullCount);
         }
     }
