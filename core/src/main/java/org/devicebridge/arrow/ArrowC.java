@@ -255,8 +255,8 @@ public final class ArrowC {
      * {@link #importArray} checks a struct, and returns its view: every buffer sized exactly, and every size
      * it derives within the segment given for that buffer (at every level, NONE included; where the level
      * derives no size, as for the data of a string below DEFAULT, the buffer is its whole segment). Contents
-     * are read only through the segments. Borrows: {@link ArrayNode#buffer} gives slices of the description's
-     * segments, readable while their arenas are open; nothing is released.
+     * are read only through the segments. Ownership: borrows, after a return as after a throw;
+     * {@link ArrayNode#buffer} gives slices of the segments, readable while their arenas are open.
      *
      * @param schema the array's field (from {@link #importSchema}, or made with {@link SchemaNode#of})
      * @param data the array, in host memory
@@ -276,9 +276,12 @@ public final class ArrowC {
     /**
      * Exports {@code data} (checked against {@code schema} at {@link ValidationLevel#MINIMAL}, reading no
      * buffer) into the caller's {@code ArrowArray} at {@code out}: zero-copy, the buffers' addresses are
-     * written as they are. The consumer's {@code release} of the whole tree (children moved out and released
-     * on their own included) closes {@code owner} once, on the releasing thread; pass {@code null} when the
-     * memory outlives every consumer. After a throw, {@code out} is untouched and {@code owner} is not closed.
+     * written as they are, and so is the offset. The consumer's {@code release} of the whole tree (children
+     * moved out and released on their own included) frees what the export allocated, then closes {@code owner}
+     * once, on the releasing thread; pass {@code null} when the memory outlives every consumer.
+     *
+     * <p>Ownership: after a return the consumer owns the export and the caller keeps the buffers valid until
+     * {@code owner} is closed; after a throw {@code out} is untouched, nothing is held and {@code owner} is open.
      *
      * @param schema the array's field
      * @param data the array, in host or device memory
@@ -297,8 +300,10 @@ public final class ArrowC {
     }
 
     /**
-     * Exports {@code schema} into the caller's {@code ArrowSchema} at {@code out}; its {@code release} frees
-     * what the export allocated. After a throw, {@code out} is untouched.
+     * Exports {@code schema} (format, name, flags, metadata, children, dictionary) into the caller's
+     * {@code ArrowSchema} at {@code out}; its {@code release} frees what the export allocated, children moved out
+     * and released on their own included. Ownership: after a return the consumer owns the export; after a
+     * throw {@code out} is untouched and nothing is held.
      *
      * @param schema the field to export (from {@link #importSchema}, or made with {@link SchemaNode#of})
      * @param out the caller's {@code struct ArrowSchema}, in the released state
