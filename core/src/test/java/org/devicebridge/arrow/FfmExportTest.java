@@ -14,6 +14,10 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 import org.devicebridge.ValidationException;
@@ -185,6 +189,39 @@ class FfmExportTest {
         }
         assertEquals(1, owner.closes.get());
         assertEquals(MemorySegment.NULL, ArrowArray.release(moved));
+        assertNothingHeld();
+    }
+
+    @Test
+    void theRootAndAMovedChildReleasedAtOnceOnTwoThreadsCloseTheOwnerExactlyOnce() throws Exception {
+        ArrayDataFixtures.Case c = ArrayDataFixtures.struct(arena);
+        try (Arena structs = Arena.ofShared(); ExecutorService pool = Executors.newFixedThreadPool(2)) {
+            for (int round = 0; round < 200; round++) {
+                Owner owner = new Owner();
+                MemorySegment out = ArrowC.allocateArray(structs);
+                ArrowC.exportArray(c.schema(), c.data(), out, owner);
+                MemorySegment inPlace = ArrowArray.children(out).reinterpret(16).getAtIndex(ValueLayout.ADDRESS, 0)
+                        .reinterpret(ArrowArray.sizeof());
+                MemorySegment moved = ArrowC.allocateArray(structs);
+                moved.copyFrom(inPlace);
+                ArrowArray.release(inPlace, MemorySegment.NULL);
+                CyclicBarrier start = new CyclicBarrier(2);
+                Future<?> root = pool.submit(() -> {
+                    start.await();
+                    release(out, ArrowArray.release$offset());
+                    return null;
+                });
+                Future<?> child = pool.submit(() -> {
+                    start.await();
+                    release(moved, ArrowArray.release$offset());
+                    return null;
+                });
+                root.get();
+                child.get();
+                assertEquals(1, owner.closes.get(), "round " + round);
+                assertEquals(exportsBefore, FfmExports.liveExports(), "round " + round);
+            }
+        }
         assertNothingHeld();
     }
 
