@@ -5,7 +5,6 @@ import java.lang.foreign.ValueLayout;
 import java.util.Locale;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
-import org.devicebridge.arrow.ArrowDataType.Layout;
 import org.devicebridge.internal.ArrowArrayFields;
 
 /**
@@ -206,10 +205,7 @@ final class ArrayReader {
     }
 
     private void node(long a, int n) {
-        if (depth > SchemaReader.MAX_DEPTH) {
-            throw new ValidationException(Category.DEPTH, layout.path(n), "expected nesting of at most " + SchemaReader.MAX_DEPTH
-                    + " levels but found more");
-        }
+        NodeChecks.depth(layout, n, depth);
         if ((a & (ValueLayout.ADDRESS.byteAlignment() - 1)) != 0) {
             // Children and dictionaries are read in place through aligned accessors (only the root is moved).
             throw new ValidationException(Category.ALIGNMENT, layout.path(n), String.format(Locale.ROOT,
@@ -239,40 +235,17 @@ final class ArrayReader {
     }
 
     private void check(long a, int n) {
-        SchemaNode schema = layout.schema(n);
         if (field(a, RELEASE) == 0) {
             throw new ValidationException(Category.RELEASED, layout.path(n), "expected a live ArrowArray but found a released one");
         }
-        ArrowDataType type = schema.type();
         long length = field(a, LENGTH);
         long offset = field(a, OFFSET);
         long nullCount = field(a, NULL_COUNT);
-        if (length < 0) {
-            throw new ValidationException(Category.SIZE, at(n, "length"), "expected a non-negative length but found " + length);
-        }
-        if (offset < 0) {
-            throw new ValidationException(Category.SIZE, at(n, "offset"), "expected a non-negative offset but found " + offset);
-        }
-        contents.add(offset, length, n, "offset"); // offset + length must fit: every size below is derived from it
-        if (minimal() && (nullCount < -1 || nullCount > length)) {
-            throw new ValidationException(Category.SIZE, at(n, "null_count"),
-                    "expected a null count in [-1, " + length + "] but found " + nullCount);
-        }
+        NodeChecks.header(contents, n, length, offset, nullCount);
         // Buffers and children: counts first, so every later index is in range.
-        Layout layoutKind = type.layout();
-        long nBuffers = field(a, N_BUFFERS);
-        int expectedBuffers = BufferSizer.EXPECTED_BUFFERS[layoutKind.ordinal()];
-        if (layoutKind == Layout.VIEW ? nBuffers < 3 || nBuffers > Integer.MAX_VALUE / 8 : nBuffers != expectedBuffers) {
-            throw new ValidationException(Category.STRUCTURE, at(n, "n_buffers"), "expected "
-                    + (layoutKind == Layout.VIEW ? "at least 3" : String.valueOf(expectedBuffers)) + " buffers for format '"
-                    + type.format() + "' but found " + nBuffers);
-        }
-        int childCount = layout.childCount(n);
+        long nBuffers = NodeChecks.bufferCount(layout, n, field(a, N_BUFFERS));
         long nChildren = field(a, N_CHILDREN);
-        if (nChildren != childCount) {
-            throw new ValidationException(Category.STRUCTURE, at(n, "n_children"), "expected "
-                    + childCount + " children as in the schema but found " + nChildren);
-        }
+        NodeChecks.childCount(layout, n, nChildren);
         long[] addr = scratch(addressScratch, depth - 1, (int) nBuffers, false); // every entry is written below
         long[] len = scratch(lengthScratch, depth - 1, (int) nBuffers, true);
         if (nBuffers > 0) {
@@ -302,17 +275,8 @@ final class ArrayReader {
             }
         }
         long d = field(a, DICTIONARY);
-        int dictionary = layout.dictionary(n);
-        if (dictionary < 0) {
-            if (d != 0) {
-                throw new ValidationException(Category.STRUCTURE, at(n, "dictionary"),
-                        "expected NULL (the schema has no dictionary) but found a dictionary");
-            }
-        } else {
-            if (d == 0) {
-                throw new ValidationException(Category.NULL_POINTER, at(n, "dictionary"),
-                        "expected a dictionary ArrowArray but found NULL");
-            }
+        int dictionary = NodeChecks.dictionary(layout, n, d != 0);
+        if (dictionary >= 0) {
             node(d, dictionary);
         }
 

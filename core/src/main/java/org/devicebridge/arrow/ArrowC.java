@@ -253,46 +253,66 @@ public final class ArrowC {
     /**
      * Checks {@code data}, a description of host memory, against {@code schema} at {@code level}, as
      * {@link #importArray} checks a struct, and returns its view: every buffer sized exactly, and every size
-     * it derives within the segment given for that buffer. Borrows: {@link ArrayNode#buffer} gives slices of
-     * the description's segments, readable while their arenas are open; nothing is released.
+     * it derives within the segment given for that buffer (at every level, NONE included; where the level
+     * derives no size, as for the data of a string below DEFAULT, the buffer is its whole segment). Contents
+     * are read only through the segments. Ownership: borrows, after a return as after a throw;
+     * {@link ArrayNode#buffer} gives slices of the segments, readable while their arenas are open.
      *
      * @param schema the array's field (from {@link #importSchema}, or made with {@link SchemaNode#of})
      * @param data the array, in host memory
      * @param level how much of it to check; DEFAULT and FULL read offsets and other contents
      * @return the checked view of {@code data}
      * @throws ValidationException if the description does not match the schema or a size does not fit
+     * @throws org.devicebridge.HandleClosedException if the arena of a buffer's segment is closed
      */
     public static ArrayNode viewArray(SchemaNode schema, ArrayData data, ValidationLevel level) {
-        throw new UnsupportedOperationException("viewArray: not built yet");
+        requireNativeAccess();
+        Objects.requireNonNull(schema, "schema");
+        Objects.requireNonNull(data, "data");
+        Objects.requireNonNull(level, "level");
+        return ArrayDataReader.read(schema, data, level, true).node(0);
     }
 
     /**
      * Exports {@code data} (checked against {@code schema} at {@link ValidationLevel#MINIMAL}, reading no
      * buffer) into the caller's {@code ArrowArray} at {@code out}: zero-copy, the buffers' addresses are
-     * written as they are. The consumer's {@code release} of the whole tree (children moved out and released
-     * on their own included) closes {@code owner} once, on the releasing thread; pass {@code null} when the
-     * memory outlives every consumer. After a throw, {@code out} is untouched and {@code owner} is not closed.
+     * written as they are, and so is the offset. The consumer's {@code release} of the whole tree (children
+     * moved out and released on their own included) frees what the export allocated, then closes {@code owner}
+     * once, on the releasing thread; pass {@code null} when the memory outlives every consumer.
+     *
+     * <p>Ownership: after a return the consumer owns the export and the caller keeps the buffers valid until
+     * {@code owner} is closed; after a throw {@code out} is untouched, nothing is held and {@code owner} is open.
      *
      * @param schema the array's field
      * @param data the array, in host or device memory
      * @param out the caller's {@code struct ArrowArray}, in the released state
      * @param owner closed once when the consumer released the export (a shared arena, or any
      *     {@link AutoCloseable} that may be closed on another thread), or {@code null}
-     * @throws ValidationException if the description does not match the schema or a size does not fit
+     * @throws ValidationException if the description does not match the schema or a size does not fit, or
+     *     {@code out} is not a native, aligned segment of a struct's size
+     * @throws org.devicebridge.HandleClosedException if the arena of a buffer's segment is closed
      */
     public static void exportArray(SchemaNode schema, ArrayData data, MemorySegment out, AutoCloseable owner) {
-        throw new UnsupportedOperationException("exportArray: not built yet");
+        requireNativeAccess();
+        Objects.requireNonNull(schema, "schema");
+        Objects.requireNonNull(data, "data");
+        FfmExportWriter.exportArray(schema, data, out, owner);
     }
 
     /**
-     * Exports {@code schema} into the caller's {@code ArrowSchema} at {@code out}; its {@code release} frees
-     * what the export allocated. After a throw, {@code out} is untouched.
+     * Exports {@code schema} (format, name, flags, metadata, children, dictionary) into the caller's
+     * {@code ArrowSchema} at {@code out}; its {@code release} frees what the export allocated, children moved out
+     * and released on their own included. Ownership: after a return the consumer owns the export; after a
+     * throw {@code out} is untouched and nothing is held.
      *
      * @param schema the field to export (from {@link #importSchema}, or made with {@link SchemaNode#of})
      * @param out the caller's {@code struct ArrowSchema}, in the released state
+     * @throws ValidationException if {@code out} is not a native, aligned segment of a struct's size
      */
     public static void exportSchema(SchemaNode schema, MemorySegment out) {
-        throw new UnsupportedOperationException("exportSchema: not built yet");
+        requireNativeAccess();
+        Objects.requireNonNull(schema, "schema");
+        FfmExportWriter.exportSchema(schema, out);
     }
 
     /**

@@ -69,27 +69,11 @@ final class SchemaReader {
             ArrowDataType type = ArrowFormat.parse(format, path);
             String name = Native.string(ArrowSchema.name(s));
             long flags = ArrowSchema.flags(s);
-            if ((flags & ~KNOWN_FLAGS) != 0) {
-                throw new ValidationException(Category.SCHEMA, join(path, "flags"),
-                        String.format(java.util.Locale.ROOT, "expected only known flags (0x7) but found 0x%x", flags));
-            }
-            if ((flags & SchemaNode.FLAG_MAP_KEYS_SORTED) != 0 && type.id() != TypeId.MAP) {
-                throw new ValidationException(Category.SCHEMA, join(path, "flags"),
-                        "expected ARROW_FLAG_MAP_KEYS_SORTED only on a map but found it on " + format);
-            }
+            checkFlags(type, flags, path);
             Map<String, String> metadata = metadata(ArrowSchema.metadata(s), join(path, "metadata"));
 
             long n = ArrowSchema.n_children(s);
-            int expected = expectedChildren(type);
-            if (n < 0 || (expected >= 0 && n != expected)) {
-                throw new ValidationException(n < 0 ? Category.SIZE : Category.STRUCTURE, join(path, "n_children"),
-                        "expected " + (expected >= 0 ? expected : "a non-negative number of") + " children for format '"
-                                + format + "' but found " + n);
-            }
-            if (n > Integer.MAX_VALUE / 8) {
-                throw new ValidationException(Category.SIZE, join(path, "n_children"), "expected at most "
-                        + Integer.MAX_VALUE / 8 + " children but found " + n);
-            }
+            checkChildCount(type, n, path);
             List<SchemaNode> children = new ArrayList<>((int) n);
             if (n > 0) {
                 MemorySegment ptrs = ArrowSchema.children(s);
@@ -109,20 +93,54 @@ final class SchemaReader {
             }
             SchemaNode dictionary = null;
             MemorySegment d = ArrowSchema.dictionary(s);
+            checkDictionary(type, flags, !d.equals(MemorySegment.NULL), path);
             if (!d.equals(MemorySegment.NULL)) {
-                if (!type.id().isInteger()) {
-                    throw new ValidationException(Category.SCHEMA, join(path, "format"),
-                            "expected an integer dictionary index type but found '" + format + "'");
-                }
                 dictionary = node(d.reinterpret(ArrowSchema.sizeof()), join(path, "dictionary"), depth + 1);
-            } else if ((flags & SchemaNode.FLAG_DICTIONARY_ORDERED) != 0) {
-                throw new ValidationException(Category.SCHEMA, join(path, "flags"),
-                        "expected ARROW_FLAG_DICTIONARY_ORDERED only on a dictionary-encoded field but found no dictionary");
             }
             checkChildren(type, children, path);
             return new SchemaNode(path, new SchemaNode.Fields(name, type, flags, metadata, children, dictionary));
         } finally {
             ancestors.remove(s.address());
+        }
+    }
+
+    // The rules of one field, shared by this reader and by the fields Java code makes (SchemaNode.of and its withers).
+
+    /** Only known flags, and {@code ARROW_FLAG_MAP_KEYS_SORTED} only on a map. */
+    static void checkFlags(ArrowDataType type, long flags, String path) {
+        if ((flags & ~KNOWN_FLAGS) != 0) {
+            throw new ValidationException(Category.SCHEMA, join(path, "flags"),
+                    String.format(java.util.Locale.ROOT, "expected only known flags (0x7) but found 0x%x", flags));
+        }
+        if ((flags & SchemaNode.FLAG_MAP_KEYS_SORTED) != 0 && type.id() != TypeId.MAP) {
+            throw new ValidationException(Category.SCHEMA, join(path, "flags"),
+                    "expected ARROW_FLAG_MAP_KEYS_SORTED only on a map but found it on " + type.format());
+        }
+    }
+
+    /** {@code n} children, as many as the type takes, and few enough to index. */
+    static void checkChildCount(ArrowDataType type, long n, String path) {
+        int expected = expectedChildren(type);
+        if (n < 0 || (expected >= 0 && n != expected)) {
+            throw new ValidationException(n < 0 ? Category.SIZE : Category.STRUCTURE, join(path, "n_children"),
+                    "expected " + (expected >= 0 ? expected : "a non-negative number of") + " children for format '"
+                            + type.format() + "' but found " + n);
+        }
+        if (n > Integer.MAX_VALUE / 8) {
+            throw new ValidationException(Category.SIZE, join(path, "n_children"), "expected at most "
+                    + Integer.MAX_VALUE / 8 + " children but found " + n);
+        }
+    }
+
+    /** A dictionary only on an integer (index) type, and {@code ARROW_FLAG_DICTIONARY_ORDERED} only with one. */
+    static void checkDictionary(ArrowDataType type, long flags, boolean hasDictionary, String path) {
+        if (hasDictionary && !type.id().isInteger()) {
+            throw new ValidationException(Category.SCHEMA, join(path, "format"),
+                    "expected an integer dictionary index type but found '" + type.format() + "'");
+        }
+        if (!hasDictionary && (flags & SchemaNode.FLAG_DICTIONARY_ORDERED) != 0) {
+            throw new ValidationException(Category.SCHEMA, join(path, "flags"),
+                    "expected ARROW_FLAG_DICTIONARY_ORDERED only on a dictionary-encoded field but found no dictionary");
         }
     }
 
@@ -137,7 +155,8 @@ final class SchemaReader {
         };
     }
 
-    private static void checkChildren(ArrowDataType type, List<SchemaNode> children, String path) {
+    /** The rules a type sets for its children (map entries, run ends). */
+    static void checkChildren(ArrowDataType type, List<SchemaNode> children, String path) {
         if (type.id() == TypeId.MAP) {
             SchemaNode entries = children.get(0);
             if (entries.type().id() != TypeId.STRUCT || entries.children().size() != 2) {

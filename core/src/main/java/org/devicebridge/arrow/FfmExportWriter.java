@@ -1,0 +1,174 @@
+package org.devicebridge.arrow;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import org.devicebridge.foreign.OutStructs;
+import org.devicebridge.generated.arrow.ArrowArray;
+import org.devicebridge.generated.arrow.ArrowSchema;
+import org.devicebridge.internal.ArrowArrayFields;
+import org.devicebridge.internal.Native;
+
+/**
+ * Writes the FFM-only exports: a checked {@link ArrayData} tree as {@code ArrowArray} structs, a
+ * {@link SchemaNode} tree as {@code ArrowSchema} structs. Everything that can fail (the checks, the sizes, the
+ * allocation, the registration) happens before anything is written, so a throw leaves the caller's struct
+ * untouched and holds nothing; then one malloc block receives every struct but the root (the caller's) with its
+ * pointer arrays and strings, and the root is written last. Released through {@link FfmExports}.
+ */
+final class FfmExportWriter {
+    private static final MemorySegment ALL = FfmExports.ALL;
+
+    private FfmExportWriter() {}
+
+    /** {@link ArrowC#exportArray}: its arguments checked for NULL, nothing else. */
+    static void exportArray(SchemaNode schema, ArrayData data, MemorySegment out, AutoCloseable owner) {
+        MemorySegment root = OutStructs.sized(out, ArrowArray.sizeof(), "out");
+        ArrayTable t = ArrayDataReader.read(schema, data, ValidationLevel.MINIMAL, false);
+        SchemaLayout layout = t.layout;
+        int nodes = layout.size();
+        long size = Math.multiplyExact(nodes - 1L, FfmExports.ARRAY.size);
+        for (int i = 0; i < nodes; i++) {
+            size = Math.addExact(size, 8L * Math.max(1, t.bufferCount(i))); // buffers is never NULL, even for none
+            size = Math.addExact(size, 8L * layout.childCount(i));
+        }
+        FfmExports.Tree tree = register(FfmExports.ARRAY, size, layout, owner);
+        // Registered: from here on nothing can fail, only memory is written.
+        long cursor = tree.base + (nodes - 1L) * FfmExports.ARRAY.size;
+        for (int i = nodes - 1; i >= 0; i--) { // the root, the caller's struct, last
+            int nb = t.bufferCount(i);
+            int nc = layout.childCount(i);
+            long buffers = cursor;
+            long children = buffers + 8L * Math.max(1, nb);
+            cursor = children + 8L * nc;
+            ALL.set(ValueLayout.JAVA_LONG, buffers, 0L);
+            for (int b = 0; b < nb; b++) {
+                ALL.set(ValueLayout.JAVA_LONG, buffers + 8L * b, t.bufferAddress(i, b));
+            }
+            for (int c = 0; c < nc; c++) {
+                ALL.set(ValueLayout.JAVA_LONG, children + 8L * c, tree.struct(layout.child(i, c)));
+            }
+            int dictionary = layout.dictionary(i);
+            long s = i == 0 ? root.address() : tree.struct(i);
+            set(s, ArrowArrayFields.LENGTH, t.length(i));
+            set(s, ArrowArrayFields.NULL_COUNT, t.nullCount(i));
+            set(s, ArrowArrayFields.OFFSET, t.offset(i));
+            set(s, ArrowArrayFields.N_BUFFERS, nb);
+            set(s, ArrowArrayFields.N_CHILDREN, nc);
+            set(s, ArrowArrayFields.BUFFERS, buffers);
+            set(s, ArrowArrayFields.CHILDREN, nc == 0 ? 0L : children);
+            set(s, ArrowArrayFields.DICTIONARY, dictionary < 0 ? 0L : tree.struct(dictionary));
+            set(s, ArrowArrayFields.PRIVATE_DATA, tree.privateData(i));
+            set(s, ArrowArrayFields.RELEASE, FfmExports.ARRAY.stub);
+        }
+    }
+
+    /** {@link ArrowC#exportSchema}: its arguments checked for NULL, nothing else. */
+    static void exportSchema(SchemaNode schema, MemorySegment out) {
+        MemorySegment root = OutStructs.sized(out, ArrowSchema.sizeof(), "out");
+        SchemaLayout layout = schema.layout();
+        int nodes = layout.size();
+        byte[][] format = new byte[nodes][];
+        byte[][] name = new byte[nodes][];
+        byte[][] metadata = new byte[nodes][];
+        long size = Math.multiplyExact(nodes - 1L, FfmExports.SCHEMA.size);
+        for (int i = 0; i < nodes; i++) {
+            SchemaNode n = layout.schema(i);
+            format[i] = n.format().getBytes(StandardCharsets.UTF_8);
+            name[i] = n.name() == null ? null : n.name().getBytes(StandardCharsets.UTF_8);
+            metadata[i] = encodeMetadata(n.metadata());
+            size = Math.addExact(size, 8L * layout.childCount(i));
+            size = Math.addExact(size, align8(format[i].length + 1L));
+            size = Math.addExact(size, name[i] == null ? 0 : align8(name[i].length + 1L));
+            size = Math.addExact(size, metadata[i] == null ? 0 : align8(metadata[i].length));
+        }
+        FfmExports.Tree tree = register(FfmExports.SCHEMA, size, layout, null);
+        // Registered: from here on nothing can fail, only memory is written.
+        long cursor = tree.base + (nodes - 1L) * FfmExports.SCHEMA.size;
+        for (int i = nodes - 1; i >= 0; i--) { // the root, the caller's struct, last
+            SchemaNode n = layout.schema(i);
+            int nc = layout.childCount(i);
+            long children = cursor;
+            long formatAt = children + 8L * nc;
+            long nameAt = formatAt + align8(format[i].length + 1L);
+            long metadataAt = nameAt + (name[i] == null ? 0 : align8(name[i].length + 1L));
+            cursor = metadataAt + (metadata[i] == null ? 0 : align8(metadata[i].length));
+            for (int c = 0; c < nc; c++) {
+                ALL.set(ValueLayout.JAVA_LONG, children + 8L * c, tree.struct(layout.child(i, c)));
+            }
+            writeString(format[i], formatAt);
+            if (name[i] != null) {
+                writeString(name[i], nameAt);
+            }
+            if (metadata[i] != null) {
+                MemorySegment.copy(metadata[i], 0, ALL, ValueLayout.JAVA_BYTE, metadataAt, metadata[i].length);
+            }
+            int dictionary = layout.dictionary(i);
+            long s = i == 0 ? root.address() : tree.struct(i);
+            set(s, ArrowSchema.format$offset(), formatAt);
+            set(s, ArrowSchema.name$offset(), name[i] == null ? 0L : nameAt);
+            set(s, ArrowSchema.metadata$offset(), metadata[i] == null ? 0L : metadataAt);
+            set(s, ArrowSchema.flags$offset(), n.flags());
+            set(s, ArrowSchema.n_children$offset(), nc);
+            set(s, ArrowSchema.children$offset(), nc == 0 ? 0L : children);
+            set(s, ArrowSchema.dictionary$offset(), dictionary < 0 ? 0L : tree.struct(dictionary));
+            set(s, ArrowSchema.private_data$offset(), tree.privateData(i));
+            set(s, ArrowSchema.release$offset(), FfmExports.SCHEMA.stub);
+        }
+    }
+
+    /** Allocates the block and registers its tree; on a throw nothing is left allocated or registered. */
+    private static FfmExports.Tree register(FfmExports.Kind kind, long size, SchemaLayout layout, AutoCloseable owner) {
+        long base = Native.malloc(size).address();
+        FfmExports.Tree tree = new FfmExports.Tree(kind, base, layout, owner);
+        try {
+            tree.register();
+        } catch (RuntimeException | Error e) {
+            Native.free(MemorySegment.ofAddress(base));
+            throw e;
+        }
+        return tree;
+    }
+
+    private static void set(long struct, long field, long value) {
+        ALL.set(ValueLayout.JAVA_LONG, struct + field, value);
+    }
+
+    private static void writeString(byte[] bytes, long address) {
+        MemorySegment.copy(bytes, 0, ALL, ValueLayout.JAVA_BYTE, address, bytes.length);
+        ALL.set(ValueLayout.JAVA_BYTE, address + bytes.length, (byte) 0);
+    }
+
+    private static long align8(long n) {
+        return Math.addExact(n, 7) & ~7L;
+    }
+
+    /**
+     * The C Data Interface's binary metadata (native-endian int32 count, then int32 length and UTF-8 bytes of
+     * each key and value), or {@code null} for none. The twin of the Arrow Java bridge's encoder, which this
+     * package may not import; {@link SchemaReader#metadata} reads both.
+     */
+    static byte[] encodeMetadata(Map<String, String> metadata) {
+        if (metadata.isEmpty()) {
+            return null;
+        }
+        byte[][] parts = new byte[2 * metadata.size()][];
+        long size = 4;
+        int k = 0;
+        for (Map.Entry<String, String> e : metadata.entrySet()) {
+            parts[k] = e.getKey().getBytes(StandardCharsets.UTF_8);
+            parts[k + 1] = e.getValue().getBytes(StandardCharsets.UTF_8);
+            size = Math.addExact(size, 8L + parts[k].length + parts[k + 1].length);
+            k += 2;
+        }
+        ByteBuffer b = ByteBuffer.allocate(Math.toIntExact(size)).order(ByteOrder.nativeOrder());
+        b.putInt(metadata.size());
+        for (byte[] part : parts) {
+            b.putInt(part.length).put(part);
+        }
+        return b.array();
+    }
+}
