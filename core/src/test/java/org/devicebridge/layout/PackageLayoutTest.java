@@ -321,7 +321,7 @@ class PackageLayoutTest {
      * The most public types (top-level and nested, counted where every enclosing type is public too) the exported
      * packages may hold together. Lower it when a type goes; raising it needs a reason in the API review.
      */
-    private static final int PUBLIC_TYPE_CEILING = 82;
+    private static final int PUBLIC_TYPE_CEILING = 79;
 
     @Test
     void theExportedPackagesHoldAtMostTheCeilingOfPublicTypes() throws Exception {
