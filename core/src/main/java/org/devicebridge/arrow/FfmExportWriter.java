@@ -2,13 +2,12 @@ package org.devicebridge.arrow;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.util.Map;
+import org.devicebridge.ValidationException;
 import org.devicebridge.foreign.OutStructs;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
+import org.devicebridge.internal.ArrowMetadata;
 import org.devicebridge.internal.ArrowArrayFields;
 import org.devicebridge.internal.Native;
 
@@ -79,7 +78,7 @@ final class FfmExportWriter {
             SchemaNode n = layout.schema(i);
             format[i] = n.format().getBytes(StandardCharsets.UTF_8);
             name[i] = n.name() == null ? null : n.name().getBytes(StandardCharsets.UTF_8);
-            metadata[i] = encodeMetadata(n.metadata());
+            metadata[i] = metadata(n);
             size = Math.addExact(size, 8L * layout.childCount(i));
             size = Math.addExact(size, align8(format[i].length + 1L));
             size = Math.addExact(size, name[i] == null ? 0 : align8(name[i].length + 1L));
@@ -146,29 +145,12 @@ final class FfmExportWriter {
         return Math.addExact(n, 7) & ~7L;
     }
 
-    /**
-     * The C Data Interface's binary metadata (native-endian int32 count, then int32 length and UTF-8 bytes of
-     * each key and value), or {@code null} for none. The twin of the Arrow Java bridge's encoder, which this
-     * package may not import; {@link SchemaReader#metadata} reads both.
-     */
-    static byte[] encodeMetadata(Map<String, String> metadata) {
-        if (metadata.isEmpty()) {
-            return null;
+    /** The node's metadata encoded, or {@code null}; a refusal is the schema export's own error. */
+    private static byte[] metadata(SchemaNode n) {
+        try {
+            return ArrowMetadata.encode(n.metadata());
+        } catch (IllegalArgumentException e) {
+            throw new ValidationException(ValidationException.Category.METADATA, n.path(), e.getMessage());
         }
-        byte[][] parts = new byte[2 * metadata.size()][];
-        long size = 4;
-        int k = 0;
-        for (Map.Entry<String, String> e : metadata.entrySet()) {
-            parts[k] = e.getKey().getBytes(StandardCharsets.UTF_8);
-            parts[k + 1] = e.getValue().getBytes(StandardCharsets.UTF_8);
-            size = Math.addExact(size, 8L + parts[k].length + parts[k + 1].length);
-            k += 2;
-        }
-        ByteBuffer b = ByteBuffer.allocate(Math.toIntExact(size)).order(ByteOrder.nativeOrder());
-        b.putInt(metadata.size());
-        for (byte[] part : parts) {
-            b.putInt(part.length).put(part);
-        }
-        return b.array();
     }
 }

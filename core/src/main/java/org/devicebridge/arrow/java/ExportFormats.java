@@ -1,12 +1,11 @@
 package org.devicebridge.arrow.java;
 
-import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
+import org.devicebridge.internal.ArrowMetadata;
 import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.SchemaNode;
@@ -189,27 +188,10 @@ final class ExportFormats {
      * NULL, not an empty blob).
      */
     static byte[] encodeMetadata(Map<String, String> md) {
-        if (md == null || md.isEmpty()) {
-            return null;
+        try {
+            return ArrowMetadata.encode(md);
+        } catch (IllegalArgumentException e) {
+            throw new ValidationException(ValidationException.Category.METADATA, "metadata", e.getMessage());
         }
-        byte[][] parts = new byte[md.size() * 2][];
-        long total = 4;
-        int i = 0;
-        for (Map.Entry<String, String> e : md.entrySet()) {
-            parts[i] = e.getKey().getBytes(StandardCharsets.UTF_8);
-            parts[i + 1] = (e.getValue() == null ? "" : e.getValue()).getBytes(StandardCharsets.UTF_8);
-            total = Math.addExact(total, 8L + parts[i].length + parts[i + 1].length);
-            i += 2;
-        }
-        if (total > Integer.MAX_VALUE - 8) {
-            throw new ValidationException(ValidationException.Category.METADATA, "metadata", "metadata exceeds 2 GiB");
-        }
-        java.nio.ByteBuffer bb = java.nio.ByteBuffer.allocate((int) total).order(ByteOrder.nativeOrder());
-        bb.putInt(md.size());
-        for (byte[] p : parts) {
-            bb.putInt(p.length);
-            bb.put(p);
-        }
-        return bb.array();
     }
 }
