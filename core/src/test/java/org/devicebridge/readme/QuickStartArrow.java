@@ -28,7 +28,7 @@ public class QuickStartArrow {
             MemorySegment schema = ArrowC.allocateSchema(structs);
             MemorySegment array = ArrowC.allocateArray(structs);
 
-            // Export (zero-copy), then import: the handles own the structs, close() releases them.
+            // Export (zero-copy), then import: close() releases the structs.
             ArrowJava.exportRoot(table, null, array, schema);
             try (ImportedSchema s = ArrowC.importSchema(schema);
                  ImportedArray batch = ArrowC.importArray(s.root(), array, ValidationLevel.FULL)) {

@@ -30,14 +30,14 @@ public class QuickStartCuda {
             try (CudaStream stream = CudaStream.create(gpu);
                  HostDeviceTransfer transfer = HostDeviceTransfer.create(gpu, 64L << 20);
                  Arena structs = Arena.ofConfined()) {
-                // One record for every call: host allocator, staging transfer, the stream work is ordered on.
+                // One record for every call: allocator, staging transfer, stream.
                 DeviceCopies copies = new DeviceCopies(allocator, transfer, stream);
                 try (CudaArrowBatch onGpu = CudaArrow.upload(table, copies)) {
                     // Export as a CUDA ArrowDeviceArray (zero-copy, sync event on `stream`).
                     MemorySegment deviceArray = ArrowC.allocateDeviceArray(structs);
                     CudaArrow.exportDeviceArray(onGpu, copies, deviceArray);
 
-                    // A consumer (cuDF...) takes it; here devicebridge imports it and downloads it.
+                    // A consumer (cuDF...) takes it; here devicebridge does.
                     try (CudaArrowBatch imported = CudaArrow.importDeviceArray(onGpu.schema(), deviceArray,
                                  ValidationLevel.DEFAULT, copies);
                          VectorSchemaRoot back = CudaArrow.download(imported, copies)) {

@@ -17,7 +17,7 @@ public class QuickStartDLPack {
             for (int i = 0; i < 6; i++) {
                 data.setAtIndex(ValueLayout.JAVA_FLOAT, i, i);
             }
-            // Export a 2x3 tensor, no copy: a consumer gets the DLManagedTensorVersioned*.
+            // Export a 2x3 tensor, no copy, to a consumer.
             MemorySegment managed = DLPack.exportVersioned(TensorSpec.of(data, DType.FLOAT32, 2, 3))
                     .transferOwnership();
             // Here the consumer is this library: close() runs the deleter, once.
