@@ -9,11 +9,13 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.memory.netty.NettyAllocationManager;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.devicebridge.arrow.ArrayData;
 import org.devicebridge.arrow.ArrowC;
 import org.devicebridge.arrow.ExportedStruct;
 import org.devicebridge.arrow.ImportedArray;
 import org.devicebridge.arrow.ImportedArrayStream;
 import org.devicebridge.arrow.ImportedSchema;
+import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ArrowMemory;
@@ -166,6 +168,61 @@ public class B2ExportImportBenchmark {
         }
     }
 
+    /**
+     * The same batch as {@link Batch} (16 int64 columns, all valid) in segments of a shared arena, no Arrow Java:
+     * what {@link #viewFfmDefaultRead} exports with the FFM-only export, as the C baseline exports from its own
+     * buffers. The schema is made once ({@code SchemaNode.of}), as the other rows reuse theirs.
+     */
+    @State(Scope.Thread)
+    public static class FfmBatch {
+        @Param({"1", "16", "256"})
+        public int columns;
+        @Param({"1024", "1048576"})
+        public int rows;
+
+        Arena arena;
+        SchemaNode schema;
+        MemorySegment[] validity;
+        MemorySegment[] values;
+        MemorySegment array;
+
+        @Setup(Level.Trial)
+        public void setUp() {
+            arena = Arena.ofShared();
+            java.util.List<SchemaNode> fields = new java.util.ArrayList<>();
+            validity = new MemorySegment[columns];
+            values = new MemorySegment[columns];
+            java.util.SplittableRandom random = new java.util.SplittableRandom(1);
+            for (int c = 0; c < columns; c++) {
+                fields.add(SchemaNode.of("c" + c, "l", java.util.List.of()).withFlags(SchemaNode.FLAG_NULLABLE));
+                validity[c] = arena.allocate((rows + 7) / 8, 64);
+                validity[c].fill((byte) 0xff);
+                values[c] = arena.allocate(8L * rows, 64);
+                for (long i = 0; i < rows; i++) {
+                    values[c].setAtIndex(ValueLayout.JAVA_LONG, i, random.nextLong());
+                }
+            }
+            schema = SchemaNode.of("", "+s", fields);
+            array = ArrowArray.allocate(arena);
+        }
+
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            arena.close();
+        }
+
+        /** The batch described anew (as a producer describes each batch) and exported into the reused struct. */
+        void export() {
+            ArrayData[] children = new ArrayData[columns];
+            for (int c = 0; c < columns; c++) {
+                children[c] = ArrayData.of(rows, 0, java.util.List.of(validity[c], values[c]));
+            }
+            ArrayData batch = ArrayData.of(rows, 0, java.util.List.of(MemorySegment.NULL))
+                    .withChildren(java.util.Arrays.asList(children));
+            ArrowC.exportArray(schema, batch, array, null);
+        }
+    }
+
     /** The same batch built in C, per thread, for {@link #cBaseline}. */
     @State(Scope.Thread)
     public static class CBatch {
@@ -283,6 +340,18 @@ public class B2ExportImportBenchmark {
     @Benchmark
     public long viewDefaultRead(Batch b) {
         try (ImportedArray a = b.exportAndImport(null)) {
+            return firstValue(a);
+        }
+    }
+
+    /**
+     * {@link #viewDefaultRead} with the FFM-only export of segments ({@code ArrowC.exportArray}) instead of Arrow
+     * Java's: what the import costs beside C when the export, like C's, starts from plain buffers.
+     */
+    @Benchmark
+    public long viewFfmDefaultRead(FfmBatch f) {
+        f.export();
+        try (ImportedArray a = ArrowC.importArray(f.schema, f.array, ValidationLevel.DEFAULT)) {
             return firstValue(a);
         }
     }
