@@ -1,9 +1,7 @@
 package org.devicebridge.arrow;
 
 import java.lang.foreign.MemorySegment;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import org.devicebridge.HandleClosedException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
@@ -106,18 +104,65 @@ final class ArrayDataReader {
     private final class Segments implements SegmentSource, HostCopies {
         private record Entry(MemorySegment segment, int node, int buffer) {}
 
-        private final Map<Long, Entry> byAddress = new HashMap<>();
+        // An open-addressing table by address: addresses are aligned and close together, which a HashMap of
+        // Long keys hashes into one bin (a tree per export); a multiplicative mix spreads them.
+        private long[] keys = new long[32];
+        private Entry[] entries = new Entry[32];
+        private int size;
+
+        private int index(long address) {
+            int mask = keys.length - 1;
+            int i = (int) ((address * 0x9E3779B97F4A7C15L) >>> 40) & mask;
+            while (keys[i] != 0 && keys[i] != address) {
+                i = (i + 1) & mask;
+            }
+            return i;
+        }
 
         void add(MemorySegment s, int node, int buffer) {
-            if (s.address() != 0) {
-                byAddress.merge(s.address(), new Entry(s, node, buffer),
-                        (a, b) -> a.segment.byteSize() >= b.segment.byteSize() ? a : b);
+            long address = s.address();
+            if (address == 0) {
+                return;
             }
+            if (2 * (size + 1) > keys.length) {
+                grow();
+            }
+            int i = index(address);
+            Entry e = new Entry(s, node, buffer);
+            if (keys[i] == 0) {
+                keys[i] = address;
+                entries[i] = e;
+                size++;
+            } else if (entries[i].segment.byteSize() < s.byteSize()) {
+                entries[i] = e;
+            }
+        }
+
+        private void grow() {
+            long[] oldKeys = keys;
+            Entry[] oldEntries = entries;
+            keys = new long[2 * oldKeys.length];
+            entries = new Entry[2 * oldKeys.length];
+            for (int k = 0; k < oldKeys.length; k++) {
+                if (oldKeys[k] != 0) {
+                    int i = index(oldKeys[k]);
+                    keys[i] = oldKeys[k];
+                    entries[i] = oldEntries[k];
+                }
+            }
+        }
+
+        private Entry get(long address) {
+            if (address == 0) {
+                return null;
+            }
+            int i = index(address);
+            return keys[i] == 0 ? null : entries[i];
         }
 
         @Override
         public MemorySegment find(long address, long byteSize) {
-            Entry e = byAddress.get(address);
+            Entry e = get(address);
             if (e != null && e.segment.byteSize() < byteSize) {
                 throw tooShort(e.node, e.buffer, byteSize, e.segment.byteSize());
             }
@@ -126,7 +171,7 @@ final class ArrayDataReader {
 
         @Override
         public MemorySegment segment(long address, long byteSize) {
-            Entry e = byAddress.get(address);
+            Entry e = get(address);
             if (!e.segment.scope().isAlive()) {
                 throw closed(e.node, e.buffer);
             }
@@ -135,8 +180,8 @@ final class ArrayDataReader {
 
         @Override
         public void ensureLive() {
-            for (Entry e : byAddress.values()) {
-                if (!e.segment.scope().isAlive()) {
+            for (Entry e : entries) {
+                if (e != null && !e.segment.scope().isAlive()) {
                     throw closed(e.node, e.buffer);
                 }
             }
