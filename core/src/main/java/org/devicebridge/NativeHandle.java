@@ -3,7 +3,6 @@ package org.devicebridge;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
-import org.devicebridge.internal.Allocations;
 import org.devicebridge.internal.HandleCleaner;
 import org.devicebridge.internal.HandleTracker;
 
@@ -227,7 +226,9 @@ public abstract class NativeHandle implements AutoCloseable {
             lifecycle.ensureLiveNow();
             Arena a = confined;
             if (a == null) {
-                a = Allocations.track(Arena.ofConfined());
+                // Not counted as an arena of its own: the handle holds and closes it, so it can leak only with the
+                // handle, which the handle count reports.
+                a = Arena.ofConfined();
                 // Watch the scope, which every segment refers to, instead of the handle: a forgotten import is
                 // released only once no segment of it can be read any more.
                 scopeCleanable = HandleCleaner.register(a.scope(), lifecycle::releaseUnreachable);
