@@ -1,6 +1,7 @@
 package org.devicebridge.arrow;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import org.devicebridge.DeviceKind;
 
 /**
@@ -15,14 +16,24 @@ import org.devicebridge.DeviceKind;
 @FunctionalInterface
 public interface DeviceCopier {
     /**
-     * Copies {@code byteSizes[i]} bytes at device address {@code addresses[i]}, for every {@code i}, and
-     * returns the host copies, valid until the import that asked returns.
+     * Copies to the host every non-NULL buffer of {@code nodes}: for buffer {@code i} of a node, the
+     * {@link ArrayNode#bufferLength bufferLength(i)} bytes (always positive) at the device address
+     * {@link ArrayNode#bufferPointer bufferPointer(i)}. Returns the host copies, valid until the import that
+     * asked returns.
      *
-     * @param addresses the device addresses of the buffers to copy (only read)
-     * @param byteSizes the byte size of each buffer, same length as {@code addresses} (only read)
-     * @return the host copies; the copier owns them, valid until the import that asked returns
+     * <p>The nodes are those of a view of the array that holds just the buffers to copy: every buffer not
+     * asked for reads as NULL there, and a node with none to copy is left out. Their pointers are zero-length
+     * segments (device memory is not readable as a segment); their paths name the buffers in messages.
+     *
+     * <p>Ownership: after a return the copier owns the host copies, and keeps them valid until the import
+     * that asked returns; after a throw (which rejects the import) it holds nothing for this call. The nodes
+     * own nothing and are only read.
+     *
+     * @param nodes the nodes holding the buffers to copy, each once, in the array's node order; empty when
+     *     there is nothing to copy
+     * @return the host copies (owned by the copier)
      */
-    HostCopies copyToHost(long[] addresses, long[] byteSizes);
+    HostCopies copyToHost(List<ArrayNode> nodes);
 
     /**
      * Called once per import, at every level, after the struct was moved and its structure checked (at

@@ -16,6 +16,7 @@ import java.util.stream.Stream;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.devicebridge.DeviceKind;
+import org.devicebridge.UnsupportedFeatureException;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.generated.arrow.ArrowArray;
@@ -37,18 +38,30 @@ class DeviceContentsTest extends ArrowTestSupport {
     static final class CountingCopier implements DeviceCopier, AutoCloseable {
         final Arena arena = Arena.ofConfined();
         final List<long[]> batches = new ArrayList<>();
+        final List<List<ArrayNode>> asked = new ArrayList<>();
         long bytes;
 
         @Override
-        public HostCopies copyToHost(long[] addresses, long[] sizes) {
-            batches.add(addresses.clone());
+        public HostCopies copyToHost(List<ArrayNode> nodes) {
+            asked.add(List.copyOf(nodes));
+            List<Long> addresses = new ArrayList<>();
             TreeMap<Long, MemorySegment> copies = new TreeMap<>();
-            for (int i = 0; i < addresses.length; i++) {
-                MemorySegment copy = arena.allocate(sizes[i], 8);
-                MemorySegment.copy(MemorySegment.ofAddress(addresses[i]).reinterpret(sizes[i]), 0, copy, 0, sizes[i]);
-                copies.merge(addresses[i], copy, (a, b) -> a.byteSize() >= b.byteSize() ? a : b);
-                bytes += sizes[i];
+            for (ArrayNode node : nodes) {
+                for (int i = 0; i < node.bufferCount(); i++) {
+                    if (node.isBufferNull(i)) {
+                        continue;
+                    }
+                    long address = node.bufferPointer(i).address();
+                    long size = node.bufferLength(i);
+                    assertTrue(size > 0, "a buffer to copy has bytes");
+                    MemorySegment copy = arena.allocate(size, 8);
+                    MemorySegment.copy(node.bufferPointer(i).reinterpret(size), 0, copy, 0, size);
+                    copies.merge(address, copy, (a, b) -> a.byteSize() >= b.byteSize() ? a : b);
+                    addresses.add(address);
+                    bytes += size;
+                }
             }
+            batches.add(addresses.stream().mapToLong(Long::longValue).toArray());
             return (address, size) -> {
                 var e = copies.floorEntry(address);
                 if (e == null || address - e.getKey() + size > e.getValue().byteSize()) {
@@ -118,6 +131,32 @@ class DeviceContentsTest extends ArrowTestSupport {
             assertEquals(1, copier.batches.get(0).length, "the offsets buffer alone");
             assertEquals(4L * (TestVectors.N + 1), copier.bytes);
             assertTrue(device.root().bufferLength(2) >= 0, "the data buffer is sized from the copied last offset");
+        }
+    }
+
+    @Test
+    void theCopierIsAskedForBuffersAsNodesOfADeviceViewInWhichTheOthersAreNull() {
+        try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("list_int32").apply(allocator);
+             Exported e = export(v); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
+             CountingCopier copier = new CountingCopier();
+             ImportedArray device = ArrowC.importDeviceArray(schema.root(), asCudaArray(arena, e),
+                     ValidationLevel.FULL, null, copier)) {
+            assertEquals(2, copier.asked.size());
+            List<ArrayNode> first = copier.asked.get(0);
+            assertEquals(List.of(""), first.stream().map(ArrayNode::path).toList(), "the child has nothing to copy");
+            ArrayNode offsets = first.get(0);
+            assertFalse(offsets.isHostAccessible());
+            assertTrue(offsets.isBufferNull(0), "the validity bitmap is not asked for at DEFAULT");
+            assertEquals(device.root().bufferPointer(1), offsets.bufferPointer(1));
+            assertEquals(4L * (TestVectors.N + 1), offsets.bufferLength(1));
+            assertEquals(0, offsets.bufferPointer(1).byteSize(), "a pointer, not a readable segment");
+            assertThrows(UnsupportedFeatureException.class, () -> offsets.buffer(1));
+
+            List<ArrayNode> rest = copier.asked.get(1);
+            assertEquals(List.of("", "children[0]"), rest.stream().map(ArrayNode::path).toList());
+            ArrayNode values = rest.get(1);
+            assertEquals(device.root().children().get(0).bufferPointer(1), values.bufferPointer(1));
+            assertEquals(device.root().children().get(0).bufferLength(1), values.bufferLength(1));
         }
     }
 

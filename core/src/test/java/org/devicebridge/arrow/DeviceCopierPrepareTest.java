@@ -56,9 +56,9 @@ class DeviceCopierPrepareTest extends ArrowTestSupport {
         }
 
         @Override
-        public HostCopies copyToHost(long[] addresses, long[] sizes) {
+        public HostCopies copyToHost(List<ArrayNode> nodes) {
             calls.add("copy");
-            return copies.copyToHost(addresses, sizes);
+            return copies.copyToHost(nodes);
         }
 
         @Override

@@ -91,11 +91,11 @@ final class CudaImport implements DeviceCopier {
     }
 
     @Override
-    public HostCopies copyToHost(long[] addresses, long[] byteSizes) {
+    public HostCopies copyToHost(List<ArrayNode> nodes) {
         if (copier == null) {
             throw new IllegalStateException("copies asked for before prepare, or at " + level);
         }
-        return copier.copyToHost(addresses, byteSizes);
+        return copier.copyToHost(nodes);
     }
 
     /** The import returned {@code imported}: the batch over it, or after a throw everything released. */

@@ -1,9 +1,11 @@
 package org.devicebridge.arrow.cuda;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
+import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.DeviceCopier;
 import org.devicebridge.arrow.HostCopies;
 
@@ -79,7 +81,7 @@ final class DownloadedBuffers implements DeviceCopier, HostCopies {
      * rejects (a {@code DEVICE} validation error).
      */
     @Override
-    public HostCopies copyToHost(long[] addresses, long[] byteSizes) {
+    public HostCopies copyToHost(List<ArrayNode> nodes) {
         return this;
     }
 

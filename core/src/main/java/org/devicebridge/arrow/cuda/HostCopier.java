@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
+import org.devicebridge.arrow.ArrayNode;
 import org.devicebridge.arrow.DeviceCopier;
 import org.devicebridge.arrow.HostCopies;
 import org.devicebridge.cuda.CudaStream;
@@ -51,9 +52,29 @@ final class HostCopier implements DeviceCopier, AutoCloseable {
         return CopyPlan.of(starts, sizes, addresses, byteSizes);
     }
 
+    /** Plans copies of every non-NULL buffer of {@code nodes} ({@link DeviceCopier#copyToHost}). */
+    CopyPlan plan(List<ArrayNode> nodes) {
+        int count = 0;
+        for (ArrayNode node : nodes) {
+            count += node.bufferCount();
+        }
+        long[] addresses = new long[count];
+        long[] byteSizes = new long[count]; // 0 for a NULL buffer: CopyPlan skips it
+        int k = 0;
+        for (ArrayNode node : nodes) {
+            for (int i = 0; i < node.bufferCount(); i++, k++) {
+                if (!node.isBufferNull(i)) {
+                    addresses[k] = Nodes.address(node, i);
+                    byteSizes[k] = node.bufferLength(i);
+                }
+            }
+        }
+        return plan(addresses, byteSizes);
+    }
+
     @Override
-    public HostCopies copyToHost(long[] addresses, long[] byteSizes) {
-        CopyPlan plan = plan(addresses, byteSizes);
+    public HostCopies copyToHost(List<ArrayNode> nodes) {
+        CopyPlan plan = plan(nodes);
         if (plan.count() == 0) {
             return (address, size) -> null;
         }

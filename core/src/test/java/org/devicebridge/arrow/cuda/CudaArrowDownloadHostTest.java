@@ -85,13 +85,18 @@ class CudaArrowDownloadHostTest {
         int batches;
 
         @Override
-        public HostCopies copyToHost(long[] addresses, long[] sizes) {
+        public HostCopies copyToHost(List<ArrayNode> nodes) {
             batches++;
             TreeMap<Long, MemorySegment> copies = new TreeMap<>();
-            for (int i = 0; i < addresses.length; i++) {
-                MemorySegment copy = arena.allocate(sizes[i], 8);
-                MemorySegment.copy(MemorySegment.ofAddress(addresses[i]).reinterpret(sizes[i]), 0, copy, 0, sizes[i]);
-                copies.merge(addresses[i], copy, (a, b) -> a.byteSize() >= b.byteSize() ? a : b);
+            for (ArrayNode node : nodes) {
+                for (int i = 0; i < node.bufferCount(); i++) {
+                    if (!node.isBufferNull(i)) {
+                        long size = node.bufferLength(i);
+                        MemorySegment copy = arena.allocate(size, 8);
+                        MemorySegment.copy(node.bufferPointer(i).reinterpret(size), 0, copy, 0, size);
+                        copies.merge(node.bufferPointer(i).address(), copy, (a, b) -> a.byteSize() >= b.byteSize() ? a : b);
+                    }
+                }
             }
             return (address, size) -> {
                 var e = copies.floorEntry(address);
