@@ -9,15 +9,15 @@ import org.devicebridge.InvalidArgumentException;
 import org.devicebridge.UnsupportedFeatureException;
 
 /**
- * One node of an imported array, read-only, for FFM code that wants no Arrow Java objects: lengths, the
- * offset, and the buffers sized exactly from validated metadata. A light view of one row of the array's
+ * One node of an imported array (or of a checked {@link ArrayData}, {@link ArrowC#viewArray}), read-only: lengths,
+ * the offset, and the buffers sized exactly from validated metadata. A light view of one row of the array's
  * flat table, made on demand. Buffer sizes <em>include</em> the offset: buffer {@code i} spans the whole
  * region the producer's pointer covers for elements {@code [0, offset + length)}, so element {@code j} of
  * this node is element {@code offset + j} of its buffers. Buffers are readable only while the handle the
- * node came from is live.
+ * node came from is live (for a view of an {@code ArrayData}: while the arenas of its segments are open).
  *
- * <p>Thread safety and ownership: an immutable view that owns nothing (the imported array's handle owns
- * the memory); it may be read from any thread while that handle is live.
+ * <p>Thread safety and ownership: an immutable view that owns nothing (the imported array's handle, or the
+ * owner of the described segments, owns the memory); it may be read from any thread while that memory lives.
  */
 public final class ArrayNode {
     private final ArrayTable table;
@@ -101,9 +101,9 @@ public final class ArrayNode {
     }
 
     /**
-     * Buffer {@code i} as a read-only segment of exactly {@link #bufferLength(int)} bytes in the owning
-     * handle's arena (unusable once the handle is released; holding it in a native call keeps the release
-     * from running); {@link MemorySegment#NULL} for a NULL buffer. Reads must use unaligned layouts unless
+     * Buffer {@code i}: a read-only segment of exactly {@link #bufferLength(int)} bytes in the owning handle's arena
+     * (unusable once the handle is released; holding it in a native call keeps the release from running), or
+     * a slice of the described segment; {@link MemorySegment#NULL} for a NULL buffer. Reads use unaligned layouts unless
      * the caller checked the alignment (the C Data Interface only recommends 8-byte alignment).
      *
      * @param i the buffer index, from 0 to {@link #bufferCount()} - 1
