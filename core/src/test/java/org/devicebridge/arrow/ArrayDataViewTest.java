@@ -255,4 +255,42 @@ class ArrayDataViewTest {
         assertNull(root.dictionary().dictionary());
         assertEquals(3, root.dictionary().length());
     }
+
+    @Test
+    void aWideStructViewsEveryColumnAsASliceOfItsOwnSegment() {
+        // 300 string columns: 900 buffers at nearby aligned addresses, past every initial table size
+        int columns = 300;
+        List<SchemaNode> fields = new java.util.ArrayList<>();
+        List<ArrayData> children = new java.util.ArrayList<>();
+        for (int c = 0; c < columns; c++) {
+            fields.add(SchemaNode.of("c" + c, "u", List.of()));
+            children.add(ArrayData.of(2, 0, List.of(MemorySegment.NULL, ints(arena, 0, 1, 1 + c % 7),
+                    utf8Bytes(arena, "x".repeat(1 + c % 7)))));
+        }
+        ArrayData batch = ArrayData.of(2, 0, List.of(MemorySegment.NULL)).withChildren(children);
+        ArrayNode root = ArrowC.viewArray(SchemaNode.of("", "+s", fields), batch, ValidationLevel.FULL);
+        for (int c = 0; c < columns; c++) {
+            ArrayNode column = root.children().get(c);
+            for (int i = 1; i < 3; i++) {
+                MemorySegment given = children.get(c).buffers().get(i);
+                assertEquals(given.address(), column.buffer(i).address(), "column " + c + " buffer " + i);
+            }
+            assertEquals(1 + c % 7, column.bufferLength(2), "column " + c + ": the data ends at the last offset");
+        }
+    }
+
+    @Test
+    void twoNodesSharingOneBufferAreEachCheckedAgainstTheirOwnSegment() {
+        MemorySegment offsets = ints(arena, 0, 2, 4);
+        MemorySegment data = utf8Bytes(arena, "abcd");
+        ArrayData a = ArrayData.of(2, 0, List.of(MemorySegment.NULL, offsets, data));
+        // b names the same data address with a segment too short for its offsets
+        ArrayData b = ArrayData.of(2, 0, List.of(MemorySegment.NULL, offsets, data.asSlice(0, 3)));
+        SchemaNode schema = SchemaNode.of("", "+s", List.of(SchemaNode.of("a", "u", List.of()),
+                SchemaNode.of("b", "u", List.of())));
+        ValidationException e = assertThrows(ValidationException.class, () -> ArrowC.viewArray(schema,
+                ArrayData.of(2, 0, List.of(MemorySegment.NULL)).withChildren(List.of(a, b)), ValidationLevel.DEFAULT));
+        assertEquals(Category.SIZE, e.category());
+        assertTrue(e.getMessage().contains("children[1].buffers[2]"), e.getMessage());
+    }
 }
