@@ -8,9 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.TreeMap;
 import java.util.function.Function;
 import java.util.stream.Stream;
 import org.apache.arrow.memory.BufferAllocator;
@@ -21,6 +19,7 @@ import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
+import org.devicebridge.testing.HostMemoryCopier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -34,48 +33,6 @@ import org.junit.jupiter.params.provider.MethodSource;
 class DeviceContentsTest extends ArrowTestSupport {
     private static final int CUDA = 2;
 
-    /** Copies what it is asked for into its own arena, and records every batch. */
-    static final class CountingCopier implements DeviceCopier, AutoCloseable {
-        final Arena arena = Arena.ofConfined();
-        final List<long[]> batches = new ArrayList<>();
-        final List<List<ArrayNode>> asked = new ArrayList<>();
-        long bytes;
-
-        @Override
-        public HostCopies copyToHost(List<ArrayNode> nodes) {
-            asked.add(List.copyOf(nodes));
-            List<Long> addresses = new ArrayList<>();
-            TreeMap<Long, MemorySegment> copies = new TreeMap<>();
-            for (ArrayNode node : nodes) {
-                for (int i = 0; i < node.bufferCount(); i++) {
-                    if (node.isBufferNull(i)) {
-                        continue;
-                    }
-                    long address = node.bufferPointer(i).address();
-                    long size = node.bufferLength(i);
-                    assertTrue(size > 0, "a buffer to copy has bytes");
-                    MemorySegment copy = arena.allocate(size, 8);
-                    MemorySegment.copy(node.bufferPointer(i).reinterpret(size), 0, copy, 0, size);
-                    copies.merge(address, copy, (a, b) -> a.byteSize() >= b.byteSize() ? a : b);
-                    addresses.add(address);
-                    bytes += size;
-                }
-            }
-            batches.add(addresses.stream().mapToLong(Long::longValue).toArray());
-            return (address, size) -> {
-                var e = copies.floorEntry(address);
-                if (e == null || address - e.getKey() + size > e.getValue().byteSize()) {
-                    return null;
-                }
-                return e.getValue().asSlice(address - e.getKey(), size);
-            };
-        }
-
-        @Override
-        public void close() {
-            arena.close();
-        }
-    }
 
     private static MemorySegment asCudaArray(Arena arena, Exported e) {
         MemorySegment d = arena.allocate(ArrowDeviceArray.layout());
@@ -96,7 +53,7 @@ class DeviceContentsTest extends ArrowTestSupport {
                                                                             Function<BufferAllocator, FieldVector> make) {
         try (Arena arena = Arena.ofConfined(); FieldVector v = make.apply(allocator); Exported onHost = export(v);
              Exported onDevice = export(v); ImportedSchema schema = ArrowC.importSchema(onHost.schemaPtr());
-             CountingCopier copier = new CountingCopier()) {
+             HostMemoryCopier copier = new HostMemoryCopier()) {
             try (ImportedArray host = ArrowC.importArray(schema.root(), onHost.arrayPtr(), ValidationLevel.FULL);
                  ImportedArray device = ArrowC.importDeviceArray(schema.root(), asCudaArray(arena, onDevice),
                          ValidationLevel.FULL, null, copier)) {
@@ -124,7 +81,7 @@ class DeviceContentsTest extends ArrowTestSupport {
     void defaultCopiesOnlyTheOffsetsOfAStringColumnOnce() {
         try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("utf8").apply(allocator);
              Exported e = export(v); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
-             CountingCopier copier = new CountingCopier();
+             HostMemoryCopier copier = new HostMemoryCopier();
              ImportedArray device = ArrowC.importDeviceArray(schema.root(), asCudaArray(arena, e),
                      ValidationLevel.DEFAULT, null, copier)) {
             assertEquals(1, copier.batches.size());
@@ -138,7 +95,7 @@ class DeviceContentsTest extends ArrowTestSupport {
     void theCopierIsAskedForBuffersAsNodesOfADeviceViewInWhichTheOthersAreNull() {
         try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("list_int32").apply(allocator);
              Exported e = export(v); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
-             CountingCopier copier = new CountingCopier();
+             HostMemoryCopier copier = new HostMemoryCopier();
              ImportedArray device = ArrowC.importDeviceArray(schema.root(), asCudaArray(arena, e),
                      ValidationLevel.FULL, null, copier)) {
             assertEquals(2, copier.asked.size());
@@ -165,7 +122,7 @@ class DeviceContentsTest extends ArrowTestSupport {
         for (ValidationLevel level : new ValidationLevel[] {ValidationLevel.DEFAULT, ValidationLevel.FULL}) {
             try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("utf8").apply(allocator);
                  Exported e = export(v); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
-                 CountingCopier copier = new CountingCopier()) {
+                 HostMemoryCopier copier = new HostMemoryCopier()) {
                 MemorySegment offsets = MemorySegment.ofAddress(v.getOffsetBuffer().memoryAddress())
                         .reinterpret(4L * (TestVectors.N + 1));
                 int last = offsets.getAtIndex(ValueLayout.JAVA_INT, TestVectors.N);
@@ -190,7 +147,7 @@ class DeviceContentsTest extends ArrowTestSupport {
     void aLastOffsetBeyondTheChildIsRejectedAtDefault() {
         try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("list_int32").apply(allocator);
              Exported e = export(v); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
-             CountingCopier copier = new CountingCopier()) {
+             HostMemoryCopier copier = new HostMemoryCopier()) {
             MemorySegment offsets = MemorySegment.ofAddress(v.getOffsetBuffer().memoryAddress())
                     .reinterpret(4L * (TestVectors.N + 1));
             offsets.setAtIndex(ValueLayout.JAVA_INT, TestVectors.N, 1_000_000);
@@ -206,7 +163,7 @@ class DeviceContentsTest extends ArrowTestSupport {
     void aCpuArrayIsRefusedByTheDeviceImport() {
         try (Arena arena = Arena.ofConfined(); FieldVector v = TestVectors.all().get("int32").apply(allocator);
              Exported e = export(v); ImportedSchema schema = ArrowC.importSchema(e.schemaPtr());
-             CountingCopier copier = new CountingCopier()) {
+             HostMemoryCopier copier = new HostMemoryCopier()) {
             MemorySegment d = asCudaArray(arena, e);
             ArrowDeviceArray.device_type(d, DeviceKind.CPU.code());
             ArrowDeviceArray.device_id(d, -1);

@@ -16,6 +16,7 @@ import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
+import org.devicebridge.testing.HostMemoryCopier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -31,7 +32,7 @@ class DeviceCopierPrepareTest extends ArrowTestSupport {
 
     /** A copier (host memory standing in for device memory) that records its calls in order. */
     static final class RecordingCopier implements DeviceCopier, AutoCloseable {
-        final DeviceContentsTest.CountingCopier copies = new DeviceContentsTest.CountingCopier();
+        final HostMemoryCopier copies = new HostMemoryCopier();
         final List<String> calls = new ArrayList<>();
         DeviceKind deviceType;
         long deviceId;

@@ -42,8 +42,8 @@ import org.devicebridge.arrow.SchemaNode;
 import org.devicebridge.arrow.ValidationLevel;
 import org.devicebridge.arrow.java.ArrowJava;
 import org.devicebridge.arrow.java.ExportTestSupport;
-import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
+import org.devicebridge.testing.HostMemoryCopier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -79,39 +79,6 @@ class CudaArrowDownloadHostTest {
         allocator.close();
     }
 
-    /** Copies from host memory standing in for device memory into its own arena; counts its batches. */
-    private static final class SizingCopier implements DeviceCopier, AutoCloseable {
-        final Arena arena = Arena.ofConfined();
-        int batches;
-
-        @Override
-        public HostCopies copyToHost(List<ArrayNode> nodes) {
-            batches++;
-            TreeMap<Long, MemorySegment> copies = new TreeMap<>();
-            for (ArrayNode node : nodes) {
-                for (int i = 0; i < node.bufferCount(); i++) {
-                    if (!node.isBufferNull(i)) {
-                        long size = node.bufferLength(i);
-                        MemorySegment copy = arena.allocate(size, 8);
-                        MemorySegment.copy(node.bufferPointer(i).reinterpret(size), 0, copy, 0, size);
-                        copies.merge(node.bufferPointer(i).address(), copy, (a, b) -> a.byteSize() >= b.byteSize() ? a : b);
-                    }
-                }
-            }
-            return (address, size) -> {
-                var e = copies.floorEntry(address);
-                if (e == null || address - e.getKey() + size > e.getValue().byteSize()) {
-                    return null;
-                }
-                return e.getValue().asSlice(address - e.getKey(), size);
-            };
-        }
-
-        @Override
-        public void close() {
-            arena.close();
-        }
-    }
 
     /**
      * The download's batch of copies over host memory (one "allocation" spanning the address space), with
@@ -242,12 +209,12 @@ class CudaArrowDownloadHostTest {
         DictionaryProvider.MapDictionaryProvider dictionaries = new DictionaryProvider.MapDictionaryProvider();
         DictionaryProvider.MapDictionaryProvider back = new DictionaryProvider.MapDictionaryProvider();
         List<FieldVector> vectors = ExportTestSupport.family(family, allocator, rows, nulls, dictionaries);
-        try (VectorSchemaRoot root = new VectorSchemaRoot(vectors); SizingCopier sizing = new SizingCopier()) {
+        try (VectorSchemaRoot root = new VectorSchemaRoot(vectors); HostMemoryCopier sizing = new HostMemoryCopier()) {
             root.setRowCount(rows);
             SchemaNode schema = schemaOf(root, dictionaries);
             HostBatch batch = new HostBatch();
             try (ImportedArray device = asDevice(root, dictionaries, schema, level, sizing)) {
-                int importBatches = sizing.batches;
+                int importBatches = sizing.batches.size();
                 // Arrow Java's import runs while the values may still be arriving, as in a pinned download
                 List<ImportedArray> views = new ArrayList<>();
                 VectorSchemaRoot imported = CudaArrowDownload.toHost(new CudaArrowDownload.Source(device.root(), device, sizing), allocator, batch,
@@ -255,7 +222,7 @@ class CudaArrowDownloadHostTest {
                             views.add(host);
                             return ArrowJava.importVectorSchemaRoot(allocator, host, back);
                         });
-                assertTrue(sizing.batches - importBatches <= (level == ValidationLevel.MINIMAL ? 1 : 0),
+                assertTrue(sizing.batches.size() - importBatches <= (level == ValidationLevel.MINIMAL ? 1 : 0),
                         "at most one batch of offsets to size a batch imported at MINIMAL, none otherwise");
                 assertEquals(1, batch.batches, "one batch of copies of every buffer");
                 assertEquals(DeviceKind.CPU, views.get(0).deviceType());
@@ -290,7 +257,7 @@ class CudaArrowDownloadHostTest {
 
     @Test
     void aConsumerThatReleasesTheViewAndThrowsWhileValuesArriveFreesTheBlockOnlyAfterThem() {
-        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); HostMemoryCopier sizing = new HostMemoryCopier()) {
             SchemaNode schema = schemaOf(root, null);
             int[] liveWhenValuesLanded = {-1};
             HostBatch batch = new HostBatch() {
@@ -321,7 +288,7 @@ class CudaArrowDownloadHostTest {
 
     @Test
     void aLastOffsetGrownOnTheDeviceAfterSizingIsRefusedAndNeverReachesArrowJava() {
-        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); HostMemoryCopier sizing = new HostMemoryCopier()) {
             SchemaNode schema = schemaOf(root, null);
             MemorySegment offsets = offsets(root);
             HostBatch batch = new HostBatch();
@@ -342,7 +309,7 @@ class CudaArrowDownloadHostTest {
 
     @Test
     void offsetsMadeInvalidOnTheDeviceAfterSizingAreRejectedFromTheCopiedOffsets() {
-        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); HostMemoryCopier sizing = new HostMemoryCopier()) {
             SchemaNode schema = schemaOf(root, null);
             MemorySegment offsets = offsets(root);
             HostBatch batch = new HostBatch();
@@ -360,15 +327,15 @@ class CudaArrowDownloadHostTest {
 
     @Test
     void aLastOffsetShrunkOnTheDeviceAfterSizingIsReadFromTheCopyNotFromTheSizing() {
-        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); HostMemoryCopier sizing = new HostMemoryCopier()) {
             SchemaNode schema = schemaOf(root, null);
             MemorySegment offsets = offsets(root);
             HostBatch batch = new HostBatch();
             batch.before = () -> offsets.setAtIndex(ValueLayout.JAVA_INT, 3, 5); // "f" becomes ""
             try (ImportedArray device = asDevice(root, null, schema, ValidationLevel.MINIMAL, sizing)) {
-                int importBatches = sizing.batches;
+                int importBatches = sizing.batches.size();
                 ImportedArray host = toHost(device.root(), device, sizing, batch);
-                assertEquals(1, sizing.batches - importBatches, "one batch of offsets sized the download");
+                assertEquals(1, sizing.batches.size() - importBatches, "one batch of offsets sized the download");
                 assertEquals(1, batch.batches, "then one batch of every buffer");
                 assertEquals(5, host.root().children().get(0).bufferLength(2), "sized by the validated copy");
                 try (VectorSchemaRoot down = ArrowJava.importVectorSchemaRoot(allocator, host, null)) {
@@ -382,7 +349,7 @@ class CudaArrowDownloadHostTest {
 
     @Test
     void deviceMemoryWrittenAfterTheDownloadDoesNotReachArrowJava() {
-        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); HostMemoryCopier sizing = new HostMemoryCopier()) {
             SchemaNode schema = schemaOf(root, null);
             MemorySegment offsets = offsets(root);
             VarCharVector v = (VarCharVector) root.getVector(0);
@@ -405,7 +372,7 @@ class CudaArrowDownloadHostTest {
 
     @Test
     void aViewBuiltHereIsMovedToItsCopiesWithoutAReread() {
-        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); HostMemoryCopier sizing = new HostMemoryCopier()) {
             SchemaNode schema = schemaOf(root, null);
             try (ExportedStruct ea = ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(root, null, out, null));
                  ImportedArray source = ArrowC.importArray(schema, ea.segment(), ValidationLevel.DEFAULT)) {
@@ -413,7 +380,7 @@ class CudaArrowDownloadHostTest {
                 assertFalse(uploaded.isHostAccessible());
                 HostBatch batch = new HostBatch();
                 ImportedArray host = toHost(uploaded, null, sizing, batch);
-                assertEquals(0, sizing.batches);
+                assertEquals(0, sizing.batches.size());
                 assertEquals(1, batch.batches);
                 try (VectorSchemaRoot down = ArrowJava.importVectorSchemaRoot(allocator, host, null)) {
                     assertEquals(List.of("ab", "cde", "f"), values(down));
@@ -424,7 +391,7 @@ class CudaArrowDownloadHostTest {
 
     @Test
     void offsetsOfAViewBuiltHereCorruptedOnTheDeviceAreRefusedWhereArrowJavaWouldReadThem() {
-        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); HostMemoryCopier sizing = new HostMemoryCopier()) {
             SchemaNode schema = schemaOf(root, null);
             MemorySegment offsets = offsets(root);
             try (ExportedStruct ea = ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(root, null, out, null));
@@ -448,7 +415,7 @@ class CudaArrowDownloadHostTest {
 
     @Test
     void aViewBuiltHereWithoutLengthsIsRefusedBeforeAnyCopy() {
-        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier()) {
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); HostMemoryCopier sizing = new HostMemoryCopier()) {
             SchemaNode schema = schemaOf(root, null);
             try (ExportedStruct ea = ExportedStruct.allocateArray(out -> ArrowJava.exportRoot(root, null, out, null));
                  ImportedArray source = ArrowC.importArray(schema, ea.segment(), ValidationLevel.MINIMAL)) {
@@ -493,7 +460,7 @@ class CudaArrowDownloadHostTest {
     @Test
     void hostViewPointsEveryBufferAtItsCopyAndFreesTheCopiesOnceOnClose() {
         AtomicInteger freed = new AtomicInteger();
-        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier();
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); HostMemoryCopier sizing = new HostMemoryCopier();
              Arena arena = Arena.ofConfined();
              ImportedArray device = asDevice(root, null, schemaOf(root, null), ValidationLevel.DEFAULT, sizing)) {
             HostCopies copies = copyAll(device.root(), arena);
@@ -527,7 +494,7 @@ class CudaArrowDownloadHostTest {
     @Test
     void hostViewHandedToArrowJavaFreesTheCopiesWithTheLastBuffer() {
         AtomicInteger freed = new AtomicInteger();
-        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier();
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); HostMemoryCopier sizing = new HostMemoryCopier();
              Arena arena = Arena.ofConfined();
              ImportedArray device = asDevice(root, null, schemaOf(root, null), ValidationLevel.DEFAULT, sizing)) {
             ImportedArray host = ImportedArray.ofHostCopies(device.root(), ValidationLevel.DEFAULT, copyAll(device.root(), arena),
@@ -544,7 +511,7 @@ class CudaArrowDownloadHostTest {
     @Test
     void hostViewRefusesABufferNoCopyCoversInFullAndLeavesTheCopiesToTheCaller() {
         AtomicInteger freed = new AtomicInteger();
-        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier();
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); HostMemoryCopier sizing = new HostMemoryCopier();
              Arena arena = Arena.ofConfined();
              ImportedArray device = asDevice(root, null, schemaOf(root, null), ValidationLevel.DEFAULT, sizing)) {
             HostCopies all = copyAll(device.root(), arena);
@@ -564,7 +531,7 @@ class CudaArrowDownloadHostTest {
     @Test
     void hostViewRefusesUnknownLengthsAndNodesOtherThanTheRoot() {
         AtomicInteger freed = new AtomicInteger();
-        try (VectorSchemaRoot root = strings("ab", "cde", "f"); SizingCopier sizing = new SizingCopier();
+        try (VectorSchemaRoot root = strings("ab", "cde", "f"); HostMemoryCopier sizing = new HostMemoryCopier();
              Arena arena = Arena.ofConfined()) {
             SchemaNode schema = schemaOf(root, null);
             try (ImportedArray minimal = asDevice(root, null, schema, ValidationLevel.MINIMAL, sizing)) {
