@@ -20,9 +20,12 @@ final class ArrayDataReader {
     private final ContentChecks contents;
     private final BufferSizer sizer;
     private final Segments segments = new Segments();
+    /** Whether the table is a view whose contents are read and whose segments are handed out. */
+    private final boolean host;
 
     private ArrayDataReader(SchemaLayout layout, ValidationLevel level, boolean host) {
         this.layout = layout;
+        this.host = host;
         this.table = new ArrayTable(layout, host);
         // contents are read (host memory, DEFAULT/FULL) through the caller's segments, never past their ends
         this.contents = new ContentChecks(level, table, host ? segments : null);
@@ -63,7 +66,9 @@ final class ArrayDataReader {
                 throw closed(n, i);
             }
             addr[i] = s.address();
-            segments.add(s, n, i);
+            if (host) { // an export's table is only read for its addresses and sizes: no lookup by address
+                segments.add(s, n, i);
+            }
         }
         // Children first, as in an import: several rules compare against child lengths.
         for (int i = 0; i < children.size(); i++) {
