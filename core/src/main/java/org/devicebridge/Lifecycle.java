@@ -3,15 +3,17 @@ package org.devicebridge;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.devicebridge.internal.Allocations;
+import org.devicebridge.internal.HandleCleaner;
 import org.devicebridge.internal.HandleTracker;
 
 /**
  * The state of a {@link NativeHandle}, its shared or caller's arena and its release step; shared between
- * the handle, its Cleaner registration and the arena's cleanup, so it must never refer to the handle (nor
- * to a confined default scope, whose reachability a Cleaner registration watches: the handle keeps that).
- * Its monitor guards every state change.
+ * the handle, the Cleaner and the arena's cleanup, so it must never refer to the handle (nor to a confined
+ * default scope, whose reachability a Cleaner registration watches: the handle keeps that). It is itself the
+ * handle's Cleaner registration (a phantom reference to the handle, one object fewer per handle), tracked
+ * only for a handle that owns its release. Its monitor guards every state change.
  */
-final class Lifecycle implements Runnable {
+final class Lifecycle extends HandleCleaner.Registration {
     static final int LIVE = 0;
     static final int CONSUMED = 1;
     static final int RELEASED = 2;
@@ -23,7 +25,12 @@ final class Lifecycle implements Runnable {
     // written under this monitor; starts LIVE (0), not written here: a volatile store costs a fence
     volatile int state;
 
-    Lifecycle(String description, AutoCloseable action, Arena callerArena) {
+    /**
+     * @param handle the handle, watched by the Cleaner once {@link HandleCleaner#track tracked}; {@code null}
+     *     when {@code callerArena} owns the release
+     */
+    Lifecycle(Object handle, String description, AutoCloseable action, Arena callerArena) {
+        super(handle);
         this.description = description;
         this.action = action;
         this.callerArena = callerArena != null;
@@ -129,7 +136,7 @@ final class Lifecycle implements Runnable {
 
     /** The Cleaner's entry: the handle became unreachable (a no-op if it was released or consumed meanwhile). */
     @Override
-    public void run() {
+    protected void clean() {
         synchronized (this) {
             if (state != LIVE) {
                 return;

@@ -56,14 +56,14 @@ public abstract class NativeHandle implements AutoCloseable {
     }
 
     private final Lifecycle lifecycle;
-    private final HandleCleaner.Registration cleanable; // null when the caller's arena owns the release
+    private final boolean ownsRelease; // false when the caller's arena owns the release
     private final boolean confinedToFirstUser;
     // The confined default scope: made by the first segment (under the lifecycle's monitor), then read by
     // its owner without a lock (its own write) and by other threads under the monitor. Never referred to by
     // the lifecycle: the Cleaner that watches the scope's reachability keeps the lifecycle reachable.
     private Arena confined;
     private Thread owner;
-    private HandleCleaner.Registration scopeCleanable;
+    private ScopeWatch scopeCleanable;
 
     /**
      * A handle that owns its arena (made lazily, shared): for handles that are not imports.
@@ -96,12 +96,12 @@ public abstract class NativeHandle implements AutoCloseable {
     private NativeHandle(String description, AutoCloseable action, Arena arena, boolean confinedToFirstUser) {
         requireLibraryType(getClass());
         this.confinedToFirstUser = confinedToFirstUser;
-        this.lifecycle = new Lifecycle(Objects.requireNonNull(description, "description"),
+        this.ownsRelease = arena == null;
+        this.lifecycle = new Lifecycle(ownsRelease ? this : null, Objects.requireNonNull(description, "description"),
                 Objects.requireNonNull(action, "action"), arena);
-        if (arena == null) {
-            this.cleanable = HandleCleaner.register(this, lifecycle);
+        if (ownsRelease) {
+            HandleCleaner.track(lifecycle);
         } else {
-            this.cleanable = null;
             lifecycle.bindToCallerArena();
         }
         HandleTracker.opened();
@@ -119,7 +119,7 @@ public abstract class NativeHandle implements AutoCloseable {
      */
     @Override
     public final void close() {
-        if (cleanable == null) {
+        if (!ownsRelease) {
             return;
         }
         if (confinedToFirstUser) {
@@ -133,7 +133,7 @@ public abstract class NativeHandle implements AutoCloseable {
         } else {
             lifecycle.closeExplicitly();
         }
-        cleanable.unregister(); // released: the Cleaner has nothing left to do
+        lifecycle.unregister(); // released: the Cleaner has nothing left to do
     }
 
     /** Closes the confined scope, if one was made, on its owner; the caller holds the monitor and saw LIVE. */
@@ -231,10 +231,10 @@ public abstract class NativeHandle implements AutoCloseable {
                 a = Arena.ofConfined();
                 // Watch the scope, which every segment refers to, instead of the handle: a forgotten import is
                 // released only once no segment of it can be read any more.
-                scopeCleanable = HandleCleaner.register(a.scope(), lifecycle::releaseUnreachable);
+                scopeCleanable = HandleCleaner.track(new ScopeWatch(a.scope(), lifecycle));
                 owner = Thread.currentThread();
                 confined = a;
-                cleanable.unregister();
+                lifecycle.unregister();
             } else if (owner != Thread.currentThread()) {
                 throw wrongThread("cannot take a segment of " + lifecycle.description + " on thread \""
                         + Thread.currentThread().getName() + "\": its segments are confined to thread \""
@@ -257,7 +257,7 @@ public abstract class NativeHandle implements AutoCloseable {
      * @throws UnsupportedFeatureException if the caller's arena owns the release (it cannot be handed over)
      */
     protected final void markConsumed() {
-        if (cleanable == null) {
+        if (!ownsRelease) {
             lifecycle.ensureLiveNow();
             throw new UnsupportedFeatureException("", lifecycle.description + " is bound to the caller's arena, "
                     + "whose close() releases it: import it without an arena to hand its ownership over");
@@ -272,7 +272,7 @@ public abstract class NativeHandle implements AutoCloseable {
         } else {
             lifecycle.consume();
         }
-        cleanable.unregister(); // consumed: the Cleaner has nothing left to do
+        lifecycle.unregister(); // consumed: the Cleaner has nothing left to do
     }
 
     @Override
@@ -296,6 +296,21 @@ public abstract class NativeHandle implements AutoCloseable {
         }
         if (pkg != acceptedPackage) {
             acceptedPackage = pkg; // a benign race: whatever it holds was accepted; written only on a change
+        }
+    }
+
+    /** The Cleaner's watch on a confined default scope: releases a forgotten import once no segment of it exists. */
+    private static final class ScopeWatch extends HandleCleaner.Registration {
+        private final Lifecycle lifecycle;
+
+        ScopeWatch(Object scope, Lifecycle lifecycle) {
+            super(scope);
+            this.lifecycle = lifecycle;
+        }
+
+        @Override
+        protected void clean() {
+            lifecycle.releaseUnreachable();
         }
     }
 

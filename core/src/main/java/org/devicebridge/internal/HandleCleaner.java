@@ -42,22 +42,43 @@ public final class HandleCleaner {
         t.start();
     }
 
-    /** A registration: {@link #unregister()} it once the handle released its resources another way. */
-    public static final class Registration extends PhantomReference<Object> {
-        private Runnable action; // null once unregistered
+    /**
+     * A registration: {@link #unregister()} it once the handle released its resources another way. A handle's
+     * own state may extend it (one object instead of two per handle); {@link #clean()} runs on the cleaner
+     * thread, at most once, when the GC found the referent unreachable.
+     */
+    public abstract static class Registration extends PhantomReference<Object> {
+        private boolean unregistered;
 
-        private Registration(Object referent, Runnable action) {
+        /** @param referent the object whose unreachability runs {@link #clean()}; {@code null}: never runs */
+        protected Registration(Object referent) {
             super(referent, QUEUE);
-            this.action = action;
         }
+
+        /** The action: must not refer to the referent. */
+        protected abstract void clean();
 
         /**
          * The action will not run (unless the GC already found the referent unreachable, which a caller that
          * still holds the referent rules out). Does not run it. Any thread; repeated calls do nothing.
          */
-        public void unregister() {
+        public final void unregister() {
             clear(); // a cleared reference is never enqueued
-            action = null;
+            unregistered = true;
+        }
+    }
+
+    private static final class Action extends Registration {
+        private final Runnable action;
+
+        Action(Object referent, Runnable action) {
+            super(referent);
+            this.action = action;
+        }
+
+        @Override
+        protected void clean() {
+            action.run();
         }
     }
 
@@ -68,7 +89,11 @@ public final class HandleCleaner {
      * the returned registration was unregistered first. {@code action} must not refer to {@code referent}.
      */
     public static Registration register(Object referent, Runnable action) {
-        Registration r = new Registration(referent, action);
+        return track(new Action(referent, action));
+    }
+
+    /** Keeps {@code r} reachable until it is unregistered or has run, and returns it. */
+    public static <R extends Registration> R track(R r) {
         Thread t = Thread.currentThread();
         if (t.isVirtual()) {
             Stripe s = SHARED[(int) t.threadId() & (SHARED.length - 1)];
@@ -170,10 +195,8 @@ public final class HandleCleaner {
         while (true) {
             try {
                 Registration r = (Registration) QUEUE.remove();
-                Runnable action = r.action;
-                r.action = null;
-                if (action != null) {
-                    action.run();
+                if (!r.unregistered) {
+                    r.clean();
                 }
             } catch (InterruptedException e) {
                 // a daemon: keep serving
