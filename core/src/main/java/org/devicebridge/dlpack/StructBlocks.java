@@ -19,18 +19,23 @@ final class StructBlocks {
     /** Bytes of every small block. */
     static final long SMALL = 256;
 
-    /** One thread's kept block; only that thread touches it while it runs, the cleaner after it died. */
+    /**
+     * One thread's kept block; only that thread touches it while it runs, the cleaner after it died. The
+     * slot holds its block only while {@code kept}; otherwise {@code block} is the last block it held, maybe
+     * in use or freed since, never read. A round trip that gives the same block back writes only the flag:
+     * storing a reference into this long-lived object costs a GC card mark, which contends across threads.
+     */
     private static final class Slot implements Runnable {
         MemorySegment block;
+        boolean kept;
 
         /** Frees the kept block once the thread is gone. */
         @Override
         public void run() {
-            MemorySegment b = block;
-            block = null;
-            if (b != null) {
-                Native.reused(b);
-                Native.free(b);
+            if (kept) {
+                kept = false;
+                Native.reused(block);
+                Native.free(block);
             }
         }
     }
@@ -50,11 +55,10 @@ final class StructBlocks {
         }
         if (!Thread.currentThread().isVirtual()) {
             Slot slot = SLOTS.get();
-            MemorySegment b = slot.block;
-            if (b != null) {
-                slot.block = null;
-                Native.reused(b);
-                return b;
+            if (slot.kept) {
+                slot.kept = false;
+                Native.reused(slot.block);
+                return slot.block;
             }
         }
         return Native.malloc(SMALL);
@@ -64,9 +68,12 @@ final class StructBlocks {
     static void free(MemorySegment block) {
         if (block.byteSize() == SMALL && !Thread.currentThread().isVirtual()) {
             Slot slot = SLOTS.get();
-            if (slot.block == null) {
+            if (!slot.kept) {
                 Native.kept(block); // counted as the thread's, not as a leak
-                slot.block = block;
+                if (slot.block != block) {
+                    slot.block = block;
+                }
+                slot.kept = true;
                 return;
             }
         }

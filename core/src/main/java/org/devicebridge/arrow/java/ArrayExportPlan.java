@@ -114,6 +114,18 @@ final class ArrayExportPlan extends ExportPlan {
         retained[retainedTotal++] = b;
     }
 
+    /**
+     * The buffers retained, as an array of exactly that length, for the written tree to keep. The plan takes
+     * a new array, sized as this export's, for the next one: the plan lives long, and storing buffers into an
+     * old array costs a GC card mark per store (a fence, and contention between threads), into a new one not.
+     */
+    ArrowBuf[] takeRetained() {
+        ArrowBuf[] held = retainedTotal == retained.length ? retained : Arrays.copyOf(retained, retainedTotal);
+        retained = new ArrowBuf[Math.max(4, retainedTotal)];
+        retainedTotal = 0;
+        return held;
+    }
+
     /** The thread's reused plan, or a new one when it is in use (an export inside an export). */
     static ArrayExportPlan take() {
         ArrayExportPlan p = PLANS.get();

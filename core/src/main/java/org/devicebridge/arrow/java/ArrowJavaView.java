@@ -95,14 +95,14 @@ final class ArrowJavaView {
      */
     private static void hold(ArrayExportPlan p, Arena arena) {
         ExportBlock.retainAll(p);
-        ArrowBuf[] held = Arrays.copyOf(p.retained, p.retainedTotal);
+        ArrowBuf[] held = p.takeRetained();
         try {
             MemorySegment.NULL.reinterpret(arena, ignored -> drop(held));
         } catch (IllegalStateException | WrongThreadException e) {
-            ExportBlock.releaseAll(p, p.retainedTotal);
+            ExportBlock.releaseAll(held, held.length);
             throw arenaUnusable(e);
         } catch (RuntimeException | Error e) {
-            ExportBlock.releaseAll(p, p.retainedTotal);
+            ExportBlock.releaseAll(held, held.length);
             throw e;
         }
     }

@@ -52,11 +52,11 @@ final class ExportBlock {
         int rootAt = longs; // the root struct's image, copied to out rather than into the block
         long[] img = p.image(Math.addExact(longs, STRUCT_LONGS));
         retainAll(p);
+        ArrowBuf[] held = p.retainedTotal == 0 ? null : p.takeRetained();
         ExportRuntime.Tree tree;
         long privateData;
         try {
             long base = Native.malloc(size).address();
-            ArrowBuf[] held = p.retainedTotal == 0 ? null : Arrays.copyOf(p.retained, p.retainedTotal);
             tree = new ExportRuntime.Tree(ExportRuntime.ARRAY, base, table, nodes, held);
             try {
                 privateData = tree.register();
@@ -65,7 +65,7 @@ final class ExportBlock {
                 throw e;
             }
         } catch (RuntimeException | Error e) {
-            releaseAll(p, p.retainedTotal);
+            releaseAll(held, held == null ? 0 : held.length);
             throw e;
         }
         // Registered: from here on nothing can fail, only memory is written.
@@ -138,8 +138,12 @@ final class ExportBlock {
     }
 
     static void releaseAll(ArrayExportPlan p, int count) {
+        releaseAll(p.retained, count);
+    }
+
+    static void releaseAll(ArrowBuf[] retained, int count) {
         for (int k = 0; k < count; k++) {
-            p.retained[k].getReferenceManager().release();
+            retained[k].getReferenceManager().release();
         }
     }
 }
