@@ -35,6 +35,23 @@ class StructBlocksTest {
     }
 
     @Test
+    void theSlotKeepsWhicheverBlockWasFreedWhileItsOwnWasOut() {
+        MemorySegment first = StructBlocks.allocate(80); // the kept block, if any, or a new one
+        MemorySegment second = StructBlocks.allocate(80); // the slot is empty: a new block
+        StructBlocks.free(second);
+        MemorySegment again = StructBlocks.allocate(80);
+        assertEquals(second.address(), again.address(), "the block freed last is the one kept");
+        StructBlocks.free(first); // the slot is empty again: now it keeps the first block
+        MemorySegment third = StructBlocks.allocate(80);
+        assertEquals(first.address(), third.address(), "the slot changed blocks");
+        StructBlocks.free(again); // the slot is empty: kept
+        StructBlocks.free(third); // the slot holds one already: freed
+        MemorySegment kept = StructBlocks.allocate(80);
+        assertEquals(again.address(), kept.address());
+        StructBlocks.free(kept);
+    }
+
+    @Test
     void largeBlocksAreExactAndSmallOnesShareOneSize() {
         MemorySegment big = StructBlocks.allocate(StructBlocks.SMALL + 8);
         assertEquals(StructBlocks.SMALL + 8, big.byteSize());

@@ -55,6 +55,27 @@ class HandleCleanerTest {
     }
 
     @Test
+    void liveRegistrationsSurviveTheStripeGrowingAndShrinking() throws Exception {
+        // one thread: thousands unregistered at once, a few kept across many compactions into new arrays
+        List<Object> referents = new ArrayList<>();
+        int kept = 64;
+        CountDownLatch ran = new CountDownLatch(kept);
+        AtomicInteger unregisteredRuns = new AtomicInteger();
+        for (int i = 0; i < 20_000; i++) {
+            if (i % 50 == 0 && referents.size() < kept) {
+                Object o = new Object();
+                referents.add(o);
+                HandleCleaner.register(o, ran::countDown);
+            } else {
+                HandleCleaner.register(new Object(), unregisteredRuns::incrementAndGet).unregister();
+            }
+        }
+        assertEquals(kept, referents.size());
+        assertTrue(collect(referents, ran), "every kept registration ran after the compactions");
+        assertEquals(0, unregisteredRuns.get(), "an unregistered action never runs");
+    }
+
+    @Test
     void registrationsFromVirtualThreadsRun() throws Exception {
         int n = 50;
         List<Object> referents = new ArrayList<>();
