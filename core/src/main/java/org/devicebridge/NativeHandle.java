@@ -63,7 +63,7 @@ public abstract class NativeHandle implements AutoCloseable {
     // the lifecycle: the Cleaner that watches the scope's reachability keeps the lifecycle reachable.
     private Arena confined;
     private Thread owner;
-    private ScopeWatch scopeCleanable;
+    private HandleCleaner.Registration scopeCleanable;
 
     /**
      * A handle that owns its arena (made lazily, shared): for handles that are not imports.
@@ -231,7 +231,7 @@ public abstract class NativeHandle implements AutoCloseable {
                 a = Arena.ofConfined();
                 // Watch the scope, which every segment refers to, instead of the handle: a forgotten import is
                 // released only once no segment of it can be read any more.
-                scopeCleanable = HandleCleaner.track(new ScopeWatch(a.scope(), lifecycle));
+                scopeCleanable = HandleCleaner.register(a.scope(), lifecycle, Lifecycle::releaseUnreachable);
                 owner = Thread.currentThread();
                 confined = a;
                 lifecycle.unregister();
@@ -296,21 +296,6 @@ public abstract class NativeHandle implements AutoCloseable {
         }
         if (pkg != acceptedPackage) {
             acceptedPackage = pkg; // a benign race: whatever it holds was accepted; written only on a change
-        }
-    }
-
-    /** The Cleaner's watch on a confined default scope: releases a forgotten import once no segment of it exists. */
-    private static final class ScopeWatch extends HandleCleaner.Registration {
-        private final Lifecycle lifecycle;
-
-        ScopeWatch(Object scope, Lifecycle lifecycle) {
-            super(scope);
-            this.lifecycle = lifecycle;
-        }
-
-        @Override
-        protected void clean() {
-            lifecycle.releaseUnreachable();
         }
     }
 

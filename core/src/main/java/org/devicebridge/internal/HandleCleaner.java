@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
+import java.util.function.Consumer;
 
 /**
  * The safety net behind every owning handle: runs an action once the handle has become phantom reachable,
@@ -68,17 +69,20 @@ public final class HandleCleaner {
         }
     }
 
-    private static final class Action extends Registration {
-        private final Runnable action;
+    /** A registration whose action is {@code action} applied to {@code target}: a method reference costs nothing. */
+    private static final class Action<T> extends Registration {
+        private final T target;
+        private final Consumer<? super T> action;
 
-        Action(Object referent, Runnable action) {
+        Action(Object referent, T target, Consumer<? super T> action) {
             super(referent);
+            this.target = target;
             this.action = action;
         }
 
         @Override
         protected void clean() {
-            action.run();
+            action.accept(target);
         }
     }
 
@@ -89,7 +93,16 @@ public final class HandleCleaner {
      * the returned registration was unregistered first. {@code action} must not refer to {@code referent}.
      */
     public static Registration register(Object referent, Runnable action) {
-        return track(new Action(referent, action));
+        return register(referent, action, Runnable::run);
+    }
+
+    /**
+     * {@link #register(Object, Runnable)} of {@code action} applied to {@code target}, in one object when
+     * {@code action} is a method reference that captures nothing (e.g. {@code Lifecycle::release}).
+     * Neither may refer to {@code referent}.
+     */
+    public static <T> Registration register(Object referent, T target, Consumer<? super T> action) {
+        return track(new Action<>(referent, target, action));
     }
 
     /** Keeps {@code r} reachable until it is unregistered or has run, and returns it. */
