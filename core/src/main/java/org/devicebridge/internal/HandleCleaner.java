@@ -3,7 +3,6 @@ package org.devicebridge.internal;
 import java.lang.ref.PhantomReference;
 import java.lang.ref.ReferenceQueue;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.function.Consumer;
@@ -98,7 +97,7 @@ public final class HandleCleaner {
 
     /**
      * {@link #register(Object, Runnable)} of {@code action} applied to {@code target}, in one object when
-     * {@code action} is a method reference that captures nothing (e.g. {@code Lifecycle::release}).
+     * {@code action} is a method reference that captures nothing (e.g. {@code Lifecycle::releaseUnreachable}).
      * Neither may refer to {@code referent}.
      */
     public static <T> Registration register(Object referent, T target, Consumer<? super T> action) {
@@ -190,8 +189,8 @@ public final class HandleCleaner {
          * Copies the references not cleared into a new array (grown when more than half are live, shrunk when
          * few are). Always a new one: an array just allocated is in the young generation, so the stores of
          * the next registrations into it skip the GC's card marking, which on a long-lived array costs a
-         * fence per store and contends with every other thread's marks (measured 16-20% of a DLPack round
-         * trip at 16 threads).
+         * fence per store and contends with every other thread's marks (bench/RESULTS.md, issue 28, fifth
+         * pass).
          */
         private Registration[] compact(Registration[] a) {
             int live = 0;

@@ -3,7 +3,6 @@ package org.devicebridge.arrow.java;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
-import java.util.Arrays;
 import org.apache.arrow.memory.ArrowBuf;
 import org.devicebridge.ValidationException;
 import org.devicebridge.internal.ArrowArrayFields;
@@ -131,14 +130,10 @@ final class ExportBlock {
             }
         } catch (RuntimeException e) {
             // a buffer that can no longer be retained (its vector was closed concurrently)
-            releaseAll(p, taken);
+            releaseAll(p.retained, taken);
             throw new ValidationException(ValidationException.Category.RELEASED, "",
                     "an Arrow buffer was released while it was being exported: " + e.getMessage(), e);
         }
-    }
-
-    static void releaseAll(ArrayExportPlan p, int count) {
-        releaseAll(p.retained, count);
     }
 
     static void releaseAll(ArrowBuf[] retained, int count) {
