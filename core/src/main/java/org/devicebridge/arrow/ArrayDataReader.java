@@ -19,13 +19,15 @@ final class ArrayDataReader {
     private final ArrayTable table;
     private final ContentChecks contents;
     private final BufferSizer sizer;
-    private final Segments segments = new Segments();
-    /** Whether the table is a view whose contents are read and whose segments are handed out. */
-    private final boolean host;
+    /** The caller's segments by address, for a view ({@code host}); {@code null} for an export, which reads none. */
+    private final Segments segments;
+    // One node's buffer addresses and sizes, reused node after node (a node's are read after its children's).
+    private long[] addr = new long[4];
+    private long[] len = new long[4];
 
     private ArrayDataReader(SchemaLayout layout, ValidationLevel level, boolean host) {
         this.layout = layout;
-        this.host = host;
+        this.segments = host ? new Segments() : null;
         this.table = new ArrayTable(layout, host);
         // contents are read (host memory, DEFAULT/FULL) through the caller's segments, never past their ends
         this.contents = new ContentChecks(level, table, host ? segments : null);
@@ -43,7 +45,9 @@ final class ArrayDataReader {
     static ArrayTable read(SchemaNode schema, ArrayData data, ValidationLevel level, boolean host) {
         ArrayDataReader r = new ArrayDataReader(schema.layout(), level, host);
         r.node(data, 0, 0);
-        r.table.ownedBy(r.segments);
+        if (host) {
+            r.table.ownedBy(r.segments);
+        }
         return r.table;
     }
 
@@ -54,8 +58,20 @@ final class ArrayDataReader {
         int nBuffers = NodeChecks.bufferCount(layout, n, buffers.size());
         List<ArrayData> children = d.children();
         NodeChecks.childCount(layout, n, children.size());
-        long[] addr = new long[nBuffers];
-        long[] len = new long[nBuffers];
+        // Children first, as in an import: several rules compare against child lengths.
+        for (int i = 0; i < children.size(); i++) {
+            node(children.get(i), layout.child(n, i), depth + 1);
+        }
+        int dictionary = NodeChecks.dictionary(layout, n, d.dictionary() != null);
+        if (dictionary >= 0) {
+            node(d.dictionary(), dictionary, depth + 1);
+        }
+        if (addr.length < nBuffers) {
+            addr = new long[nBuffers];
+            len = new long[nBuffers];
+        }
+        long[] addr = this.addr;
+        long[] len = this.len;
         for (int i = 0; i < nBuffers; i++) {
             MemorySegment s = buffers.get(i);
             if (!s.isNative()) {
@@ -66,17 +82,9 @@ final class ArrayDataReader {
                 throw closed(n, i);
             }
             addr[i] = s.address();
-            if (host) { // an export's table is only read for its addresses and sizes: no lookup by address
+            if (segments != null) { // an export's table is only read for its addresses and sizes
                 segments.add(s, n, i);
             }
-        }
-        // Children first, as in an import: several rules compare against child lengths.
-        for (int i = 0; i < children.size(); i++) {
-            node(children.get(i), layout.child(n, i), depth + 1);
-        }
-        int dictionary = NodeChecks.dictionary(layout, n, d.dictionary() != null);
-        if (dictionary >= 0) {
-            node(d.dictionary(), dictionary, depth + 1);
         }
         table.setNode(n, d.length(), d.nullCount(), d.offset());
         sizer.sizeAndCheckContents(n, addr, len, nBuffers);
