@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import org.devicebridge.ValidationException;
+import org.devicebridge.foreign.ExportTree;
 import org.devicebridge.foreign.OutStructs;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
@@ -16,12 +17,55 @@ import org.devicebridge.internal.Native;
  * {@link SchemaNode} tree as {@code ArrowSchema} structs. Everything that can fail (the checks, the sizes, the
  * allocation, the registration) happens before anything is written, so a throw leaves the caller's struct
  * untouched and holds nothing; then one malloc block receives every struct but the root (the caller's) with its
- * pointer arrays and strings, and the root is written last. Released through {@link FfmExports}.
+ * pointer arrays and strings, and the root is written last. Released through {@link ExportTree}: nodes are
+ * numbered in the pre-order of the schema's {@link SchemaLayout}, and the export's owner is closed once the
+ * block is freed.
  */
 final class FfmExportWriter {
-    private static final MemorySegment ALL = FfmExports.ALL;
+    private static final System.Logger LOG = System.getLogger("org.devicebridge.arrow");
+    private static final MemorySegment ALL = ArrowArrayFields.BY_ADDRESS;
 
     private FfmExportWriter() {}
+
+    /** One FFM-only export: dependents from its {@link SchemaLayout}, no buffers held, an optional owner. */
+    private static final class Tree extends ExportTree {
+        private final SchemaLayout layout;
+        private final AutoCloseable owner;
+
+        Tree(Kind kind, long base, SchemaLayout layout, AutoCloseable owner) {
+            super(kind, base, layout.size());
+            this.layout = layout;
+            this.owner = owner;
+        }
+
+        @Override
+        protected int dependentCount(int i) {
+            return layout.childCount(i) + (layout.dictionary(i) < 0 ? 0 : 1);
+        }
+
+        @Override
+        protected int dependent(int i, int k) {
+            return k < layout.childCount(i) ? layout.child(i, k) : layout.dictionary(i);
+        }
+
+        @Override
+        protected void releaseHeld(int i) {
+            // the buffers are the owner's: it is closed once, in freed()
+        }
+
+        @Override
+        protected void freed() {
+            if (owner == null) {
+                return;
+            }
+            try {
+                owner.close();
+            } catch (Throwable t) {
+                LOG.log(System.Logger.Level.ERROR, "devicebridge: closing the owner of an exported "
+                        + kind.name + " failed (on the consumer's release)", t);
+            }
+        }
+    }
 
     /** {@link ArrowC#exportArray}: its arguments checked for NULL, nothing else. */
     static void exportArray(SchemaNode schema, ArrayData data, MemorySegment out, AutoCloseable owner) {
@@ -29,14 +73,14 @@ final class FfmExportWriter {
         ArrayTable t = ArrayDataReader.read(schema, data, ValidationLevel.MINIMAL, false);
         SchemaLayout layout = t.layout;
         int nodes = layout.size();
-        long size = Math.multiplyExact(nodes - 1L, FfmExports.ARRAY.size);
+        long size = Math.multiplyExact(nodes - 1L, ExportTree.ARRAY.size);
         for (int i = 0; i < nodes; i++) {
             size = Math.addExact(size, 8L * Math.max(1, t.bufferCount(i))); // buffers is never NULL, even for none
             size = Math.addExact(size, 8L * layout.childCount(i));
         }
-        FfmExports.Tree tree = register(FfmExports.ARRAY, size, layout, owner);
+        Tree tree = register(ExportTree.ARRAY, size, layout, owner);
         // Registered: from here on nothing can fail, only memory is written.
-        long cursor = tree.base + (nodes - 1L) * FfmExports.ARRAY.size;
+        long cursor = tree.base + (nodes - 1L) * ExportTree.ARRAY.size;
         for (int i = nodes - 1; i >= 0; i--) { // the root, the caller's struct, last
             int nb = t.bufferCount(i);
             int nc = layout.childCount(i);
@@ -61,7 +105,7 @@ final class FfmExportWriter {
             set(s, ArrowArrayFields.CHILDREN, nc == 0 ? 0L : children);
             set(s, ArrowArrayFields.DICTIONARY, dictionary < 0 ? 0L : tree.struct(dictionary));
             set(s, ArrowArrayFields.PRIVATE_DATA, tree.privateData(i));
-            set(s, ArrowArrayFields.RELEASE, FfmExports.ARRAY.stub);
+            set(s, ArrowArrayFields.RELEASE, ExportTree.ARRAY.stub);
         }
     }
 
@@ -73,7 +117,7 @@ final class FfmExportWriter {
         byte[][] format = new byte[nodes][];
         byte[][] name = new byte[nodes][];
         byte[][] metadata = new byte[nodes][];
-        long size = Math.multiplyExact(nodes - 1L, FfmExports.SCHEMA.size);
+        long size = Math.multiplyExact(nodes - 1L, ExportTree.SCHEMA.size);
         for (int i = 0; i < nodes; i++) {
             SchemaNode n = layout.schema(i);
             format[i] = n.format().getBytes(StandardCharsets.UTF_8);
@@ -84,9 +128,9 @@ final class FfmExportWriter {
             size = Math.addExact(size, name[i] == null ? 0 : align8(name[i].length + 1L));
             size = Math.addExact(size, metadata[i] == null ? 0 : align8(metadata[i].length));
         }
-        FfmExports.Tree tree = register(FfmExports.SCHEMA, size, layout, null);
+        Tree tree = register(ExportTree.SCHEMA, size, layout, null);
         // Registered: from here on nothing can fail, only memory is written.
-        long cursor = tree.base + (nodes - 1L) * FfmExports.SCHEMA.size;
+        long cursor = tree.base + (nodes - 1L) * ExportTree.SCHEMA.size;
         for (int i = nodes - 1; i >= 0; i--) { // the root, the caller's struct, last
             SchemaNode n = layout.schema(i);
             int nc = layout.childCount(i);
@@ -115,14 +159,14 @@ final class FfmExportWriter {
             set(s, ArrowSchema.children$offset(), nc == 0 ? 0L : children);
             set(s, ArrowSchema.dictionary$offset(), dictionary < 0 ? 0L : tree.struct(dictionary));
             set(s, ArrowSchema.private_data$offset(), tree.privateData(i));
-            set(s, ArrowSchema.release$offset(), FfmExports.SCHEMA.stub);
+            set(s, ArrowSchema.release$offset(), ExportTree.SCHEMA.stub);
         }
     }
 
     /** Allocates the block and registers its tree; on a throw nothing is left allocated or registered. */
-    private static FfmExports.Tree register(FfmExports.Kind kind, long size, SchemaLayout layout, AutoCloseable owner) {
+    private static Tree register(ExportTree.Kind kind, long size, SchemaLayout layout, AutoCloseable owner) {
         long base = Native.malloc(size).address();
-        FfmExports.Tree tree = new FfmExports.Tree(kind, base, layout, owner);
+        Tree tree = new Tree(kind, base, layout, owner);
         try {
             tree.register();
         } catch (RuntimeException | Error e) {

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -22,6 +23,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 import org.devicebridge.ValidationException;
 import org.devicebridge.ValidationException.Category;
+import org.devicebridge.foreign.ExportTree;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.devicebridge.internal.Allocations;
@@ -39,7 +41,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class FfmExportTest {
     private final Arena arena = Arena.ofConfined();
-    private int exportsBefore;
+    private int liveBefore;
     private Allocations.Snapshot before;
 
     /** An owner that counts its closes. */
@@ -54,7 +56,7 @@ class FfmExportTest {
 
     @BeforeEach
     void baseline() {
-        exportsBefore = FfmExports.liveExports();
+        liveBefore = ExportTree.liveNodes();
         before = Allocations.inUse();
     }
 
@@ -64,7 +66,7 @@ class FfmExportTest {
     }
 
     private void assertNothingHeld() {
-        assertEquals(exportsBefore, FfmExports.liveExports(), "live exports");
+        assertEquals(liveBefore, ExportTree.liveNodes(), "every exported node released exactly once");
         assertFalse(Allocations.inUse().minus(before).hasGrowth(), () -> Allocations.inUse().minus(before).describe(true));
     }
 
@@ -156,14 +158,16 @@ class FfmExportTest {
         Owner owner = new Owner();
         MemorySegment out = ArrowC.allocateArray(arena);
         ArrowC.exportArray(c.schema(), c.data(), out, owner);
-        assertEquals(exportsBefore + 1, FfmExports.liveExports());
+        assertEquals(liveBefore + 3, ExportTree.liveNodes(), "the root and its two children");
         MemorySegment fn = ArrowArray.release(out);
         release(out, ArrowArray.release$offset());
         assertEquals(MemorySegment.NULL, ArrowArray.release(out));
         assertEquals(1, owner.closes.get());
         assertNothingHeld();
-        // a second call of the saved callback (a consumer's bug) is logged and touches nothing
+        // a second call of the saved callback (a consumer's bug) is counted, logged and touches nothing
+        long stale = ExportTree.staleReleases();
         Callbacks.invokeVoidPointer(fn, out);
+        assertEquals(stale + 1, ExportTree.staleReleases());
         assertEquals(1, owner.closes.get());
         assertNothingHeld();
     }
@@ -181,7 +185,7 @@ class FfmExportTest {
         ArrowArray.release(inPlace, MemorySegment.NULL); // the move, as the C Data Interface describes it
         release(out, ArrowArray.release$offset());
         assertEquals(0, owner.closes.get(), "the moved child still holds the export");
-        assertEquals(exportsBefore + 1, FfmExports.liveExports());
+        assertEquals(liveBefore + 1, ExportTree.liveNodes(), "the moved child alone");
         // the moved child is still readable as an array: import it and read its strings
         SchemaNode b = c.schema().children().get(1);
         try (ImportedArray child = ArrowC.importArray(b, moved, ValidationLevel.FULL)) {
@@ -189,6 +193,50 @@ class FfmExportTest {
         }
         assertEquals(1, owner.closes.get());
         assertEquals(MemorySegment.NULL, ArrowArray.release(moved));
+        assertNothingHeld();
+    }
+
+    @Test
+    void aChildMovedOutOfASixteenColumnExportIsReleasedOnceAfterTheRootAndThenClosesTheOwnerOnce() {
+        // 17 nodes: the root's release claims its 15 children in place at once, and must leave the moved one
+        int columns = 16;
+        List<SchemaNode> fields = new ArrayList<>();
+        List<ArrayData> children = new ArrayList<>();
+        for (int c = 0; c < columns; c++) {
+            fields.add(SchemaNode.of("c" + c, "l", List.of()));
+            children.add(ArrayData.of(2, 0, List.of(MemorySegment.NULL, ArrayDataFixtures.longs(arena, c, -c))));
+        }
+        SchemaNode schema = SchemaNode.of(null, "+s", fields);
+        ArrayData data = ArrayData.of(2, 0, List.of(MemorySegment.NULL)).withChildren(children);
+        Owner owner = new Owner();
+        MemorySegment out = ArrowC.allocateArray(arena);
+        ArrowC.exportArray(schema, data, out, owner);
+        assertEquals(liveBefore + columns + 1, ExportTree.liveNodes());
+        MemorySegment inPlace = ArrowArray.children(out).reinterpret(8L * columns).getAtIndex(ValueLayout.ADDRESS, 9)
+                .reinterpret(ArrowArray.sizeof());
+        MemorySegment moved = ArrowC.allocateArray(arena);
+        moved.copyFrom(inPlace);
+        ArrowArray.release(inPlace, MemorySegment.NULL);
+        long releases = ExportTree.ARRAY.releases();
+        long stale = ExportTree.staleReleases();
+        release(out, ArrowArray.release$offset());
+        assertEquals(columns, ExportTree.ARRAY.releases() - releases, "the root and the 15 children in place");
+        assertEquals(0, owner.closes.get(), "the moved child still holds the export");
+        assertEquals(liveBefore + 1, ExportTree.liveNodes(), "the moved child alone");
+        assertEquals(-9L, ArrowArray.buffers(moved).reinterpret(16).getAtIndex(ValueLayout.ADDRESS, 1)
+                .reinterpret(16).getAtIndex(ValueLayout.JAVA_LONG, 1), "the moved child's data is still there");
+        MemorySegment copy = ArrowC.allocateArray(arena);
+        copy.copyFrom(moved);
+        release(moved, ArrowArray.release$offset());
+        assertEquals(columns + 1, ExportTree.ARRAY.releases() - releases, "the moved child released once");
+        assertEquals(1, owner.closes.get());
+        assertEquals(MemorySegment.NULL, ArrowArray.release(moved));
+        assertEquals(stale, ExportTree.staleReleases());
+        // a copy of the released child released again (a consumer's bug) is stale and touches nothing
+        release(copy, ArrowArray.release$offset());
+        assertEquals(stale + 1, ExportTree.staleReleases());
+        assertEquals(columns + 1, ExportTree.ARRAY.releases() - releases);
+        assertEquals(1, owner.closes.get());
         assertNothingHeld();
     }
 
@@ -219,7 +267,7 @@ class FfmExportTest {
                 root.get();
                 child.get();
                 assertEquals(1, owner.closes.get(), "round " + round);
-                assertEquals(exportsBefore, FfmExports.liveExports(), "round " + round);
+                assertEquals(liveBefore, ExportTree.liveNodes(), "round " + round);
             }
         }
         assertNothingHeld();
@@ -236,7 +284,7 @@ class FfmExportTest {
         moved.copyFrom(inPlace);
         ArrowSchema.release(inPlace, MemorySegment.NULL);
         release(out, ArrowSchema.release$offset());
-        assertEquals(exportsBefore + 1, FfmExports.liveExports());
+        assertEquals(liveBefore + 1, ExportTree.liveNodes(), "the moved child alone");
         try (ImportedSchema child = ArrowC.importSchema(moved)) {
             assertEquals("a", child.root().name());
             assertEquals("l", child.root().format());

@@ -14,6 +14,7 @@ import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.DeviceKind;
+import org.devicebridge.foreign.ExportTree;
 import org.devicebridge.foreign.OutStructs;
 import org.devicebridge.foreign.StreamExport;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
@@ -146,7 +147,7 @@ final class ArrowJavaExport {
      */
     private static void releaseWritten(MemorySegment schema) {
         if (schema != null) {
-            ExportRuntime.release(ExportRuntime.SCHEMA, schema);
+            ExportTree.release(ExportTree.SCHEMA, schema);
         }
     }
 }

@@ -5,6 +5,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import org.apache.arrow.memory.ArrowBuf;
 import org.devicebridge.ValidationException;
+import org.devicebridge.foreign.ExportTree;
 import org.devicebridge.internal.ArrowArrayFields;
 import org.devicebridge.internal.Native;
 
@@ -56,7 +57,7 @@ final class ExportBlock {
         long privateData;
         try {
             long base = Native.malloc(size).address();
-            tree = new ExportRuntime.Tree(ExportRuntime.ARRAY, base, table, nodes, held);
+            tree = new ExportRuntime.Tree(ExportTree.ARRAY, base, table, nodes, held);
             try {
                 privateData = tree.register();
             } catch (RuntimeException | Error e) {
@@ -71,7 +72,7 @@ final class ExportBlock {
         long base = tree.base;
         int cursor = (nodes - 1) * STRUCT_LONGS; // long index in the block
         int tableAt = (int) (table / 8);
-        long stub = ExportRuntime.ARRAY.stub;
+        long stub = ExportTree.ARRAY.stub;
         for (int i = 0; i < nodes; i++) {
             int nb = p.bufferCount[i];
             int nc = p.childCount[i];

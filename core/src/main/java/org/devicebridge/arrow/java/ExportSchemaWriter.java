@@ -13,6 +13,7 @@ import org.apache.arrow.vector.types.pojo.DictionaryEncoding;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.ValidationException;
+import org.devicebridge.foreign.ExportTree;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.devicebridge.internal.FieldPath;
 import org.devicebridge.internal.Native;
@@ -118,7 +119,7 @@ final class ExportSchemaWriter {
         long table = size;
         size = Math.addExact(size, p.tableBytes());
         long base = Native.malloc(size).address();
-        ExportRuntime.Tree tree = new ExportRuntime.Tree(ExportRuntime.SCHEMA, base, table, nodes, null);
+        ExportRuntime.Tree tree = new ExportRuntime.Tree(ExportTree.SCHEMA, base, table, nodes, null);
         long privateData;
         try {
             privateData = tree.register();
@@ -128,7 +129,7 @@ final class ExportSchemaWriter {
         }
         // Registered: from here on nothing can fail, only memory is written.
         long cursor = base + (nodes - 1L) * ExportRuntime.SCHEMA_SIZE;
-        long stub = ExportRuntime.SCHEMA.stub;
+        long stub = ExportTree.SCHEMA.stub;
         for (int i = 0; i < nodes; i++) {
             int nc = p.childCount[i];
             long children = cursor;

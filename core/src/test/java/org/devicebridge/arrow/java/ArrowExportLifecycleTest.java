@@ -37,6 +37,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.ValidationException;
 import org.devicebridge.arrow.ExportedStruct;
 import org.devicebridge.arrow.SchemaNode;
+import org.devicebridge.foreign.ExportTree;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowArrayStream;
 import org.devicebridge.generated.arrow.ArrowDeviceArray;
@@ -475,13 +476,13 @@ class ArrowExportLifecycleTest {
         MemorySegment array = newArray();
         try (VectorSchemaRoot root = intsAndStrings(5, 1)) {
             root.getVector(1).setValueCount(4);
-            int live = ExportRuntime.liveNodes();
+            int live = ExportTree.liveNodes();
             long memory = allocator.getAllocatedMemory();
             ValidationException e = assertThrows(ValidationException.class,
                     () -> ArrowJava.exportRoot(root, null, array, null));
             assertEquals(ValidationException.Category.LENGTH, e.category());
             assertEquals("children[1]", e.path());
-            assertEquals(live, ExportRuntime.liveNodes());
+            assertEquals(live, ExportTree.liveNodes());
             assertEquals(memory, allocator.getAllocatedMemory());
             assertEquals(0L, ArrowArray.release(array).address(), "the output is untouched");
         }

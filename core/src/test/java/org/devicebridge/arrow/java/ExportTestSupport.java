@@ -43,6 +43,7 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.DictionaryEncoding;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
+import org.devicebridge.foreign.ExportTree;
 import org.devicebridge.foreign.StreamExport;
 import org.devicebridge.internal.HandleTracker;
 
@@ -55,13 +56,13 @@ public final class ExportTestSupport {
 
     /** Counters captured before a test; {@link #assertNothingLeaked} compares after it. */
     public static final class Baseline {
-        final int liveNodes = ExportRuntime.liveNodes();
+        final int liveNodes = ExportTree.liveNodes();
         final int streams = StreamExport.liveStreams();
         final long stale = staleReleases();
         final long handles = HandleTracker.liveHandles();
 
         public void assertNothingLeaked(BufferAllocator allocator) {
-            assertEquals(liveNodes, ExportRuntime.liveNodes(), "every exported node released exactly once");
+            assertEquals(liveNodes, ExportTree.liveNodes(), "every exported node released exactly once");
             assertEquals(streams, StreamExport.liveStreams(), "every exported stream released");
             assertEquals(stale, staleReleases(), "no release called twice");
             assertEquals(handles, HandleTracker.liveHandles(), "no live handle left");
@@ -71,27 +72,27 @@ public final class ExportTestSupport {
 
     /** Release calls of exported structs and streams that found nothing to release. */
     private static long staleReleases() {
-        return ExportRuntime.STALE_RELEASES.get() + StreamExport.staleReleases();
+        return ExportTree.staleReleases() + StreamExport.staleReleases();
     }
 
-    /** Exported {@code ArrowArray} nodes (of Arrow Java data) not released yet. */
+    /** Exported {@code ArrowArray} nodes (Arrow Java and FFM-only exports alike) not released yet. */
     public static int exportedArrays() {
-        return Math.toIntExact(ExportRuntime.ARRAY.liveNodes());
+        return Math.toIntExact(ExportTree.ARRAY.liveNodes());
     }
 
     /** Exported {@code ArrowSchema} nodes not released yet. */
     static int exportedSchemas() {
-        return Math.toIntExact(ExportRuntime.SCHEMA.liveNodes());
+        return Math.toIntExact(ExportTree.SCHEMA.liveNodes());
     }
 
     /** Exported {@code ArrowArray} nodes released (each once) since the JVM started. */
     public static long arrayReleases() {
-        return ExportRuntime.ARRAY.releases.sum();
+        return ExportTree.ARRAY.releases();
     }
 
     /** Exported {@code ArrowSchema} nodes released (each once) since the JVM started. */
     static long schemaReleases() {
-        return ExportRuntime.SCHEMA.releases.sum();
+        return ExportTree.SCHEMA.releases();
     }
 
     public static BufferAllocator allocator() {
@@ -585,10 +586,10 @@ public final class ExportTestSupport {
     /** Releases exported structs a failed consumer left live (so one failure does not hide the next). */
     static void releaseIfLive(java.lang.foreign.MemorySegment array, java.lang.foreign.MemorySegment schema) {
         if (array != null && org.devicebridge.generated.arrow.ArrowArray.release(array).address() != 0) {
-            ExportRuntime.release(ExportRuntime.ARRAY, array);
+            ExportTree.release(ExportTree.ARRAY, array);
         }
         if (schema != null && org.devicebridge.generated.arrow.ArrowSchema.release(schema).address() != 0) {
-            ExportRuntime.release(ExportRuntime.SCHEMA, schema);
+            ExportTree.release(ExportTree.SCHEMA, schema);
         }
     }
 

@@ -24,6 +24,7 @@ import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.devicebridge.ValidationException;
+import org.devicebridge.foreign.ExportTree;
 import org.devicebridge.generated.arrow.ArrowArray;
 import org.devicebridge.generated.arrow.ArrowSchema;
 import org.devicebridge.internal.Callbacks;
@@ -48,14 +49,14 @@ class ExportTreeTest {
     void setUp() {
         allocator = ExportTestSupport.allocator();
         arena = Arena.ofConfined();
-        liveBefore = ExportRuntime.liveNodes();
-        staleBefore = ExportRuntime.STALE_RELEASES.get();
+        liveBefore = ExportTree.liveNodes();
+        staleBefore = ExportTree.staleReleases();
     }
 
     @AfterEach
     void tearDown() {
         arena.close();
-        assertEquals(liveBefore, ExportRuntime.liveNodes(), "every exported node released exactly once");
+        assertEquals(liveBefore, ExportTree.liveNodes(), "every exported node released exactly once");
         assertEquals(0, allocator.getAllocatedMemory(), "Arrow allocator back to 0");
         allocator.close();
     }
@@ -105,7 +106,7 @@ class ExportTreeTest {
     }
 
     private long stale() {
-        return ExportRuntime.STALE_RELEASES.get() - staleBefore;
+        return ExportTree.staleReleases() - staleBefore;
     }
 
     @Test
@@ -116,7 +117,7 @@ class ExportTreeTest {
             ArrowJava.exportRoot(root, null, array, null);
         }
         assertEquals(exports + 1, org.devicebridge.internal.ExportRegistry.outstandingExports(), "one registry entry");
-        assertEquals(liveBefore + 4, ExportRuntime.liveNodes());
+        assertEquals(liveBefore + 4, ExportTree.liveNodes());
         Set<Long> keys = new HashSet<>();
         keys.add(ArrowArray.private_data(array).address());
         for (int i = 0; i < 3; i++) {
@@ -138,7 +139,7 @@ class ExportTreeTest {
         copy.copyFrom(array);
         release(array);
         assertEquals(MemorySegment.NULL, ArrowArray.release(array));
-        ExportRuntime.release(ExportRuntime.ARRAY, copy);
+        ExportTree.release(ExportTree.ARRAY, copy);
         assertEquals(1, stale());
         assertEquals(MemorySegment.NULL, ArrowArray.release(copy), "marked released all the same");
         staleBefore += 1; // accounted for
@@ -158,7 +159,7 @@ class ExportTreeTest {
         assertEquals(3, ExportTestSupport.arrayReleases() - releases, "the parent and the two children in place");
         release(moved);
         assertEquals(4, ExportTestSupport.arrayReleases() - releases);
-        ExportRuntime.release(ExportRuntime.ARRAY, copy);
+        ExportTree.release(ExportTree.ARRAY, copy);
         assertEquals(4, ExportTestSupport.arrayReleases() - releases, "nothing released twice");
         assertEquals(1, stale());
         staleBefore += 1;
@@ -170,18 +171,18 @@ class ExportTreeTest {
         try (VectorSchemaRoot root = longs(2, 5)) {
             ArrowJava.exportRoot(root, null, array, null);
         }
-        long live = ExportRuntime.liveNodes();
+        long live = ExportTree.liveNodes();
         long privateData = ArrowArray.private_data(array).address();
         long[] forged = {0L, -1L, privateData + 3, privateData + 65_535, privateData + (1L << 16), 0x7FFF_FFFF_FFFFL};
         for (long p : forged) {
             MemorySegment fake = arena.allocate(ArrowArray.layout());
-            ArrowArray.release(fake, ExportRuntime.RELEASE_ARRAY);
+            ArrowArray.release(fake, MemorySegment.ofAddress(ExportTree.ARRAY.stub));
             ArrowArray.private_data(fake, MemorySegment.ofAddress(p));
             release(fake);
             assertEquals(MemorySegment.NULL, ArrowArray.release(fake));
         }
         assertEquals(forged.length, stale());
-        assertEquals(live, ExportRuntime.liveNodes(), "the live export untouched");
+        assertEquals(live, ExportTree.liveNodes(), "the live export untouched");
         staleBefore += forged.length;
         release(array);
     }
@@ -249,7 +250,7 @@ class ExportTreeTest {
             s = root.getSchema();
             ArrowJava.exportRoot(root, null, array, schema);
         }
-        assertEquals(liveBefore + 2 * (columns + 1), ExportRuntime.liveNodes());
+        assertEquals(liveBefore + 2 * (columns + 1), ExportTree.liveNodes());
         MemorySegment last = moveOut(child(array, columns - 1));
         MemorySegment low = moveOut(child(array, 5));
         long releases = ExportTestSupport.arrayReleases();
