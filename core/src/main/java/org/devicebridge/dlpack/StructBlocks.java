@@ -1,6 +1,7 @@
 package org.devicebridge.dlpack;
 
 import java.lang.foreign.MemorySegment;
+import org.devicebridge.internal.CacheLinePadding;
 import org.devicebridge.internal.HandleCleaner;
 import org.devicebridge.internal.Native;
 
@@ -25,9 +26,15 @@ final class StructBlocks {
      * in use or freed since, never read. A round trip that gives the same block back writes only the flag:
      * storing a reference into this long-lived object costs a GC card mark, which contends across threads.
      */
-    private static final class Slot implements Runnable {
+    private static class SlotFields extends CacheLinePadding {
         MemorySegment block;
         boolean kept;
+    }
+
+    /** A {@link SlotFields} padded after its fields too: written on every round trip, by its thread alone. */
+    @SuppressWarnings("unused")
+    private static final class Slot extends SlotFields implements Runnable {
+        private long q0, q1, q2, q3, q4, q5, q6, q7;
 
         /** Frees the kept block once the thread is gone. */
         @Override

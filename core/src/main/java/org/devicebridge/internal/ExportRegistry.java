@@ -37,10 +37,16 @@ public final class ExportRegistry<T> {
     private static final ThreadLocal<KeyBlock> KEYS = ThreadLocal.withInitial(KeyBlock::new);
 
     /** The keys [next, end) this thread may hand out, from its region. */
-    private static final class KeyBlock {
+    private static class KeyBlockFields extends CacheLinePadding {
         final int region = Math.floorMod(NEXT_REGION.getAndIncrement(), REGIONS);
         long next;
         long end;
+    }
+
+    /** A {@link KeyBlockFields} padded after its fields too: its thread writes it on every export. */
+    @SuppressWarnings("unused")
+    private static final class KeyBlock extends KeyBlockFields {
+        private long q0, q1, q2, q3, q4, q5, q6, q7;
     }
     private static final ThreadCounts OUTSTANDING = new ThreadCounts(1);
     private final AtomicReferenceArray<T> slotStates = new AtomicReferenceArray<>(SLOTS);

@@ -149,14 +149,8 @@ public final class HandleCleaner {
         }
     }
 
-    /** Padding before a stripe's fields, so that two stripes never share a cache line (false sharing). */
-    @SuppressWarnings("unused")
-    private static class StripePadding {
-        long p0, p1, p2, p3, p4, p5, p6, p7;
-    }
-
     /** The fields of a stripe, after the padding of its superclass (a superclass's fields are laid out first). */
-    private static class StripeFields extends StripePadding {
+    private static class StripeFields extends CacheLinePadding {
         Registration[] refs; // allocated by the first registering thread, in its own allocation buffer
         int size;
     }
