@@ -38,6 +38,13 @@ final class FfmExportWriter {
             this.owner = owner;
         }
 
+        /** Writes the addresses of node {@code i}'s children's structs, in order, at {@code at}. */
+        void writeChildPointers(int i, long at) {
+            for (int c = 0; c < layout.childCount(i); c++) {
+                ALL.set(ValueLayout.JAVA_LONG, at + 8L * c, struct(layout.child(i, c)));
+            }
+        }
+
         @Override
         protected int dependentCount(int i) {
             return layout.childCount(i) + (layout.dictionary(i) < 0 ? 0 : 1);
@@ -91,9 +98,7 @@ final class FfmExportWriter {
             for (int b = 0; b < nb; b++) {
                 ALL.set(ValueLayout.JAVA_LONG, buffers + 8L * b, t.bufferAddress(i, b));
             }
-            for (int c = 0; c < nc; c++) {
-                ALL.set(ValueLayout.JAVA_LONG, children + 8L * c, tree.struct(layout.child(i, c)));
-            }
+            tree.writeChildPointers(i, children);
             int dictionary = layout.dictionary(i);
             long s = i == 0 ? root.address() : tree.struct(i);
             set(s, ArrowArrayFields.LENGTH, t.length(i));
@@ -139,9 +144,7 @@ final class FfmExportWriter {
             long nameAt = formatAt + align8(format[i].length + 1L);
             long metadataAt = nameAt + (name[i] == null ? 0 : align8(name[i].length + 1L));
             cursor = metadataAt + (metadata[i] == null ? 0 : align8(metadata[i].length));
-            for (int c = 0; c < nc; c++) {
-                ALL.set(ValueLayout.JAVA_LONG, children + 8L * c, tree.struct(layout.child(i, c)));
-            }
+            tree.writeChildPointers(i, children);
             writeString(format[i], formatAt);
             if (name[i] != null) {
                 writeString(name[i], nameAt);

@@ -84,6 +84,19 @@ class FfmExportTest {
         Callbacks.invokeVoidPointer(fn, struct);
     }
 
+    /**
+     * Moves child {@code k} of the exported array {@code parent} (which has {@code count} children) into a new
+     * struct of {@code into}, as the C Data Interface describes a move: copied, then released in place.
+     */
+    private static MemorySegment moveChildOut(MemorySegment parent, int count, int k, Arena into) {
+        MemorySegment inPlace = ArrowArray.children(parent).reinterpret(8L * count).getAtIndex(ValueLayout.ADDRESS, k)
+                .reinterpret(ArrowArray.sizeof());
+        MemorySegment moved = ArrowC.allocateArray(into);
+        moved.copyFrom(inPlace);
+        ArrowArray.release(inPlace, MemorySegment.NULL);
+        return moved;
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("caseNames")
     void roundTripsThroughTheImporterAtFull(String name) {
@@ -178,11 +191,7 @@ class FfmExportTest {
         Owner owner = new Owner();
         MemorySegment out = ArrowC.allocateArray(arena);
         ArrowC.exportArray(c.schema(), c.data(), out, owner);
-        MemorySegment inPlace = ArrowArray.children(out).reinterpret(16).getAtIndex(ValueLayout.ADDRESS, 1)
-                .reinterpret(ArrowArray.sizeof());
-        MemorySegment moved = ArrowC.allocateArray(arena);
-        moved.copyFrom(inPlace);
-        ArrowArray.release(inPlace, MemorySegment.NULL); // the move, as the C Data Interface describes it
+        MemorySegment moved = moveChildOut(out, 2, 1, arena);
         release(out, ArrowArray.release$offset());
         assertEquals(0, owner.closes.get(), "the moved child still holds the export");
         assertEquals(liveBefore + 1, ExportTree.liveNodes(), "the moved child alone");
@@ -212,11 +221,7 @@ class FfmExportTest {
         MemorySegment out = ArrowC.allocateArray(arena);
         ArrowC.exportArray(schema, data, out, owner);
         assertEquals(liveBefore + columns + 1, ExportTree.liveNodes());
-        MemorySegment inPlace = ArrowArray.children(out).reinterpret(8L * columns).getAtIndex(ValueLayout.ADDRESS, 9)
-                .reinterpret(ArrowArray.sizeof());
-        MemorySegment moved = ArrowC.allocateArray(arena);
-        moved.copyFrom(inPlace);
-        ArrowArray.release(inPlace, MemorySegment.NULL);
+        MemorySegment moved = moveChildOut(out, columns, 9, arena);
         long releases = ExportTree.ARRAY.releases();
         long stale = ExportTree.staleReleases();
         release(out, ArrowArray.release$offset());
@@ -248,11 +253,7 @@ class FfmExportTest {
                 Owner owner = new Owner();
                 MemorySegment out = ArrowC.allocateArray(structs);
                 ArrowC.exportArray(c.schema(), c.data(), out, owner);
-                MemorySegment inPlace = ArrowArray.children(out).reinterpret(16).getAtIndex(ValueLayout.ADDRESS, 0)
-                        .reinterpret(ArrowArray.sizeof());
-                MemorySegment moved = ArrowC.allocateArray(structs);
-                moved.copyFrom(inPlace);
-                ArrowArray.release(inPlace, MemorySegment.NULL);
+                MemorySegment moved = moveChildOut(out, 2, 0, structs);
                 CyclicBarrier start = new CyclicBarrier(2);
                 Future<?> root = pool.submit(() -> {
                     start.await();
